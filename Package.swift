@@ -1,0 +1,41 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "iapcheck",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "iapcheck", targets: ["iapcheck"]),
+        .library(name: "IAPConformance", targets: ["IAPConformance"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+    ],
+    targets: [
+        // Wire types (Apple's names), product catalog, policies, answers. No I/O, no crypto.
+        .target(name: "IAPModel"),
+        // The pure entitlement oracle (semantics §N). Imports only the model: a rendering or transport bug cannot hide in it.
+        .target(name: "IAPOracle", dependencies: ["IAPModel"]),
+        // Domain-free property engine: seeded RNG, recorded choice sequences, generic shrinking.
+        .target(name: "PropertyEngine"),
+        // Store simulator, history generators and the delivery schedule.
+        .target(name: "IAPSimulator", dependencies: ["IAPModel", "PropertyEngine"]),
+        // The validator protocol, the in-process transport, the reference validator and the mutants.
+        .target(name: "IAPValidators", dependencies: ["IAPModel"]),
+        // Properties, the case runner, corpus, coverage and reports.
+        .target(name: "IAPConformance", dependencies: ["IAPModel", "IAPOracle", "PropertyEngine", "IAPSimulator", "IAPValidators"]),
+        // The command line: argument parsing and wiring only.
+        .executableTarget(name: "iapcheck", dependencies: [
+            "IAPConformance", "IAPModel", "IAPValidators",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
+        // Test support shared by the test targets.
+        .target(name: "IAPTesting", dependencies: ["IAPModel", "IAPOracle", "IAPSimulator", "IAPValidators", "IAPConformance", "PropertyEngine"]),
+        .testTarget(name: "IAPModelTests", dependencies: ["IAPModel", "IAPTesting"]),
+        .testTarget(name: "PropertyEngineTests", dependencies: ["PropertyEngine"]),
+        .testTarget(name: "IAPSimulatorTests", dependencies: ["IAPSimulator", "IAPOracle", "IAPTesting"]),
+        .testTarget(name: "IAPValidatorsTests", dependencies: ["IAPValidators", "IAPTesting"]),
+        .testTarget(name: "IAPConformanceTests", dependencies: ["IAPConformance", "IAPTesting"]),
+        .testTarget(name: "QualityTests", dependencies: ["IAPConformance", "IAPValidators", "IAPTesting"]),
+    ]
+)

@@ -1,0 +1,99 @@
+import IAPModel
+import IAPOracle
+import IAPSimulator
+import IAPValidators
+
+/// A disagreement between the validator and the oracle: a value, not an error (the validator answered).
+public struct Discrepancy: Codable, Hashable, Sendable {
+    public enum Kind: String, Codable, Sendable {
+        /// The validator's entitlement answer differs from the oracle's.
+        case answer
+        /// The validator accepted what it must reject, or rejected a genuine artifact.
+        case verdict
+    }
+    public var property: PropertyName
+    public var kind: Kind
+    /// Index of the failing step in the case.
+    public var step: Int
+    public var expected: String
+    public var observed: String
+    public var differences: [String]
+    /// The full answers, when the step was a question.
+    public var expectedAnswer: EntitlementAnswer?
+    public var observedAnswer: EntitlementAnswer?
+}
+
+public enum CaseOutcome: Sendable {
+    case passed(questions: Int)
+    case discrepancy(Discrepancy)
+    case validatorFailed(ValidatorFailure, step: Int)
+
+    public var isPass: Bool { if case .passed = self { true } else { false } }
+}
+
+/// Runs one case against a validator: reset, then each step in order; after every delivery the oracle learns the
+/// same facts; at every question the two answers must agree. Stops at the first discrepancy.
+public enum CaseRunner {
+    public static func run(_ c: GeneratedCase, against v: any Validator) -> CaseOutcome {
+        do {
+            try v.reset(c.config)
+        } catch {
+            return .validatorFailed(error, step: -1)
+        }
+        var knowledge = Knowledge(config: c.config)
+        var questions = 0
+        for (i, step) in c.steps.enumerated() {
+            switch step {
+            case .deliver(let d):
+                let expectedAccept = knowledge.rejection(d.delivery) == nil
+                let verdict: DeliveryVerdict
+                do {
+                    verdict = try v.deliver(d.delivery, now: d.now)
+                } catch {
+                    return .validatorFailed(error, step: i)
+                }
+                if verdict.isAccepted != expectedAccept {
+                    let property: PropertyName = expectedAccept ? (c.property == .robustInput ? .robustInput : c.property) : .forgeryRejected
+                    return .discrepancy(Discrepancy(
+                        property: property, kind: .verdict, step: i,
+                        expected: expectedAccept ? "accepted" : "rejected (\(knowledge.rejection(d.delivery)!))",
+                        observed: Self.describe(verdict), differences: [], expectedAnswer: nil, observedAnswer: nil))
+                }
+                if expectedAccept { knowledge.learn(d.delivery) }
+            case .query(let q):
+                questions += 1
+                let expected = Oracle.answer(knowledge, user: q.query.userId, at: q.query.at)
+                let observed: EntitlementAnswer
+                do {
+                    observed = try v.entitlements(q.query)
+                } catch {
+                    return .validatorFailed(error, step: i)
+                }
+                let diffs = observed.differences(from: expected)
+                if !diffs.isEmpty {
+                    return .discrepancy(Discrepancy(
+                        property: c.property, kind: .answer, step: i, expected: Self.summary(expected),
+                        observed: Self.summary(observed), differences: diffs, expectedAnswer: expected, observedAnswer: observed))
+                }
+            }
+        }
+        return .passed(questions: questions)
+    }
+
+    static func describe(_ v: DeliveryVerdict) -> String {
+        switch v {
+        case .accepted: "accepted"
+        case .rejected(let r): "rejected (\(r))"
+        }
+    }
+
+    /// A one-line summary of an answer: the entitled products with their states.
+    public static func summary(_ a: EntitlementAnswer) -> String {
+        let active = a.products.filter(\.active).map { p in
+            p.state == .active ? p.productId : "\(p.productId) (\(p.state.rawValue))"
+        }
+        let coins = a.consumables.filter { $0.balance != 0 }.map { "\($0.productId)×\($0.balance)" }
+        let all = active + coins
+        return all.isEmpty ? "nothing" : all.joined(separator: ", ")
+    }
+}

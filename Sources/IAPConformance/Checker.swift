@@ -1,0 +1,125 @@
+import Dispatch
+import IAPModel
+import IAPSimulator
+import IAPValidators
+import PropertyEngine
+
+/// Settings of one `check` run.
+public struct CheckOptions: Sendable {
+    public var cases: Int = 600
+    public var seed: UInt64 = 1
+    public var properties: [PropertyName] = PropertyName.allCases
+    public var catalog: Catalog = .standard
+    public var policy: Policy = .default
+    public var maxActions: Int = 12
+    public var shrinkBudget = Shrinker.Budget()
+    /// Run only this case index (reproduces one case of a seeded run).
+    public var onlyCase: Int?
+    public init() {}
+}
+
+/// A failure found by a run, shrunk, with everything a person needs to understand and replay it.
+public struct FailureReport: Sendable {
+    public var caseIndex: Int
+    public var seed: UInt64
+    public var property: PropertyName
+    public var originalActions: Int
+    public var shrunk: GeneratedCase
+    public var outcome: CaseOutcome
+    public var shrinkAttempts: Int
+    public var failingStep: Int?
+
+    public var discrepancy: Discrepancy? { if case .discrepancy(let d) = outcome { d } else { nil } }
+    public var validatorFailure: ValidatorFailure? { if case .validatorFailed(let f, _) = outcome { f } else { nil } }
+}
+
+public struct CheckReport: Sendable {
+    public var validator: String
+    public var cases: Int
+    public var passed: Int
+    public var questions: Int
+    public var failure: FailureReport?
+    public var coverage: Coverage
+    public var seconds: Double
+}
+
+/// Generates, runs and shrinks cases against one validator.
+public struct Checker {
+    public var options: CheckOptions
+    public var validator: any Validator
+    /// Called after every case with (cases done, total) so long runs can show progress.
+    public var progress: ((Int, Int) -> Void)?
+
+    public init(options: CheckOptions, validator: any Validator) {
+        self.options = options
+        self.validator = validator
+    }
+
+    var generator: CaseGenerator { CaseGenerator(catalog: options.catalog, policy: options.policy, maxActions: options.maxActions) }
+
+    /// The property of the `i`-th case: properties take turns, so every property gets its share of any run.
+    public func property(ofCase i: Int) -> PropertyName { options.properties[i % options.properties.count] }
+
+    public func generate(caseIndex i: Int) -> (GeneratedCase, ChoiceSource) {
+        let src = ChoiceSource(seed: SplitMix64.derive(options.seed, UInt64(i)))
+        let (c, _) = generator.generate(property(ofCase: i), src)
+        return (c, src)
+    }
+
+    /// Runs the cases; stops at the first failure, which it shrinks.
+    public func run() -> CheckReport {
+        let start = DispatchTime.now().uptimeNanoseconds
+        var coverage = Coverage()
+        var passed = 0, questions = 0
+        let indices: [Int] = options.onlyCase.map { [$0] } ?? Array(0..<options.cases)
+        for (n, i) in indices.enumerated() {
+            let (c, src) = generate(caseIndex: i)
+            coverage.add(c)
+            let outcome = CaseRunner.run(c, against: validator)
+            if case .passed(let q) = outcome {
+                passed += 1
+                questions += q
+                progress?(n + 1, indices.count)
+                continue
+            }
+            let failure = shrink(caseIndex: i, original: c, source: src, outcome: outcome)
+            return CheckReport(validator: validator.name, cases: n + 1, passed: passed, questions: questions,
+                               failure: failure, coverage: coverage, seconds: Self.seconds(since: start))
+        }
+        return CheckReport(validator: validator.name, cases: indices.count, passed: passed, questions: questions,
+                           failure: nil, coverage: coverage, seconds: Self.seconds(since: start))
+    }
+
+    static func seconds(since start: UInt64) -> Double { Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9 }
+
+    static func sameFailure(_ a: CaseOutcome, _ b: CaseOutcome) -> Bool {
+        switch (a, b) {
+        case let (.discrepancy(x), .discrepancy(y)): x.property == y.property && x.kind == y.kind
+        case let (.validatorFailed(x, _), .validatorFailed(y, _)): x.kind == y.kind
+        default: false
+        }
+    }
+
+    /// Shrinks a failing case on its choice sequence, keeping the same kind of failure.
+    public func shrink(caseIndex i: Int, original: GeneratedCase, source: ChoiceSource, outcome: CaseOutcome) -> FailureReport {
+        let property = original.property
+        let result = Shrinker(budget: options.shrinkBudget).shrink(source.choices, spans: source.spans) { candidate in
+            let src = ChoiceSource(replaying: candidate)
+            let (c, _) = generator.generate(property, src)
+            let failing = Self.sameFailure(CaseRunner.run(c, against: validator), outcome)
+            return Shrinker.Outcome(failing: failing, spans: src.spans, consumed: Array(src.choices.prefix(src.drawCount)))
+        }
+        // Regenerate from the final sequence so the report shows exactly the shrunk case.
+        var best = (original, outcome)
+        let (c, _) = generator.generate(property, ChoiceSource(replaying: result.choices))
+        let o = CaseRunner.run(c, against: validator)
+        if Self.sameFailure(o, outcome) { best = (c, o) }
+        let step: Int? = switch best.1 {
+        case .discrepancy(let d): d.step
+        case .validatorFailed(_, let s): s
+        case .passed: nil
+        }
+        return FailureReport(caseIndex: i, seed: options.seed, property: property, originalActions: original.actionCount,
+                             shrunk: best.0, outcome: best.1, shrinkAttempts: result.attempts, failingStep: step)
+    }
+}

@@ -1,0 +1,113 @@
+import Foundation
+import IAPModel
+
+/// A saved, shrunk counterexample: concrete history and deliveries, the property, what was expected and
+/// observed, and (as metadata only) the seed and version that found it. Schema-versioned JSON under `Corpus/`.
+public struct CorpusCase: Codable, Sendable {
+    public static let schema = "iapcheck.corpus/1"
+    public var schema: String
+    public var iapcheckVersion: String
+    /// The validator the failure was found on (`mutant:no-grace`, `reference`, `exec:…`).
+    public var foundWith: String
+    public var seed: UInt64?
+    public var caseIndex: Int?
+    public var createdFor: String?
+    public var failure: Discrepancy?
+    public var testCase: GeneratedCase
+
+    enum CodingKeys: String, CodingKey {
+        case schema, iapcheckVersion, foundWith, seed, caseIndex, createdFor, failure
+        case testCase = "case"
+    }
+
+    public init(foundWith: String, seed: UInt64?, caseIndex: Int?, failure: Discrepancy?, testCase: GeneratedCase) {
+        self.schema = Self.schema
+        self.iapcheckVersion = IAPCheckVersion.current
+        self.foundWith = foundWith
+        self.seed = seed
+        self.caseIndex = caseIndex
+        self.failure = failure
+        self.testCase = testCase
+    }
+
+    /// A stable file name: the validator, the property and a hash of the case's content.
+    public var fileName: String {
+        let who = foundWith.replacingOccurrences(of: "mutant:", with: "").map { $0.isLetter || $0.isNumber || $0 == "-" ? $0 : "_" }
+        var h: UInt64 = 0xcbf2_9ce4_8422_2325
+        for b in (try? Corpus.encoder.encode(testCase)) ?? Data() {
+            h = (h ^ UInt64(b)) &* 0x100_0000_01b3
+        }
+        return "\(String(who))-\(testCase.property.rawValue)-\(String(h, radix: 16).prefix(8)).json"
+    }
+}
+
+public enum Corpus {
+    static let encoder: JSONEncoder = {
+        let e = JSONEncoder()
+        e.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        return e
+    }()
+
+    /// Loads one corpus file; a malformed file is a ``ConfigError`` naming the file.
+    public static func load(path: String) throws(ConfigError) -> CorpusCase {
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw ConfigError(file: path, key: "", "cannot read the file (\(StrictJSON.reason(error)))")
+        }
+        let r = StrictJSON(file: path)
+        guard let root = r.parseObject(data) else { try r.finish(); fatalError("unreachable") }
+        if let s = root.string("schema"), s != CorpusCase.schema {
+            r.problem("schema", "\"\(s)\" is not \(CorpusCase.schema); this iapcheck cannot replay it")
+        }
+        try r.finish()
+        do {
+            return try JSONDecoder().decode(CorpusCase.self, from: data)
+        } catch let e as DecodingError {
+            throw ConfigError(file: path, key: codingPath(e), describe(e))
+        } catch {
+            throw ConfigError(file: path, key: "", "\(error)")
+        }
+    }
+
+    static func codingPath(_ e: DecodingError) -> String {
+        let ctx: DecodingError.Context
+        switch e {
+        case .typeMismatch(_, let c), .valueNotFound(_, let c), .dataCorrupted(let c): ctx = c
+        case .keyNotFound(let k, let c):
+            return (c.codingPath + [k]).map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined().trimmingCharacters(in: CharacterSet(charactersIn: "."))
+        @unknown default: return ""
+        }
+        return ctx.codingPath.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined().trimmingCharacters(in: CharacterSet(charactersIn: "."))
+    }
+
+    static func describe(_ e: DecodingError) -> String {
+        switch e {
+        case .typeMismatch(let t, _): "wrong type (expected \(t))"
+        case .valueNotFound(let t, _): "missing value (expected \(t))"
+        case .keyNotFound: "required key is missing"
+        case .dataCorrupted(let c): c.debugDescription
+        @unknown default: "\(e)"
+        }
+    }
+
+    /// Writes a case atomically (temporary file, then rename), so a kill never leaves half a file.
+    @discardableResult
+    public static func save(_ c: CorpusCase, in directory: String) throws -> String {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let path = (directory as NSString).appendingPathComponent(c.fileName)
+        try encoder.encode(c).write(to: URL(fileURLWithPath: path), options: .atomic)
+        return path
+    }
+
+    /// The `.json` files of a directory, sorted; an empty list if it does not exist.
+    public static func files(in directory: String) -> [String] {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return [] }
+        return names.filter { $0.hasSuffix(".json") }.sorted().map { (directory as NSString).appendingPathComponent($0) }
+    }
+}
+
+public enum IAPCheckVersion {
+    public static let current = "0.1.0"
+}

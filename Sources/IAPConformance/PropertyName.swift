@@ -1,0 +1,33 @@
+import IAPSimulator
+
+/// The properties iapcheck checks (DESIGN §3). Each names itself in output and in Corpus files, and switches on
+/// the delivery perturbations that exercise it; every case checks entitlement agreement at every question.
+public enum PropertyName: String, Codable, Hashable, Sendable, CaseIterable {
+    /// Validator == oracle at every asked instant, with realistic delays.
+    case entitlementAgreement = "entitlement-agreement"
+    /// The same artifact delivered twice (app + notification, retried notification, API) changes nothing.
+    case idempotentDelivery = "idempotent-delivery"
+    /// Retried (late, out of order) and lost-then-reconciled notifications give the same answers.
+    case orderInsensitivity = "order-insensitivity"
+    /// Foreign artifacts (other environment, bundle, app) are rejected and change no answer.
+    case forgeryRejected = "forgery-rejected"
+    /// Unknown notification types, subtypes and enum values are accepted and tolerated.
+    case robustInput = "robust-input"
+    /// Answers stay correct when the validator's and the device's clocks differ from Apple's.
+    case clockSkew = "clock-skew"
+
+    public var perturbations: Perturbations {
+        var p = Perturbations()
+        switch self {
+        case .entitlementAgreement: break
+        case .idempotentDelivery: p.duplicates = true
+        case .orderInsensitivity:
+            p.retries = true
+            p.drops = true
+        case .forgeryRejected: p.foreign = true
+        case .robustInput: p.unknownValues = true
+        case .clockSkew: p.clockSkew = true
+        }
+        return p
+    }
+}

@@ -1,0 +1,162 @@
+import Foundation
+import IAPModel
+
+/// Machine-readable outputs of `check` and `mutants`: the JSON summary and JUnit XML for CI.
+public enum Reports {
+    public struct CheckSummary: Codable {
+        public var iapcheckVersion = IAPCheckVersion.current
+        public var validator: String
+        public var seed: UInt64
+        public var cases: Int
+        public var passed: Int
+        public var questions: Int
+        public var seconds: Double
+        public var corpus: CorpusSummary
+        public var discrepancies: [DiscrepancySummary]
+        public var validatorFailures: [ValidatorFailureSummary]
+        public var coverage: Coverage
+
+        public init(validator: String, seed: UInt64, cases: Int, passed: Int, questions: Int, seconds: Double, corpus: CorpusSummary, discrepancies: [DiscrepancySummary], validatorFailures: [ValidatorFailureSummary], coverage: Coverage) {
+            self.validator = validator
+            self.seed = seed
+            self.cases = cases
+            self.passed = passed
+            self.questions = questions
+            self.seconds = seconds
+            self.corpus = corpus
+            self.discrepancies = discrepancies
+            self.validatorFailures = validatorFailures
+            self.coverage = coverage
+        }
+    }
+
+    public struct CorpusSummary: Codable {
+        public var replayed: Int
+        public var failed: [String]
+
+        public init(replayed: Int, failed: [String]) {
+            self.replayed = replayed
+            self.failed = failed
+        }
+    }
+
+    public struct DiscrepancySummary: Codable {
+        public var property: String
+        public var caseIndex: Int?
+        public var corpusFile: String?
+        public var shrunkEvents: Int
+        public var expected: String
+        public var observed: String
+        public var differences: [String]
+        public var timeline: String
+        public var replay: String
+
+        public init(property: String, caseIndex: Int? = nil, corpusFile: String? = nil, shrunkEvents: Int, expected: String, observed: String, differences: [String], timeline: String, replay: String) {
+            self.property = property
+            self.caseIndex = caseIndex
+            self.corpusFile = corpusFile
+            self.shrunkEvents = shrunkEvents
+            self.expected = expected
+            self.observed = observed
+            self.differences = differences
+            self.timeline = timeline
+            self.replay = replay
+        }
+    }
+
+    public struct ValidatorFailureSummary: Codable {
+        public var kind: String
+        public var message: String
+        public var caseIndex: Int?
+        public var transcript: [String]
+
+        public init(kind: String, message: String, caseIndex: Int? = nil, transcript: [String]) {
+            self.kind = kind
+            self.message = message
+            self.caseIndex = caseIndex
+            self.transcript = transcript
+        }
+    }
+
+    public struct MutantSummary: Codable {
+        public var name: String
+        public var description: String
+        public var pitfall: String
+        public var killed: Bool
+        public var casesToKill: Int?
+        public var shrunkEvents: Int?
+        public var property: String?
+        public var seconds: Double
+
+        public init(name: String, description: String, pitfall: String, killed: Bool, casesToKill: Int? = nil, shrunkEvents: Int? = nil, property: String? = nil, seconds: Double) {
+            self.name = name
+            self.description = description
+            self.pitfall = pitfall
+            self.killed = killed
+            self.casesToKill = casesToKill
+            self.shrunkEvents = shrunkEvents
+            self.property = property
+            self.seconds = seconds
+        }
+    }
+
+    public struct MutantsSummary: Codable {
+        public var iapcheckVersion = IAPCheckVersion.current
+        public var seed: UInt64
+        public var casesPerMutant: Int
+        public var total: Int
+        public var killed: Int
+        public var medianShrunkEvents: Double?
+        public var mutants: [MutantSummary]
+
+        public init(seed: UInt64, casesPerMutant: Int, total: Int, killed: Int, medianShrunkEvents: Double? = nil, mutants: [MutantSummary]) {
+            self.seed = seed
+            self.casesPerMutant = casesPerMutant
+            self.total = total
+            self.killed = killed
+            self.medianShrunkEvents = medianShrunkEvents
+            self.mutants = mutants
+        }
+    }
+
+    public static func writeJSON<T: Encodable>(_ value: T, to path: String) throws {
+        let e = JSONEncoder()
+        e.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        let dir = (path as NSString).deletingLastPathComponent
+        if !dir.isEmpty { try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true) }
+        try e.encode(value).write(to: URL(fileURLWithPath: path), options: .atomic)
+    }
+
+    /// JUnit XML: one test case per property (and one for the corpus replay), failed with the discrepancy's text.
+    public static func junit(_ s: CheckSummary) -> String {
+        func esc(_ x: String) -> String {
+            x.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
+                .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
+        }
+        var cases: [String] = []
+        var failures = 0
+        let checked = s.coverage.properties.keys.sorted()
+        for p in PropertyName.allCases.map(\.rawValue) where checked.contains(p) || s.discrepancies.contains(where: { $0.property == p }) {
+            if let d = s.discrepancies.first(where: { $0.property == p }) {
+                failures += 1
+                let body = "expected: \(d.expected)\nobserved: \(d.observed)\n\(d.differences.joined(separator: "\n"))\n\n\(d.timeline)\n\nreplay: \(d.replay)"
+                cases.append("    <testcase classname=\"iapcheck.\(esc(s.validator))\" name=\"\(p)\"><failure message=\"\(esc(d.differences.first ?? d.observed))\">\(esc(body))</failure></testcase>")
+            } else {
+                cases.append("    <testcase classname=\"iapcheck.\(esc(s.validator))\" name=\"\(p)\"/>")
+            }
+        }
+        for f in s.validatorFailures {
+            failures += 1
+            cases.append("    <testcase classname=\"iapcheck.\(esc(s.validator))\" name=\"validator-health\"><error message=\"\(esc(f.kind + ": " + f.message))\">\(esc(f.transcript.joined(separator: "\n")))</error></testcase>")
+        }
+        return """
+        <?xml version="1.0" encoding="UTF-8"?>
+        <testsuites>
+          <testsuite name="iapcheck \(esc(s.validator))" tests="\(cases.count)" failures="\(failures)" time="\(String(format: "%.3f", s.seconds))">
+        \(cases.joined(separator: "\n"))
+          </testsuite>
+        </testsuites>
+
+        """
+    }
+}

@@ -1,0 +1,51 @@
+import IAPModel
+import IAPSimulator
+
+/// Renders a case as a readable timeline: one line per store event and per delivery, instants relative to the
+/// first purchase, then the question that failed with expected and observed answers.
+public enum Timeline {
+    public static func render(_ c: GeneratedCase, failingStep: Int?, indent: String = "  ") -> String {
+        var out: [String] = []
+        func rel(_ t: Millis) -> String {
+            let s = CivilTime.relative(t - c.origin)
+            return s.padding(toLength: max(s.count, 18), withPad: " ", startingAt: 0)
+        }
+        let name = Dictionary(uniqueKeysWithValues: c.persons.map { ($0.accountId, $0.name) })
+        let grace = c.config.catalog.gracePeriod.map { "grace \($0.days) d (\($0.eligibility.rawValue))" } ?? "grace off"
+        out.append("\(indent)app: \(c.config.catalog.bundleId) \(c.config.catalog.environment), \(grace); people: "
+            + c.persons.map { $0.name + ($0.familyId != nil ? " (family)" : "") }.joined(separator: ", "))
+        out.append("\(indent)store history (Apple time, relative to the first purchase at \(CivilTime.iso8601(c.origin))):")
+        for e in c.events { out.append("\(indent)  \(rel(e.time)) \(e.summary)") }
+        out.append("\(indent)what the validator saw and was asked:")
+        let last = failingStep ?? (c.steps.count - 1)
+        for (i, step) in c.steps.enumerated() where i <= last {
+            switch step {
+            case .deliver(let d):
+                out.append("\(indent)  \(rel(d.arrival)) \(describe(d, names: name))")
+            case .query(let q):
+                if i == last, failingStep != nil {
+                    let who = name[q.query.userId] ?? q.query.userId
+                    var line = "\(indent)  \(rel(q.appleTime)) ask: what may \(who) use at \(CivilTime.relative(q.query.at - c.origin))?"
+                    if let d = q.query.deviceTime, d != q.query.at { line += " (device says \(CivilTime.relative(d - c.origin)))" }
+                    out.append(line)
+                }
+            }
+        }
+        return out.joined(separator: "\n")
+    }
+
+    static func describe(_ d: PlannedDelivery, names: [String: String]) -> String {
+        let tag = d.label == "notification" || d.label == "app" ? "" : " [\(d.label)]"
+        switch d.delivery {
+        case .appTransaction(let s):
+            let t = s.transaction
+            return "app: \(names[s.userId] ?? s.userId) submits \(t.productId) …\(t.transactionId.suffix(4))\(t.inAppOwnershipType == .familyShared ? " (family)" : "")\(tag)"
+        case .notification(let n):
+            let kind = n.notificationType.rawValue + (n.subtype.map { "/" + $0.rawValue } ?? "")
+            let product = n.data?.transactionInfo.map { " \($0.productId) …\($0.transactionId.suffix(4))" } ?? ""
+            return "notification \(kind)\(product)\(tag)"
+        case .apiSnapshot(let s):
+            return "API: chain …\(s.originalTransactionId.suffix(4)) (\(s.transactions.count) transactions)\(tag)"
+        }
+    }
+}

@@ -1,0 +1,135 @@
+/// The app's products as the App Store knows them: what the simulator sells, what the oracle and validators
+/// need to interpret transactions (types, groups, levels), and the app-level settings Apple applies.
+public struct Catalog: Codable, Hashable, Sendable {
+    public var bundleId: String
+    public var appAppleId: Int64
+    public var environment: Environment
+    /// Billing Grace Period setting of the app; nil when grace is off.
+    public var gracePeriod: GracePeriodSetting?
+    public var groups: [SubscriptionGroup]
+    public var products: [CatalogProduct]
+
+    public init(
+        bundleId: String, appAppleId: Int64, environment: Environment, gracePeriod: GracePeriodSetting?,
+        groups: [SubscriptionGroup], products: [CatalogProduct]
+    ) {
+        self.bundleId = bundleId
+        self.appAppleId = appAppleId
+        self.environment = environment
+        self.gracePeriod = gracePeriod
+        self.groups = groups
+        self.products = products
+    }
+
+    public func product(_ id: String) -> CatalogProduct? { products.first { $0.id == id } }
+
+    public func products(inGroup group: String) -> [CatalogProduct] {
+        products.filter { $0.groupId == group }
+    }
+}
+
+/// A subscription group: at most one active subscription per group and person.
+public struct SubscriptionGroup: Codable, Hashable, Sendable {
+    public var id: String
+    public var name: String
+    public init(id: String, name: String) {
+        self.id = id
+        self.name = name
+    }
+}
+
+/// The app's Billing Grace Period configuration (semantics §E).
+public struct GracePeriodSetting: Codable, Hashable, Sendable {
+    public enum Eligibility: String, Codable, Sendable, CaseIterable {
+        /// "only existing paid renewals": not after a free offer converting to paid.
+        case paidRenewalsOnly = "paid-renewals-only"
+        /// "all subscription renewals", including free offers converting to paid.
+        case allRenewals = "all-renewals"
+    }
+    /// 3, 16 or 28 (weekly subscriptions are capped at 6).
+    public var days: Int
+    public var eligibility: Eligibility
+    public init(days: Int, eligibility: Eligibility) {
+        self.days = days
+        self.eligibility = eligibility
+    }
+
+    /// Grace length for a product of the given period; weekly subscriptions get at most 6 days.
+    public func days(forPeriod period: Period) -> Int {
+        period.approximateDays <= 7 ? min(days, 6) : days
+    }
+}
+
+/// The kind of product, as a catalog names it (the transaction's `type` carries Apple's spelling).
+public enum ProductKind: String, Codable, Hashable, Sendable, CaseIterable {
+    case autoRenewable = "auto-renewable"
+    case nonConsumable = "non-consumable"
+    case consumable = "consumable"
+    case nonRenewing = "non-renewing"
+
+    public var wireType: ProductType {
+        switch self {
+        case .autoRenewable: .autoRenewable
+        case .nonConsumable: .nonConsumable
+        case .consumable: .consumable
+        case .nonRenewing: .nonRenewing
+        }
+    }
+
+    public init?(wireType: ProductType) {
+        guard let k = Self.allCases.first(where: { $0.wireType == wireType }) else { return nil }
+        self = k
+    }
+}
+
+/// One product of the catalog.
+public struct CatalogProduct: Codable, Hashable, Sendable {
+    public var id: String
+    public var kind: ProductKind
+    /// Subscription group (auto-renewable only).
+    public var groupId: String?
+    /// Level of service in the group; 1 is the highest (auto-renewable only).
+    public var level: Int?
+    /// Renewal period (auto-renewable), or the developer-defined duration of a non-renewing subscription.
+    public var period: Period?
+    public var familyShareable: Bool
+    public var introductoryOffer: OfferSpec?
+    public var promotionalOffers: [OfferSpec]
+    public var offerCodes: [OfferSpec]
+    public var winBackOffers: [OfferSpec]
+
+    public init(
+        id: String, kind: ProductKind, groupId: String? = nil, level: Int? = nil, period: Period? = nil,
+        familyShareable: Bool = false, introductoryOffer: OfferSpec? = nil, promotionalOffers: [OfferSpec] = [],
+        offerCodes: [OfferSpec] = [], winBackOffers: [OfferSpec] = []
+    ) {
+        self.id = id
+        self.kind = kind
+        self.groupId = groupId
+        self.level = level
+        self.period = period
+        self.familyShareable = familyShareable
+        self.introductoryOffer = introductoryOffer
+        self.promotionalOffers = promotionalOffers
+        self.offerCodes = offerCodes
+        self.winBackOffers = winBackOffers
+    }
+}
+
+/// A subscription offer: its payment mode and the length of one discounted period.
+public struct OfferSpec: Codable, Hashable, Sendable {
+    /// Offer identifier (promotional offers, offer codes, win-back); nil for introductory offers.
+    public var id: String?
+    public var discountType: OfferDiscountType
+    /// Length of one offer period. For a free trial this is the whole trial.
+    public var period: Period
+    /// Number of periods the offer lasts (pay-as-you-go can span several).
+    public var periods: Int
+
+    public init(id: String? = nil, discountType: OfferDiscountType, period: Period, periods: Int = 1) {
+        self.id = id
+        self.discountType = discountType
+        self.period = period
+        self.periods = periods
+    }
+}

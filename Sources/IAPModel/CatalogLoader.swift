@@ -1,0 +1,99 @@
+import Foundation
+
+/// Reads a catalog from disk: iapcheck's own catalog JSON, or an Xcode StoreKit configuration file (`.storekit`).
+///
+/// Both are decoded strictly; every problem is reported with the file and the key. A `.storekit` file has no
+/// bundle id, App Apple ID or grace setting, so those come from `defaults` (the command line can override them).
+public enum CatalogLoader {
+    public static func load(path: String, defaults: Catalog = .standard) throws(ConfigError) -> Catalog {
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw ConfigError(file: path, key: "", "cannot read the file (\(StrictJSON.reason(error)))")
+        }
+        let isStoreKit = path.hasSuffix(".storekit") || looksLikeStoreKit(data)
+        return isStoreKit
+            ? try StoreKitConfiguration.catalog(from: data, file: path, defaults: defaults)
+            : try decodeNative(data, file: path)
+    }
+
+    static func looksLikeStoreKit(_ data: Data) -> Bool {
+        guard let obj = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return false }
+        return obj["subscriptionGroups"] != nil && obj["bundleId"] == nil
+    }
+
+    /// iapcheck's catalog format: the JSON encoding of ``Catalog`` (see `docs/catalog.md`).
+    public static func decodeNative(_ data: Data, file: String) throws(ConfigError) -> Catalog {
+        let r = StrictJSON(file: file)
+        guard let root = r.parseObject(data) else { try r.finish(); fatalError("unreachable") }
+        let bundleId = root.string("bundleId")
+        let appAppleId = root.int("appAppleId", range: 1...Int64.max)
+        let env = root.choice("environment", Environment.known.map(\.rawValue))
+        var grace: GracePeriodSetting?
+        if let g = root.object("gracePeriod", required: false) {
+            let days = g.int("days", range: 1...28)
+            let elig = g.choice("eligibility", GracePeriodSetting.Eligibility.allCases.map(\.rawValue))
+            g.rejectUnknownKeys()
+            if let days, let elig { grace = GracePeriodSetting(days: Int(days), eligibility: .init(rawValue: elig)!) }
+        }
+        var groups: [SubscriptionGroup] = []
+        for g in root.objects("groups") ?? [] {
+            let id = g.string("id"), name = g.string("name")
+            g.rejectUnknownKeys()
+            if let id, let name { groups.append(SubscriptionGroup(id: id, name: name)) }
+        }
+        var products: [CatalogProduct] = []
+        for p in root.objects("products") ?? [] {
+            let id = p.string("id")
+            let kind = p.choice("kind", ProductKind.allCases.map(\.rawValue)).flatMap(ProductKind.init(rawValue:))
+            let groupId = p.string("groupId", required: kind == .autoRenewable)
+            let level = p.int("level", required: kind == .autoRenewable, range: 1...1000)
+            let period = p.period("period", required: kind == .autoRenewable || kind == .nonRenewing)
+            let shareable = p.bool("familyShareable", required: false) ?? false
+            let intro = p.object("introductoryOffer", required: false).flatMap { offer($0, needsId: false) }
+            let promos = (p.objects("promotionalOffers", required: false) ?? []).compactMap { offer($0, needsId: true) }
+            let codes = (p.objects("offerCodes", required: false) ?? []).compactMap { offer($0, needsId: true) }
+            let winBack = (p.objects("winBackOffers", required: false) ?? []).compactMap { offer($0, needsId: true) }
+            p.rejectUnknownKeys()
+            if let groupId, !groups.contains(where: { $0.id == groupId }) {
+                r.problem(p.keyPath("groupId"), "no group with id \"\(groupId)\" in groups")
+            }
+            if shareable, kind == .consumable || kind == .nonRenewing {
+                r.problem(p.keyPath("familyShareable"), "Family Sharing applies only to non-consumables and auto-renewable subscriptions")
+            }
+            if let id, let kind {
+                products.append(CatalogProduct(
+                    id: id, kind: kind, groupId: kind == .autoRenewable ? groupId : nil,
+                    level: kind == .autoRenewable ? level.map(Int.init) : nil, period: period,
+                    familyShareable: shareable, introductoryOffer: intro, promotionalOffers: promos, offerCodes: codes,
+                    winBackOffers: winBack))
+            }
+        }
+        root.rejectUnknownKeys()
+        validate(products: products, reader: r)
+        try r.finish()
+        return Catalog(
+            bundleId: bundleId!, appAppleId: appAppleId!, environment: Environment(rawValue: env!), gracePeriod: grace,
+            groups: groups, products: products)
+    }
+
+    static func offer(_ o: StrictJSON.Object, needsId: Bool) -> OfferSpec? {
+        let id = o.string("id", required: needsId)
+        let dt = o.choice("discountType", ["FREE_TRIAL", "PAY_AS_YOU_GO", "PAY_UP_FRONT"])
+        let period = o.period("period")
+        let periods = o.int("periods", required: false, range: 1...12) ?? 1
+        o.rejectUnknownKeys()
+        guard let dt, let period else { return nil }
+        return OfferSpec(id: id, discountType: OfferDiscountType(rawValue: dt), period: period, periods: Int(periods))
+    }
+
+    /// Checks that apply to every catalog source: unique ids, at least one product.
+    static func validate(products: [CatalogProduct], reader r: StrictJSON) {
+        var seen: Set<String> = []
+        for p in products where !seen.insert(p.id).inserted {
+            r.problem("products", "product id \"\(p.id)\" appears more than once")
+        }
+        if products.isEmpty { r.problem("products", "the catalog has no products") }
+    }
+}

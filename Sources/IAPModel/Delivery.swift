@@ -1,0 +1,89 @@
+/// What reaches a validator, through the channels a real backend has (DESIGN §2).
+///
+/// Facts travel decoded for now; the signing layer will carry the same facts as JWS strings without changing what
+/// each message means.
+public enum Delivery: Codable, Hashable, Sendable {
+    /// The app submits a transaction right after a purchase (or when it next sees one), saying which user is
+    /// logged in. `deviceTime` is what the device's clock claims; a correct validator never trusts it.
+    case appTransaction(AppTransactionSubmission)
+    /// An App Store Server Notification V2 posted to the backend's webhook.
+    case notification(ResponseBodyV2DecodedPayload)
+    /// What the backend gets from the App Store Server API when it reconciles one subscription chain or purchase
+    /// (Get Transaction History + Get All Subscription Statuses): every transaction of the chain and its renewal
+    /// info, as signed at the time of the call. Arrays carry no order guarantee.
+    case apiSnapshot(APISnapshot)
+
+    enum Key: String, CodingKey { case appTransaction, notification, apiSnapshot }
+
+    // Encoded as `{"notification": {...}}` (one key naming the channel) so corpus files read naturally.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: Key.self)
+        guard let key = c.allKeys.first, c.allKeys.count == 1 else {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "expected exactly one of appTransaction, notification, apiSnapshot"))
+        }
+        switch key {
+        case .appTransaction: self = .appTransaction(try c.decode(AppTransactionSubmission.self, forKey: key))
+        case .notification: self = .notification(try c.decode(ResponseBodyV2DecodedPayload.self, forKey: key))
+        case .apiSnapshot: self = .apiSnapshot(try c.decode(APISnapshot.self, forKey: key))
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: Key.self)
+        switch self {
+        case .appTransaction(let s): try c.encode(s, forKey: .appTransaction)
+        case .notification(let n): try c.encode(n, forKey: .notification)
+        case .apiSnapshot(let s): try c.encode(s, forKey: .apiSnapshot)
+        }
+    }
+
+    public var channel: String {
+        switch self {
+        case .appTransaction: "app"
+        case .notification: "notification"
+        case .apiSnapshot: "api"
+        }
+    }
+}
+
+public struct AppTransactionSubmission: Codable, Hashable, Sendable {
+    /// The app account of the logged-in user (the UUID the app uses as `appAccountToken`).
+    public var userId: String
+    public var transaction: JWSTransactionDecodedPayload
+    public var deviceTime: Millis?
+    public init(userId: String, transaction: JWSTransactionDecodedPayload, deviceTime: Millis?) {
+        self.userId = userId
+        self.transaction = transaction
+        self.deviceTime = deviceTime
+    }
+}
+
+public struct APISnapshot: Codable, Hashable, Sendable {
+    public var originalTransactionId: String
+    public var transactions: [JWSTransactionDecodedPayload]
+    public var renewalInfo: JWSRenewalInfoDecodedPayload?
+    public init(originalTransactionId: String, transactions: [JWSTransactionDecodedPayload], renewalInfo: JWSRenewalInfoDecodedPayload?) {
+        self.originalTransactionId = originalTransactionId
+        self.transactions = transactions
+        self.renewalInfo = renewalInfo
+    }
+}
+
+/// A validator's answer to a delivery.
+public enum DeliveryVerdict: Codable, Hashable, Sendable {
+    case accepted
+    case rejected(reason: String)
+
+    public var isAccepted: Bool { if case .accepted = self { true } else { false } }
+}
+
+/// Everything a validator is told before a case: the catalog (products, bundle, environment), the policies, and
+/// later the trust roots.
+public struct ValidatorConfig: Codable, Hashable, Sendable {
+    public var catalog: Catalog
+    public var policy: Policy
+    public init(catalog: Catalog, policy: Policy) {
+        self.catalog = catalog
+        self.policy = policy
+    }
+}

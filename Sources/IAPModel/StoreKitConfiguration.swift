@@ -1,0 +1,85 @@
+import Foundation
+
+/// Import of Xcode StoreKit configuration files (`.storekit`, JSON), so implementers check their validator against
+/// their own products.
+///
+/// Read: `products[]` (`Consumable`, `NonConsumable`), `nonRenewingSubscriptions[]`, and
+/// `subscriptionGroups[].subscriptions[]` with `groupNumber` as level, `recurringSubscriptionPeriod`,
+/// `familyShareable`, `introductoryOffer`, `adHocOffers` (promotional), `codeOffers` and `winbackOffers`.
+/// Keys Xcode writes that iapcheck does not need (localizations, prices, settings) are ignored.
+public enum StoreKitConfiguration {
+    public static func catalog(from data: Data, file: String, defaults: Catalog) throws(ConfigError) -> Catalog {
+        let r = StrictJSON(file: file)
+        guard let root = r.parseObject(data) else { try r.finish(); fatalError("unreachable") }
+        var products: [CatalogProduct] = []
+        var groups: [SubscriptionGroup] = []
+
+        for p in root.objects("products", required: false) ?? [] {
+            let id = p.string("productID")
+            let type = p.choice("type", ["Consumable", "NonConsumable"])
+            let shareable = p.bool("familyShareable", required: false) ?? false
+            if let id, let type {
+                let kind: ProductKind = type == "Consumable" ? .consumable : .nonConsumable
+                if shareable && kind == .consumable {
+                    r.problem(p.keyPath("familyShareable"), "a consumable cannot be family-shareable")
+                }
+                products.append(CatalogProduct(id: id, kind: kind, familyShareable: shareable && kind == .nonConsumable))
+            }
+        }
+        for p in root.objects("nonRenewingSubscriptions", required: false) ?? [] {
+            let id = p.string("productID")
+            _ = p.choice("type", ["NonRenewingSubscription"], required: false)
+            // Apple gives non-renewing subscriptions no duration; the app decides it (semantics §B.1). iapcheck's
+            // default is one month; set `period` in an iapcheck catalog to change it.
+            if let id { products.append(CatalogProduct(id: id, kind: .nonRenewing, period: Period(1, .month))) }
+        }
+        for g in root.objects("subscriptionGroups", required: false) ?? [] {
+            let gid = g.string("id")
+            let name = g.string("name", required: false) ?? gid ?? "?"
+            if let gid { groups.append(SubscriptionGroup(id: gid, name: name)) }
+            for s in g.objects("subscriptions") ?? [] {
+                let id = s.string("productID")
+                let level = s.int("groupNumber", range: 1...1000)
+                let period = s.period("recurringSubscriptionPeriod")
+                let shareable = s.bool("familyShareable", required: false) ?? false
+                let intro = s.object("introductoryOffer", required: false).flatMap { offer($0, idKey: nil) }
+                let promos = (s.objects("adHocOffers", required: false) ?? []).compactMap { offer($0, idKey: "offerID") }
+                let codes = (s.objects("codeOffers", required: false) ?? []).compactMap { offer($0, idKey: "referenceName") }
+                let winBack = (s.objects("winbackOffers", required: false) ?? []).compactMap { offer($0, idKey: "offerID") }
+                if let sg = s.string("subscriptionGroupID", required: false), let gid, sg != gid {
+                    r.problem(s.keyPath("subscriptionGroupID"), "\"\(sg)\" differs from the enclosing group id \"\(gid)\"")
+                }
+                if let id, let level, let period, let gid {
+                    products.append(CatalogProduct(
+                        id: id, kind: .autoRenewable, groupId: gid, level: Int(level), period: period,
+                        familyShareable: shareable, introductoryOffer: intro, promotionalOffers: promos,
+                        offerCodes: codes, winBackOffers: winBack))
+                }
+            }
+        }
+        if !root.has("products") && !root.has("subscriptionGroups") && !root.has("nonRenewingSubscriptions") {
+            r.problem("", "no products, nonRenewingSubscriptions or subscriptionGroups: is this a StoreKit configuration file?")
+        } else {
+            CatalogLoader.validate(products: products, reader: r)
+        }
+        try r.finish()
+        var c = defaults
+        c.groups = groups
+        c.products = products
+        return c
+    }
+
+    static func offer(_ o: StrictJSON.Object, idKey: String?) -> OfferSpec? {
+        let id = idKey.flatMap { o.string($0, required: false) } ?? o.string("internalID", required: false)
+        let mode = o.choice("paymentMode", ["free", "payAsYouGo", "payUpFront"])
+        let period = o.period("subscriptionPeriod")
+        let n = o.int("numberOfPeriods", required: false, range: 1...12) ?? 1
+        guard let mode, let period else { return nil }
+        let dt: OfferDiscountType = switch mode {
+        case "free": .freeTrial
+        case "payAsYouGo": .payAsYouGo
+        default: .payUpFront
+        }
+        return OfferSpec(id: idKey == nil ? nil : id, discountType: dt, period: period, periods: mode == "payAsYouGo" ? Int(n) : 1)
+    }
+}

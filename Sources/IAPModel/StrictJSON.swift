@@ -1,0 +1,180 @@
+import Foundation
+
+/// A strict reader of JSON configuration files that collects every problem with its key path instead of stopping
+/// at the first one (the k6 style of config validation). Generic Codable errors name neither the file nor, usefully,
+/// the key; this does both.
+public final class StrictJSON {
+    public let file: String
+    public private(set) var problems: [ConfigError.Problem] = []
+
+    public init(file: String) { self.file = file }
+
+    public func problem(_ key: String, _ message: String) {
+        problems.append(ConfigError.Problem(key: key, message: message))
+    }
+
+    /// Parses `data` as a JSON object; records a problem and returns nil when it is not one.
+    public func parseObject(_ data: Data, maxBytes: Int = 32 << 20) -> Object? {
+        guard data.count <= maxBytes else {
+            problem("", "file is \(data.count) bytes, more than the \(maxBytes) allowed")
+            return nil
+        }
+        guard String(data: data, encoding: .utf8) != nil else {
+            problem("", "not valid UTF-8")
+            return nil
+        }
+        let value: Any
+        do {
+            value = try JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])
+        } catch {
+            problem("", "not valid JSON (\(Self.reason(error)))")
+            return nil
+        }
+        guard let dict = value as? [String: Any] else {
+            problem("", "expected a JSON object at the top level")
+            return nil
+        }
+        return Object(dict, path: "", reader: self)
+    }
+
+    public static func reason(_ error: any Error) -> String {
+        let ns = error as NSError
+        return (ns.userInfo["NSDebugDescription"] as? String) ?? ns.localizedDescription
+    }
+
+    public func finish() throws(ConfigError) {
+        if !problems.isEmpty { throw ConfigError(file: file, problems: problems) }
+    }
+
+    /// A JSON object under a key path. Every accessor records a problem (and returns nil) on a missing required
+    /// key or a wrong type; ``rejectUnknownKeys()`` reports keys nobody asked for.
+    public struct Object {
+        public let dict: [String: Any]
+        public let path: String
+        let reader: StrictJSON
+        private let seen: Box = Box()
+        final class Box { var keys: Set<String> = [] }
+
+        init(_ dict: [String: Any], path: String, reader: StrictJSON) {
+            self.dict = dict
+            self.path = path
+            self.reader = reader
+        }
+
+        public func keyPath(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
+
+        func raw(_ key: String, required: Bool) -> Any? {
+            seen.keys.insert(key)
+            guard let v = dict[key], !(v is NSNull) else {
+                if required { reader.problem(keyPath(key), "required key is missing") }
+                return nil
+            }
+            return v
+        }
+
+        public func has(_ key: String) -> Bool { dict[key] != nil && !(dict[key] is NSNull) }
+
+        public func string(_ key: String, required: Bool = true) -> String? {
+            guard let v = raw(key, required: required) else { return nil }
+            guard let s = v as? String else {
+                reader.problem(keyPath(key), "expected a string, found \(StrictJSON.typeName(v))")
+                return nil
+            }
+            return s
+        }
+
+        public func int(_ key: String, required: Bool = true, range: ClosedRange<Int64>? = nil) -> Int64? {
+            guard let v = raw(key, required: required) else { return nil }
+            guard let n = v as? NSNumber, !StrictJSON.isBool(n), n.doubleValue.rounded() == n.doubleValue,
+                abs(n.doubleValue) < 9e15
+            else {
+                reader.problem(keyPath(key), "expected an integer, found \(StrictJSON.typeName(v))")
+                return nil
+            }
+            let i = Int64(n.doubleValue)
+            if let range, !range.contains(i) {
+                reader.problem(keyPath(key), "\(i) is out of range \(range.lowerBound)...\(range.upperBound)")
+                return nil
+            }
+            return i
+        }
+
+        public func bool(_ key: String, required: Bool = true) -> Bool? {
+            guard let v = raw(key, required: required) else { return nil }
+            guard let n = v as? NSNumber, StrictJSON.isBool(n) else {
+                reader.problem(keyPath(key), "expected true or false, found \(StrictJSON.typeName(v))")
+                return nil
+            }
+            return n.boolValue
+        }
+
+        public func object(_ key: String, required: Bool = true) -> Object? {
+            guard let v = raw(key, required: required) else { return nil }
+            guard let d = v as? [String: Any] else {
+                reader.problem(keyPath(key), "expected an object, found \(StrictJSON.typeName(v))")
+                return nil
+            }
+            return Object(d, path: keyPath(key), reader: reader)
+        }
+
+        public func objects(_ key: String, required: Bool = true) -> [Object]? {
+            guard let v = raw(key, required: required) else { return nil }
+            guard let a = v as? [Any] else {
+                reader.problem(keyPath(key), "expected an array, found \(StrictJSON.typeName(v))")
+                return nil
+            }
+            var out: [Object] = []
+            for (i, e) in a.enumerated() {
+                guard let d = e as? [String: Any] else {
+                    reader.problem("\(keyPath(key))[\(i)]", "expected an object, found \(StrictJSON.typeName(e))")
+                    continue
+                }
+                out.append(Object(d, path: "\(keyPath(key))[\(i)]", reader: reader))
+            }
+            return out
+        }
+
+        public func period(_ key: String, required: Bool = true) -> Period? {
+            guard let s = string(key, required: required) else { return nil }
+            guard let p = Period(iso8601: s) else {
+                reader.problem(keyPath(key), "\"\(s)\" is not an ISO 8601 period such as P1W, P1M or P1Y")
+                return nil
+            }
+            return p
+        }
+
+        /// A string that must be one of `allowed`.
+        public func choice(_ key: String, _ allowed: [String], required: Bool = true) -> String? {
+            guard let s = string(key, required: required) else { return nil }
+            guard allowed.contains(s) else {
+                reader.problem(keyPath(key), "\"\(s)\" is not one of \(allowed.joined(separator: ", "))")
+                return nil
+            }
+            return s
+        }
+
+        public func rejectUnknownKeys() {
+            for k in dict.keys.sorted() where !seen.keys.contains(k) {
+                reader.problem(keyPath(k), "unknown key")
+            }
+        }
+    }
+
+    static func isBool(_ n: NSNumber) -> Bool {
+        #if canImport(Darwin)
+        return CFGetTypeID(n) == CFBooleanGetTypeID()
+        #else
+        return n === (true as NSNumber) || n === (false as NSNumber) || String(cString: n.objCType) == "c"
+        #endif
+    }
+
+    static func typeName(_ v: Any) -> String {
+        switch v {
+        case let n as NSNumber: isBool(n) ? "a boolean" : "a number"
+        case is String: "a string"
+        case is [Any]: "an array"
+        case is [String: Any]: "an object"
+        default: "null"
+        }
+    }
+}

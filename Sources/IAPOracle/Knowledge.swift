@@ -1,0 +1,83 @@
+import IAPModel
+
+/// The facts a validator could know: every accepted delivery merged (semantics §N.1, §H.4).
+///
+/// Transactions merge per `transactionId` and renewal info per `originalTransactionId`, keeping the version with
+/// the larger `signedDate`; duplicates are idempotent; a delivery from another environment, bundle or app is not
+/// accepted. Linkage of chains to users comes from app submissions (`userId`) and from `appAccountToken`.
+public struct Knowledge: Sendable {
+    public let config: ValidatorConfig
+    public private(set) var transactions: [String: JWSTransactionDecodedPayload] = [:]
+    public private(set) var renewals: [String: JWSRenewalInfoDecodedPayload] = [:]
+    /// originalTransactionId → user, from app submissions (first submission wins).
+    public private(set) var submittedBy: [String: String] = [:]
+
+    public init(config: ValidatorConfig) { self.config = config }
+
+    /// Why a delivery must be rejected, or nil when it is genuine for this app.
+    public func rejection(_ d: Delivery) -> String? {
+        let c = config.catalog
+        func check(_ tx: JWSTransactionDecodedPayload) -> String? {
+            if tx.bundleId != c.bundleId { return "bundleId \(tx.bundleId) is not \(c.bundleId)" }
+            if tx.environment != c.environment { return "environment \(tx.environment) is not \(c.environment)" }
+            return nil
+        }
+        func check(_ r: JWSRenewalInfoDecodedPayload) -> String? {
+            r.environment != c.environment ? "renewal info environment \(r.environment) is not \(c.environment)" : nil
+        }
+        switch d {
+        case .appTransaction(let s): return check(s.transaction)
+        case .notification(let n):
+            guard let data = n.data else { return nil }
+            if data.bundleId != c.bundleId { return "bundleId \(data.bundleId) is not \(c.bundleId)" }
+            if data.environment != c.environment { return "environment \(data.environment) is not \(c.environment)" }
+            if let id = data.appAppleId, id != c.appAppleId { return "appAppleId \(id) is not \(c.appAppleId)" }
+            return data.transactionInfo.flatMap(check) ?? data.renewalInfo.flatMap(check)
+        case .apiSnapshot(let s):
+            return s.transactions.lazy.compactMap(check).first ?? s.renewalInfo.flatMap(check)
+        }
+    }
+
+    /// Merges a delivery; returns false (and learns nothing) when it must be rejected.
+    @discardableResult
+    public mutating func learn(_ d: Delivery) -> Bool {
+        guard rejection(d) == nil else { return false }
+        switch d {
+        case .appTransaction(let s):
+            merge(s.transaction)
+            if submittedBy[s.transaction.originalTransactionId] == nil {
+                submittedBy[s.transaction.originalTransactionId] = s.userId
+            }
+        case .notification(let n):
+            if let tx = n.data?.transactionInfo { merge(tx) }
+            if let r = n.data?.renewalInfo { merge(r) }
+        case .apiSnapshot(let s):
+            for tx in s.transactions { merge(tx) }
+            if let r = s.renewalInfo { merge(r) }
+        }
+        return true
+    }
+
+    /// Links a chain to a user without a delivery (for the harness's own truth tests).
+    public mutating func link(chain: String, to user: String) {
+        if submittedBy[chain] == nil { submittedBy[chain] = user }
+    }
+
+    public mutating func merge(_ tx: JWSTransactionDecodedPayload) {
+        if let old = transactions[tx.transactionId], old.signedDate >= tx.signedDate { return }
+        transactions[tx.transactionId] = tx
+    }
+
+    public mutating func merge(_ r: JWSRenewalInfoDecodedPayload) {
+        if let old = renewals[r.originalTransactionId], old.signedDate >= r.signedDate { return }
+        renewals[r.originalTransactionId] = r
+    }
+
+    /// Transactions of chains linked to `user`.
+    public func transactions(of user: String) -> [JWSTransactionDecodedPayload] {
+        var linked: Set<String> = []
+        for (otid, u) in submittedBy where u == user { linked.insert(otid) }
+        for tx in transactions.values where tx.appAccountToken == user { linked.insert(tx.originalTransactionId) }
+        return transactions.values.filter { linked.contains($0.originalTransactionId) }
+    }
+}

@@ -1,0 +1,125 @@
+import IAPModel
+
+/// The reference entitlement oracle: a pure function of known facts, a user and an instant (semantics §N.2, §N.3).
+///
+/// It works with grant intervals: each transaction grants `[purchaseDate, end)`, cut at its revocation and at an
+/// immediate product change; grace adds `[expiresDate of the latest, gracePeriodExpiresDate)` while in billing
+/// retry. Only transactions purchased at or before `t` exist at `t`. The exact answer format is in
+/// `docs/answers.md`.
+public enum Oracle {
+    struct Grant {
+        var productId: String
+        var end: Millis?
+        var ownership: InAppOwnershipType
+        var grace: Bool
+    }
+
+    public static func answer(_ k: Knowledge, user: String, at t: Millis) -> EntitlementAnswer {
+        let catalog = k.config.catalog, policy = k.config.policy
+        let known = k.transactions(of: user).filter { $0.purchaseDate <= t }
+        var byChain: [String: [JWSTransactionDecodedPayload]] = [:]
+        for tx in known { byChain[tx.originalTransactionId, default: []].append(tx) }
+
+        var grants: [Grant] = []
+        var inactiveState: [String: (EntitlementState, Millis)] = [:]  // product → state, from the chain's latest
+        var consumables: [String: Int] = [:]
+
+        for otid in byChain.keys.sorted() {
+            let chain = byChain[otid]!.sorted { ($0.purchaseDate, $0.transactionId) < ($1.purchaseDate, $1.transactionId) }
+            // A refund with chain scope voids every transaction bought before it (policy Q1).
+            let chainRevokedAt: Millis? = policy.refundScope == .chain
+                ? chain.compactMap { $0.revocationDate }.filter { $0 <= t }.max() : nil
+            func void(_ x: JWSTransactionDecodedPayload) -> Bool {
+                if x.isRevoked(at: t) { return true }
+                if let r = chainRevokedAt, x.purchaseDate < r { return true }
+                return false
+            }
+            for x in chain {
+                guard let kind = ProductKind(wireType: x.type) else { continue }
+                switch kind {
+                case .consumable:
+                    let q = x.quantity ?? 1
+                    consumables[x.productId, default: 0] += (x.isRevoked(at: t) && policy.consumableClawback) ? 0 : q
+                case .nonConsumable:
+                    if !void(x) { grants.append(Grant(productId: x.productId, end: nil, ownership: x.inAppOwnershipType, grace: false)) }
+                case .nonRenewing:
+                    break  // below, per product (stacking spans chains)
+                case .autoRenewable:
+                    guard !void(x), let expires = x.expiresDate else { continue }
+                    // An immediate upgrade or crossgrade: a later PURCHASE in the chain inside x's period ends x.
+                    let cut = chain.first { y in
+                        y.transactionReason == .purchase && y.purchaseDate > x.purchaseDate && y.purchaseDate < expires
+                    }?.purchaseDate
+                    let end = min(expires, cut ?? .max)
+                    if x.purchaseDate <= t && t < end {
+                        grants.append(Grant(productId: x.productId, end: expires, ownership: x.inAppOwnershipType, grace: false))
+                    }
+                }
+            }
+            // Grace and the state of a chain that grants nothing now, from its latest transaction (§A.4).
+            let subs = chain.filter { $0.type == .autoRenewable }
+            guard let latest = subs.last(where: { $0.isUpgraded != true }) ?? subs.last else { continue }
+            let renewal = k.renewals[otid]
+            let inRetry = renewal?.isInBillingRetryPeriod == true
+            if !void(latest), inRetry, let e = latest.expiresDate, let g = renewal?.gracePeriodExpiresDate, e <= t, t < g {
+                grants.append(Grant(productId: latest.productId, end: g, ownership: latest.inAppOwnershipType, grace: true))
+            }
+            let state: EntitlementState = void(latest) ? .revoked : inRetry ? .billingRetry : .expired
+            if let prev = inactiveState[latest.productId], prev.1 > latest.purchaseDate { continue }
+            inactiveState[latest.productId] = (state, latest.purchaseDate)
+        }
+
+        // Non-renewing subscriptions: the app's duration from purchaseDate, optionally stacked.
+        for p in catalog.products where p.kind == .nonRenewing {
+            let txs = known.filter { $0.productId == p.id }.sorted { ($0.purchaseDate, $0.transactionId) < ($1.purchaseDate, $1.transactionId) }
+            guard let period = p.period else { continue }
+            var lastEnd: Millis = .min
+            for x in txs {
+                let start = policy.nonRenewingStacking ? max(x.purchaseDate, lastEnd) : x.purchaseDate
+                let end = period.added(to: start)
+                lastEnd = end
+                if !x.isRevoked(at: t) && start <= t && t < end {
+                    grants.append(Grant(productId: p.id, end: end, ownership: x.inAppOwnershipType, grace: false))
+                }
+            }
+            if let last = txs.last { inactiveState[p.id] = (last.isRevoked(at: t) ? .revoked : .expired, last.purchaseDate) }
+        }
+
+        var products: [ProductEntitlement] = []
+        let listed = Set(known.filter { $0.type != .consumable }.map(\.productId))
+        for id in listed.sorted() {
+            let paid = grants.filter { $0.productId == id && !$0.grace }
+            let grace = grants.filter { $0.productId == id && $0.grace }
+            let own: (([Grant]) -> InAppOwnershipType) = { g in g.contains { $0.ownership == .purchased } ? .purchased : .familyShared }
+            if !paid.isEmpty {
+                products.append(ProductEntitlement(productId: id, active: true, state: .active,
+                                                   expiresDate: paid.compactMap(\.end).max(), ownership: own(paid)))
+            } else if !grace.isEmpty {
+                products.append(ProductEntitlement(productId: id, active: true, state: .grace,
+                                                   expiresDate: grace.compactMap(\.end).max(), ownership: own(grace)))
+            } else {
+                let nonConsumableRevoked = known.contains { $0.productId == id && $0.type == .nonConsumable }
+                let state = inactiveState[id]?.0 ?? (nonConsumableRevoked ? .revoked : .expired)
+                products.append(ProductEntitlement(productId: id, active: false, state: state, expiresDate: nil, ownership: nil))
+            }
+        }
+
+        var groups: [GroupEntitlement] = []
+        for g in catalog.groups {
+            let active = products.filter { p in p.active && catalog.product(p.productId)?.groupId == g.id }
+            let best = active.min { a, b in
+                let la = catalog.product(a.productId)?.level ?? .max, lb = catalog.product(b.productId)?.level ?? .max
+                return la != lb ? la < lb : a.productId < b.productId
+            }
+            let own = known.filter { $0.subscriptionGroupIdentifier == g.id && $0.inAppOwnershipType == .purchased }
+            let eligible: Bool = switch policy.introEligibility {
+            case .neverReceivedIntro: !own.contains { $0.offerType == .introductory }
+            case .neverSubscribed: own.isEmpty
+            }
+            groups.append(GroupEntitlement(groupId: g.id, effectiveProductId: best?.productId, introEligible: eligible))
+        }
+        return EntitlementAnswer(
+            products: products, groups: groups,
+            consumables: consumables.map { ConsumableBalance(productId: $0.key, balance: $0.value) })
+    }
+}

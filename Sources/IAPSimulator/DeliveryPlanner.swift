@@ -1,0 +1,202 @@
+import IAPModel
+import PropertyEngine
+
+/// Turns a simulated history into what a validator sees and is asked: app submissions, notifications (late,
+/// duplicated, retried, dropped and reconciled through the API), foreign and unknown artifacts, clock skews, and
+/// entitlement questions at and around every boundary of the truth.
+public struct DeliveryPlanner: Sendable {
+    public var perturbations: Perturbations
+    /// At most this many questions per case (boundary questions are kept first).
+    public var maxQueries: Int
+
+    public init(perturbations: Perturbations, maxQueries: Int = 48) {
+        self.perturbations = perturbations
+        self.maxQueries = maxQueries
+    }
+
+    /// Apple's retry schedule for V2 notifications, as offsets from the first attempt (semantics §H.2).
+    public static let retryOffsetsHours: [Millis] = [0, 1, 13, 37, 85, 157]
+
+    public func plan(_ sim: StoreSimulator, _ src: ChoiceSource) -> [CaseStep] {
+        let h = CivilTime.msPerHour, m = CivilTime.msPerMinute, s = CivilTime.msPerSecond
+        var validatorSkew: Millis = 0
+        var deviceSkew: Millis = 0
+        if perturbations.clockSkew {
+            src.span("clocks") {
+                validatorSkew = src.pick([0, 1 * s, -1 * s, 30 * s, -30 * s, 5 * m, -5 * m, 1 * h, -1 * h])
+                deviceSkew = src.pick([0, -CivilTime.msPerDay, -30 * CivilTime.msPerDay, 2 * h, -365 * CivilTime.msPerDay, 400 * CivilTime.msPerDay])
+            }
+        }
+        var deliveries: [PlannedDelivery] = []
+        func add(_ at: Millis, _ d: Delivery, _ label: String, _ person: Int) {
+            deliveries.append(PlannedDelivery(arrival: at, now: at + validatorSkew, delivery: d, label: label, person: person))
+        }
+
+        // The app channel: purchases made in the app are submitted at once; what the app learns later (offer codes,
+        // family shares, renewals) is submitted when it next opens, or never.
+        for c in sim.creations {
+            src.span("app") {
+                let chain = sim.chains[c.chainId]!
+                let tx = sim.latest(c.transactionId, at: c.time)!
+                let submit: Millis?
+                if c.inApp {
+                    submit = c.time + Millis(src.int(below: 5)) * s + Millis(src.int(below: 1000))
+                } else if tx.transactionReason == .renewal && !chain.isMember {
+                    submit = src.chance(25) ? c.time + Millis(1 + src.int(below: 48)) * h : nil
+                } else {
+                    // First sight of a chain the app did not buy: opens the app later (or never).
+                    let seenBefore = sim.creations.contains { $0.chainId == c.chainId && $0.time < c.time }
+                    submit = seenBefore ? nil : (src.chance(90) ? c.time + Millis(1 + src.int(below: 72)) * h / 4 : nil)
+                }
+                guard let submit else { return }
+                let person = sim.persons[c.person]
+                let sub = AppTransactionSubmission(userId: person.accountId, transaction: sim.latest(c.transactionId, at: submit)!, deviceTime: submit + deviceSkew)
+                add(submit, .appTransaction(sub), "app", c.person)
+                if perturbations.duplicates && src.chance(30) {
+                    let again = submit + Millis(1 + src.int(below: 24)) * h
+                    var sub2 = sub
+                    sub2.transaction = sim.latest(c.transactionId, at: again)!
+                    sub2.deviceTime = again + deviceSkew
+                    add(again, .appTransaction(sub2), "app-resubmit", c.person)
+                }
+                if perturbations.foreign && src.chance(30) {
+                    var forged = sub
+                    let how = src.int(below: 3)
+                    switch how {
+                    case 0: forged.transaction.environment = .sandbox
+                    case 1: forged.transaction.environment = .xcode
+                    default: forged.transaction.bundleId = "com.example.other-app"
+                    }
+                    add(submit + 1, .appTransaction(forged), ["foreign-environment", "xcode-environment", "foreign-bundle"][how], c.person)
+                }
+            }
+        }
+
+        // The notification channel.
+        for n in sim.notifications {
+            src.span("notification") {
+                let signed = n.payload.signedDate
+                var first = signed + (src.chance(8) ? Millis(1 + src.int(below: 66)) * m : Millis(src.int(below: 3000)))
+                var label = "notification"
+                if perturbations.retries && src.chance(25) {
+                    let k = 1 + src.int(below: 5)
+                    first += Self.retryOffsetsHours[k] * h
+                    label = "retry+\(Self.retryOffsetsHours[k])h"
+                }
+                if perturbations.drops && src.chance(15) {
+                    // Lost for good; the backend reconciles the chain from the API later.
+                    let at = signed + Millis(1 + src.int(below: 48)) * h
+                    var snap = sim.snapshot(chain: n.chainId, at: at)
+                    snap.transactions = shuffled(snap.transactions, src)
+                    add(at, .apiSnapshot(snap), "api-reconcile (notification \(n.payload.notificationType) lost)", n.person)
+                } else {
+                    add(first, .notification(n.payload), label, n.person)
+                }
+                if perturbations.duplicates && src.chance(30) {
+                    let later = first + Self.retryOffsetsHours[1 + src.int(below: 5)] * h
+                    add(later, .notification(n.payload), "duplicate", n.person)
+                }
+                if perturbations.duplicates && src.chance(10) {
+                    let at = signed + Millis(1 + src.int(below: 12)) * h
+                    var snap = sim.snapshot(chain: n.chainId, at: at)
+                    snap.transactions = shuffled(snap.transactions, src)
+                    add(at, .apiSnapshot(snap), "api-reconcile", n.person)
+                }
+                if perturbations.foreign && src.chance(25) {
+                    var forged = n.payload
+                    let how = src.int(below: 3)
+                    switch how {
+                    case 0:
+                        forged.data?.environment = .sandbox
+                        forged.data?.transactionInfo?.environment = .sandbox
+                        forged.data?.renewalInfo?.environment = .sandbox
+                    case 1: forged.data?.appAppleId = 999_999_999
+                    default:
+                        forged.data?.bundleId = "com.example.other-app"
+                        forged.data?.transactionInfo?.bundleId = "com.example.other-app"
+                    }
+                    forged.notificationUUID = "f" + forged.notificationUUID.dropFirst()
+                    add(first + 1, .notification(forged), ["foreign-environment", "foreign-appAppleId", "foreign-bundle"][how], n.person)
+                }
+                if perturbations.unknownValues && src.chance(25) {
+                    var odd = n.payload
+                    let how = src.int(below: 4)
+                    switch how {
+                    case 0: odd.notificationType = NotificationTypeV2(rawValue: "FAMILY_SHARED_MEMBER_JOINED")
+                    case 1: odd.subtype = Subtype(rawValue: "SOMETHING_NEW")
+                    case 2: odd.data?.transactionInfo?.offerDiscountType = OfferDiscountType(rawValue: "FUTURE_MODE")
+                    default:
+                        odd.notificationType = .test
+                        odd.subtype = nil
+                        odd.data = nil
+                    }
+                    odd.notificationUUID = "e" + odd.notificationUUID.dropFirst()
+                    add(first + 2, .notification(odd), ["unknown-type", "unknown-subtype", "unknown-enum-value", "test-notification"][how], n.person)
+                }
+            }
+        }
+
+        let order = deliveries.enumerated().sorted { a, b in
+            a.element.arrival != b.element.arrival ? a.element.arrival < b.element.arrival : a.offset < b.offset
+        }.map(\.element)
+        let queries = planQueries(sim, deliveries: order, validatorSkew: validatorSkew, deviceSkew: deviceSkew)
+        var steps: [CaseStep] = []
+        var qi = 0
+        for d in order {
+            while qi < queries.count && queries[qi].appleTime < d.arrival {
+                steps.append(.query(queries[qi]))
+                qi += 1
+            }
+            steps.append(.deliver(d))
+        }
+        while qi < queries.count {
+            steps.append(.query(queries[qi]))
+            qi += 1
+        }
+        return steps
+    }
+
+    func shuffled<T>(_ a: [T], _ src: ChoiceSource) -> [T] {
+        var a = a
+        guard a.count > 1 else { return a }
+        for i in stride(from: a.count - 1, to: 0, by: -1) {
+            a.swapAt(i, src.int(below: i + 1))
+        }
+        return a
+    }
+
+    /// Questions at and around every truth boundary (b − 1 ms, b, b + 1 ms), right after each delivery, and a
+    /// final question for everyone once everything has arrived.
+    func planQueries(_ sim: StoreSimulator, deliveries: [PlannedDelivery], validatorSkew: Millis, deviceSkew: Millis) -> [PlannedQuery] {
+        var boundary: [(Millis, Int)] = []
+        for seg in sim.segments where seg.end < StoreSimulator.forever {
+            for t in [seg.start, seg.end - 1, seg.end] { boundary.append((t, seg.person)) }
+        }
+        for seg in sim.segments where seg.end >= StoreSimulator.forever { boundary.append((seg.start, seg.person)) }
+        var after: [(Millis, Int)] = deliveries.map { ($0.arrival, $0.person) }
+        var picked = Array(Set(boundary.map { Key(t: $0.0, p: $0.1) })).sorted()
+        if picked.count > maxQueries {
+            let stride = Double(picked.count) / Double(maxQueries)
+            picked = (0..<maxQueries).map { picked[Int(Double($0) * stride)] }
+        }
+        let room = max(0, maxQueries - picked.count)
+        if after.count > room {
+            let stride = Double(after.count) / Double(max(room, 1))
+            after = room == 0 ? [] : (0..<room).map { after[Int(Double($0) * stride)] }
+        }
+        var keys = Set(picked)
+        for (t, p) in after { keys.insert(Key(t: t, p: p)) }
+        let end = (deliveries.map(\.arrival).max() ?? sim.now) + CivilTime.msPerMinute
+        for p in sim.persons { keys.insert(Key(t: max(end, sim.now + 1), p: p.index)) }
+        return keys.sorted().map { k in
+            PlannedQuery(appleTime: k.t, query: EntitlementQuery(
+                userId: sim.persons[k.p].accountId, at: k.t + validatorSkew, deviceTime: k.t + deviceSkew), person: k.p)
+        }
+    }
+
+    struct Key: Hashable, Comparable {
+        var t: Millis
+        var p: Int
+        static func < (a: Key, b: Key) -> Bool { a.t != b.t ? a.t < b.t : a.p < b.p }
+    }
+}

@@ -1,0 +1,315 @@
+import IAPModel
+import PropertyEngine
+
+/// Generates a random App Store history by driving the ``StoreSimulator`` with choices read from a
+/// ``ChoiceSource``. At every step it offers only actions that are valid in the current state, so any choice
+/// sequence (including the shrinker's edits) yields a valid history. Choice 0 is always the simplest: one person,
+/// no family, the app's own grace setting, the first valid purchase, stop.
+public struct HistoryGenerator: Sendable {
+    public var catalog: Catalog
+    public var policy: Policy
+    /// Upper bound on actions per history.
+    public var maxActions: Int
+
+    public init(catalog: Catalog, policy: Policy, maxActions: Int = 12) {
+        self.catalog = catalog
+        self.policy = policy
+        self.maxActions = maxActions
+    }
+
+    /// 2026-03-01T00:00:00Z
+    public static let epoch: Millis = CivilTime.days(fromCivil: 2026, 3, 1) * CivilTime.msPerDay
+
+    enum Category: Int, CaseIterable {
+        case purchase, advance, productChange, autoRenew, refund, recover, family, extend, priceIncrease, offer
+        var weight: Int {
+            switch self {
+            case .purchase: 20
+            case .advance: 30
+            case .productChange: 10
+            case .autoRenew: 8
+            case .refund: 10
+            case .recover: 8
+            case .family: 4
+            case .extend: 4
+            case .priceIncrease: 4
+            case .offer: 2
+            }
+        }
+    }
+
+    public func generate(_ src: ChoiceSource) -> StoreSimulator {
+        let count = 1 + src.int(below: 3)
+        let family = count >= 2 && src.chance(50)
+        let persons = (0..<count).map { Person(index: $0, familyId: family ? 1 : nil) }
+        var cat = catalog
+        switch src.int(below: 5) {
+        case 1: cat.gracePeriod = nil
+        case 2: cat.gracePeriod = GracePeriodSetting(days: 3, eligibility: .allRenewals)
+        case 3: cat.gracePeriod = GracePeriodSetting(days: 28, eligibility: .allRenewals)
+        case 4: cat.gracePeriod = GracePeriodSetting(days: 16, eligibility: .paidRenewalsOnly)
+        default: break
+        }
+        let start = Self.epoch + Millis(src.int(below: 1440)) * CivilTime.msPerMinute
+        var sim = StoreSimulator(catalog: cat, policy: policy, persons: persons, start: start)
+        for step in 0..<maxActions {
+            if step > 0 && !src.chance(85) { break }
+            src.span("action") { act(&sim, src) }
+        }
+        return sim
+    }
+
+    // MARK: One action
+
+    func act(_ sim: inout StoreSimulator, _ src: ChoiceSource) {
+        let boundary = nextBoundary(sim)
+        let userTime = userActionTime(sim, boundary: boundary, src: src)
+        var weights = Category.allCases.map { _ in 0 }
+        for c in Category.allCases where available(c, sim, boundary: boundary, userTime: userTime) {
+            weights[c.rawValue] = c.weight
+        }
+        guard weights.contains(where: { $0 > 0 }) else { return }
+        let category = Category(rawValue: src.weighted(weights))!
+        switch category {
+        case .purchase: purchase(&sim, src, at: userTime!)
+        case .advance: advance(&sim, src, boundary: boundary!)
+        case .productChange: productChange(&sim, src, at: userTime!)
+        case .autoRenew:
+            let c = src.pick(activeSubscriptions(sim))
+            sim.setAutoRenew(c.id, on: !c.autoRenew, at: userTime!)
+        case .refund: refund(&sim, src, at: userTime!)
+        case .recover: sim.recover(src.pick(retrying(sim)).id, at: userTime!)
+        case .family: familyChange(&sim, src, at: userTime!)
+        case .extend:
+            let c = src.pick(extendable(sim, at: userTime!))
+            sim.extendRenewal(c.id, days: src.int(in: 1...90), at: userTime!)
+        case .priceIncrease:
+            let c = src.pick(activeSubscriptions(sim).filter { $0.priceIncrease != .customerConsentedOrWasNotifiedWithoutNeedingConsent })
+            if c.priceIncrease == .customerHasNotResponded {
+                sim.consentToPriceIncrease(c.id, at: userTime!)
+            } else {
+                sim.priceIncrease(c.id, consentRequired: !src.chance(30), at: userTime!)
+            }
+        case .offer:
+            let c = src.pick(offerable(sim))
+            sim.redeemPromotionalOffer(c.id, offer: src.pick(catalog.product(c.productId)!.promotionalOffers), at: userTime!)
+        }
+    }
+
+    /// The earliest instant at which some purchaser's chain changes by itself (period end, grace end, retry end).
+    func nextBoundary(_ sim: StoreSimulator) -> (time: Millis, chain: String, kind: BoundaryKind)? {
+        var best: (Millis, String, BoundaryKind)?
+        func consider(_ t: Millis, _ id: String, _ k: BoundaryKind) {
+            if best == nil || t < best!.0 { best = (t, id, k) }
+        }
+        for id in sim.chainOrder {
+            let c = sim.chains[id]!
+            guard c.kind == .autoRenewable, !c.isMember else { continue }
+            switch c.phase {
+            case .active: if let e = c.expires { consider(e, id, .periodEnd) }
+            case .retry(_, let g, let r):
+                if let g, !c.graceExpiredSent { consider(g, id, .graceEnd) }
+                consider(r, id, .retryEnd)
+            case .expired, .revoked: break
+            }
+        }
+        return best.map { (time: $0.0, chain: $0.1, kind: $0.2) }
+    }
+
+    enum BoundaryKind { case periodEnd, graceEnd, retryEnd }
+
+    static let gapUnits: [Millis] = [
+        CivilTime.msPerMinute, CivilTime.msPerHour, CivilTime.msPerDay, 3 * CivilTime.msPerDay, 9 * CivilTime.msPerDay,
+    ]
+
+    /// When a customer action would happen: a drawn gap after now, kept before the next boundary.
+    func userActionTime(_ sim: StoreSimulator, boundary: (time: Millis, chain: String, kind: BoundaryKind)?, src: ChoiceSource) -> Millis? {
+        let gap = Self.gapUnits[src.int(below: Self.gapUnits.count)] * Millis(1 + src.int(below: 3))
+            + Millis(src.int(below: 60)) * CivilTime.msPerSecond
+        var t = sim.now + max(gap, 1000)
+        if let b = boundary?.time, t >= b {
+            t = sim.now + (b - sim.now) / 2
+            if t <= sim.now { return nil }
+        }
+        return t
+    }
+
+    func available(_ c: Category, _ sim: StoreSimulator, boundary: (time: Millis, chain: String, kind: BoundaryKind)?, userTime: Millis?) -> Bool {
+        if c == .advance { return boundary != nil }
+        guard let t = userTime else { return false }
+        switch c {
+        case .purchase: return true
+        case .advance: return false
+        case .productChange: return !changeable(sim).isEmpty
+        case .autoRenew: return !activeSubscriptions(sim).isEmpty
+        case .refund: return !refundable(sim).isEmpty || !reversible(sim).isEmpty
+        case .recover: return !retrying(sim).isEmpty
+        case .family: return !sharing(sim).isEmpty || !leavers(sim).isEmpty
+        case .extend: return !extendable(sim, at: t).isEmpty
+        case .priceIncrease:
+            return activeSubscriptions(sim).contains { $0.priceIncrease != .customerConsentedOrWasNotifiedWithoutNeedingConsent }
+        case .offer: return !offerable(sim).isEmpty
+        }
+    }
+
+    // MARK: Candidates
+
+    /// Purchasers' chains, most recent first: choice 0 names the newest, which stays the same when the shrinker
+    /// deletes an earlier, unrelated action.
+    func purchasers(_ sim: StoreSimulator) -> [SimChain] {
+        sim.chainOrder.reversed().compactMap { sim.chains[$0] }.filter { !$0.isMember }
+    }
+
+    func activeSubscriptions(_ sim: StoreSimulator) -> [SimChain] {
+        purchasers(sim).filter { $0.kind == .autoRenewable && $0.phase == .active }
+    }
+
+    func changeable(_ sim: StoreSimulator) -> [SimChain] {
+        activeSubscriptions(sim).filter { c in catalog.products(inGroup: c.groupId!).count > 1 }
+    }
+
+    func retrying(_ sim: StoreSimulator) -> [SimChain] {
+        purchasers(sim).filter { if case .retry = $0.phase { true } else { false } }
+    }
+
+    func extendable(_ sim: StoreSimulator, at t: Millis) -> [SimChain] {
+        activeSubscriptions(sim).filter { c in
+            !c.currentIsFreeTrial && (c.expires ?? 0) > t && c.extensions.filter { t - $0 < 365 * CivilTime.msPerDay }.count < 2
+        }
+    }
+
+    func offerable(_ sim: StoreSimulator) -> [SimChain] {
+        activeSubscriptions(sim).filter { $0.nextOffer == nil && !(catalog.product($0.productId)?.promotionalOffers.isEmpty ?? true) }
+    }
+
+    func sharing(_ sim: StoreSimulator) -> [SimChain] { purchasers(sim).filter { !$0.members.isEmpty } }
+
+    func leavers(_ sim: StoreSimulator) -> [Int] {
+        sim.persons.filter { $0.familyId != nil && !sim.leftFamily.contains($0.index) }.map(\.index)
+    }
+
+    /// Transactions a customer could get refunded: not yet revoked, bought by them, not in a chain in billing retry.
+    func refundable(_ sim: StoreSimulator) -> [String] {
+        sim.txOrder.reversed().filter { id in
+            guard let tx = sim.latest(id), tx.revocationDate == nil, tx.inAppOwnershipType == .purchased,
+                let c = sim.chains[tx.originalTransactionId]
+            else { return false }
+            if case .retry = c.phase { return false }
+            return true
+        }
+    }
+
+    /// Refunded transactions whose refund can be reversed: the chain has not moved on since.
+    func reversible(_ sim: StoreSimulator) -> [String] {
+        sim.txOrder.reversed().filter { id in
+            guard let tx = sim.latest(id), tx.revocationDate != nil, tx.revocationType != .familyRevoke,
+                let c = sim.chains[tx.originalTransactionId]
+            else { return false }
+            return tx.type != .autoRenewable || c.currentTx == id
+        }
+    }
+
+    // MARK: Actions with details
+
+    func familyMates(_ sim: StoreSimulator, _ person: Int) -> [Int] {
+        guard !sim.leftFamily.contains(person) else { return [] }
+        return sim.familyMates(of: person).filter { !sim.leftFamily.contains($0) }
+    }
+
+    func purchase(_ sim: inout StoreSimulator, _ src: ChoiceSource, at t: Millis) {
+        let person = src.int(below: sim.persons.count)
+        let options = catalog.products.filter { p in
+            switch p.kind {
+            case .consumable, .nonRenewing: return true
+            case .nonConsumable:
+                return !sim.chains(of: person).contains { c in
+                    c.productId == p.id && c.ownership == .purchased && sim.latest(c.currentTx!)?.revocationDate == nil
+                }
+            case .autoRenewable:
+                guard let c = sim.ownChain(person: person, group: p.groupId!) else { return true }
+                switch c.phase {
+                case .expired, .revoked: return true
+                default: return false
+                }
+            }
+        }
+        guard !options.isEmpty else { return }
+        let p = options[src.int(below: options.count)]
+        let mates = familyMates(sim, person)
+        switch p.kind {
+        case .autoRenewable:
+            let existing = sim.ownChain(person: person, group: p.groupId!)
+            var offers: [PurchaseOffer] = [.none]
+            if existing == nil {
+                if p.introductoryOffer != nil && !usedIntro(sim, person: person, group: p.groupId!) { offers.append(.introductory) }
+                offers += p.offerCodes.map { .offerCode($0) }
+            } else {
+                offers += p.promotionalOffers.map { .promotional($0) }
+                offers += p.winBackOffers.map { .winBack($0) }
+                offers += p.offerCodes.map { .offerCode($0) }
+            }
+            let offer = offers[src.weighted(offers.indices.map { $0 == 0 ? 3 : 2 })]
+            sim.buySubscription(person: person, productId: p.id, offer: offer, at: t, familyMates: mates)
+        default:
+            sim.buyOneTime(person: person, productId: p.id, quantity: 1 + src.int(below: 5), at: t, familyMates: mates)
+        }
+    }
+
+    /// Apple's rule for selling an introductory offer: never received one in the group (semantics §F).
+    func usedIntro(_ sim: StoreSimulator, person: Int, group: String) -> Bool {
+        sim.chains(of: person).contains { c in
+            c.groupId == group && c.txIds.contains { sim.latest($0)?.offerType == .introductory }
+        }
+    }
+
+    func advance(_ sim: inout StoreSimulator, _ src: ChoiceSource, boundary b: (time: Millis, chain: String, kind: BoundaryKind)) {
+        let c = sim.chains[b.chain]!
+        switch b.kind {
+        case .graceEnd: sim.expireGrace(c.id)
+        case .retryEnd: sim.exhaustRetry(c.id)
+        case .periodEnd:
+            if !c.autoRenew || c.priceIncrease == .customerHasNotResponded {
+                sim.expire(c.id)
+            } else if src.weighted([7, 3]) == 0 {
+                sim.renew(c.id)
+            } else {
+                sim.failBilling(c.id, retryDays: src.int(in: 1...60))
+            }
+        }
+    }
+
+    func productChange(_ sim: inout StoreSimulator, _ src: ChoiceSource, at t: Millis) {
+        let c = src.pick(changeable(sim))
+        var targets = catalog.products(inGroup: c.groupId!).map(\.id).filter { $0 != c.productId && $0 != c.autoRenewProductId }
+        let canRevert = c.autoRenewProductId != c.productId
+        if canRevert { targets.append(c.productId) }
+        guard !targets.isEmpty else { return }
+        let q = targets[src.int(below: targets.count)]
+        if canRevert && q == c.productId {
+            sim.revertChange(c.id, at: t)
+        } else {
+            sim.changeProduct(c.id, to: q, at: t)
+        }
+    }
+
+    func refund(_ sim: inout StoreSimulator, _ src: ChoiceSource, at t: Millis) {
+        let refundable = refundable(sim), reversible = reversible(sim)
+        let kind = src.weighted([refundable.isEmpty ? 0 : 6, refundable.isEmpty ? 0 : 2, reversible.isEmpty ? 0 : 3])
+        switch kind {
+        case 0:
+            sim.refund(src.pick(refundable), reason: src.chance(50) ? .refundedDueToIssue : .refundedForOtherReason,
+                       prorated: src.chance(20), at: t)
+        case 1: sim.declineRefund(src.pick(refundable), at: t)
+        default: sim.reverseRefund(src.pick(reversible), at: t)
+        }
+    }
+
+    func familyChange(_ sim: inout StoreSimulator, _ src: ChoiceSource, at t: Millis) {
+        let sharing = sharing(sim), leavers = leavers(sim)
+        if !sharing.isEmpty && (leavers.isEmpty || src.chance(50)) {
+            sim.stopSharing(src.pick(sharing).id, at: t)
+        } else if !leavers.isEmpty {
+            sim.leaveFamily(person: src.pick(leavers), at: t)
+        }
+    }
+}

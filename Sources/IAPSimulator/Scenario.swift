@@ -1,0 +1,105 @@
+import IAPModel
+
+/// A simulated person: an Apple Account with an app account in the app under test.
+public struct Person: Codable, Hashable, Sendable {
+    public var index: Int
+    /// Short name for timelines: `u1`, `u2`, …
+    public var name: String
+    /// The app account id; the app sets it as `appAccountToken` on purchases made in the app.
+    public var accountId: String
+    /// Family Sharing group, if any (all family members of a case share one group).
+    public var familyId: Int?
+
+    public init(index: Int, familyId: Int?) {
+        self.index = index
+        self.name = "u\(index + 1)"
+        let hex = String(index + 1, radix: 16)
+        self.accountId = "a1b2c3d4-0000-4000-8000-" + String(repeating: "0", count: 12 - hex.count) + hex
+        self.familyId = familyId
+    }
+}
+
+/// The scenario families of semantics §N.4; each simulated action belongs to one, and coverage counts them.
+public enum ScenarioFamily: String, Codable, Hashable, Sendable, CaseIterable {
+    case buySubscription = "buy-subscription"
+    case buyConsumable = "buy-consumable"
+    case buyNonConsumable = "buy-non-consumable"
+    case buyNonRenewing = "buy-non-renewing"
+    case renew
+    case billingFailureGrace = "billing-failure-grace"
+    case billingFailureNoGrace = "billing-failure-no-grace"
+    case recoverInGrace = "recover-in-grace"
+    case recoverAfterGrace = "recover-after-grace"
+    case graceExpired = "grace-expired"
+    case retryExhausted = "retry-exhausted"
+    case cancel
+    case reenable
+    case expireVoluntary = "expire-voluntary"
+    case upgrade
+    case downgrade
+    case crossgradeImmediate = "crossgrade-immediate"
+    case crossgradeDeferred = "crossgrade-deferred"
+    case revertDowngrade = "revert-downgrade"
+    case refund
+    case refundDeclined = "refund-declined"
+    case refundReversed = "refund-reversed"
+    case familyShare = "family-share"
+    case familyStopSharing = "family-stop-sharing"
+    case familyLeave = "family-leave"
+    case extendRenewal = "extend-renewal"
+    case priceIncreaseConsent = "price-increase-consent"
+    case priceIncreaseNoConsent = "price-increase-no-consent"
+    case introOffer = "intro-offer"
+    case promotionalOffer = "promotional-offer"
+    case offerCode = "offer-code"
+    case winBackOffer = "win-back-offer"
+    case resubscribe
+}
+
+/// One line of the store's history: what happened, when (Apple time), to whom.
+public struct StoreEvent: Codable, Hashable, Sendable {
+    public var time: Millis
+    public var person: Int
+    public var family: ScenarioFamily
+    public var summary: String
+}
+
+/// A truth interval: person may use product during `[start, end)` (semantics §N.2), as the simulator knows it.
+public struct TruthSegment: Codable, Hashable, Sendable {
+    public enum Kind: String, Codable, Sendable { case paid, grace }
+    public var person: Int
+    public var productId: String
+    public var chainId: String
+    public var start: Millis
+    public var end: Millis
+    public var kind: Kind
+    public var ownership: InAppOwnershipType
+}
+
+/// A consumable credit or debit in the truth ledger.
+public struct LedgerEntry: Codable, Hashable, Sendable {
+    public var person: Int
+    public var productId: String
+    public var time: Millis
+    public var delta: Int
+    public var transactionId: String
+    public var clawback: Bool
+}
+
+/// A transaction the store created, with how its owner's app learns about it.
+public struct TransactionCreation: Codable, Hashable, Sendable {
+    public var transactionId: String
+    public var chainId: String
+    public var person: Int
+    public var time: Millis
+    /// Made in the app (the app submits it at once); otherwise (offer code, family share, renewal) the app sees it
+    /// when it next opens.
+    public var inApp: Bool
+}
+
+/// A notification the store emitted, with the chain and person it concerns.
+public struct EmittedNotification: Codable, Hashable, Sendable {
+    public var payload: ResponseBodyV2DecodedPayload
+    public var chainId: String
+    public var person: Int
+}

@@ -1,0 +1,52 @@
+import IAPModel
+
+/// The store's state of one ownership chain (one `originalTransactionId`): a subscription in one group, or one
+/// one-time purchase. Family members get chains of their own that mirror the purchaser's (`source`).
+public struct SimChain: Codable, Hashable, Sendable {
+    public enum Phase: Codable, Hashable, Sendable {
+        case active
+        /// Billing retry after the period ending at `e0` failed to renew; grace until `graceEnd` if any; the App
+        /// Store gives up at `retryEnd`.
+        case retry(e0: Millis, graceEnd: Millis?, retryEnd: Millis)
+        case expired
+        /// The current period was refunded or revoked from Family Sharing.
+        case revoked
+    }
+
+    /// An offer that applies to the coming renewal periods.
+    public struct PendingOffer: Codable, Hashable, Sendable {
+        public var type: OfferType
+        public var spec: OfferSpec
+        public var remaining: Int
+    }
+
+    public var id: String
+    public var person: Int
+    public var ownership: InAppOwnershipType
+    public var kind: ProductKind
+    public var groupId: String?
+    public var productId: String
+    public var txIds: [String] = []
+    public var phase: Phase = .active
+    public var expires: Millis?
+    public var autoRenew = true
+    public var autoRenewProductId: String
+    public var priceIncrease: PriceIncreaseStatus?
+    public var nextOffer: PendingOffer?
+    /// The current period is a free trial (matters for grace eligibility "paid renewals only").
+    public var currentIsFreeTrial = false
+    public var expirationIntent: ExpirationIntent?
+    /// `appAccountToken` carried by this chain's transactions (nil for offer codes redeemed outside the app and
+    /// for family-shared chains).
+    public var accountToken: String?
+    /// Member chains currently sharing this purchase.
+    public var members: [String] = []
+    /// For a member's chain: the purchaser's chain it mirrors.
+    public var source: String?
+    public var extensions: [Millis] = []
+    /// GRACE_PERIOD_EXPIRED was sent for the current retry.
+    public var graceExpiredSent = false
+
+    public var currentTx: String? { txIds.last }
+    public var isMember: Bool { source != nil }
+}

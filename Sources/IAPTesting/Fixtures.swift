@@ -1,0 +1,33 @@
+import IAPConformance
+import IAPModel
+import IAPOracle
+import IAPSimulator
+import IAPValidators
+import PropertyEngine
+
+/// Test support shared by the test targets: generated cases and histories from seeds.
+public enum Fixtures {
+    public static func generator(catalog: Catalog = .standard, policy: Policy = .default) -> CaseGenerator {
+        CaseGenerator(catalog: catalog, policy: policy)
+    }
+
+    /// The case and simulator of `seed` for `property`.
+    public static func generated(seed: UInt64, property: PropertyName = .entitlementAgreement, catalog: Catalog = .standard, policy: Policy = .default) -> (GeneratedCase, StoreSimulator) {
+        generator(catalog: catalog, policy: policy).generate(property, ChoiceSource(seed: seed))
+    }
+
+    /// Knowledge holding every fact the store signed at or before `t`, with every chain linked to its owner:
+    /// what a validator would know at `t` had every delivery arrived at once.
+    public static func knowledge(of sim: StoreSimulator, signedBy t: Millis, policy: Policy = .default) -> Knowledge {
+        var k = Knowledge(config: ValidatorConfig(catalog: sim.catalog, policy: policy))
+        for id in sim.txOrder {
+            if let v = sim.latest(id, at: t) { k.merge(v) }
+        }
+        for id in sim.chainOrder {
+            if let r = sim.latestRenewal(id, at: t) { k.merge(r) }
+            let c = sim.chains[id]!
+            k.link(chain: id, to: sim.persons[c.person].accountId)
+        }
+        return k
+    }
+}

@@ -1,0 +1,359 @@
+import IAPModel
+
+/// The mutant catalogue: each mutant is the reference validator with exactly one real-world mistake from
+/// semantics §J. The harness's power is measured by how many it catches, how fast, and how small the shrunk
+/// counterexample is.
+public enum Mutants {
+    public struct Entry: Sendable {
+        public var name: String
+        /// Row of semantics §J this mutant implements.
+        public var pitfall: String
+        public var description: String
+        public var make: @Sendable () -> ReferenceValidator
+    }
+
+    public static func named(_ name: String) -> Entry? { all.first { $0.name == name } }
+
+    public static let all: [Entry] = [
+        Entry(name: "ignore-revocation", pitfall: "J1", description: "treats a transaction as entitling even when revocationDate is set", make: { IgnoreRevocation() }),
+        Entry(name: "expiry-from-duration", pitfall: "J2", description: "computes expiry as purchaseDate + product period instead of expiresDate", make: { ExpiryFromDuration() }),
+        Entry(name: "array-order-latest", pitfall: "J3", description: "takes the first transaction of an API history page as the chain's latest", make: { ArrayOrderLatest() }),
+        Entry(name: "device-clock", pitfall: "J4", description: "evaluates expiry at the time the device claims, not the server's", make: { DeviceClock() }),
+        Entry(name: "no-grace", pitfall: "J5", description: "ends access at expiresDate even during a billing grace period", make: { NoGrace() }),
+        Entry(name: "retry-as-active", pitfall: "J6", description: "keeps entitling during billing retry without grace", make: { RetryAsActive() }),
+        Entry(name: "static-grace", pitfall: "J7", description: "adds a fixed 3 days to every expiresDate, whatever the billing state", make: { StaticGrace() }),
+        Entry(name: "hardcoded-grace-length", pitfall: "J8", description: "assumes grace ends 16 days after expiry instead of reading gracePeriodExpiresDate", make: { HardcodedGraceLength() }),
+        Entry(name: "consumable-double-credit", pitfall: "J9", description: "credits a consumable on every delivery instead of once per transactionId", make: { ConsumableDoubleCredit() }),
+        Entry(name: "arrival-order-wins", pitfall: "J11", description: "keeps the last-arrived version of a transaction or renewal info, not the last signed", make: { ArrivalOrderWins() }),
+        Entry(name: "notification-type-as-state", pitfall: "J12", description: "treats any REFUND notification as revoking all of the user's subscriptions", make: { NotificationTypeAsState() }),
+        Entry(name: "family-rejected", pitfall: "J13", description: "ignores FAMILY_SHARED transactions", make: { FamilyRejected() }),
+        Entry(name: "family-as-owner", pitfall: "J14", description: "reports family-shared access as the user's own purchase", make: { FamilyAsOwner() }),
+        Entry(name: "ignore-revoke", pitfall: "J15", description: "ignores revocationDate on FAMILY_SHARED transactions (REVOKE)", make: { IgnoreRevoke() }),
+        Entry(name: "ignore-isupgraded", pitfall: "J16", description: "keeps granting an upgraded-from product until its original expiresDate", make: { IgnoreIsUpgraded() }),
+        Entry(name: "downgrade-immediate", pitfall: "J18", description: "switches to autoRenewProductId as soon as a downgrade is requested", make: { DowngradeImmediate() }),
+        Entry(name: "upgrade-deferred", pitfall: "J19", description: "keeps the old product until its period ends after an upgrade", make: { UpgradeDeferred() }),
+        Entry(name: "crossgrade-deferred", pitfall: "J20", description: "treats a same-level, same-duration crossgrade as deferred to renewal", make: { CrossgradeDeferred() }),
+        Entry(name: "cancel-is-expiry", pitfall: "J21", description: "ends access when auto-renew is turned off instead of at expiresDate", make: { CancelIsExpiry() }),
+        Entry(name: "refund-irreversible", pitfall: "J22", description: "ignores REFUND_REVERSED: a revoked transaction stays revoked", make: { RefundIrreversible() }),
+        Entry(name: "old-period-refund-kills-current", pitfall: "J24", description: "ends the whole chain when any earlier period is refunded", make: { OldPeriodRefundKillsCurrent() }),
+        Entry(name: "intro-per-product", pitfall: "J25", description: "checks intro eligibility per product, not per subscription group", make: { IntroPerProduct() }),
+        Entry(name: "intro-trial-flag-only", pitfall: "J26", description: "counts only free trials as a used introductory offer", make: { IntroTrialFlagOnly() }),
+        Entry(name: "intro-from-offertype-any", pitfall: "J27", description: "counts any offer (promo, code, win-back) as a used introductory offer", make: { IntroFromAnyOffer() }),
+        Entry(name: "env-mixup-accept", pitfall: "J28", description: "accepts transactions and notifications from another environment", make: { EnvMixupAccept() }),
+        Entry(name: "bundle-unchecked", pitfall: "J30", description: "accepts artifacts of another bundleId or appAppleId", make: { BundleUnchecked() }),
+        Entry(name: "wait-for-expired", pitfall: "J32", description: "keeps access until an EXPIRED notification arrives", make: { WaitForExpired() }),
+        Entry(name: "extension-ignored", pitfall: "J34", description: "ignores RENEWAL_EXTENDED notifications", make: { ExtensionIgnored() }),
+        Entry(name: "price-pending-revokes", pitfall: "J35", description: "revokes access while a price increase awaits consent", make: { PricePendingRevokes() }),
+        Entry(name: "nonrenewing-lifetime", pitfall: "J37", description: "treats a non-renewing subscription without expiresDate as lifetime access", make: { NonRenewingLifetime() }),
+        Entry(name: "boundary-inclusive", pitfall: "J39", description: "treats t == expiresDate as still active (closed interval)", make: { BoundaryInclusive() }),
+        Entry(name: "unknown-type-rejected", pitfall: "J40", description: "rejects notifications with an unknown type or subtype, so Apple retries forever", make: { UnknownTypeRejected() }),
+        Entry(name: "consumables-only-from-notifications", pitfall: "J42", description: "never credits consumables submitted by the app, waiting for a notification", make: { ConsumablesOnlyFromNotifications() }),
+        Entry(name: "appaccounttoken-required", pitfall: "J44", description: "rejects app transactions without appAccountToken (family shares, offer codes)", make: { AppAccountTokenRequired() }),
+        Entry(name: "unlinked-notifications-dropped", pitfall: "J44", description: "drops notifications for chains not yet linked to a user", make: { UnlinkedNotificationsDropped() }),
+    ]
+}
+
+// MARK: - The mutants (each overrides one decision of the reference validator)
+
+final class IgnoreRevocation: ReferenceValidator {
+    override var name: String { "mutant:ignore-revocation" }
+    override func isRevoked(_ tx: JWSTransactionDecodedPayload, at t: Millis) -> Bool { false }
+}
+
+final class ExpiryFromDuration: ReferenceValidator {
+    override var name: String { "mutant:expiry-from-duration" }
+    override func expiry(of tx: JWSTransactionDecodedPayload) -> Millis? {
+        product(tx.productId)?.period?.added(to: tx.purchaseDate) ?? tx.expiresDate
+    }
+}
+
+final class ArrayOrderLatest: ReferenceValidator {
+    override var name: String { "mutant:array-order-latest" }
+    var pinned: [String: String] = [:]
+    override func reset(_ config: ValidatorConfig) throws(ValidatorFailure) {
+        try super.reset(config)
+        pinned = [:]
+    }
+    override func ingestSnapshot(_ s: APISnapshot) -> DeliveryVerdict {
+        let v = super.ingestSnapshot(s)
+        if v.isAccepted, let first = s.transactions.first { pinned[s.originalTransactionId] = first.transactionId }
+        return v
+    }
+    override func ingestNotification(_ n: ResponseBodyV2DecodedPayload) -> DeliveryVerdict {
+        let v = super.ingestNotification(n)
+        if let tx = n.data?.transactionInfo { pinned[tx.originalTransactionId] = nil }
+        return v
+    }
+    override func latestTransaction(_ txs: [JWSTransactionDecodedPayload], chain otid: String, at t: Millis) -> JWSTransactionDecodedPayload? {
+        if let id = pinned[otid], let tx = txs.first(where: { $0.transactionId == id }) { return tx }
+        return super.latestTransaction(txs, chain: otid, at: t)
+    }
+}
+
+final class DeviceClock: ReferenceValidator {
+    override var name: String { "mutant:device-clock" }
+    override func evaluationInstant(_ q: EntitlementQuery) -> Millis { q.deviceTime ?? q.at }
+}
+
+final class NoGrace: ReferenceValidator {
+    override var name: String { "mutant:no-grace" }
+    override func graceEnd(_ renewal: JWSRenewalInfoDecodedPayload?, latest: JWSTransactionDecodedPayload) -> Millis? { nil }
+}
+
+final class RetryAsActive: ReferenceValidator {
+    override var name: String { "mutant:retry-as-active" }
+    override func isEntitled(_ s: SubscriptionStatus) -> Bool { s == .active || s == .billingGracePeriod || s == .billingRetry }
+}
+
+final class StaticGrace: ReferenceValidator {
+    override var name: String { "mutant:static-grace" }
+    override func expiry(of tx: JWSTransactionDecodedPayload) -> Millis? { tx.expiresDate.map { $0 + 3 * 86_400_000 } }
+}
+
+final class HardcodedGraceLength: ReferenceValidator {
+    override var name: String { "mutant:hardcoded-grace-length" }
+    override func graceEnd(_ renewal: JWSRenewalInfoDecodedPayload?, latest: JWSTransactionDecodedPayload) -> Millis? {
+        guard renewal?.gracePeriodExpiresDate != nil, let e = latest.expiresDate else { return nil }
+        return e + 16 * 86_400_000
+    }
+}
+
+final class ConsumableDoubleCredit: ReferenceValidator {
+    override var name: String { "mutant:consumable-double-credit" }
+    var deliveries = 0
+    override func creditConsumable(_ tx: JWSTransactionDecodedPayload, via channel: String) {
+        deliveries += 1
+        var copy = tx
+        copy.transactionId += "#\(deliveries)"
+        consumableCredits[copy.transactionId] = copy
+    }
+}
+
+final class ArrivalOrderWins: ReferenceValidator {
+    override var name: String { "mutant:arrival-order-wins" }
+    override func shouldReplace(_ oldSigned: Millis, with newSigned: Millis, old: JWSTransactionDecodedPayload?, new: JWSTransactionDecodedPayload?) -> Bool { true }
+}
+
+final class NotificationTypeAsState: ReferenceValidator {
+    override var name: String { "mutant:notification-type-as-state" }
+    var revokedUsers: [String: Millis] = [:]
+    override func reset(_ config: ValidatorConfig) throws(ValidatorFailure) {
+        try super.reset(config)
+        revokedUsers = [:]
+    }
+    override func ingestNotification(_ n: ResponseBodyV2DecodedPayload) -> DeliveryVerdict {
+        let v = super.ingestNotification(n)
+        if v.isAccepted, n.notificationType == .refund, let tx = n.data?.transactionInfo, let u = user(ofChain: tx.originalTransactionId) {
+            revokedUsers[u] = min(revokedUsers[u] ?? .max, tx.revocationDate ?? n.signedDate)
+        }
+        return v
+    }
+    override func status(latest: JWSTransactionDecodedPayload, all txs: [JWSTransactionDecodedPayload], renewal: JWSRenewalInfoDecodedPayload?, chain otid: String, at t: Millis) -> SubscriptionStatus {
+        if let u = user(ofChain: otid), let r = revokedUsers[u], r <= t { return .revoked }
+        return super.status(latest: latest, all: txs, renewal: renewal, chain: otid, at: t)
+    }
+}
+
+final class FamilyRejected: ReferenceValidator {
+    override var name: String { "mutant:family-rejected" }
+    override func includes(_ tx: JWSTransactionDecodedPayload) -> Bool { tx.inAppOwnershipType != .familyShared }
+}
+
+final class FamilyAsOwner: ReferenceValidator {
+    override var name: String { "mutant:family-as-owner" }
+    override func ownership(_ tx: JWSTransactionDecodedPayload) -> InAppOwnershipType { .purchased }
+}
+
+final class IgnoreRevoke: ReferenceValidator {
+    override var name: String { "mutant:ignore-revoke" }
+    override func isRevoked(_ tx: JWSTransactionDecodedPayload, at t: Millis) -> Bool {
+        tx.inAppOwnershipType == .familyShared ? false : super.isRevoked(tx, at: t)
+    }
+}
+
+/// Answers per product from each product's own latest transaction, so an upgraded-from product stays active.
+final class IgnoreIsUpgraded: ReferenceValidator {
+    override var name: String { "mutant:ignore-isupgraded" }
+    override func entitlements(_ q: EntitlementQuery) throws(ValidatorFailure) -> EntitlementAnswer {
+        var answer = try super.entitlements(q)
+        let t = q.at
+        for (otid, chain) in chains where user(ofChain: otid) == q.userId {
+            for tx in chain.transactions.values where tx.isUpgraded == true && !isRevoked(tx, at: t) {
+                guard let e = tx.expiresDate, tx.purchaseDate <= t, t < e else { continue }
+                if let i = answer.products.firstIndex(where: { $0.productId == tx.productId }) {
+                    answer.products[i] = ProductEntitlement(productId: tx.productId, active: true, state: .active, expiresDate: e, ownership: tx.inAppOwnershipType)
+                }
+            }
+        }
+        return answer
+    }
+}
+
+final class DowngradeImmediate: ReferenceValidator {
+    override var name: String { "mutant:downgrade-immediate" }
+    override func entitledProduct(latest: JWSTransactionDecodedPayload, renewal: JWSRenewalInfoDecodedPayload?) -> String {
+        renewal?.autoRenewProductId ?? latest.productId
+    }
+}
+
+/// Keeps the earliest still-running period as current, so a mid-period PURCHASE waits for the old one to end.
+class UpgradeDeferred: ReferenceValidator {
+    override var name: String { "mutant:upgrade-deferred" }
+    func defers(from old: JWSTransactionDecodedPayload, to new: JWSTransactionDecodedPayload) -> Bool { true }
+    override func latestTransaction(_ txs: [JWSTransactionDecodedPayload], chain otid: String, at t: Millis) -> JWSTransactionDecodedPayload? {
+        guard let latest = super.latestTransaction(txs, chain: otid, at: t) else { return nil }
+        if latest.transactionReason == .purchase,
+            let old = txs.last(where: { $0.isUpgraded == true && $0.purchaseDate < latest.purchaseDate && ($0.expiresDate ?? 0) > t && !isRevoked($0, at: t) }),
+            defers(from: old, to: latest) {
+            return old
+        }
+        return latest
+    }
+}
+
+final class CrossgradeDeferred: UpgradeDeferred {
+    override var name: String { "mutant:crossgrade-deferred" }
+    override func defers(from old: JWSTransactionDecodedPayload, to new: JWSTransactionDecodedPayload) -> Bool {
+        product(old.productId)?.level == product(new.productId)?.level
+    }
+}
+
+final class CancelIsExpiry: ReferenceValidator {
+    override var name: String { "mutant:cancel-is-expiry" }
+    override func status(latest: JWSTransactionDecodedPayload, all txs: [JWSTransactionDecodedPayload], renewal: JWSRenewalInfoDecodedPayload?, chain otid: String, at t: Millis) -> SubscriptionStatus {
+        let s = super.status(latest: latest, all: txs, renewal: renewal, chain: otid, at: t)
+        return s == .active && renewal?.autoRenewStatus == .off ? .expired : s
+    }
+}
+
+final class RefundIrreversible: ReferenceValidator {
+    override var name: String { "mutant:refund-irreversible" }
+    override func shouldReplace(_ oldSigned: Millis, with newSigned: Millis, old: JWSTransactionDecodedPayload?, new: JWSTransactionDecodedPayload?) -> Bool {
+        if let old, let new, old.revocationDate != nil, new.revocationDate == nil { return false }
+        return super.shouldReplace(oldSigned, with: newSigned, old: old, new: new)
+    }
+}
+
+final class OldPeriodRefundKillsCurrent: ReferenceValidator {
+    override var name: String { "mutant:old-period-refund-kills-current" }
+    override func status(latest: JWSTransactionDecodedPayload, all txs: [JWSTransactionDecodedPayload], renewal: JWSRenewalInfoDecodedPayload?, chain otid: String, at t: Millis) -> SubscriptionStatus {
+        if txs.contains(where: { isRevoked($0, at: t) }) { return .revoked }
+        return super.status(latest: latest, all: txs, renewal: renewal, chain: otid, at: t)
+    }
+}
+
+final class IntroPerProduct: ReferenceValidator {
+    override var name: String { "mutant:intro-per-product" }
+    override func introEligible(group: String, own txs: [JWSTransactionDecodedPayload]) -> Bool {
+        // Looks only at the group's first product, as if eligibility were per product.
+        guard let first = config.catalog.products(inGroup: group).first else { return true }
+        return !txs.contains { $0.productId == first.id && $0.offerType == .introductory }
+    }
+}
+
+final class IntroTrialFlagOnly: ReferenceValidator {
+    override var name: String { "mutant:intro-trial-flag-only" }
+    override func introEligible(group: String, own txs: [JWSTransactionDecodedPayload]) -> Bool {
+        !txs.contains { $0.offerType == .introductory && $0.offerDiscountType == .freeTrial }
+    }
+}
+
+final class IntroFromAnyOffer: ReferenceValidator {
+    override var name: String { "mutant:intro-from-offertype-any" }
+    override func introEligible(group: String, own txs: [JWSTransactionDecodedPayload]) -> Bool {
+        !txs.contains { $0.offerType != nil }
+    }
+}
+
+final class EnvMixupAccept: ReferenceValidator {
+    override var name: String { "mutant:env-mixup-accept" }
+    override func rejectApp(bundleId: String, appAppleId: Int64?, environment: Environment) -> String? {
+        super.rejectApp(bundleId: bundleId, appAppleId: appAppleId, environment: config.catalog.environment)
+    }
+    override func rejectRenewal(_ r: JWSRenewalInfoDecodedPayload) -> String? { nil }
+}
+
+final class BundleUnchecked: ReferenceValidator {
+    override var name: String { "mutant:bundle-unchecked" }
+    override func rejectApp(bundleId: String, appAppleId: Int64?, environment: Environment) -> String? {
+        super.rejectApp(bundleId: config.catalog.bundleId, appAppleId: nil, environment: environment)
+    }
+}
+
+final class WaitForExpired: ReferenceValidator {
+    override var name: String { "mutant:wait-for-expired" }
+    var expiredSeen: Set<String> = []
+    override func reset(_ config: ValidatorConfig) throws(ValidatorFailure) {
+        try super.reset(config)
+        expiredSeen = []
+    }
+    override func ingestNotification(_ n: ResponseBodyV2DecodedPayload) -> DeliveryVerdict {
+        let v = super.ingestNotification(n)
+        if v.isAccepted, n.notificationType == .expired || n.notificationType == .didFailToRenew, let otid = n.data?.transactionInfo?.originalTransactionId {
+            expiredSeen.insert(otid)
+        }
+        return v
+    }
+    override func status(latest: JWSTransactionDecodedPayload, all txs: [JWSTransactionDecodedPayload], renewal: JWSRenewalInfoDecodedPayload?, chain otid: String, at t: Millis) -> SubscriptionStatus {
+        let s = super.status(latest: latest, all: txs, renewal: renewal, chain: otid, at: t)
+        return s == .expired && !expiredSeen.contains(otid) ? .active : s
+    }
+}
+
+final class ExtensionIgnored: ReferenceValidator {
+    override var name: String { "mutant:extension-ignored" }
+    override func ingestNotification(_ n: ResponseBodyV2DecodedPayload) -> DeliveryVerdict {
+        n.notificationType == .renewalExtended ? .accepted : super.ingestNotification(n)
+    }
+}
+
+final class PricePendingRevokes: ReferenceValidator {
+    override var name: String { "mutant:price-pending-revokes" }
+    override func status(latest: JWSTransactionDecodedPayload, all txs: [JWSTransactionDecodedPayload], renewal: JWSRenewalInfoDecodedPayload?, chain otid: String, at t: Millis) -> SubscriptionStatus {
+        let s = super.status(latest: latest, all: txs, renewal: renewal, chain: otid, at: t)
+        return s == .active && renewal?.priceIncreaseStatus == .customerHasNotResponded ? .expired : s
+    }
+}
+
+final class NonRenewingLifetime: ReferenceValidator {
+    override var name: String { "mutant:nonrenewing-lifetime" }
+    override func nonRenewingEnd(_ tx: JWSTransactionDecodedPayload, start: Millis) -> Millis? { tx.expiresDate }
+}
+
+final class BoundaryInclusive: ReferenceValidator {
+    override var name: String { "mutant:boundary-inclusive" }
+    override func covers(start: Millis, end: Millis, at t: Millis) -> Bool { start <= t && t <= end }
+}
+
+final class UnknownTypeRejected: ReferenceValidator {
+    override var name: String { "mutant:unknown-type-rejected" }
+    override func ingestNotification(_ n: ResponseBodyV2DecodedPayload) -> DeliveryVerdict {
+        if !n.notificationType.isKnown { return .rejected(reason: "unknown notificationType \(n.notificationType)") }
+        if let s = n.subtype, !s.isKnown { return .rejected(reason: "unknown subtype \(s)") }
+        return super.ingestNotification(n)
+    }
+}
+
+final class ConsumablesOnlyFromNotifications: ReferenceValidator {
+    override var name: String { "mutant:consumables-only-from-notifications" }
+    override func creditConsumable(_ tx: JWSTransactionDecodedPayload, via channel: String) {
+        if channel == "notification" { super.creditConsumable(tx, via: channel) }
+    }
+}
+
+final class AppAccountTokenRequired: ReferenceValidator {
+    override var name: String { "mutant:appaccounttoken-required" }
+    override func ingestApp(_ s: AppTransactionSubmission) -> DeliveryVerdict {
+        s.transaction.appAccountToken == nil ? .rejected(reason: "missing appAccountToken") : super.ingestApp(s)
+    }
+}
+
+final class UnlinkedNotificationsDropped: ReferenceValidator {
+    override var name: String { "mutant:unlinked-notifications-dropped" }
+    override func ingestNotification(_ n: ResponseBodyV2DecodedPayload) -> DeliveryVerdict {
+        if let tx = n.data?.transactionInfo, tx.appAccountToken == nil, chains[tx.originalTransactionId]?.user == nil {
+            return .accepted  // "no user for this transaction", acknowledged and forgotten
+        }
+        return super.ingestNotification(n)
+    }
+}

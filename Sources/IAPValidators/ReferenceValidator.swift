@@ -1,0 +1,311 @@
+import IAPModel
+
+/// The reference validator: a correct, readable backend a real team could copy the ideas from.
+///
+/// How it works (semantics §0, §H.4):
+/// 1. Accept only facts for this app: `bundleId`, `appAppleId` and `environment` must match.
+/// 2. Drop a notification whose `notificationUUID` was seen before.
+/// 3. Store transactions per `transactionId` and renewal info per `originalTransactionId`, keeping the version
+///    with the later `signedDate`; never trust arrival order or the notification type.
+/// 4. Link a chain to a user through an app submission or the `appAccountToken`.
+/// 5. Answer from the stored facts at the asked instant: per subscription chain, take the latest transaction
+///    (by `purchaseDate`, skipping `isUpgraded` ones) and derive Apple's status (§A.4); active and grace entitle.
+///
+/// It is written independently of the oracle (which unions grant intervals), so the two check each other.
+/// Each decision point is a method so that a mutant (see `Mutants.swift`) can change exactly one of them.
+open class ReferenceValidator: Validator {
+    public struct Chain {
+        public var transactions: [String: JWSTransactionDecodedPayload] = [:]
+        public var renewal: JWSRenewalInfoDecodedPayload?
+        public var user: String?
+    }
+
+    open var name: String { "reference" }
+    public private(set) var config = ValidatorConfig(catalog: .standard, policy: .default)
+    public private(set) var chains: [String: Chain] = [:]
+    public private(set) var seenNotifications: Set<String> = []
+    /// Consumable credits, once per transaction id: transactionId → (user-linked chain, quantity).
+    public var consumableCredits: [String: JWSTransactionDecodedPayload] = [:]
+    var productsById: [String: CatalogProduct] = [:]
+
+    public init() {}
+
+    open func reset(_ config: ValidatorConfig) throws(ValidatorFailure) {
+        self.config = config
+        chains = [:]
+        seenNotifications = []
+        consumableCredits = [:]
+        productsById = Dictionary(config.catalog.products.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
+    }
+
+    public func product(_ id: String) -> CatalogProduct? { productsById[id] }
+
+    // MARK: Ingestion
+
+    public func deliver(_ delivery: Delivery, now: Millis) throws(ValidatorFailure) -> DeliveryVerdict {
+        switch delivery {
+        case .appTransaction(let s): return ingestApp(s)
+        case .notification(let n): return ingestNotification(n)
+        case .apiSnapshot(let s): return ingestSnapshot(s)
+        }
+    }
+
+    open func ingestApp(_ s: AppTransactionSubmission) -> DeliveryVerdict {
+        if let why = rejectTransaction(s.transaction) { return .rejected(reason: why) }
+        store(s.transaction, via: "app")
+        let otid = s.transaction.originalTransactionId
+        if chains[otid]!.user == nil { chains[otid]!.user = s.userId }
+        return .accepted
+    }
+
+    open func ingestNotification(_ n: ResponseBodyV2DecodedPayload) -> DeliveryVerdict {
+        if let data = n.data {
+            if let why = rejectApp(bundleId: data.bundleId, appAppleId: data.appAppleId, environment: data.environment) {
+                return .rejected(reason: why)
+            }
+            if let tx = data.transactionInfo, let why = rejectTransaction(tx) { return .rejected(reason: why) }
+            if let r = data.renewalInfo, let why = rejectRenewal(r) { return .rejected(reason: why) }
+        }
+        guard seenNotifications.insert(n.notificationUUID).inserted else { return .accepted }  // duplicate: done already
+        // The type is a hint, not state: whatever it says, merge the signed snapshots it carries.
+        if let tx = n.data?.transactionInfo { store(tx, via: "notification") }
+        if let r = n.data?.renewalInfo { store(r) }
+        return .accepted
+    }
+
+    open func ingestSnapshot(_ s: APISnapshot) -> DeliveryVerdict {
+        for tx in s.transactions {
+            if let why = rejectTransaction(tx) { return .rejected(reason: why) }
+        }
+        if let r = s.renewalInfo, let why = rejectRenewal(r) { return .rejected(reason: why) }
+        for tx in s.transactions { store(tx, via: "api") }
+        if let r = s.renewalInfo { store(r) }
+        return .accepted
+    }
+
+    open func rejectApp(bundleId: String, appAppleId: Int64?, environment: Environment) -> String? {
+        if bundleId != config.catalog.bundleId { return "wrong bundleId \(bundleId)" }
+        if let id = appAppleId, id != config.catalog.appAppleId { return "wrong appAppleId \(id)" }
+        if environment != config.catalog.environment { return "wrong environment \(environment)" }
+        return nil
+    }
+
+    open func rejectTransaction(_ tx: JWSTransactionDecodedPayload) -> String? {
+        rejectApp(bundleId: tx.bundleId, appAppleId: nil, environment: tx.environment)
+    }
+
+    open func rejectRenewal(_ r: JWSRenewalInfoDecodedPayload) -> String? {
+        r.environment != config.catalog.environment ? "wrong environment \(r.environment)" : nil
+    }
+
+    /// Upserts a transaction version and credits a consumable once.
+    open func store(_ tx: JWSTransactionDecodedPayload, via channel: String) {
+        var chain = chains[tx.originalTransactionId] ?? Chain()
+        if let old = chain.transactions[tx.transactionId] {
+            if shouldReplace(old.signedDate, with: tx.signedDate, old: old, new: tx) { chain.transactions[tx.transactionId] = tx }
+        } else {
+            chain.transactions[tx.transactionId] = tx
+        }
+        chains[tx.originalTransactionId] = chain
+        if tx.type == .consumable { creditConsumable(tx, via: channel) }
+    }
+
+    open func store(_ r: JWSRenewalInfoDecodedPayload) {
+        var chain = chains[r.originalTransactionId] ?? Chain()
+        if let old = chain.renewal {
+            if shouldReplace(old.signedDate, with: r.signedDate, old: nil, new: nil) { chain.renewal = r }
+        } else {
+            chain.renewal = r
+        }
+        chains[r.originalTransactionId] = chain
+    }
+
+    /// Last signed wins (never last arrived).
+    open func shouldReplace(_ oldSigned: Millis, with newSigned: Millis, old: JWSTransactionDecodedPayload?, new: JWSTransactionDecodedPayload?) -> Bool {
+        newSigned > oldSigned
+    }
+
+    open func creditConsumable(_ tx: JWSTransactionDecodedPayload, via channel: String) {
+        if let old = consumableCredits[tx.transactionId], old.signedDate >= tx.signedDate { return }
+        consumableCredits[tx.transactionId] = tx
+    }
+
+    // MARK: Linkage
+
+    open func user(ofChain otid: String) -> String? {
+        guard let chain = chains[otid] else { return nil }
+        if let u = chain.user { return u }
+        return chain.transactions.values.lazy.compactMap(\.appAccountToken).first
+    }
+
+    // MARK: Decisions
+
+    open func evaluationInstant(_ q: EntitlementQuery) -> Millis { q.at }
+
+    open func isRevoked(_ tx: JWSTransactionDecodedPayload, at t: Millis) -> Bool { tx.isRevoked(at: t) }
+
+    open func expiry(of tx: JWSTransactionDecodedPayload) -> Millis? { tx.expiresDate }
+
+    /// Half-open validity: from `start` inclusive to `end` exclusive.
+    open func covers(start: Millis, end: Millis, at t: Millis) -> Bool { start <= t && t < end }
+
+    /// The chain's current transaction at `t`: the last purchased, skipping ones marked `isUpgraded`.
+    open func latestTransaction(_ txs: [JWSTransactionDecodedPayload], chain otid: String, at t: Millis) -> JWSTransactionDecodedPayload? {
+        txs.last { $0.isUpgraded != true } ?? txs.last
+    }
+
+    open func graceEnd(_ renewal: JWSRenewalInfoDecodedPayload?, latest: JWSTransactionDecodedPayload) -> Millis? {
+        renewal?.gracePeriodExpiresDate
+    }
+
+    /// Apple's subscription status of a chain at `t` (semantics §A.4), honouring the refund-scope policy.
+    open func status(latest: JWSTransactionDecodedPayload, all txs: [JWSTransactionDecodedPayload], renewal: JWSRenewalInfoDecodedPayload?, chain otid: String, at t: Millis) -> SubscriptionStatus {
+        if isRevoked(latest, at: t) { return .revoked }
+        if config.policy.refundScope == .chain,
+            txs.contains(where: { isRevoked($0, at: t) && $0.revocationDate! > latest.purchaseDate }) {
+            return .revoked
+        }
+        if let e = expiry(of: latest), covers(start: latest.purchaseDate, end: e, at: t) { return .active }
+        if renewal?.isInBillingRetryPeriod == true {
+            if let g = graceEnd(renewal, latest: latest), let e = expiry(of: latest), covers(start: e, end: g, at: t) {
+                return .billingGracePeriod
+            }
+            return .billingRetry
+        }
+        return .expired
+    }
+
+    open func isEntitled(_ s: SubscriptionStatus) -> Bool { s == .active || s == .billingGracePeriod }
+
+    /// The product a chain entitles to: the latest transaction's product.
+    open func entitledProduct(latest: JWSTransactionDecodedPayload, renewal: JWSRenewalInfoDecodedPayload?) -> String {
+        latest.productId
+    }
+
+    open func ownership(_ tx: JWSTransactionDecodedPayload) -> InAppOwnershipType { tx.inAppOwnershipType }
+
+    open func includes(_ tx: JWSTransactionDecodedPayload) -> Bool { true }
+
+    open func nonRenewingEnd(_ tx: JWSTransactionDecodedPayload, start: Millis) -> Millis? {
+        product(tx.productId)?.period?.added(to: start)
+    }
+
+    /// Intro offer eligibility for a group from the user's own transactions in it (policy `introEligibility`).
+    open func introEligible(group: String, own txs: [JWSTransactionDecodedPayload]) -> Bool {
+        switch config.policy.introEligibility {
+        case .neverReceivedIntro: !txs.contains { $0.offerType == .introductory }
+        case .neverSubscribed: txs.isEmpty
+        }
+    }
+
+    open func consumableBalance(userId: String, at t: Millis) -> [String: Int] {
+        var out: [String: Int] = [:]
+        for tx in consumableCredits.values where tx.purchaseDate <= t && user(ofChain: tx.originalTransactionId) == userId {
+            let clawedBack = config.policy.consumableClawback && isRevoked(tx, at: t)
+            out[tx.productId, default: 0] += clawedBack ? 0 : (tx.quantity ?? 1)
+        }
+        return out
+    }
+
+    // MARK: Answers
+
+    struct Holding {
+        var state: EntitlementState
+        var expires: Millis?
+        var ownership: InAppOwnershipType?
+        var since: Millis
+    }
+
+    public func entitlements(_ q: EntitlementQuery) throws(ValidatorFailure) -> EntitlementAnswer {
+        let t = evaluationInstant(q)
+        var held: [String: Holding] = [:]
+        var introTxs: [String: [JWSTransactionDecodedPayload]] = [:]
+
+        func record(_ productId: String, _ h: Holding) {
+            guard let old = held[productId] else { held[productId] = h; return }
+            switch (old.state.isEntitled, h.state.isEntitled) {
+            case (false, true): held[productId] = h
+            case (true, true):
+                if old.state == h.state {
+                    var merged = old
+                    if let a = old.expires, let b = h.expires { merged.expires = max(a, b) }
+                    if h.ownership == .purchased { merged.ownership = .purchased }
+                    held[productId] = merged
+                } else if h.state == .active {
+                    held[productId] = h  // paid access outranks grace
+                }
+            case (false, false): if h.since >= old.since { held[productId] = h }
+            case (true, false): break
+            }
+        }
+
+        var nonRenewing: [String: [JWSTransactionDecodedPayload]] = [:]
+        for otid in chains.keys.sorted() where user(ofChain: otid) == q.userId {
+            let chain = chains[otid]!
+            let txs = chain.transactions.values.filter { $0.purchaseDate <= t && includes($0) }
+                .sorted { ($0.purchaseDate, $0.transactionId) < ($1.purchaseDate, $1.transactionId) }
+            for tx in txs where tx.inAppOwnershipType == .purchased {
+                if let g = tx.subscriptionGroupIdentifier { introTxs[g, default: []].append(tx) }
+            }
+            guard let first = txs.first else { continue }
+            switch first.type {
+            case .autoRenewable:
+                guard let latest = latestTransaction(txs, chain: otid, at: t) else { continue }
+                for tx in txs where tx.productId != latest.productId {
+                    record(tx.productId, Holding(state: .expired, since: .min))
+                }
+                let s = status(latest: latest, all: txs, renewal: chain.renewal, chain: otid, at: t)
+                let productId = entitledProduct(latest: latest, renewal: chain.renewal)
+                if isEntitled(s) {
+                    let grace = s != .active
+                    let exp = grace ? graceEnd(chain.renewal, latest: latest) : expiry(of: latest)
+                    record(productId, Holding(state: grace ? .grace : .active, expires: exp, ownership: ownership(latest), since: latest.purchaseDate))
+                } else {
+                    let state: EntitlementState = s == .revoked ? .revoked : s == .billingRetry ? .billingRetry : .expired
+                    record(productId, Holding(state: state, since: latest.purchaseDate))
+                }
+            case .nonConsumable:
+                for tx in txs {
+                    let ok = !isRevoked(tx, at: t)
+                    record(tx.productId, Holding(state: ok ? .active : .revoked, ownership: ok ? ownership(tx) : nil, since: tx.purchaseDate))
+                }
+            case .nonRenewing:
+                nonRenewing[first.productId, default: []] += txs
+            default:
+                break
+            }
+        }
+        for (productId, txs) in nonRenewing.sorted(by: { $0.key < $1.key }) {
+            var lastEnd: Millis = .min
+            let ordered = txs.sorted { ($0.purchaseDate, $0.transactionId) < ($1.purchaseDate, $1.transactionId) }
+            for tx in ordered {
+                let start = config.policy.nonRenewingStacking ? max(tx.purchaseDate, lastEnd) : tx.purchaseDate
+                guard let end = nonRenewingEnd(tx, start: start) else {
+                    if !isRevoked(tx, at: t) { record(productId, Holding(state: .active, ownership: ownership(tx), since: tx.purchaseDate)) }
+                    continue
+                }
+                lastEnd = end
+                if !isRevoked(tx, at: t) && covers(start: start, end: end, at: t) {
+                    record(productId, Holding(state: .active, expires: end, ownership: ownership(tx), since: tx.purchaseDate))
+                }
+            }
+            if held[productId] == nil || !(held[productId]!.state.isEntitled), let last = ordered.last {
+                held[productId] = Holding(state: isRevoked(last, at: t) ? .revoked : .expired, since: last.purchaseDate)
+            }
+        }
+
+        let products = held.map { id, h in
+            ProductEntitlement(productId: id, active: h.state.isEntitled, state: h.state,
+                               expiresDate: h.state.isEntitled ? h.expires : nil, ownership: h.state.isEntitled ? h.ownership : nil)
+        }
+        let groups = config.catalog.groups.map { g -> GroupEntitlement in
+            let best = products.filter { $0.active && product($0.productId)?.groupId == g.id }.min { a, b in
+                let la = product(a.productId)?.level ?? .max, lb = product(b.productId)?.level ?? .max
+                return la != lb ? la < lb : a.productId < b.productId
+            }
+            return GroupEntitlement(groupId: g.id, effectiveProductId: best?.productId, introEligible: introEligible(group: g.id, own: introTxs[g.id] ?? []))
+        }
+        let balances = consumableBalance(userId: q.userId, at: t).map { ConsumableBalance(productId: $0.key, balance: $0.value) }
+        return EntitlementAnswer(products: products, groups: groups, consumables: balances)
+    }
+}

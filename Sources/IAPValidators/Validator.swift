@@ -1,0 +1,36 @@
+import IAPModel
+
+/// A validator under test, whatever transport reaches it (in-process, subprocess, HTTP).
+///
+/// The calls are synchronous: the harness drives one case at a time and needs each answer before it can go on.
+/// A wrong answer is not an error: it comes back as a value and the harness compares it. Errors are reserved for
+/// the validator failing as a program (crash, hang, garbage), reported as ``ValidatorFailure``.
+public protocol Validator: AnyObject {
+    /// A short name for reports (`reference`, `mutant:no-grace`, `exec:…`).
+    var name: String { get }
+    /// Forget everything and start a case with this catalog and these policies.
+    func reset(_ config: ValidatorConfig) throws(ValidatorFailure)
+    /// Deliver an artifact; `now` is the validator's clock.
+    func deliver(_ delivery: Delivery, now: Millis) throws(ValidatorFailure) -> DeliveryVerdict
+    /// Ask what a user may use at an instant.
+    func entitlements(_ query: EntitlementQuery) throws(ValidatorFailure) -> EntitlementAnswer
+}
+
+/// A validator failing as a program rather than answering wrongly.
+public struct ValidatorFailure: Error, CustomStringConvertible, Sendable {
+    public enum Kind: String, Sendable, Codable {
+        case crashed, timedOut = "timed-out", badAnswer = "bad-answer", protocolViolation = "protocol-violation", unavailable
+    }
+    public var kind: Kind
+    public var message: String
+    /// The last messages exchanged before the failure, newest last.
+    public var transcript: [String]
+
+    public init(_ kind: Kind, _ message: String, transcript: [String] = []) {
+        self.kind = kind
+        self.message = message
+        self.transcript = transcript
+    }
+
+    public var description: String { "\(kind.rawValue): \(message)" }
+}

@@ -1,0 +1,130 @@
+import Dispatch
+
+/// Generic shrinking of a failing choice sequence (Hypothesis-style), domain-free.
+///
+/// Candidates are ordered shortlex (shorter first, then lexicographically smaller): every accepted step makes the
+/// sequence strictly simpler, so shrinking terminates. Passes: delete marked spans, delete small blocks, zero
+/// spans, and lower single values. The caller's predicate regenerates the case from a candidate and re-runs the
+/// property; it also returns the spans of that run so later passes see the new structure.
+public struct Shrinker {
+    public struct Budget: Sendable {
+        public var maxAttempts: Int
+        public var maxSeconds: Double
+        public init(maxAttempts: Int = 2000, maxSeconds: Double = 10) {
+            self.maxAttempts = maxAttempts
+            self.maxSeconds = maxSeconds
+        }
+    }
+
+    public struct Outcome {
+        /// True when the candidate still shows the failure being shrunk.
+        public var failing: Bool
+        /// The spans the generator marked while running the candidate.
+        public var spans: [ChoiceSource.Span]
+        /// The choices the generator actually consumed (the candidate trimmed to what was read).
+        public var consumed: [UInt64]
+        public init(failing: Bool, spans: [ChoiceSource.Span], consumed: [UInt64]) {
+            self.failing = failing
+            self.spans = spans
+            self.consumed = consumed
+        }
+    }
+
+    public struct Result {
+        public var choices: [UInt64]
+        public var attempts: Int
+        public var improvements: Int
+        public var exhaustedBudget: Bool
+    }
+
+    public var budget: Budget
+    public init(budget: Budget = Budget()) { self.budget = budget }
+
+    public static func simpler(_ a: [UInt64], than b: [UInt64]) -> Bool {
+        if a.count != b.count { return a.count < b.count }
+        for (x, y) in zip(a, b) where x != y { return x < y }
+        return false
+    }
+
+    public func shrink(
+        _ initial: [UInt64], spans initialSpans: [ChoiceSource.Span], test: ([UInt64]) -> Outcome
+    ) -> Result {
+        var best = initial
+        var spans = initialSpans
+        var attempts = 0
+        var improvements = 0
+        let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(budget.maxSeconds * 1e9)
+        var outOfBudget: Bool {
+            attempts >= budget.maxAttempts || DispatchTime.now().uptimeNanoseconds > deadline
+        }
+
+        /// Tries a candidate; keeps it when it is simpler and still failing.
+        func attempt(_ candidate: [UInt64]) -> Bool {
+            guard !outOfBudget, Self.simpler(candidate, than: best) else { return false }
+            attempts += 1
+            let outcome = test(candidate)
+            guard outcome.failing else { return false }
+            let kept = Self.simpler(outcome.consumed, than: candidate) ? outcome.consumed : candidate
+            best = kept
+            spans = outcome.spans
+            improvements += 1
+            return true
+        }
+
+        var progress = true
+        while progress && !outOfBudget {
+            progress = false
+
+            // 1. Delete whole spans, largest first; restart the pass after a success (indices moved).
+            var deleted = true
+            while deleted && !outOfBudget {
+                deleted = false
+                let ordered = spans.filter { $0.end <= best.count }.sorted { ($0.end - $0.start) > ($1.end - $1.start) }
+                for s in ordered {
+                    var c = best
+                    c.removeSubrange(s.start..<s.end)
+                    if attempt(c) {
+                        deleted = true
+                        progress = true
+                        break
+                    }
+                }
+            }
+
+            // 2. Delete small blocks anywhere (covers units the generator did not mark).
+            for k in [4, 2, 1] {
+                var i = 0
+                while i + k <= best.count && !outOfBudget {
+                    var c = best
+                    c.removeSubrange(i..<(i + k))
+                    if attempt(c) { progress = true } else { i += 1 }
+                }
+            }
+
+            // 3. Zero whole spans.
+            for s in spans where s.end <= best.count && !outOfBudget {
+                var c = best
+                for j in s.start..<s.end { c[j] = 0 }
+                if attempt(c) { progress = true }
+            }
+
+            // 4. Lower single values: zero, then halve, then minus one.
+            var i = 0
+            while i < best.count && !outOfBudget {
+                let v = best[i]
+                if v > 0 {
+                    for nv in [0, v / 2, v - 1] where nv < v {
+                        var c = best
+                        c[i] = nv
+                        if attempt(c) {
+                            progress = true
+                            break
+                        }
+                    }
+                }
+                i += 1
+            }
+        }
+        return Result(choices: best, attempts: attempts, improvements: improvements, exhaustedBudget: outOfBudget)
+    }
+}

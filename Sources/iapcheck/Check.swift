@@ -1,0 +1,169 @@
+import ArgumentParser
+import Foundation
+import IAPConformance
+import IAPModel
+import IAPValidators
+
+struct Check: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Check a validator against the oracle on randomized App Store histories.",
+        discussion: """
+        Replays the saved counterexamples in the corpus first, then generates --cases new cases; the properties \
+        (entitlement-agreement, idempotent-delivery, order-insensitivity, forgery-rejected, robust-input, \
+        clock-skew) take turns. Stops at the first failure, shrinks it, prints its timeline and the command that \
+        replays it, and saves it to the corpus.
+
+        Exit codes: 0 pass; 1 discrepancy; 2 usage or configuration error; 3 validator failure.
+        """)
+
+    @Option(help: "The validator: reference, or mutant:NAME (see `iapcheck mutants --list`).")
+    var validator = "reference"
+
+    @OptionGroup var options: CaseOptions
+
+    @Option(help: "Number of generated cases.")
+    var cases = 1200
+
+    @Option(name: .customLong("case"), help: "Run only this case index of the seeded run (to reproduce one case).")
+    var caseIndex: Int?
+
+    @Option(help: "Check only this property (repeatable).")
+    var property: [String] = []
+
+    @Option(help: "Write a JSON summary here.")
+    var json: String?
+
+    @Option(help: "Write JUnit XML here.")
+    var junit: String?
+
+    @Option(help: "Corpus directory replayed before generation and where new counterexamples are saved.")
+    var corpus = "Corpus"
+
+    @Flag(help: "Do not replay or write the corpus.")
+    var noCorpus = false
+
+    @Option(help: "Shrinking budget in seconds per failure.")
+    var shrinkSeconds: Double = 20
+
+    @Flag(help: "No progress lines.")
+    var quiet = false
+
+    func run() throws {
+        let catalog: Catalog, policy: Policy
+        do {
+            (catalog, policy) = try options.load()
+        } catch {
+            throw fail("error: \(error)", code: Exit.usage)
+        }
+        let v = try makeValidator(validator)
+        var props: [PropertyName] = []
+        for p in property {
+            guard let n = PropertyName(rawValue: p) else {
+                throw ValidationError("unknown property \"\(p)\"; one of \(PropertyName.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            props.append(n)
+        }
+
+        // 1. The corpus: every saved counterexample must pass.
+        var replayed = 0
+        var corpusFailures: [Reports.DiscrepancySummary] = []
+        var failures: [Reports.ValidatorFailureSummary] = []
+        if !noCorpus && caseIndex == nil {
+            for file in IAPConformance.Corpus.files(in: corpus) {
+                let saved: CorpusCase
+                do {
+                    saved = try IAPConformance.Corpus.load(path: file)
+                } catch {
+                    throw fail("error: corpus file is unreadable: \(error)", code: Exit.usage)
+                }
+                replayed += 1
+                let outcome = CaseRunner.run(saved.testCase, against: v)
+                switch outcome {
+                case .passed: continue
+                case .discrepancy(let d):
+                    let s = summarize(d, saved.testCase, caseIndex: nil, corpusFile: file, replay: "iapcheck replay \(file) --validator \(validator)")
+                    corpusFailures.append(s)
+                    print(render(s, headline: "FAIL \(d.property.rawValue) (corpus \(file))"))
+                case .validatorFailed(let f, _):
+                    failures.append(Reports.ValidatorFailureSummary(kind: f.kind.rawValue, message: f.message, caseIndex: nil, transcript: f.transcript))
+                    print("VALIDATOR FAILURE \(f) (corpus \(file))")
+                }
+            }
+        }
+
+        // 2. New cases.
+        var opts = CheckOptions()
+        opts.cases = cases
+        opts.seed = options.seed
+        opts.catalog = catalog
+        opts.policy = policy
+        if !props.isEmpty { opts.properties = props }
+        opts.onlyCase = caseIndex
+        opts.shrinkBudget.maxSeconds = shrinkSeconds
+        var checker = Checker(options: opts, validator: v)
+        let progress = Progress("check \(v.name)", quiet: quiet)
+        checker.progress = { progress.update($0, $1) }
+        let report = checker.run()
+
+        var discrepancies = corpusFailures
+        if let f = report.failure {
+            if let d = f.discrepancy {
+                var file: String?
+                if !noCorpus && !validator.hasPrefix("mutant:") {
+                    file = try? IAPConformance.Corpus.save(
+                        CorpusCase(foundWith: v.name, seed: options.seed, caseIndex: f.caseIndex, failure: d, testCase: f.shrunk), in: corpus)
+                }
+                let replay = file.map { "iapcheck replay \($0) --validator \(validator)" }
+                    ?? "iapcheck check --validator \(validator) --seed \(options.seed) --case \(f.caseIndex)\(catalogArgs)"
+                let s = summarize(d, f.shrunk, caseIndex: f.caseIndex, corpusFile: file, replay: replay)
+                discrepancies.append(s)
+                print(render(s, headline: "FAIL \(d.property.rawValue): \(v.name) disagrees with the oracle (case \(f.caseIndex) of seed \(options.seed); shrunk from \(f.originalActions) to \(f.shrunk.actionCount) actions in \(f.shrinkAttempts) attempts)"))
+                print("  rerun:    iapcheck check --validator \(validator) --seed \(options.seed) --case \(f.caseIndex)\(catalogArgs)")
+            } else if let vf = f.validatorFailure {
+                failures.append(Reports.ValidatorFailureSummary(kind: vf.kind.rawValue, message: vf.message, caseIndex: f.caseIndex, transcript: vf.transcript))
+                print("VALIDATOR FAILURE \(vf) in case \(f.caseIndex)")
+                print(Timeline.render(f.shrunk, failingStep: f.failingStep))
+                for line in vf.transcript.suffix(10) { print("    \(line)") }
+                print("  rerun:    iapcheck check --validator \(validator) --seed \(options.seed) --case \(f.caseIndex)\(catalogArgs)")
+            }
+        }
+
+        let summary = Reports.CheckSummary(
+            validator: v.name, seed: options.seed, cases: report.cases, passed: report.passed, questions: report.questions,
+            seconds: report.seconds, corpus: Reports.CorpusSummary(replayed: replayed, failed: corpusFailures.compactMap(\.corpusFile)),
+            discrepancies: discrepancies, validatorFailures: failures, coverage: report.coverage)
+        if let json { try Reports.writeJSON(summary, to: json) }
+        if let junit { try Reports.junit(summary).write(toFile: junit, atomically: true, encoding: .utf8) }
+
+        let rate = Double(report.cases) / max(report.seconds, 1e-9)
+        print("\(v.name): \(report.passed)/\(report.cases) cases passed, \(report.questions) questions, corpus \(replayed) replayed, \(String(format: "%.1f", report.seconds)) s (\(Int(rate)) cases/s)")
+        if report.failure == nil && caseIndex == nil {
+            let missing = report.coverage.missingFamilies
+            if !missing.isEmpty { print("not exercised: \(missing.joined(separator: ", "))") }
+        }
+        if !failures.isEmpty { throw ExitCode(Exit.validatorFailure) }
+        if !discrepancies.isEmpty { throw ExitCode(Exit.discrepancy) }
+    }
+
+    var catalogArgs: String {
+        var s = ""
+        if let c = options.catalog { s += " --catalog \(c)" }
+        if let b = options.bundleId { s += " --bundle-id \(b)" }
+        if let p = options.policy { s += " --policy \(p)" }
+        return s
+    }
+}
+
+func summarize(_ d: Discrepancy, _ c: GeneratedCase, caseIndex: Int?, corpusFile: String?, replay: String) -> Reports.DiscrepancySummary {
+    Reports.DiscrepancySummary(
+        property: d.property.rawValue, caseIndex: caseIndex, corpusFile: corpusFile, shrunkEvents: c.actionCount,
+        expected: d.expected, observed: d.observed, differences: d.differences,
+        timeline: Timeline.render(c, failingStep: d.step), replay: replay)
+}
+
+func render(_ s: Reports.DiscrepancySummary, headline: String) -> String {
+    var lines = [headline, s.timeline, "  expected: \(s.expected)", "  observed: \(s.observed)"]
+    lines += s.differences.map { "    - \($0)" }
+    lines.append("  replay:   \(s.replay)")
+    return lines.joined(separator: "\n")
+}

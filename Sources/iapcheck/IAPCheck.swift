@@ -1,0 +1,92 @@
+import ArgumentParser
+import Foundation
+import IAPConformance
+import IAPModel
+import IAPValidators
+
+/// Exit codes, documented in `--help` and the README.
+enum Exit {
+    static let pass: Int32 = 0
+    static let discrepancy: Int32 = 1
+    static let usage: Int32 = 2
+    static let validatorFailure: Int32 = 3
+}
+
+struct IAPCheck: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "iapcheck",
+        abstract: "Property-based conformance checking of App Store purchase validators.",
+        discussion: """
+        iapcheck generates random App Store histories (purchases, renewals, billing retry and grace, upgrades, \
+        refunds, Family Sharing, offers, …), delivers them to a validator as Apple would (late, twice, out of \
+        order), and compares the validator's entitlement answers with a reference oracle. Failures are shrunk to a \
+        minimal history and printed as a timeline with the command that replays them.
+
+        Exit codes: 0 all properties hold; 1 a discrepancy was found; 2 usage or configuration error; \
+        3 the validator failed as a program (crash, timeout, malformed answer).
+        """,
+        version: IAPCheckVersion.current,
+        subcommands: [Check.self, Mutants.self, Replay.self],
+        defaultSubcommand: Check.self)
+}
+
+/// Options shared by the commands that build cases.
+struct CaseOptions: ParsableArguments {
+    @Option(name: .long, help: "Catalog: an iapcheck catalog JSON or an Xcode .storekit file (default: the built-in catalog).")
+    var catalog: String?
+
+    @Option(name: .long, help: "Bundle id to use with a .storekit catalog (it has none of its own).")
+    var bundleId: String?
+
+    @Option(name: .long, help: "Policy file (JSON) for the ambiguous points of Apple's semantics; see docs/policies.md.")
+    var policy: String?
+
+    @Option(name: .long, help: "Seed of the run; the same seed and version reproduce the same cases.")
+    var seed: UInt64 = 1
+
+    func load() throws(ConfigError) -> (Catalog, Policy) {
+        var defaults = Catalog.standard
+        if let b = bundleId { defaults.bundleId = b }
+        var catalog = defaults
+        if let path = self.catalog { catalog = try CatalogLoader.load(path: path, defaults: defaults) }
+        if let b = bundleId { catalog.bundleId = b }
+        var policy = Policy.default
+        if let path = self.policy { policy = try Policy.load(path: path) }
+        return (catalog, policy)
+    }
+}
+
+func makeValidator(_ spec: String) throws -> any Validator {
+    if spec == "reference" { return ReferenceValidator() }
+    if spec.hasPrefix("mutant:") {
+        let name = String(spec.dropFirst("mutant:".count))
+        guard let m = IAPValidators.Mutants.named(name) else {
+            throw ValidationError("no mutant named \"\(name)\"; `iapcheck mutants --list` lists them")
+        }
+        return m.make()
+    }
+    throw ValidationError("unknown validator \"\(spec)\": use reference or mutant:NAME")
+}
+
+func fail(_ message: String, code: Int32) -> ExitCode {
+    FileHandle.standardError.write(Data((message + "\n").utf8))
+    return ExitCode(code)
+}
+
+/// Progress on standard error for runs longer than a moment.
+final class Progress {
+    let label: String
+    var last = Date()
+    let started = Date()
+    let quiet: Bool
+    init(_ label: String, quiet: Bool) {
+        self.label = label
+        self.quiet = quiet
+    }
+    func update(_ done: Int, _ total: Int) {
+        guard !quiet, Date().timeIntervalSince(last) >= 2 else { return }
+        last = Date()
+        let rate = Double(done) / max(Date().timeIntervalSince(started), 0.001)
+        FileHandle.standardError.write(Data("\(label): \(done)/\(total) cases, \(Int(rate))/s\n".utf8))
+    }
+}

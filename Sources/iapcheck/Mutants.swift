@@ -1,0 +1,86 @@
+import ArgumentParser
+import Foundation
+import IAPConformance
+import IAPModel
+import IAPValidators
+
+struct Mutants: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run every mutant (a reference validator with one real-world bug) and report which the harness catches.",
+        discussion: """
+        For each mutant: the number of generated cases until a discrepancy appeared, the size of the shrunk \
+        counterexample (store actions), and the property that caught it. Exit code 1 if any mutant survives.
+        """)
+
+    @OptionGroup var options: CaseOptions
+
+    @Option(help: "Cases per mutant before it counts as surviving.")
+    var cases = 2000
+
+    @Option(help: "Run only this mutant (repeatable).")
+    var only: [String] = []
+
+    @Flag(help: "List the mutants and exit.")
+    var list = false
+
+    @Option(help: "Write a JSON summary here.")
+    var json: String?
+
+    @Option(help: "Save each mutant's shrunk counterexample to this directory.")
+    var saveCorpus: String?
+
+    @Option(help: "Shrinking budget in seconds per mutant.")
+    var shrinkSeconds: Double = 10
+
+    func run() throws {
+        if list {
+            for m in IAPValidators.Mutants.all { print("\(m.name.padding(toLength: 36, withPad: " ", startingAt: 0)) \(m.pitfall.padding(toLength: 4, withPad: " ", startingAt: 0)) \(m.description)") }
+            return
+        }
+        let catalog: Catalog, policy: Policy
+        do {
+            (catalog, policy) = try options.load()
+        } catch {
+            throw fail("error: \(error)", code: Exit.usage)
+        }
+        var entries = IAPValidators.Mutants.all
+        if !only.isEmpty {
+            for n in only where IAPValidators.Mutants.named(n) == nil { throw ValidationError("no mutant named \"\(n)\"") }
+            entries = entries.filter { only.contains($0.name) }
+        }
+        var rows: [Reports.MutantSummary] = []
+        print("mutant                               killed  cases  shrunk  property")
+        for m in entries {
+            var opts = CheckOptions()
+            opts.cases = cases
+            opts.seed = options.seed
+            opts.catalog = catalog
+            opts.policy = policy
+            opts.shrinkBudget.maxSeconds = shrinkSeconds
+            let v = m.make()
+            let report = Checker(options: opts, validator: v).run()
+            let f = report.failure
+            let row = Reports.MutantSummary(
+                name: m.name, description: m.description, pitfall: m.pitfall, killed: f != nil,
+                casesToKill: f.map { $0.caseIndex + 1 }, shrunkEvents: f?.shrunk.actionCount,
+                property: f?.discrepancy?.property.rawValue ?? f?.validatorFailure.map { _ in "validator-health" }, seconds: report.seconds)
+            rows.append(row)
+            print("\(m.name.padding(toLength: 36, withPad: " ", startingAt: 0)) \((row.killed ? "yes" : "NO").padding(toLength: 6, withPad: " ", startingAt: 0)) \(String(row.casesToKill.map(String.init) ?? "-").leftPad(5))  \(String(row.shrunkEvents.map(String.init) ?? "-").leftPad(6))  \(row.property ?? "-")")
+            if let dir = saveCorpus, let f, let d = f.discrepancy {
+                try IAPConformance.Corpus.save(CorpusCase(foundWith: v.name, seed: options.seed, caseIndex: f.caseIndex, failure: d, testCase: f.shrunk), in: dir)
+            }
+        }
+        let sizes = rows.compactMap(\.shrunkEvents).sorted()
+        let median: Double? = sizes.isEmpty ? nil : sizes.count % 2 == 1 ? Double(sizes[sizes.count / 2]) : Double(sizes[sizes.count / 2 - 1] + sizes[sizes.count / 2]) / 2
+        let killed = rows.filter(\.killed).count
+        print("killed \(killed)/\(rows.count); median shrunk counterexample \(median.map { String(format: "%.1f", $0) } ?? "-") actions")
+        if let json {
+            try Reports.writeJSON(Reports.MutantsSummary(seed: options.seed, casesPerMutant: cases, total: rows.count, killed: killed, medianShrunkEvents: median, mutants: rows), to: json)
+        }
+        if killed < rows.count { throw ExitCode(Exit.discrepancy) }
+    }
+}
+
+extension String {
+    func leftPad(_ n: Int) -> String { count >= n ? self : String(repeating: " ", count: n - count) + self }
+}

@@ -1,0 +1,65 @@
+import ArgumentParser
+import Foundation
+import IAPConformance
+import IAPModel
+import IAPValidators
+
+struct Replay: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Replay saved counterexamples (default: every file in Corpus/) against a validator.",
+        discussion: """
+        Each file is a concrete case (history, deliveries, questions); the oracle recomputes the expected answers. \
+        With --expect-fail, every file must fail (use it to confirm a mutant still fails on its own counterexample). \
+        Exit codes: 0 as expected; 1 a discrepancy (or, with --expect-fail, a pass); 2 unreadable file; 3 validator failure.
+        """)
+
+    @Argument(help: "Corpus files or directories.")
+    var files: [String] = []
+
+    @Option(help: "The validator: reference, or mutant:NAME.")
+    var validator = "reference"
+
+    @Flag(help: "Expect every case to fail.")
+    var expectFail = false
+
+    func run() throws {
+        let v = try makeValidator(validator)
+        var paths: [String] = []
+        for f in files.isEmpty ? ["Corpus"] : files {
+            var isDir: ObjCBool = false
+            if FileManager.default.fileExists(atPath: f, isDirectory: &isDir), isDir.boolValue {
+                paths += IAPConformance.Corpus.files(in: f)
+            } else {
+                paths.append(f)
+            }
+        }
+        var unexpected = 0, failedAsProgram = false
+        for path in paths {
+            let saved: CorpusCase
+            do {
+                saved = try IAPConformance.Corpus.load(path: path)
+            } catch {
+                throw fail("error: \(error)", code: Exit.usage)
+            }
+            let outcome = CaseRunner.run(saved.testCase, against: v)
+            switch outcome {
+            case .passed:
+                print("\(expectFail ? "UNEXPECTED PASS" : "pass") \(path)")
+                if expectFail { unexpected += 1 }
+            case .discrepancy(let d):
+                print("\(expectFail ? "fails as expected" : "FAIL") \(path): \(d.property.rawValue)")
+                if !expectFail {
+                    unexpected += 1
+                    let s = summarize(d, saved.testCase, caseIndex: saved.caseIndex, corpusFile: path, replay: "iapcheck replay \(path) --validator \(validator)")
+                    print(render(s, headline: "  \(v.name) disagrees with the oracle"))
+                }
+            case .validatorFailed(let f, _):
+                print("VALIDATOR FAILURE \(path): \(f)")
+                failedAsProgram = true
+            }
+        }
+        print("\(paths.count) case\(paths.count == 1 ? "" : "s") replayed against \(v.name), \(unexpected) unexpected")
+        if failedAsProgram { throw ExitCode(Exit.validatorFailure) }
+        if unexpected > 0 { throw ExitCode(Exit.discrepancy) }
+    }
+}

@@ -1,0 +1,7 @@
+import ArgumentParser
+import Foundation
+import IAPConformance
+import IAPModel
+import IAPValidators
+
+IAPCheck.main()
