@@ -53,7 +53,7 @@ public enum CaseRunner {
                     return .validatorFailed(error, step: i)
                 }
                 if verdict.isAccepted != expectedAccept {
-                    let property: PropertyName = expectedAccept ? (c.property == .robustInput ? .robustInput : c.property) : .forgeryRejected
+                    let property: PropertyName = expectedAccept ? .robustInput : .forgeryRejected
                     return .discrepancy(Discrepancy(
                         property: property, kind: .verdict, step: i,
                         expected: expectedAccept ? "accepted" : "rejected (\(knowledge.rejection(d.delivery)!))",
@@ -72,12 +72,27 @@ public enum CaseRunner {
                 let diffs = observed.differences(from: expected)
                 if !diffs.isEmpty {
                     return .discrepancy(Discrepancy(
-                        property: c.property, kind: .answer, step: i, expected: Self.summary(expected),
+                        property: attribute(c, step: i), kind: .answer, step: i, expected: Self.summary(expected),
                         observed: Self.summary(observed), differences: diffs, expectedAnswer: expected, observedAnswer: observed))
                 }
             }
         }
         return .passed(questions: questions)
+    }
+
+    /// The property a wrong answer violates: the case's own property when one of its perturbations (a duplicate,
+    /// a retry, a forged or unknown artifact, a skewed clock) happened before the question, else plain
+    /// entitlement agreement.
+    static func attribute(_ c: GeneratedCase, step: Int) -> PropertyName {
+        for s in c.steps.prefix(step + 1) {
+            switch s {
+            case .deliver(let d):
+                if d.label != "app" && d.label != "notification" || d.now != d.arrival { return c.property }
+            case .query(let q):
+                if q.query.at != q.appleTime || (q.query.deviceTime.map { $0 != q.query.at } ?? false) { return c.property }
+            }
+        }
+        return .entitlementAgreement
     }
 
     static func describe(_ v: DeliveryVerdict) -> String {

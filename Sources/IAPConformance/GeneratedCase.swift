@@ -34,8 +34,9 @@ public struct CaseGenerator: Sendable {
     }
 
     public func generate(_ property: PropertyName, _ src: ChoiceSource) -> (GeneratedCase, StoreSimulator) {
-        let sim = HistoryGenerator(catalog: catalog, policy: policy, maxActions: maxActions).generate(src)
-        let steps = src.span("delivery") { DeliveryPlanner(perturbations: property.perturbations).plan(sim, src) }
+        let history = HistoryGenerator(catalog: catalog, policy: policy, maxActions: maxActions).generate(src)
+        let sim = history.sim
+        let steps = DeliveryPlanner(perturbations: property.perturbations).plan(history)
         let kinds = sim.notifications.map { n in
             n.payload.notificationType.rawValue + (n.payload.subtype.map { "/" + $0.rawValue } ?? "")
         }

@@ -17,12 +17,14 @@ public struct DeliveryPlanner: Sendable {
     /// Apple's retry schedule for V2 notifications, as offsets from the first attempt (semantics §H.2).
     public static let retryOffsetsHours: [Millis] = [0, 1, 13, 37, 85, 157]
 
-    public func plan(_ sim: StoreSimulator, _ src: ChoiceSource) -> [CaseStep] {
+    public func plan(_ history: GeneratedHistory) -> [CaseStep] {
+        let sim = history.sim
         let h = CivilTime.msPerHour, m = CivilTime.msPerMinute, s = CivilTime.msPerSecond
         var validatorSkew: Millis = 0
         var deviceSkew: Millis = 0
         if perturbations.clockSkew {
-            src.span("clocks") {
+            let src = ChoiceSource(replaying: history.clockEntropy)
+            do {
                 validatorSkew = src.pick([0, 1 * s, -1 * s, 30 * s, -30 * s, 5 * m, -5 * m, 1 * h, -1 * h])
                 deviceSkew = src.pick([0, -CivilTime.msPerDay, -30 * CivilTime.msPerDay, 2 * h, -365 * CivilTime.msPerDay, 400 * CivilTime.msPerDay])
             }
@@ -34,8 +36,9 @@ public struct DeliveryPlanner: Sendable {
 
         // The app channel: purchases made in the app are submitted at once; what the app learns later (offer codes,
         // family shares, renewals) is submitted when it next opens, or never.
-        for c in sim.creations {
-            src.span("app") {
+        for (ci, c) in sim.creations.enumerated() {
+            let src = ChoiceSource(replaying: history.creationEntropy[ci])
+            do {
                 let chain = sim.chains[c.chainId]!
                 let tx = sim.latest(c.transactionId, at: c.time)!
                 let submit: Millis?
@@ -48,7 +51,7 @@ public struct DeliveryPlanner: Sendable {
                     let seenBefore = sim.creations.contains { $0.chainId == c.chainId && $0.time < c.time }
                     submit = seenBefore ? nil : (src.chance(90) ? c.time + Millis(1 + src.int(below: 72)) * h / 4 : nil)
                 }
-                guard let submit else { return }
+                guard let submit else { continue }
                 let person = sim.persons[c.person]
                 let sub = AppTransactionSubmission(userId: person.accountId, transaction: sim.latest(c.transactionId, at: submit)!, deviceTime: submit + deviceSkew)
                 add(submit, .appTransaction(sub), "app", c.person)
@@ -73,8 +76,9 @@ public struct DeliveryPlanner: Sendable {
         }
 
         // The notification channel.
-        for n in sim.notifications {
-            src.span("notification") {
+        for (ni, n) in sim.notifications.enumerated() {
+            let src = ChoiceSource(replaying: history.notificationEntropy[ni])
+            do {
                 let signed = n.payload.signedDate
                 var first = signed + (src.chance(8) ? Millis(1 + src.int(below: 66)) * m : Millis(src.int(below: 3000)))
                 var label = "notification"

@@ -1,6 +1,14 @@
 import IAPModel
 import PropertyEngine
 
+/// A generated history: the simulator after the actions, and the raw delivery decisions of each item.
+public struct GeneratedHistory: Sendable {
+    public var sim: StoreSimulator
+    public var clockEntropy: [UInt64]
+    public var notificationEntropy: [[UInt64]]
+    public var creationEntropy: [[UInt64]]
+}
+
 /// Generates a random App Store history by driving the ``StoreSimulator`` with choices read from a
 /// ``ChoiceSource``. At every step it offers only actions that are valid in the current state, so any choice
 /// sequence (including the shrinker's edits) yields a valid history. Choice 0 is always the simplest: one person,
@@ -38,7 +46,13 @@ public struct HistoryGenerator: Sendable {
         }
     }
 
-    public func generate(_ src: ChoiceSource) -> StoreSimulator {
+    /// Raw choices drawn for each notification and each app-visible transaction, in the span of the action that
+    /// made them: the delivery planner reads its decisions (delays, retries, duplicates, …) from them. Keeping them
+    /// inside the action's span means that when the shrinker deletes an action, that action's delivery decisions
+    /// go with it instead of shifting onto the next notification.
+    public static let entropyPerItem = 16
+
+    public func generate(_ src: ChoiceSource) -> GeneratedHistory {
         let count = 1 + src.int(below: 3)
         let family = count >= 2 && src.chance(50)
         let persons = (0..<count).map { Person(index: $0, familyId: family ? 1 : nil) }
@@ -52,11 +66,22 @@ public struct HistoryGenerator: Sendable {
         }
         let start = Self.epoch + Millis(src.int(below: 1440)) * CivilTime.msPerMinute
         var sim = StoreSimulator(catalog: cat, policy: policy, persons: persons, start: start)
+        let clocks = Self.entropy(src)
+        var notificationEntropy: [[UInt64]] = []
+        var creationEntropy: [[UInt64]] = []
         for step in 0..<maxActions {
             if step > 0 && !src.chance(85) { break }
-            src.span("action") { act(&sim, src) }
+            src.span("action") {
+                act(&sim, src)
+                while notificationEntropy.count < sim.notifications.count { notificationEntropy.append(Self.entropy(src)) }
+                while creationEntropy.count < sim.creations.count { creationEntropy.append(Self.entropy(src)) }
+            }
         }
-        return sim
+        return GeneratedHistory(sim: sim, clockEntropy: clocks, notificationEntropy: notificationEntropy, creationEntropy: creationEntropy)
+    }
+
+    static func entropy(_ src: ChoiceSource) -> [UInt64] {
+        src.span("entropy") { (0..<entropyPerItem).map { _ in src.draw(below: 1 << 16) } }
     }
 
     // MARK: One action

@@ -94,6 +94,7 @@ extension StoreSimulator {
         case .winBack: log(person, .winBackOffer, "  win-back offer")
         }
         // Family Sharing: members gain access with their own chains (or resubscribe their existing ones).
+        if !p.familyShareable { chains[cid]!.members = [] }
         if p.familyShareable {
             if resubscribing {
                 for m in chains[cid]!.members {
@@ -163,6 +164,9 @@ extension StoreSimulator {
     public mutating func renew(_ cid: String) {
         let e = chains[cid]!.expires!
         advance(to: e)
+        // Family Sharing is per product: renewing into a product that is not shareable ends the members' access
+        // (their last period simply ends now).
+        if !product(chains[cid]!.autoRenewProductId).familyShareable { chains[cid]!.members = [] }
         withMembers(cid) { sim, id in
             var c = sim.chains[id]!
             let next = c.autoRenewProductId
@@ -203,7 +207,8 @@ extension StoreSimulator {
             c.phase = .retry(e0: e, graceEnd: graceEnd, retryEnd: retryEnd)
             c.expirationIntent = .billingError
             sim.chains[id] = c
-            if let graceEnd {
+            // A period voided by a chain-scope refund (policy) grants no grace either.
+            if let graceEnd, !sim.voided.contains(c.currentTx!) {
                 sim.graceSegment[id] = sim.segments.count
                 sim.segments.append(TruthSegment(person: c.person, productId: c.productId, chainId: id, start: e, end: graceEnd, kind: .grace, ownership: c.ownership))
             }
@@ -306,6 +311,10 @@ extension StoreSimulator {
         advance(to: t)
         let c0 = chains[cid]!
         let kind = ProductChange.classify(from: product(c0.productId), to: product(q))
+        if kind.isImmediate && !product(q).familyShareable {
+            for m in c0.members { revokeMember(m, reason: .refundedForOtherReason, at: t, why: "sharing stopped") }
+            chains[cid]!.members = []
+        }
         withMembers(cid) { sim, id in
             if kind.isImmediate {
                 let old = sim.chains[id]!.currentTx!
@@ -350,7 +359,8 @@ extension StoreSimulator {
         withMembers(cid) { sim, id in
             let tx = sim.chains[id]!.currentTx!
             sim.updateTransaction(tx) { $0.expiresDate = newEnd }
-            if let i = sim.paidSegment[tx] { sim.segments[i].end = newEnd }
+            // Extend the truth only if nothing (a chain-scope refund) has cut this period short.
+            if let i = sim.paidSegment[tx], sim.segments[i].end == c0.expires! { sim.segments[i].end = newEnd }
             sim.chains[id]!.expires = newEnd
             sim.chains[id]!.extensions.append(t)
             sim.signRenewal(id)
@@ -408,11 +418,12 @@ extension StoreSimulator {
             $0.revocationType = prorated ? .refundProrated : .refundFull
             $0.revocationPercentage = prorated ? 41_250 : 100_000
         }
-        var cuts: [(Int, Millis)] = []
-        if let cut = cutPaid(txId, at: t) { cuts.append(cut) }
+        var cuts: [RefundCut] = []
+        if let (i, end) = cutPaid(txId, at: t) { cuts.append(RefundCut(tx: txId, segment: i, end: end)) }
         if policy.refundScope == .chain {
             for other in chains[cid]!.txIds where other != txId {
-                if let cut = cutPaid(other, at: t) { cuts.append(cut) }
+                if let (i, end) = cutPaid(other, at: t) { cuts.append(RefundCut(tx: other, segment: i, end: end)) }
+                voided.insert(other)
             }
         }
         cutByRefund[txId] = cuts
@@ -451,14 +462,23 @@ extension StoreSimulator {
             $0.revocationType = nil
             $0.revocationPercentage = nil
         }
-        for (i, oldEnd) in cutByRefund[txId] ?? [] where oldEnd > t {
-            var s = segments[i]
-            s.start = t
-            s.end = oldEnd
-            segments.append(s)
-            for (key, value) in paidSegment where value == i { paidSegment[key] = segments.count - 1 }
-        }
+        let cuts = cutByRefund[txId] ?? []
         cutByRefund[txId] = nil
+        voided = []
+        for (refunded, _) in cutByRefund where policy.refundScope == .chain {
+            let r = latest(refunded)!
+            for other in chains[r.originalTransactionId]!.txIds where other != refunded && (latest(other)?.purchaseDate ?? .max) < r.revocationDate! {
+                voided.insert(other)
+            }
+        }
+        // Restore what this refund cut, unless another refund (chain scope) still voids it.
+        for cut in cuts where cut.end > t && !voided.contains(cut.tx) && (cutByRefund[cut.tx] == nil || cut.tx == txId) {
+            var s = segments[cut.segment]
+            s.start = t
+            s.end = cut.end
+            segments.append(s)
+            if paidSegment[cut.tx] == cut.segment { paidSegment[cut.tx] = segments.count - 1 }
+        }
         if tx.type == .consumable {
             ledger.append(LedgerEntry(person: chains[cid]!.person, productId: tx.productId, time: t, delta: tx.quantity ?? 1, transactionId: txId, clawback: true))
         }

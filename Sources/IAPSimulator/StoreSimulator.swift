@@ -6,6 +6,13 @@ import IAPModel
 /// The simulator is deterministic and takes no random input: the ``HistoryGenerator`` makes every choice and
 /// calls the action methods. Every object version is stamped with the instant it was signed, and two versions of
 /// one object never share an instant (actions are at least 1 ms apart), so "latest signed wins" is well defined.
+/// A truth segment a refund cut short: which transaction, which segment, and where it used to end.
+struct RefundCut: Hashable, Sendable {
+    var tx: String
+    var segment: Int
+    var end: Millis
+}
+
 public struct StoreSimulator: Sendable {
     public let catalog: Catalog
     public let policy: Policy
@@ -26,9 +33,11 @@ public struct StoreSimulator: Sendable {
     var paidSegment: [String: Int] = [:]
     var graceSegment: [String: Int] = [:]
     /// Segments a refund cut short, for a later reversal: refunded tx → [(segment, original end)].
-    var cutByRefund: [String: [(Int, Millis)]] = [:]
+    var cutByRefund: [String: [RefundCut]] = [:]
     var nextId: Int64 = 0
     var nonRenewingEnd: [String: Millis] = [:]
+    /// Transactions a chain-scope refund voids (policy `refundScope: chain`).
+    var voided: Set<String> = []
     /// People who left their family during the case.
     public internal(set) var leftFamily: Set<Int> = []
 

@@ -10,6 +10,11 @@ public final class ChoiceSource {
         public var label: String
         public var start: Int
         public var end: Int
+        public init(label: String, start: Int, end: Int) {
+            self.label = label
+            self.start = start
+            self.end = end
+        }
     }
 
     enum Mode {

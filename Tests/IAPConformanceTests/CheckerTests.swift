@@ -1,0 +1,85 @@
+import Foundation
+import IAPConformance
+import IAPModel
+import IAPSimulator
+import IAPTesting
+import IAPValidators
+import Testing
+
+@Suite struct CheckerTests {
+    @Test func theReferenceValidatorPassesEveryProperty() {
+        var o = CheckOptions()
+        o.cases = 600
+        o.seed = 2026
+        let report = Checker(options: o, validator: ReferenceValidator()).run()
+        #expect(report.failure == nil, "\(report.failure.map { Timeline.render($0.shrunk, failingStep: $0.failingStep) } ?? "")")
+        #expect(report.passed == 600)
+        #expect(Set(report.coverage.properties.keys) == Set(PropertyName.allCases.map(\.rawValue)))
+        #expect(report.questions > 600)
+    }
+
+    @Test(arguments: [
+        Policy(refundScope: .chain), Policy(consumableClawback: false), Policy(introEligibility: .neverSubscribed),
+        Policy(nonRenewingStacking: true),
+    ])
+    func theReferenceValidatorFollowsEveryPolicy(_ policy: Policy) {
+        var o = CheckOptions()
+        o.cases = 300
+        o.policy = policy
+        let report = Checker(options: o, validator: ReferenceValidator()).run()
+        #expect(report.failure == nil, "\(report.failure.map { Timeline.render($0.shrunk, failingStep: $0.failingStep) } ?? "")")
+    }
+
+    @Test func aMutantIsCaughtShrunkAndReplayableFromTheCorpus() throws {
+        var o = CheckOptions()
+        o.cases = 500
+        let mutant = Mutants.named("ignore-revocation")!.make()
+        let report = Checker(options: o, validator: mutant).run()
+        let f = try #require(report.failure)
+        let d = try #require(f.discrepancy)
+        #expect(f.shrunk.actionCount <= f.originalActions)
+        #expect(f.shrunk.events.contains { $0.family == .refund })
+
+        let dir = NSTemporaryDirectory() + "iapcheck-corpus-\(UUID().uuidString)"
+        let path = try Corpus.save(CorpusCase(foundWith: mutant.name, seed: o.seed, caseIndex: f.caseIndex, failure: d, testCase: f.shrunk), in: dir)
+        let loaded = try Corpus.load(path: path)
+        #expect(loaded.testCase == f.shrunk)
+        #expect(!CaseRunner.run(loaded.testCase, against: Mutants.named("ignore-revocation")!.make()).isPass)
+        #expect(CaseRunner.run(loaded.testCase, against: ReferenceValidator()).isPass)
+
+        let timeline = Timeline.render(f.shrunk, failingStep: f.failingStep)
+        #expect(timeline.contains("refunded"))
+        #expect(timeline.contains("ask: what may"))
+    }
+
+    @Test func theSameSeedReproducesTheSameRun() {
+        var o = CheckOptions()
+        o.cases = 60
+        let a = Checker(options: o, validator: ReferenceValidator()).run()
+        let b = Checker(options: o, validator: ReferenceValidator()).run()
+        #expect(a.questions == b.questions && a.coverage == b.coverage)
+    }
+
+    @Test(arguments: ["", "{}", #"{"schema":"iapcheck.corpus/99"}"#, #"{"schema":"iapcheck.corpus/1","case":{"property":"nope"}}"#, "\u{0}\u{1}"])
+    func aCorruptCorpusFileIsReportedByName(_ text: String) {
+        let path = NSTemporaryDirectory() + "corrupt-\(UUID().uuidString).json"
+        FileManager.default.createFile(atPath: path, contents: Data(text.utf8))
+        #expect {
+            try Corpus.load(path: path)
+        } throws: { error in
+            (error as? ConfigError)?.file == path
+        }
+    }
+
+    @Test func junitNamesEveryPropertyAndTheFailure() {
+        let s = Reports.CheckSummary(
+            validator: "mutant:x", seed: 1, cases: 3, passed: 2, questions: 10, seconds: 0.1,
+            corpus: .init(replayed: 0, failed: []),
+            discrepancies: [.init(property: "clock-skew", shrunkEvents: 1, expected: "a", observed: "b", differences: ["d"], timeline: "t", replay: "r")],
+            validatorFailures: [], coverage: { var c = Coverage(); c.properties = ["entitlement-agreement": 2, "clock-skew": 1]; return c }())
+        let xml = Reports.junit(s)
+        #expect(xml.contains("name=\"entitlement-agreement\"/>"))
+        #expect(xml.contains("name=\"clock-skew\"><failure"))
+        #expect(xml.contains("failures=\"1\""))
+    }
+}

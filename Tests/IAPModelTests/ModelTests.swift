@@ -1,0 +1,137 @@
+import Foundation
+import IAPModel
+import Testing
+
+@Suite struct PeriodTests {
+    static func date(_ y: Int64, _ m: Int64, _ d: Int64) -> Millis { CivilTime.days(fromCivil: y, m, d) * CivilTime.msPerDay }
+
+    @Test func monthsFollowTheAnniversaryClampedToTheMonthEnd() {
+        #expect(Period(1, .month).added(to: Self.date(2026, 1, 31)) == Self.date(2026, 2, 28))
+        #expect(Period(1, .month).added(to: Self.date(2028, 1, 31)) == Self.date(2028, 2, 29))
+        #expect(Period(1, .year).added(to: Self.date(2028, 2, 29)) == Self.date(2029, 2, 28))
+        #expect(Period(2, .week).added(to: Self.date(2026, 3, 1)) == Self.date(2026, 3, 15))
+        #expect(Period(3, .month).added(to: Self.date(2026, 11, 30) + 5) == Self.date(2027, 2, 28) + 5)
+    }
+
+    @Test func parsesIso8601Periods() {
+        #expect(Period(iso8601: "P1M") == Period(1, .month))
+        #expect(Period(iso8601: "P14D") == Period(14, .day))
+        #expect(Period(iso8601: "1M") == nil)
+        #expect(Period(iso8601: "P0Y") == nil)
+        #expect(Period(iso8601: "PXM") == nil)
+    }
+
+    @Test func formatsInstants() {
+        #expect(CivilTime.iso8601(Self.date(2026, 3, 1) + 3_723_004) == "2026-03-01T01:02:03.004Z")
+        #expect(CivilTime.relative(-1) == "-1ms")
+        #expect(CivilTime.relative(2 * CivilTime.msPerDay + 5_000) == "+2d 00:00:05")
+    }
+}
+
+@Suite struct WireTypeTests {
+    @Test func unknownEnumValuesSurviveDecoding() throws {
+        let json = #"{"notificationType":"FAMILY_SHARED_MEMBER_JOINED","subtype":"NEW","notificationUUID":"u","version":"2.0","signedDate":1}"#
+        let n = try JSONDecoder().decode(ResponseBodyV2DecodedPayload.self, from: Data(json.utf8))
+        #expect(n.notificationType.rawValue == "FAMILY_SHARED_MEMBER_JOINED")
+        #expect(!n.notificationType.isKnown)
+        let again = try JSONDecoder().decode(ResponseBodyV2DecodedPayload.self, from: JSONEncoder().encode(n))
+        #expect(again == n)
+    }
+
+    @Test func transactionsUseApplesFieldNamesAndRawValues() throws {
+        var tx = JWSTransactionDecodedPayload(
+            transactionId: "2", originalTransactionId: "1", bundleId: "b", productId: "p", purchaseDate: 10,
+            type: .autoRenewable, signedDate: 11, environment: .production, transactionReason: .renewal)
+        tx.offerType = .introductory
+        tx.revocationReason = .refundedDueToIssue
+        let obj = try JSONSerialization.jsonObject(with: JSONEncoder().encode(tx)) as! [String: Any]
+        #expect(obj["type"] as? String == "Auto-Renewable Subscription")
+        #expect(obj["inAppOwnershipType"] as? String == "PURCHASED")
+        #expect(obj["transactionReason"] as? String == "RENEWAL")
+        #expect(obj["offerType"] as? Int == 1)
+        #expect(obj["revocationReason"] as? Int == 1)
+        #expect(obj["expiresDate"] == nil)
+    }
+}
+
+@Suite struct CatalogLoadingTests {
+    static let examples = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Examples")
+
+    static func write(_ text: String, ext: String = "json") -> String {
+        let path = NSTemporaryDirectory() + "iapcheck-\(UUID().uuidString).\(ext)"
+        FileManager.default.createFile(atPath: path, contents: Data(text.utf8))
+        return path
+    }
+
+    @Test func importsAnXcodeStoreKitFile() throws {
+        let c = try CatalogLoader.load(path: Self.examples.appendingPathComponent("Products.storekit").path)
+        let yearly = try #require(c.product("com.example.maps.pro.yearly"))
+        #expect(yearly.kind == .autoRenewable && yearly.level == 1 && yearly.period == Period(1, .year) && yearly.familyShareable)
+        #expect(yearly.introductoryOffer == OfferSpec(discountType: .freeTrial, period: Period(2, .week)))
+        #expect(yearly.promotionalOffers.map(\.id) == ["maps.pro.comeback"])
+        #expect(yearly.offerCodes.first?.discountType == .freeTrial)
+        let monthly = try #require(c.product("com.example.maps.pro.monthly"))
+        #expect(monthly.introductoryOffer?.periods == 3)
+        #expect(c.product("com.example.maps.lite.monthly")?.level == 2)
+        #expect(c.product("com.example.maps.credits")?.kind == .consumable)
+        #expect(c.product("com.example.maps.offline")?.familyShareable == true)
+        #expect(c.product("com.example.maps.season")?.kind == .nonRenewing)
+        #expect(c.groups.map(\.id) == ["21450001"])
+    }
+
+    @Test func aBadStoreKitFileNamesTheFileAndEveryKey() {
+        let path = Self.write(#"""
+        {"subscriptionGroups":[{"id":"g","subscriptions":[
+          {"productID":"a","groupNumber":"one","recurringSubscriptionPeriod":"P1M"},
+          {"productID":"b","groupNumber":1,"recurringSubscriptionPeriod":"monthly"},
+          {"groupNumber":1,"recurringSubscriptionPeriod":"P1M","introductoryOffer":{"paymentMode":"gratis","subscriptionPeriod":"P1W"}}]}]}
+        """#, ext: "storekit")
+        #expect {
+            try CatalogLoader.load(path: path)
+        } throws: { error in
+            guard let e = error as? ConfigError else { return false }
+            let keys = Set(e.problems.map(\.key))
+            return e.file == path
+                && keys.contains("subscriptionGroups[0].subscriptions[0].groupNumber")
+                && keys.contains("subscriptionGroups[0].subscriptions[1].recurringSubscriptionPeriod")
+                && keys.contains("subscriptionGroups[0].subscriptions[2].productID")
+                && keys.contains("subscriptionGroups[0].subscriptions[2].introductoryOffer.paymentMode")
+        }
+    }
+
+    @Test func theNativeCatalogRoundTripsAndIsStrict() throws {
+        let data = try JSONEncoder().encode(Catalog.standard)
+        let path = Self.write(String(decoding: data, as: UTF8.self))
+        #expect(try CatalogLoader.load(path: path) == Catalog.standard)
+
+        let bad = Self.write(#"{"bundleId":"b","appAppleId":-1,"environment":"Prod","groups":[],"products":[{"id":"x","kind":"auto-renewable","colour":"red"}]}"#)
+        #expect {
+            try CatalogLoader.load(path: bad)
+        } throws: { error in
+            let keys = Set((error as? ConfigError)?.problems.map(\.key) ?? [])
+            return keys.isSuperset(of: ["appAppleId", "environment", "products[0].groupId", "products[0].level", "products[0].period", "products[0].colour"])
+        }
+    }
+
+    @Test(arguments: ["", "{", "[1,2]", "\u{FF}\u{FE}", "{\"products\": 5}", String(repeating: "[", count: 10000)])
+    func malformedFilesGiveAClearError(_ text: String) {
+        let path = Self.write(text)
+        #expect(throws: ConfigError.self) { try CatalogLoader.load(path: path) }
+    }
+
+    @Test func aMissingFileIsAClearError() {
+        #expect {
+            try CatalogLoader.load(path: "/nonexistent/catalog.json")
+        } throws: { error in
+            (error as? ConfigError)?.description.contains("/nonexistent/catalog.json") == true
+        }
+    }
+
+    @Test func policiesLoadWithDefaultsAndRejectUnknownKeys() throws {
+        let p = try Policy.load(path: Self.write(#"{"refundScope":"chain","consumableClawback":false}"#))
+        #expect(p.refundScope == .chain && !p.consumableClawback && p.introEligibility == .neverReceivedIntro)
+        #expect(throws: ConfigError.self) { try Policy.load(path: Self.write(#"{"refundScope":"all"}"#)) }
+        #expect(throws: ConfigError.self) { try Policy.load(path: Self.write(#"{"refundscope":"chain"}"#)) }
+    }
+}

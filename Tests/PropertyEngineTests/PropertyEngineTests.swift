@@ -1,0 +1,72 @@
+import PropertyEngine
+import Testing
+
+@Suite struct PropertyEngineTests {
+    @Test func splitMixIsDeterministicPerSeed() {
+        var a = SplitMix64(seed: 7), b = SplitMix64(seed: 7), c = SplitMix64(seed: 8)
+        let xs = (0..<5).map { _ in a.next() }
+        #expect(xs == (0..<5).map { _ in b.next() })
+        #expect(xs != (0..<5).map { _ in c.next() })
+        #expect(SplitMix64.derive(1, 0) != SplitMix64.derive(1, 1))
+    }
+
+    @Test func replayingTheRecordedChoicesReproducesTheDraws() {
+        let src = ChoiceSource(seed: 99)
+        let drawn = (0..<20).map { i in src.draw(below: UInt64(3 + i)) }
+        let replay = ChoiceSource(replaying: src.choices)
+        #expect((0..<20).map { i in replay.draw(below: UInt64(3 + i)) } == drawn)
+        #expect(!replay.overran)
+    }
+
+    @Test func anExhaustedReplayYieldsTheSimplestChoice() {
+        let src = ChoiceSource(replaying: [5])
+        #expect(src.draw(below: 10) == 5)
+        #expect(src.draw(below: 10) == 0)
+        #expect(src.overran)
+        #expect(ChoiceSource(replaying: [25]).draw(below: 10) == 5)  // out-of-range values wrap
+    }
+
+    @Test func spansMarkTheChoicesOfOneUnit() {
+        let src = ChoiceSource(seed: 1)
+        _ = src.draw(below: 4)
+        src.span("unit") {
+            _ = src.draw(below: 4)
+            _ = src.draw(below: 4)
+        }
+        #expect(src.spans == [ChoiceSource.Span(label: "unit", start: 1, end: 3)])
+    }
+
+    /// A list generator: "more?" then a value, repeated. The property fails when the sum exceeds 100.
+    static func sumOfList(_ src: ChoiceSource) -> [Int] {
+        var xs: [Int] = []
+        while src.chance(80) && xs.count < 50 {
+            src.span("element") { xs.append(src.int(below: 1000)) }
+        }
+        return xs
+    }
+
+    @Test func shrinkingFindsTheMinimalCounterexample() {
+        var seed: UInt64 = 0
+        var src = ChoiceSource(seed: seed)
+        while Self.sumOfList(src).reduce(0, +) <= 100 {
+            seed += 1
+            src = ChoiceSource(seed: seed)
+        }
+        let result = Shrinker().shrink(src.choices, spans: src.spans) { candidate in
+            let s = ChoiceSource(replaying: candidate)
+            let failing = Self.sumOfList(s).reduce(0, +) > 100
+            return Shrinker.Outcome(failing: failing, spans: s.spans, consumed: Array(s.choices.prefix(s.drawCount)))
+        }
+        let minimal = Self.sumOfList(ChoiceSource(replaying: result.choices))
+        #expect(minimal == [101])
+    }
+
+    @Test func shrinkingRespectsItsBudget() {
+        let start = Array(repeating: UInt64(999), count: 200)
+        let result = Shrinker(budget: .init(maxAttempts: 10, maxSeconds: 5)).shrink(start, spans: []) { c in
+            Shrinker.Outcome(failing: true, spans: [], consumed: c)
+        }
+        #expect(result.attempts <= 10)
+        #expect(result.exhaustedBudget)
+    }
+}
