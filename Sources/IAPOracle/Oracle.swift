@@ -58,7 +58,8 @@ public enum Oracle {
             }
             // Grace and the state of a chain that grants nothing now, from its latest transaction (§A.4).
             let subs = chain.filter { $0.type == .autoRenewable }
-            guard let latest = subs.last(where: { $0.isUpgraded != true }) ?? subs.last else { continue }
+            // The latest purchased at or before t (an isUpgraded flag signed after t must not hide it; see §A.4).
+            guard let latest = subs.last else { continue }
             let renewal = k.renewals[otid]
             let inRetry = renewal?.isInBillingRetryPeriod == true
             if !void(latest), inRetry, let e = latest.expiresDate, let g = renewal?.gracePeriodExpiresDate, e <= t, t < g {

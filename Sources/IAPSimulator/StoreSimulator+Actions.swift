@@ -99,7 +99,7 @@ extension StoreSimulator {
             if resubscribing {
                 for m in chains[cid]!.members {
                     syncMember(m, from: cid)
-                    startPeriod(m, productId: productId, offer: nil, inApp: false, firstTxIsChainId: false)
+                    startPeriod(m, productId: productId, offer: nil, inApp: false, firstTxIsChainId: false, end: chains[cid]!.expires)
                     notify(m, .subscribed, .resubscribe)
                 }
             } else {
@@ -140,10 +140,10 @@ extension StoreSimulator {
     }
 
     /// Starts a new paid (or offer) period now, purchased by the customer (reason PURCHASE).
-    mutating func startPeriod(_ cid: String, productId: String, offer: (OfferType, OfferSpec)?, inApp: Bool, firstTxIsChainId: Bool) {
+    mutating func startPeriod(_ cid: String, productId: String, offer: (OfferType, OfferSpec)?, inApp: Bool, firstTxIsChainId: Bool, end given: Millis? = nil) {
         let p = product(productId)
         let period = offer?.1.period ?? p.period!
-        let end = period.added(to: now)
+        let end = given ?? period.added(to: now)
         var c = chains[cid]!
         c.productId = productId
         c.autoRenewProductId = productId
@@ -167,17 +167,18 @@ extension StoreSimulator {
         // Family Sharing is per product: renewing into a product that is not shareable ends the members' access
         // (their last period simply ends now).
         if !product(chains[cid]!.autoRenewProductId).familyShareable { chains[cid]!.members = [] }
+        // The purchaser's offer and period decide the new period; members mirror it exactly.
+        let purchaser = chains[cid]!
+        let next = purchaser.autoRenewProductId
+        let offer = purchaser.nextOffer
+        let end = (offer?.spec.period ?? product(next).period!).added(to: e)
         withMembers(cid) { sim, id in
             var c = sim.chains[id]!
-            let next = c.autoRenewProductId
-            let offer = c.nextOffer
-            let period = offer?.spec.period ?? sim.product(next).period!
-            let end = period.added(to: e)
             c.productId = next
             c.expires = end
             c.priceIncrease = nil
             c.currentIsFreeTrial = offer?.spec.discountType == .freeTrial
-            if var o = offer {
+            if var o = offer, !c.isMember {
                 o.remaining -= 1
                 c.nextOffer = o.remaining > 0 ? o : nil
             }

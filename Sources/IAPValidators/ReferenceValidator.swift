@@ -149,9 +149,14 @@ open class ReferenceValidator: Validator {
     /// Half-open validity: from `start` inclusive to `end` exclusive.
     open func covers(start: Millis, end: Millis, at t: Millis) -> Bool { start <= t && t < end }
 
-    /// The chain's current transaction at `t`: the last purchased, skipping ones marked `isUpgraded`.
+    /// The chain's current transaction at `t`: the last one purchased at or before `t`.
+    ///
+    /// Not "the last one without `isUpgraded`": that flag is set when the upgrade happens, so a validator whose
+    /// clock is behind Apple's (or that answers for an earlier instant) can hold the flag before the instant it
+    /// asks about, when the upgraded transaction was still the current one. The upgrading transaction has the
+    /// later `purchaseDate`, so taking the last purchased is right whenever the upgrade is visible at `t`.
     open func latestTransaction(_ txs: [JWSTransactionDecodedPayload], chain otid: String, at t: Millis) -> JWSTransactionDecodedPayload? {
-        txs.last { $0.isUpgraded != true } ?? txs.last
+        txs.last
     }
 
     open func graceEnd(_ renewal: JWSRenewalInfoDecodedPayload?, latest: JWSTransactionDecodedPayload) -> Millis? {
