@@ -94,7 +94,9 @@ public struct Checker {
 
     static func sameFailure(_ a: CaseOutcome, _ b: CaseOutcome) -> Bool {
         switch (a, b) {
-        case let (.discrepancy(x), .discrepancy(y)): x.property == y.property && x.kind == y.kind
+        // A wrong answer stays "the same failure" when shrinking drops the perturbation it was attributed to;
+        // a wrong verdict keeps its property (forgery accepted vs genuine artifact refused).
+        case let (.discrepancy(x), .discrepancy(y)): x.kind == y.kind && (x.kind == .answer || x.property == y.property)
         case let (.validatorFailed(x, _), .validatorFailed(y, _)): x.kind == y.kind
         default: false
         }
@@ -103,7 +105,7 @@ public struct Checker {
     /// Shrinks a failing case on its choice sequence, keeping the same kind of failure.
     public func shrink(caseIndex i: Int, original: GeneratedCase, source: ChoiceSource, outcome: CaseOutcome) -> FailureReport {
         let property = original.property
-        let result = Shrinker(budget: options.shrinkBudget).shrink(source.choices, spans: source.spans) { candidate in
+        let result = Shrinker(budget: options.shrinkBudget, zeroOnlyLabels: ["entropy"]).shrink(source.choices, spans: source.spans) { candidate in
             let src = ChoiceSource(replaying: candidate)
             let (c, _) = generator.generate(property, src)
             let failing = Self.sameFailure(CaseRunner.run(c, against: validator), outcome)

@@ -69,9 +69,16 @@ public struct HistoryGenerator: Sendable {
         let clocks = Self.entropy(src)
         var notificationEntropy: [[UInt64]] = []
         var creationEntropy: [[UInt64]] = []
-        for step in 0..<maxActions {
-            if step > 0 && !src.chance(85) { break }
+        var stop = false
+        for step in 0..<maxActions where !stop {
+            // The "one more action?" choice is inside the action's span, so deleting the span keeps the choices
+            // that follow aligned with the actions they belong to.
             src.span("action") {
+                let more = src.chance(85)
+                if step > 0 && !more {
+                    stop = true
+                    return
+                }
                 act(&sim, src)
                 while notificationEntropy.count < sim.notifications.count { notificationEntropy.append(Self.entropy(src)) }
                 while creationEntropy.count < sim.creations.count { creationEntropy.append(Self.entropy(src)) }

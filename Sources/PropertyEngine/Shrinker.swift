@@ -3,8 +3,8 @@ import Dispatch
 /// Generic shrinking of a failing choice sequence (Hypothesis-style), domain-free.
 ///
 /// Candidates are ordered shortlex (shorter first, then lexicographically smaller): every accepted step makes the
-/// sequence strictly simpler, so shrinking terminates. Passes: delete marked spans, delete small blocks, zero
-/// spans, and lower single values. The caller's predicate regenerates the case from a candidate and re-runs the
+/// sequence strictly simpler, so shrinking terminates. Passes, cheapest and most effective first: delete marked
+/// spans, zero spans, lower single values, delete small unmarked blocks. The caller's predicate regenerates the case from a candidate and re-runs the
 /// property; it also returns the spans of that run so later passes see the new structure.
 public struct Shrinker {
     public struct Budget: Sendable {
@@ -38,7 +38,14 @@ public struct Shrinker {
     }
 
     public var budget: Budget
-    public init(budget: Budget = Budget()) { self.budget = budget }
+    /// Labels of spans that are only zeroed, never deleted or lowered value by value: raw material the generator
+    /// reads through a fixed-size window (deleting part of it would shift unrelated decisions).
+    public var zeroOnlyLabels: Set<String>
+
+    public init(budget: Budget = Budget(), zeroOnlyLabels: Set<String> = []) {
+        self.budget = budget
+        self.zeroOnlyLabels = zeroOnlyLabels
+    }
 
     public static func simpler(_ a: [UInt64], than b: [UInt64]) -> Bool {
         if a.count != b.count { return a.count < b.count }
@@ -75,42 +82,40 @@ public struct Shrinker {
         while progress && !outOfBudget {
             progress = false
 
-            // 1. Delete whole spans, largest first; restart the pass after a success (indices moved).
-            var deleted = true
-            while deleted && !outOfBudget {
-                deleted = false
-                let ordered = spans.filter { $0.end <= best.count }.sorted { ($0.end - $0.start) > ($1.end - $1.start) }
-                for s in ordered {
-                    var c = best
-                    c.removeSubrange(s.start..<s.end)
-                    if attempt(c) {
-                        deleted = true
-                        progress = true
-                        break
-                    }
+            // 1. Delete whole spans, largest first, in one sweep: after a success the list is rebuilt from the new
+            //    structure and the sweep goes on at the same position.
+            func deletable() -> [ChoiceSource.Span] {
+                spans.filter { $0.end <= best.count && !zeroOnlyLabels.contains($0.label) }
+                    .sorted { ($0.end - $0.start, $1.start) > ($1.end - $1.start, $0.start) }
+            }
+            var ordered = deletable()
+            var k = 0
+            while k < ordered.count && !outOfBudget {
+                var c = best
+                c.removeSubrange(ordered[k].start..<ordered[k].end)
+                if attempt(c) {
+                    progress = true
+                    ordered = deletable()
+                } else {
+                    k += 1
                 }
             }
 
-            // 2. Delete small blocks anywhere (covers units the generator did not mark).
-            for k in [4, 2, 1] {
-                var i = 0
-                while i + k <= best.count && !outOfBudget {
-                    var c = best
-                    c.removeSubrange(i..<(i + k))
-                    if attempt(c) { progress = true } else { i += 1 }
-                }
-            }
-
-            // 3. Zero whole spans.
+            // 2. Zero whole spans (removes a perturbation or simplifies an action as a unit).
             for s in spans where s.end <= best.count && !outOfBudget {
                 var c = best
                 for j in s.start..<s.end { c[j] = 0 }
                 if attempt(c) { progress = true }
             }
 
-            // 4. Lower single values: zero, then halve, then minus one.
+            // 3. Lower single values (outside zero-only spans): zero, then halve, then minus one.
+            let frozen = spans.filter { zeroOnlyLabels.contains($0.label) }
             var i = 0
             while i < best.count && !outOfBudget {
+                if let f = frozen.first(where: { $0.start <= i && i < $0.end }) {
+                    i = f.end
+                    continue
+                }
                 let v = best[i]
                 if v > 0 {
                     for nv in [0, v / 2, v - 1] where nv < v {
@@ -124,6 +129,17 @@ public struct Shrinker {
                 }
                 i += 1
             }
+
+            // 4. Delete small blocks anywhere (covers units the generator did not mark).
+            for k in [4, 2, 1] {
+                var i = 0
+                while i + k <= best.count && !outOfBudget {
+                    var c = best
+                    c.removeSubrange(i..<(i + k))
+                    if attempt(c) { progress = true } else { i += 1 }
+                }
+            }
+
         }
         return Result(choices: best, attempts: attempts, improvements: improvements, exhaustedBudget: outOfBudget)
     }

@@ -118,7 +118,7 @@ struct Check: ParsableCommand {
                 let s = summarize(d, f.shrunk, caseIndex: f.caseIndex, corpusFile: file, replay: replay)
                 discrepancies.append(s)
                 print(render(s, headline: "FAIL \(d.property.rawValue): \(v.name) disagrees with the oracle (case \(f.caseIndex) of seed \(options.seed); shrunk from \(f.originalActions) to \(f.shrunk.actionCount) actions in \(f.shrinkAttempts) attempts)"))
-                print("  rerun:    iapcheck check --validator \(validator) --seed \(options.seed) --case \(f.caseIndex)\(catalogArgs)")
+                if file != nil { print("  rerun:    iapcheck check --validator \(validator) --seed \(options.seed) --case \(f.caseIndex)\(catalogArgs)  (the unshrunk case)") }
             } else if let vf = f.validatorFailure {
                 failures.append(Reports.ValidatorFailureSummary(kind: vf.kind.rawValue, message: vf.message, caseIndex: f.caseIndex, transcript: vf.transcript))
                 print("VALIDATOR FAILURE \(vf) in case \(f.caseIndex)")
