@@ -10,6 +10,9 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-crypto", "4.0.0"..<"5.0.0"),
+        .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
     ],
     targets: [
         // Wire types (Apple's names), product catalog, policies, answers. No I/O, no crypto.
@@ -20,21 +23,36 @@ let package = Package(
         .target(name: "PropertyEngine"),
         // Store simulator, history generators and the delivery schedule.
         .target(name: "IAPSimulator", dependencies: ["IAPModel", "PropertyEngine"]),
-        // The validator protocol, the in-process transport, the reference validator and the mutants.
-        .target(name: "IAPValidators", dependencies: ["IAPModel"]),
+        // The test PKI, JWS renderers and the forgery kit: what the harness signs. A leaf: crypto lives here.
+        .target(name: "IAPSigning", dependencies: [
+            "IAPModel",
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "X509", package: "swift-certificates"),
+            .product(name: "SwiftASN1", package: "swift-asn1"),
+        ]),
+        // The validator protocol, the in-process transport, the reference validator (which verifies JWS itself,
+        // as a real backend does) and the mutants.
+        .target(name: "IAPValidators", dependencies: [
+            "IAPModel",
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "X509", package: "swift-certificates"),
+            .product(name: "SwiftASN1", package: "swift-asn1"),
+        ]),
         // Properties, the case runner, corpus, coverage and reports.
-        .target(name: "IAPConformance", dependencies: ["IAPModel", "IAPOracle", "PropertyEngine", "IAPSimulator", "IAPValidators"]),
+        .target(name: "IAPConformance", dependencies: ["IAPModel", "IAPOracle", "PropertyEngine", "IAPSimulator", "IAPValidators", "IAPSigning"]),
         // The command line: argument parsing and wiring only.
         .executableTarget(name: "iapcheck", dependencies: [
-            "IAPConformance", "IAPModel", "IAPValidators",
+            "IAPConformance", "IAPModel", "IAPValidators", "IAPSigning",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Crypto", package: "swift-crypto"),
         ]),
         // Test support shared by the test targets.
-        .target(name: "IAPTesting", dependencies: ["IAPModel", "IAPOracle", "IAPSimulator", "IAPValidators", "IAPConformance", "PropertyEngine"]),
+        .target(name: "IAPTesting", dependencies: ["IAPModel", "IAPOracle", "IAPSimulator", "IAPValidators", "IAPConformance", "PropertyEngine", "IAPSigning"]),
         .testTarget(name: "IAPModelTests", dependencies: ["IAPModel", "IAPTesting"]),
         .testTarget(name: "PropertyEngineTests", dependencies: ["PropertyEngine"]),
         .testTarget(name: "IAPSimulatorTests", dependencies: ["IAPSimulator", "IAPOracle", "IAPTesting"]),
-        .testTarget(name: "IAPValidatorsTests", dependencies: ["IAPValidators", "IAPTesting"]),
+        .testTarget(name: "IAPValidatorsTests", dependencies: ["IAPValidators", "IAPTesting", "IAPSigning"]),
+        .testTarget(name: "IAPSigningTests", dependencies: ["IAPSigning", "IAPValidators", "IAPTesting"]),
         .testTarget(name: "IAPConformanceTests", dependencies: ["IAPConformance", "IAPTesting"]),
         .testTarget(name: "QualityTests", dependencies: ["IAPConformance", "IAPValidators", "IAPTesting"]),
     ]

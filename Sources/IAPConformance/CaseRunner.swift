@@ -1,5 +1,6 @@
 import IAPModel
 import IAPOracle
+import IAPSigning
 import IAPSimulator
 import IAPValidators
 
@@ -31,32 +32,70 @@ public enum CaseOutcome: Sendable {
     public var isPass: Bool { if case .passed = self { true } else { false } }
 }
 
-/// Runs one case against a validator: reset, then each step in order; after every delivery the oracle learns the
-/// same facts; at every question the two answers must agree. Stops at the first discrepancy.
+/// How each forgery class fared: how many were sent and how many the validator rejected.
+public struct ForgeryTally: Codable, Hashable, Sendable {
+    public var sent: [String: Int] = [:]
+    public var rejected: [String: Int] = [:]
+    public init() {}
+    public mutating func merge(_ o: ForgeryTally) {
+        for (k, v) in o.sent { sent[k, default: 0] += v }
+        for (k, v) in o.rejected { rejected[k, default: 0] += v }
+    }
+}
+
+/// Runs one case against a validator: reset (with the test PKI's root as trust anchor), then each step in order —
+/// deliveries rendered as signed artifacts (forged ones by the forgery kit), the oracle learning the same genuine
+/// facts; at every question the two answers must agree. Stops at the first discrepancy.
 public enum CaseRunner {
-    public static func run(_ c: GeneratedCase, against v: any Validator) -> CaseOutcome {
+    /// The PKI every run signs with; validators are told to trust its root.
+    public static var pki: TestPKI { TestPKI.shared(seed: 1) }
+
+    public static func run(_ c: GeneratedCase, against v: any Validator, signed: Bool = true) -> CaseOutcome {
+        var tally = ForgeryTally()
+        return run(c, against: v, signed: signed, tally: &tally)
+    }
+
+    /// With `signed: false` (in-process validators only) facts travel decoded and forged artifacts are skipped:
+    /// entitlement logic at full speed, no cryptography.
+    public static func run(_ c: GeneratedCase, against v: any Validator, signed: Bool = true, tally: inout ForgeryTally) -> CaseOutcome {
+        let decodedPath = signed ? nil : v as? any DecodedDeliveryValidator
+        let pki = Self.pki
+        var config = c.config
+        config.trustedRoots = pki.trustedRoots
         do {
-            try v.reset(c.config)
+            try v.reset(config)
         } catch {
             return .validatorFailed(error, step: -1)
         }
+        let renderer = ArtifactRenderer(pki: pki)
+        let kit = ForgeryKit(pki: pki)
         var knowledge = Knowledge(config: c.config)
         var questions = 0
         for (i, step) in c.steps.enumerated() {
             switch step {
             case .deliver(let d):
-                let expectedAccept = knowledge.rejection(d.delivery) == nil
+                if decodedPath != nil && d.forgery != nil { continue }
+                let expectedAccept = d.forgery == nil && knowledge.rejection(d.delivery) == nil
                 let verdict: DeliveryVerdict
                 do {
-                    verdict = try v.deliver(d.delivery, now: d.now)
+                    if let decodedPath {
+                        verdict = try decodedPath.deliver(decoded: d.delivery, now: d.now)
+                    } else {
+                        verdict = try v.deliver(d.forgery.map { kit.render($0, d.delivery) } ?? renderer.render(d.delivery), now: d.now)
+                    }
                 } catch {
                     return .validatorFailed(error, step: i)
                 }
-                if verdict.isAccepted != expectedAccept {
+                if let f = d.forgery {
+                    tally.sent[f.rawValue, default: 0] += 1
+                    // A replayed UUID may be acknowledged as a duplicate; the answers show whether it changed anything.
+                    if !verdict.isAccepted || f.mayBeAcknowledged { tally.rejected[f.rawValue, default: 0] += 1 }
+                }
+                if verdict.isAccepted != expectedAccept && !(d.forgery?.mayBeAcknowledged ?? false) {
                     let property: PropertyName = expectedAccept ? .robustInput : .forgeryRejected
                     return .discrepancy(Discrepancy(
                         property: property, kind: .verdict, step: i,
-                        expected: expectedAccept ? "accepted" : "rejected (\(knowledge.rejection(d.delivery)!))",
+                        expected: expectedAccept ? "accepted" : "rejected (\(d.forgery.map { "forged: \($0.rawValue)" } ?? knowledge.rejection(d.delivery)!))",
                         observed: Self.describe(verdict), differences: [], expectedAnswer: nil, observedAnswer: nil))
                 }
                 if expectedAccept { knowledge.learn(d.delivery) }

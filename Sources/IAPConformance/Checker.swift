@@ -15,6 +15,8 @@ public struct CheckOptions: Sendable {
     public var shrinkBudget = Shrinker.Budget()
     /// Run only this case index (reproduces one case of a seeded run).
     public var onlyCase: Int?
+    /// Deliver signed artifacts (the default). Off: decoded facts, in-process validators only, no forgeries.
+    public var signed = true
     public init() {}
 }
 
@@ -41,6 +43,8 @@ public struct CheckReport: Sendable {
     public var failure: FailureReport?
     public var coverage: Coverage
     public var seconds: Double
+    /// Forged artifacts sent and rejected, per class.
+    public var forgeries = ForgeryTally()
 }
 
 /// Generates, runs and shrinks cases against one validator.
@@ -71,11 +75,12 @@ public struct Checker {
         let start = DispatchTime.now().uptimeNanoseconds
         var coverage = Coverage()
         var passed = 0, questions = 0
+        var forgeries = ForgeryTally()
         let indices: [Int] = options.onlyCase.map { [$0] } ?? Array(0..<options.cases)
         for (n, i) in indices.enumerated() {
             let (c, src) = generate(caseIndex: i)
             coverage.add(c)
-            let outcome = CaseRunner.run(c, against: validator)
+            let outcome = CaseRunner.run(c, against: validator, signed: options.signed, tally: &forgeries)
             if case .passed(let q) = outcome {
                 passed += 1
                 questions += q
@@ -84,10 +89,10 @@ public struct Checker {
             }
             let failure = shrink(caseIndex: i, original: c, source: src, outcome: outcome)
             return CheckReport(validator: validator.name, cases: n + 1, passed: passed, questions: questions,
-                               failure: failure, coverage: coverage, seconds: Self.seconds(since: start))
+                               failure: failure, coverage: coverage, seconds: Self.seconds(since: start), forgeries: forgeries)
         }
         return CheckReport(validator: validator.name, cases: indices.count, passed: passed, questions: questions,
-                           failure: nil, coverage: coverage, seconds: Self.seconds(since: start))
+                           failure: nil, coverage: coverage, seconds: Self.seconds(since: start), forgeries: forgeries)
     }
 
     static func seconds(since start: UInt64) -> Double { Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9 }
@@ -105,16 +110,23 @@ public struct Checker {
     /// Shrinks a failing case on its choice sequence, keeping the same kind of failure.
     public func shrink(caseIndex i: Int, original: GeneratedCase, source: ChoiceSource, outcome: CaseOutcome) -> FailureReport {
         let property = original.property
-        let result = Shrinker(budget: options.shrinkBudget, zeroOnlyLabels: ["entropy"]).shrink(source.choices, spans: source.spans) { candidate in
+        // Shrink without cryptography when the failure shows there too (entitlement bugs): thousands of attempts
+        // then cost milliseconds. Signature-dependent failures shrink signed.
+        let decodedReproduces = options.signed && validator is any DecodedDeliveryValidator
+            && Self.sameFailure(CaseRunner.run(original, against: validator, signed: false), outcome)
+        let signed = options.signed && !decodedReproduces
+        var budget = options.shrinkBudget
+        if signed { budget.maxAttempts = min(budget.maxAttempts, 400) }
+        let result = Shrinker(budget: budget, zeroOnlyLabels: ["entropy"]).shrink(source.choices, spans: source.spans) { candidate in
             let src = ChoiceSource(replaying: candidate)
             let (c, _) = generator.generate(property, src)
-            let failing = Self.sameFailure(CaseRunner.run(c, against: validator), outcome)
+            let failing = Self.sameFailure(CaseRunner.run(c, against: validator, signed: signed), outcome)
             return Shrinker.Outcome(failing: failing, spans: src.spans, consumed: Array(src.choices.prefix(src.drawCount)))
         }
-        // Regenerate from the final sequence so the report shows exactly the shrunk case.
+        // Regenerate from the final sequence and confirm the failure with signed artifacts, as the run saw it.
         var best = (original, outcome)
         let (c, _) = generator.generate(property, ChoiceSource(replaying: result.choices))
-        let o = CaseRunner.run(c, against: validator)
+        let o = CaseRunner.run(c, against: validator, signed: options.signed)
         if Self.sameFailure(o, outcome) { best = (c, o) }
         let step: Int? = switch best.1 {
         case .discrepancy(let d): d.step

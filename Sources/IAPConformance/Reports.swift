@@ -15,6 +15,8 @@ public enum Reports {
         public var discrepancies: [DiscrepancySummary]
         public var validatorFailures: [ValidatorFailureSummary]
         public var coverage: Coverage
+        /// Every forgery class: how many forged artifacts were sent and whether all were rejected.
+        public var forgeries: [ForgerySummary] = []
 
         public init(validator: String, seed: UInt64, cases: Int, passed: Int, questions: Int, seconds: Double, corpus: CorpusSummary, discrepancies: [DiscrepancySummary], validatorFailures: [ValidatorFailureSummary], coverage: Coverage) {
             self.validator = validator
@@ -27,6 +29,20 @@ public enum Reports {
             self.discrepancies = discrepancies
             self.validatorFailures = validatorFailures
             self.coverage = coverage
+        }
+    }
+
+    public struct ForgerySummary: Codable {
+        public var name: String
+        public var sent: Int
+        /// True when every forged artifact of the class was rejected (never true for a class that was never sent).
+        public var rejected: Bool
+
+        public static func all(_ t: ForgeryTally) -> [ForgerySummary] {
+            ForgeryClass.allCases.map { f in
+                let sent = t.sent[f.rawValue] ?? 0
+                return ForgerySummary(name: f.rawValue, sent: sent, rejected: sent > 0 && (t.rejected[f.rawValue] ?? 0) == sent)
+            }
         }
     }
 

@@ -1,3 +1,5 @@
+import Foundation
+
 /// What reaches a validator, through the channels a real backend has (DESIGN §2).
 ///
 /// Facts travel decoded for now; the signing layer will carry the same facts as JWS strings without changing what
@@ -82,8 +84,11 @@ public enum DeliveryVerdict: Codable, Hashable, Sendable {
 public struct ValidatorConfig: Codable, Hashable, Sendable {
     public var catalog: Catalog
     public var policy: Policy
-    public init(catalog: Catalog, policy: Policy) {
+    /// Root certificates (DER) the validator must trust, in place of Apple Root CA - G3.
+    public var trustedRoots: [Data]
+    public init(catalog: Catalog, policy: Policy, trustedRoots: [Data] = []) {
         self.catalog = catalog
         self.policy = policy
+        self.trustedRoots = trustedRoots
     }
 }

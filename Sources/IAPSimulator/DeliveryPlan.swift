@@ -54,6 +54,17 @@ public struct PlannedDelivery: Codable, Hashable, Sendable {
     public var label: String
     /// The person whose history this delivery belongs to (timelines only).
     public var person: Int
+    /// Set when this is a forged artifact (the decoded `delivery` is the content the forger wants accepted).
+    public var forgery: ForgeryClass?
+
+    public init(arrival: Millis, now: Millis, delivery: Delivery, label: String, person: Int, forgery: ForgeryClass? = nil) {
+        self.arrival = arrival
+        self.now = now
+        self.delivery = delivery
+        self.label = label
+        self.person = person
+        self.forgery = forgery
+    }
 }
 
 public struct PlannedQuery: Codable, Hashable, Sendable {

@@ -30,8 +30,8 @@ public struct DeliveryPlanner: Sendable {
             }
         }
         var deliveries: [PlannedDelivery] = []
-        func add(_ at: Millis, _ d: Delivery, _ label: String, _ person: Int) {
-            deliveries.append(PlannedDelivery(arrival: at, now: at + validatorSkew, delivery: d, label: label, person: person))
+        func add(_ at: Millis, _ d: Delivery, _ label: String, _ person: Int, forgery: ForgeryClass? = nil) {
+            deliveries.append(PlannedDelivery(arrival: at, now: at + validatorSkew, delivery: d, label: forgery?.rawValue ?? label, person: person, forgery: forgery))
         }
 
         // The app channel: purchases made in the app are submitted at once; what the app learns later (offer codes,
@@ -63,14 +63,10 @@ public struct DeliveryPlanner: Sendable {
                     add(again, .appTransaction(sub2), "app-resubmit", c.person)
                 }
                 if perturbations.foreign && src.chance(30) {
+                    let forgery = src.pick(ForgeryClass.allCases.filter { !$0.notificationOnly })
                     var forged = sub
-                    let how = src.int(below: 3)
-                    switch how {
-                    case 0: forged.transaction.environment = .sandbox
-                    case 1: forged.transaction.environment = .xcode
-                    default: forged.transaction.bundleId = "com.example.other-app"
-                    }
-                    add(submit + 1, .appTransaction(forged), ["foreign-environment", "xcode-environment", "foreign-bundle"][how], c.person)
+                    forged.transaction = Self.forge(forgery, sub.transaction)
+                    add(submit + 1, .appTransaction(forged), "", c.person, forgery: forgery)
                 }
             }
         }
@@ -107,20 +103,27 @@ public struct DeliveryPlanner: Sendable {
                     add(at, .apiSnapshot(snap), "api-reconcile", n.person)
                 }
                 if perturbations.foreign && src.chance(25) {
+                    let forgery = src.pick(ForgeryClass.allCases)
                     var forged = n.payload
-                    let how = src.int(below: 3)
-                    switch how {
-                    case 0:
-                        forged.data?.environment = .sandbox
-                        forged.data?.transactionInfo?.environment = .sandbox
-                        forged.data?.renewalInfo?.environment = .sandbox
-                    case 1: forged.data?.appAppleId = 999_999_999
-                    default:
-                        forged.data?.bundleId = "com.example.other-app"
-                        forged.data?.transactionInfo?.bundleId = "com.example.other-app"
+                    if var data = forged.data {
+                        data.transactionInfo = data.transactionInfo.map { Self.forge(forgery, $0) }
+                        data.renewalInfo = data.renewalInfo.map { Self.forge(forgery, $0) }
+                        forged.data = data
                     }
-                    forged.notificationUUID = "f" + forged.notificationUUID.dropFirst()
-                    add(first + 1, .notification(forged), ["foreign-environment", "foreign-appAppleId", "foreign-bundle"][how], n.person)
+                    switch forgery {
+                    case .wrongAppAppleId: forged.data?.appAppleId = 999_999_999
+                    case .wrongBundleId: forged.data?.bundleId = "com.example.other-app"
+                    case .wrongEnvironment: forged.data?.environment = .sandbox
+                    case .xcodeEnvironment: forged.data?.environment = .xcode
+                    default: break
+                    }
+                    if forgery == .replayedNotificationUUID {
+                        // The same UUID again, later, with other content: must be recognised as already seen.
+                        add(first + CivilTime.msPerMinute, .notification(forged), "", n.person, forgery: forgery)
+                    } else {
+                        forged.notificationUUID = "f" + forged.notificationUUID.dropFirst()
+                        add(first + 1, .notification(forged), "", n.person, forgery: forgery)
+                    }
                 }
                 if perturbations.unknownValues && src.chance(25) {
                     var odd = n.payload
@@ -158,6 +161,37 @@ public struct DeliveryPlanner: Sendable {
             qi += 1
         }
         return steps
+    }
+
+    /// The content an attacker would want accepted: no revocation, an expiry years away; or the identity the class
+    /// is about (another bundle, environment).
+    static func forge(_ forgery: ForgeryClass, _ tx: JWSTransactionDecodedPayload) -> JWSTransactionDecodedPayload {
+        var t = tx
+        switch forgery {
+        case .wrongBundleId: t.bundleId = "com.example.other-app"
+        case .wrongEnvironment: t.environment = .sandbox
+        case .xcodeEnvironment: t.environment = .xcode
+        case .wrongAppAppleId: break
+        default:
+            t.revocationDate = nil
+            t.revocationReason = nil
+            t.revocationType = nil
+            t.expiresDate = t.expiresDate.map { $0 + 3 * 365 * CivilTime.msPerDay }
+        }
+        return t
+    }
+
+    static func forge(_ forgery: ForgeryClass, _ r: JWSRenewalInfoDecodedPayload) -> JWSRenewalInfoDecodedPayload {
+        var r = r
+        switch forgery {
+        case .wrongEnvironment: r.environment = .sandbox
+        case .xcodeEnvironment: r.environment = .xcode
+        case .wrongBundleId, .wrongAppAppleId: break
+        default:
+            r.isInBillingRetryPeriod = false
+            r.gracePeriodExpiresDate = nil
+        }
+        return r
     }
 
     func shuffled<T>(_ a: [T], _ src: ChoiceSource) -> [T] {

@@ -1,3 +1,4 @@
+import Foundation
 import IAPModel
 
 /// The mutant catalogue: each mutant is the reference validator with exactly one real-world mistake from
@@ -49,6 +50,13 @@ public enum Mutants {
         Entry(name: "unknown-type-rejected", pitfall: "J40", description: "rejects notifications with an unknown type or subtype, so Apple retries forever", make: { UnknownTypeRejected() }),
         Entry(name: "consumables-only-from-notifications", pitfall: "J42", description: "never credits consumables submitted by the app, waiting for a notification", make: { ConsumablesOnlyFromNotifications() }),
         Entry(name: "appaccounttoken-required", pitfall: "J44", description: "rejects app transactions without appAccountToken (family shares, offer codes)", make: { AppAccountTokenRequired() }),
+        Entry(name: "skip-signature", pitfall: "J31", description: "checks the certificate chain but never the JWS signature", make: { VerifierMutant("skip-signature") { $0.verifySignature = false } }),
+        Entry(name: "skip-chain", pitfall: "J31", description: "verifies the signature with the x5c leaf key without checking the chain", make: { VerifierMutant("skip-chain") { $0.verifyChain = false } }),
+        Entry(name: "trust-embedded-root", pitfall: "J31", description: "trusts the root certificate carried in x5c[2]", make: { VerifierMutant("trust-embedded-root") { $0.trustEmbeddedRoot = true } }),
+        Entry(name: "skip-oid-check", pitfall: "J31", description: "does not require Apple's OIDs on the leaf and intermediate", make: { VerifierMutant("skip-oid-check") { $0.checkOIDs = false } }),
+        Entry(name: "ignore-certificate-dates", pitfall: "J31", description: "does not check certificate validity at signedDate", make: { VerifierMutant("ignore-certificate-dates") { $0.checkValidityDates = false } }),
+        Entry(name: "no-size-limit", pitfall: "J31", description: "accepts tokens of any size", make: { VerifierMutant("no-size-limit") { $0.maxTokenBytes = .max } }),
+        Entry(name: "nested-jws-unverified", pitfall: "J31", description: "verifies a notification's envelope but decodes its nested transaction unverified", make: { NestedUnverified() }),
         Entry(name: "unlinked-notifications-dropped", pitfall: "J44", description: "drops notifications for chains not yet linked to a user", make: { UnlinkedNotificationsDropped() }),
     ]
 }
@@ -355,5 +363,32 @@ final class UnlinkedNotificationsDropped: ReferenceValidator {
             return .accepted  // "no user for this transaction", acknowledged and forgotten
         }
         return super.ingestNotification(n)
+    }
+}
+
+/// A mistake in JWS verification, expressed as one loosened switch of ``SignedDataVerifier/Options``.
+final class VerifierMutant: ReferenceValidator {
+    let mutantName: String
+    let loosen: @Sendable (inout SignedDataVerifier.Options) -> Void
+    init(_ name: String, _ loosen: @escaping @Sendable (inout SignedDataVerifier.Options) -> Void) {
+        self.mutantName = name
+        self.loosen = loosen
+    }
+    override var name: String { "mutant:\(mutantName)" }
+    override var verifierOptions: SignedDataVerifier.Options {
+        var o = SignedDataVerifier.Options()
+        loosen(&o)
+        return o
+    }
+}
+
+final class NestedUnverified: ReferenceValidator {
+    override var name: String { "mutant:nested-jws-unverified" }
+    override func verifyNestedTransaction(_ jws: String) -> Result<JWSTransactionDecodedPayload, SignedDataVerifier.Failure> {
+        let parts = jws.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let bytes = Base64URL.decode(parts[1]),
+            let tx = try? JSONDecoder().decode(JWSTransactionDecodedPayload.self, from: Data(bytes))
+        else { return verifyTransaction(jws) }
+        return .success(tx)
     }
 }

@@ -3,6 +3,8 @@ import IAPModel
 /// The reference validator: a correct, readable backend a real team could copy the ideas from.
 ///
 /// How it works (semantics §0, §H.4):
+/// 0. Verify every JWS (``SignedDataVerifier``): the envelope of a notification and, separately, the transaction
+///    and renewal info nested in it.
 /// 1. Accept only facts for this app: `bundleId`, `appAppleId` and `environment` must match.
 /// 2. Drop a notification whose `notificationUUID` was seen before.
 /// 3. Store transactions per `transactionId` and renewal info per `originalTransactionId`, keeping the version
@@ -13,7 +15,7 @@ import IAPModel
 ///
 /// It is written independently of the oracle (which unions grant intervals), so the two check each other.
 /// Each decision point is a method so that a mutant (see `Mutants.swift`) can change exactly one of them.
-open class ReferenceValidator: Validator {
+open class ReferenceValidator: DecodedDeliveryValidator {
     public struct Chain {
         public var transactions: [String: JWSTransactionDecodedPayload] = [:]
         public var renewal: JWSRenewalInfoDecodedPayload?
@@ -27,10 +29,17 @@ open class ReferenceValidator: Validator {
     /// Consumable credits, once per transaction id: transactionId → (user-linked chain, quantity).
     public var consumableCredits: [String: JWSTransactionDecodedPayload] = [:]
     var productsById: [String: CatalogProduct] = [:]
+    public private(set) var verifier = SignedDataVerifier(trustedRoots: [])
 
     public init() {}
 
+    /// How strictly JWS are verified (mutants loosen one switch).
+    open var verifierOptions: SignedDataVerifier.Options { SignedDataVerifier.Options() }
+
     open func reset(_ config: ValidatorConfig) throws(ValidatorFailure) {
+        if config.trustedRoots != self.config.trustedRoots || verifier.roots.isEmpty {
+            verifier = SignedDataVerifier(trustedRoots: config.trustedRoots, options: verifierOptions)
+        }
         self.config = config
         chains = [:]
         seenNotifications = []
@@ -42,12 +51,91 @@ open class ReferenceValidator: Validator {
 
     // MARK: Ingestion
 
-    public func deliver(_ delivery: Delivery, now: Millis) throws(ValidatorFailure) -> DeliveryVerdict {
+    public func deliver(_ delivery: SignedDelivery, now: Millis) throws(ValidatorFailure) -> DeliveryVerdict {
         switch delivery {
-        case .appTransaction(let s): return ingestApp(s)
-        case .notification(let n): return ingestNotification(n)
-        case .apiSnapshot(let s): return ingestSnapshot(s)
+        case let .appTransaction(userId, jws, deviceTime):
+            switch verifyTransaction(jws) {
+            case .failure(let f): return .rejected(reason: "transaction: \(f)")
+            case .success(let tx): return ingestApp(AppTransactionSubmission(userId: userId, transaction: tx, deviceTime: deviceTime))
+            }
+        case .notification(let signedPayload):
+            return ingestSignedNotification(signedPayload)
+        case let .apiSnapshot(otid, transactions, renewal):
+            var txs: [JWSTransactionDecodedPayload] = []
+            for jws in transactions {
+                switch verifyTransaction(jws) {
+                case .failure(let f): return .rejected(reason: "history transaction: \(f)")
+                case .success(let tx): txs.append(tx)
+                }
+            }
+            var info: JWSRenewalInfoDecodedPayload?
+            if let jws = renewal {
+                switch verifyRenewal(jws) {
+                case .failure(let f): return .rejected(reason: "renewal info: \(f)")
+                case .success(let r): info = r
+                }
+            }
+            return ingestSnapshot(APISnapshot(originalTransactionId: otid, transactions: txs, renewalInfo: info))
         }
+    }
+
+    public func deliver(decoded delivery: Delivery, now: Millis) throws(ValidatorFailure) -> DeliveryVerdict {
+        switch delivery {
+        case .appTransaction(let s): ingestApp(s)
+        case .notification(let n): ingestNotification(n)
+        case .apiSnapshot(let s): ingestSnapshot(s)
+        }
+    }
+
+    open func verifyTransaction(_ jws: String) -> Result<JWSTransactionDecodedPayload, SignedDataVerifier.Failure> {
+        verifier.verify(jws, as: JWSTransactionDecodedPayload.self) { $0.signedDate }
+    }
+
+    /// The transaction nested in a notification is a JWS of its own and is verified like any other.
+    open func verifyNestedTransaction(_ jws: String) -> Result<JWSTransactionDecodedPayload, SignedDataVerifier.Failure> {
+        verifyTransaction(jws)
+    }
+
+    open func verifyRenewal(_ jws: String) -> Result<JWSRenewalInfoDecodedPayload, SignedDataVerifier.Failure> {
+        verifier.verify(jws, as: JWSRenewalInfoDecodedPayload.self) { $0.signedDate }
+    }
+
+    /// Verifies the envelope, checks the app, drops a replayed UUID, then verifies the nested JWS separately.
+    open func ingestSignedNotification(_ signedPayload: String) -> DeliveryVerdict {
+        let envelope: ResponseBodyV2SignedPayload
+        switch verifier.verify(signedPayload, as: ResponseBodyV2SignedPayload.self, signedDate: { $0.signedDate }) {
+        case .failure(let f): return .rejected(reason: "notification: \(f)")
+        case .success(let e): envelope = e
+        }
+        var data: NotificationData?
+        if let d = envelope.data {
+            guard let bundleId = d.bundleId, let environment = d.environment else {
+                return .rejected(reason: "notification data without bundleId or environment")
+            }
+            if let why = rejectApp(bundleId: bundleId, appAppleId: d.appAppleId, environment: environment) { return .rejected(reason: why) }
+            if seenNotifications.contains(envelope.notificationUUID) { return .accepted }
+            var tx: JWSTransactionDecodedPayload?
+            var renewal: JWSRenewalInfoDecodedPayload?
+            if let jws = d.signedTransactionInfo {
+                switch verifyNestedTransaction(jws) {
+                case .failure(let f): return .rejected(reason: "nested transaction: \(f)")
+                case .success(let v): tx = v
+                }
+            }
+            if let jws = d.signedRenewalInfo {
+                switch verifyRenewal(jws) {
+                case .failure(let f): return .rejected(reason: "nested renewal info: \(f)")
+                case .success(let v): renewal = v
+                }
+            }
+            data = NotificationData(appAppleId: d.appAppleId, bundleId: bundleId, environment: environment,
+                                    transactionInfo: tx, renewalInfo: renewal, status: d.status)
+        }
+        var decoded = ResponseBodyV2DecodedPayload(
+            notificationType: envelope.notificationType, subtype: envelope.subtype,
+            notificationUUID: envelope.notificationUUID, signedDate: envelope.signedDate, data: data)
+        decoded.version = envelope.version ?? "2.0"
+        return ingestNotification(decoded)
     }
 
     open func ingestApp(_ s: AppTransactionSubmission) -> DeliveryVerdict {

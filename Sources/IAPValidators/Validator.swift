@@ -10,8 +10,8 @@ public protocol Validator: AnyObject {
     var name: String { get }
     /// Forget everything and start a case with this catalog and these policies.
     func reset(_ config: ValidatorConfig) throws(ValidatorFailure)
-    /// Deliver an artifact; `now` is the validator's clock.
-    func deliver(_ delivery: Delivery, now: Millis) throws(ValidatorFailure) -> DeliveryVerdict
+    /// Deliver a signed artifact; `now` is the validator's clock.
+    func deliver(_ delivery: SignedDelivery, now: Millis) throws(ValidatorFailure) -> DeliveryVerdict
     /// Ask what a user may use at an instant.
     func entitlements(_ query: EntitlementQuery) throws(ValidatorFailure) -> EntitlementAnswer
 }
@@ -33,4 +33,10 @@ public struct ValidatorFailure: Error, CustomStringConvertible, Sendable {
     }
 
     public var description: String { "\(kind.rawValue): \(message)" }
+}
+
+/// An in-process validator that can also take facts already decoded, skipping signature verification: the fast
+/// path for `check --unsigned` and for shrinking failures that do not depend on signatures.
+public protocol DecodedDeliveryValidator: Validator {
+    func deliver(decoded delivery: Delivery, now: Millis) throws(ValidatorFailure) -> DeliveryVerdict
 }

@@ -48,6 +48,9 @@ struct Check: ParsableCommand {
     @Flag(help: "No progress lines.")
     var quiet = false
 
+    @Flag(help: "Deliver decoded facts instead of signed artifacts (in-process validators only; no forgery checks). Much faster.")
+    var unsigned = false
+
     func run() throws {
         let catalog: Catalog, policy: Policy
         do {
@@ -99,6 +102,7 @@ struct Check: ParsableCommand {
         opts.policy = policy
         if !props.isEmpty { opts.properties = props }
         opts.onlyCase = caseIndex
+        opts.signed = !unsigned
         opts.shrinkBudget.maxSeconds = shrinkSeconds
         var checker = Checker(options: opts, validator: v)
         let progress = Progress("check \(v.name)", quiet: quiet)
@@ -128,16 +132,20 @@ struct Check: ParsableCommand {
             }
         }
 
-        let summary = Reports.CheckSummary(
+        var summary = Reports.CheckSummary(
             validator: v.name, seed: options.seed, cases: report.cases, passed: report.passed, questions: report.questions,
             seconds: report.seconds, corpus: Reports.CorpusSummary(replayed: replayed, failed: corpusFailures.compactMap(\.corpusFile)),
             discrepancies: discrepancies, validatorFailures: failures, coverage: report.coverage)
+        summary.forgeries = Reports.ForgerySummary.all(report.forgeries)
         if let json { try Reports.writeJSON(summary, to: json) }
         if let junit { try Reports.junit(summary).write(toFile: junit, atomically: true, encoding: .utf8) }
 
         let rate = Double(report.cases) / max(report.seconds, 1e-9)
         print("\(v.name): \(report.passed)/\(report.cases) cases passed, \(report.questions) questions, corpus \(replayed) replayed, \(String(format: "%.1f", report.seconds)) s (\(Int(rate)) cases/s)")
         if report.failure == nil && caseIndex == nil {
+            let forged = summary.forgeries
+            print("forgeries: \(forged.filter(\.rejected).count)/\(forged.count) classes all rejected (\(forged.map(\.sent).reduce(0, +)) forged artifacts)"
+                + (forged.contains { !$0.rejected } ? "; not rejected or not sent: " + forged.filter { !$0.rejected }.map(\.name).joined(separator: ", ") : ""))
             let missing = report.coverage.missingFamilies
             if !missing.isEmpty { print("not exercised: \(missing.joined(separator: ", "))") }
         }

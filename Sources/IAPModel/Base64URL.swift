@@ -1,0 +1,60 @@
+/// base64url without padding (RFC 7515 §2), hand-written: the string-replacing route through Foundation costs
+/// about twice a signature verification (reference/limits.md), and this sits on the verification hot path.
+public enum Base64URL {
+    static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+    static let reverse: [UInt8] = {
+        var t = [UInt8](repeating: 0xFF, count: 256)
+        for (i, c) in alphabet.enumerated() { t[Int(c)] = UInt8(i) }
+        return t
+    }()
+
+    public static func encode<Bytes: Collection>(_ bytes: Bytes) -> String where Bytes.Element == UInt8 {
+        var out = [UInt8]()
+        out.reserveCapacity((bytes.count * 4 + 2) / 3)
+        var it = bytes.makeIterator()
+        while let a = it.next() {
+            let b = it.next(), c = it.next()
+            out.append(alphabet[Int(a >> 2)])
+            out.append(alphabet[Int((a & 0x03) << 4 | (b ?? 0) >> 4)])
+            if let b { out.append(alphabet[Int((b & 0x0F) << 2 | (c ?? 0) >> 6)]) }
+            if let c { out.append(alphabet[Int(c & 0x3F)]) }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Decodes base64url without padding; nil on any character outside the alphabet or an impossible length.
+    public static func decode<S: StringProtocol>(_ text: S) -> [UInt8]? {
+        var result: [UInt8]?
+        var copy = String(text)
+        copy.withUTF8 { result = decode(utf8: $0) }
+        return result
+    }
+
+    public static func decode(utf8 input: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
+        let n = input.count
+        if n % 4 == 1 { return nil }
+        var out = [UInt8]()
+        out.reserveCapacity(n * 3 / 4)
+        var i = 0
+        while i + 4 <= n {
+            let a = reverse[Int(input[i])], b = reverse[Int(input[i + 1])], c = reverse[Int(input[i + 2])], d = reverse[Int(input[i + 3])]
+            if (a | b | c | d) == 0xFF { return nil }
+            out.append(a << 2 | b >> 4)
+            out.append(b << 4 | c >> 2)
+            out.append(c << 6 | d)
+            i += 4
+        }
+        let rest = n - i
+        if rest >= 2 {
+            let a = reverse[Int(input[i])], b = reverse[Int(input[i + 1])]
+            if (a | b) == 0xFF { return nil }
+            out.append(a << 2 | b >> 4)
+            if rest == 3 {
+                let c = reverse[Int(input[i + 2])]
+                if c == 0xFF { return nil }
+                out.append(b << 4 | c >> 2)
+            }
+        }
+        return out
+    }
+}

@@ -1,0 +1,45 @@
+/// The attacks of the forgery kit (DESIGN §5). Each forged artifact must be rejected and change no answer
+/// (property `forgery-rejected`). The names appear in timelines and in the `forgeries` section of `check --json`.
+public enum ForgeryClass: String, Codable, Hashable, Sendable, CaseIterable {
+    case tamperedPayload = "tampered-payload"
+    case tamperedHeader = "tampered-header"
+    case foreignKeySignature = "foreign-key-signature"
+    case algNone = "alg-none"
+    case algHS256 = "alg-hs256-public-key"
+    case missingX5c = "missing-x5c"
+    case twoCertificateChain = "two-certificate-chain"
+    case fourCertificateChain = "four-certificate-chain"
+    case reorderedChain = "reordered-chain"
+    case untrustedRoot = "untrusted-root"
+    case leafWithoutOID = "leaf-without-oid"
+    case intermediateWithoutOID = "intermediate-without-oid"
+    case oidCritical = "oid-critical"
+    case leafExpired = "leaf-expired-at-signed-date"
+    case leafNotYetValid = "leaf-not-yet-valid-at-signed-date"
+    case intermediateNotCA = "intermediate-not-ca"
+    case wrongBundleId = "wrong-bundle-id"
+    case wrongAppAppleId = "wrong-app-apple-id"
+    case wrongEnvironment = "wrong-environment"
+    case xcodeEnvironment = "xcode-environment"
+    case truncatedSegment = "truncated-segment"
+    case nonBase64Segment = "non-base64-segment"
+    case x5cNotBase64 = "x5c-not-base64"
+    case oversizedToken = "oversized-token"
+    case replayedNotificationUUID = "replayed-notification-uuid"
+    /// A validly signed notification whose nested `signedTransactionInfo` is forged: Apple's libraries do not verify
+    /// nested JWS for you (reference/validators.md §1.1).
+    case forgedNestedTransaction = "forged-nested-transaction"
+
+    /// Classes that only make sense for a notification (`appAppleId` and the UUID live there).
+    public var notificationOnly: Bool { self == .wrongAppAppleId || self == .replayedNotificationUUID || self == .forgedNestedTransaction }
+
+    /// A replay of a known notification UUID may be acknowledged as a duplicate instead of rejected; what matters is
+    /// that it changes nothing.
+    public var mayBeAcknowledged: Bool { self == .replayedNotificationUUID }
+
+    /// Classes whose decoded content is genuine except for the app identity (bundle, app id, environment): the
+    /// rest are cryptographic or structural and carry tempting content (revocations removed, expiry far away).
+    public var isIdentityMismatch: Bool {
+        self == .wrongBundleId || self == .wrongAppAppleId || self == .wrongEnvironment || self == .xcodeEnvironment
+    }
+}

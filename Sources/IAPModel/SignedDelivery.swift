@@ -1,0 +1,61 @@
+import Foundation
+
+/// What a validator receives in production form: JWS strings signed by (a stand-in for) Apple's chain. It carries
+/// the same facts as ``Delivery`` through the same channels; only the encoding differs.
+public enum SignedDelivery: Codable, Hashable, Sendable {
+    /// The app submits a signed transaction (StoreKit 2 `jwsRepresentation`) for the logged-in user.
+    case appTransaction(userId: String, signedTransaction: String, deviceTime: Millis?)
+    /// The `signedPayload` of a notification, as found in the webhook's JSON body `{"signedPayload": …}`.
+    case notification(signedPayload: String)
+    /// Get Transaction History + Get All Subscription Statuses for one chain: signed transactions in no particular
+    /// order, and the chain's signed renewal info.
+    case apiSnapshot(originalTransactionId: String, signedTransactions: [String], signedRenewalInfo: String?)
+
+    public var channel: String {
+        switch self {
+        case .appTransaction: "app"
+        case .notification: "notification"
+        case .apiSnapshot: "api"
+        }
+    }
+}
+
+/// The decoded `signedPayload` of a notification exactly as Apple sends it: the nested transaction and renewal
+/// info are still JWS strings that a validator must verify separately.
+/// https://developer.apple.com/documentation/appstoreservernotifications/responsebodyv2decodedpayload
+public struct ResponseBodyV2SignedPayload: Codable, Hashable, Sendable {
+    public var notificationType: NotificationTypeV2
+    public var subtype: Subtype?
+    public var notificationUUID: String
+    public var version: String?
+    public var signedDate: Millis
+    public var data: Data?
+
+    /// https://developer.apple.com/documentation/appstoreservernotifications/data
+    public struct Data: Codable, Hashable, Sendable {
+        public var appAppleId: Int64?
+        public var bundleId: String?
+        public var bundleVersion: String?
+        public var environment: Environment?
+        public var signedTransactionInfo: String?
+        public var signedRenewalInfo: String?
+        public var status: SubscriptionStatus?
+        public init(appAppleId: Int64?, bundleId: String?, environment: Environment?, signedTransactionInfo: String?, signedRenewalInfo: String?, status: SubscriptionStatus?) {
+            self.appAppleId = appAppleId
+            self.bundleId = bundleId
+            self.environment = environment
+            self.signedTransactionInfo = signedTransactionInfo
+            self.signedRenewalInfo = signedRenewalInfo
+            self.status = status
+        }
+    }
+
+    public init(notificationType: NotificationTypeV2, subtype: Subtype?, notificationUUID: String, version: String?, signedDate: Millis, data: Data?) {
+        self.notificationType = notificationType
+        self.subtype = subtype
+        self.notificationUUID = notificationUUID
+        self.version = version
+        self.signedDate = signedDate
+        self.data = data
+    }
+}

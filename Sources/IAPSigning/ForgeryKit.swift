@@ -1,0 +1,108 @@
+import Crypto
+import Foundation
+import IAPModel
+
+/// Produces forged artifacts, one class at a time (``ForgeryClass``). The decoded content handed in is already
+/// what the attacker wants accepted (a revocation removed, an expiry pushed years out, another app's identity);
+/// the kit turns every JWS of the delivery into the class's flavour of wrong.
+public struct ForgeryKit: Sendable {
+    public let pki: TestPKI
+    /// Tokens larger than this are refused by the reference validator; the oversized class goes well past it.
+    public static let oversizedBytes = 300_000
+
+    public init(pki: TestPKI) { self.pki = pki }
+
+    public func render(_ forgery: ForgeryClass, _ d: Delivery) -> SignedDelivery {
+        switch d {
+        case .appTransaction(let s):
+            return .appTransaction(userId: s.userId, signedTransaction: jws(forgery, s.transaction, s.transaction.signedDate), deviceTime: s.deviceTime)
+        case .notification(let n) where forgery == .forgedNestedTransaction:
+            // The envelope is genuine and validly signed; only the nested transaction is forged.
+            var wire = ArtifactRenderer(pki: pki).wire(n)
+            wire.data?.signedTransactionInfo = n.data?.transactionInfo.map { jws(.foreignKeySignature, $0, $0.signedDate) }
+            return .notification(signedPayload: JWSSigner(pki: pki).sign(wire, signedDate: n.signedDate))
+        case .notification(let n):
+            let nested = ResponseBodyV2SignedPayload(
+                notificationType: n.notificationType, subtype: n.subtype, notificationUUID: n.notificationUUID,
+                version: n.version, signedDate: n.signedDate,
+                data: n.data.map { data in
+                    .init(appAppleId: data.appAppleId, bundleId: data.bundleId, environment: data.environment,
+                          signedTransactionInfo: data.transactionInfo.map { jws(forgery, $0, $0.signedDate) },
+                          signedRenewalInfo: data.renewalInfo.map { jws(forgery, $0, $0.signedDate) }, status: data.status)
+                })
+            return .notification(signedPayload: jws(forgery, nested, n.signedDate))
+        case .apiSnapshot(let s):
+            return .apiSnapshot(originalTransactionId: s.originalTransactionId,
+                                signedTransactions: s.transactions.map { jws(forgery, $0, $0.signedDate) },
+                                signedRenewalInfo: s.renewalInfo.map { jws(forgery, $0, $0.signedDate) })
+        }
+    }
+
+    /// One forged JWS of `value`.
+    public func jws<T: Encodable>(_ forgery: ForgeryClass, _ value: T, _ signedDate: Millis) -> String {
+        let genuine = pki.leaf(at: signedDate)
+        let payload = JWSSigner.payload(value)
+        let es256 = JWSSigner.header(alg: "ES256", x5c: genuine.chain)
+        func signed(by leaf: TestPKI.Leaf, chain: [String]? = nil) -> String {
+            JWSSigner.es256(JWSSigner.header(alg: "ES256", x5c: chain ?? leaf.chain), payload, key: leaf.key)
+        }
+        let broken = pki.broken
+        switch forgery {
+        case .tamperedPayload:
+            // Signed over an innocuous payload, then the payload segment swapped for the tempting one.
+            let decoy = JWSSigner.es256(es256, Base64URL.encode(Array("{}".utf8)), key: genuine.key)
+            let parts = decoy.split(separator: ".", omittingEmptySubsequences: false)
+            return "\(parts[0]).\(payload).\(parts[2])"
+        case .tamperedHeader:
+            let good = JWSSigner.es256(es256, payload, key: genuine.key)
+            let parts = good.split(separator: ".", omittingEmptySubsequences: false)
+            return "\(JWSSigner.header(alg: "ES256", x5c: genuine.chain, extra: ",\"kid\":\"attacker\"")).\(parts[1]).\(parts[2])"
+        case .foreignKeySignature:
+            let other = P256.Signing.PrivateKey()
+            return JWSSigner.es256(es256, payload, key: other)
+        case .algNone:
+            return JWSSigner.header(alg: "none", x5c: genuine.chain) + "." + payload + "."
+        case .algHS256:
+            // The classic key-confusion attack: HMAC keyed with the (public) leaf key.
+            let header = JWSSigner.header(alg: "HS256", x5c: genuine.chain)
+            let key = SymmetricKey(data: genuine.key.publicKey.derRepresentation)
+            let mac = HMAC<SHA256>.authenticationCode(for: Data((header + "." + payload).utf8), using: key)
+            return header + "." + payload + "." + Base64URL.encode(Array(mac))
+        case .missingX5c:
+            return JWSSigner.es256(JWSSigner.header(alg: "ES256", x5c: nil), payload, key: genuine.key)
+        case .twoCertificateChain:
+            return signed(by: genuine, chain: Array(genuine.chain.prefix(2)))
+        case .fourCertificateChain:
+            return signed(by: genuine, chain: genuine.chain + [genuine.chain[2]])
+        case .reorderedChain:
+            return signed(by: genuine, chain: [genuine.chain[1], genuine.chain[0], genuine.chain[2]])
+        case .untrustedRoot: return signed(by: broken.untrusted)
+        case .leafWithoutOID: return signed(by: broken.leafWithoutOID)
+        case .intermediateWithoutOID: return signed(by: broken.intermediateWithoutOID)
+        case .oidCritical: return signed(by: broken.leafOIDCritical)
+        case .leafExpired: return signed(by: broken.leafExpired)
+        case .leafNotYetValid: return signed(by: broken.leafNotYetValid)
+        case .intermediateNotCA: return signed(by: broken.intermediateNotCA)
+        case .wrongBundleId, .wrongAppAppleId, .wrongEnvironment, .replayedNotificationUUID, .forgedNestedTransaction:
+            // Validly signed: the content itself is what is wrong (or already seen).
+            return signed(by: genuine)
+        case .xcodeEnvironment:
+            // What Xcode's StoreKit testing produces: its own self-signed key, one certificate.
+            let xcodeKey = P256.Signing.PrivateKey()
+            return JWSSigner.es256(JWSSigner.header(alg: "ES256", x5c: [genuine.chain[0]], extra: ",\"kid\":\"Apple_Xcode_Key\""), payload, key: xcodeKey)
+        case .truncatedSegment:
+            let good = signed(by: genuine)
+            return String(good.prefix(good.count - 20))
+        case .nonBase64Segment:
+            let good = signed(by: genuine)
+            let parts = good.split(separator: ".", omittingEmptySubsequences: false)
+            return "\(parts[0]).\(parts[1].prefix(10))*!\(parts[1].dropFirst(12)).\(parts[2])"
+        case .x5cNotBase64:
+            return signed(by: genuine, chain: ["not*base64", genuine.chain[1], genuine.chain[2]])
+        case .oversizedToken:
+            let json = String(decoding: (try? JWSSigner.encoder.encode(value)) ?? Data(), as: UTF8.self)
+            let padded = String(json.dropLast()) + ",\"padding\":\"" + String(repeating: "A", count: Self.oversizedBytes) + "\"}"
+            return JWSSigner.es256(es256, Base64URL.encode(Array(padded.utf8)), key: genuine.key)
+        }
+    }
+}

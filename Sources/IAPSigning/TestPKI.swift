@@ -1,0 +1,262 @@
+import Crypto
+import Foundation
+import IAPModel
+import SwiftASN1
+import X509
+
+/// A deterministic test PKI shaped like Apple's (reference/validators.md §0.3): a P-384 root and intermediate, P-256
+/// leaves signing with ES256, Apple's OIDs as non-critical extensions (`05 00`), AKI/SKI on every certificate.
+/// Keys derive from the seed; certificate validity comes from the scenario clock (parameters), never from today.
+/// ECDSA signatures are randomised, so certificates differ byte for byte between runs while keys, names and
+/// validity do not.
+///
+/// It also holds the deliberately broken certificates the forgery kit needs (a foreign root, leaves without or with
+/// critical OIDs, expired and not-yet-valid leaves, a non-CA intermediate).
+public final class TestPKI: @unchecked Sendable {
+    public static let receiptSigningOID: ASN1ObjectIdentifier = [1, 2, 840, 113635, 100, 6, 11, 1]
+    public static let wwdrIntermediateOID: ASN1ObjectIdentifier = [1, 2, 840, 113635, 100, 6, 2, 1]
+
+    /// A certificate with its DER and its `x5c` form (standard base64 DER).
+    public struct Issued: @unchecked Sendable {
+        public let certificate: Certificate
+        public let der: [UInt8]
+        public var x5c: String { Data(der).base64EncodedString() }
+        public var pem: String {
+            let b64 = Data(der).base64EncodedString(options: [.lineLength64Characters, .endLineWithLineFeed])
+            return "-----BEGIN CERTIFICATE-----\n\(b64)\n-----END CERTIFICATE-----\n"
+        }
+    }
+
+    public struct Leaf: @unchecked Sendable {
+        public let issued: Issued
+        public let key: P256.Signing.PrivateKey
+        /// x5c as it appears in the JWS header: leaf, intermediate, root.
+        public let chain: [String]
+    }
+
+    public let seed: UInt64
+    public let validFrom: Date
+    public let validUntil: Date
+    public let root: Issued
+    public let intermediate: Issued
+    let rootKey: P384.Signing.PrivateKey
+    let intermediateKey: P384.Signing.PrivateKey
+    /// Leaves in rotation (the renderer picks one by `signedDate`).
+    public let leaves: [Leaf]
+
+    /// Root certificates as DER, for a validator's trust store.
+    public var trustedRoots: [Data] { [Data(root.der)] }
+
+    /// 2025-03-01 … 2046-03-01: covers every generated history (they start 2026-03-01 and can renew a yearly
+    /// product a dozen times) plus Apple's notification retries.
+    public static let defaultValidity: (Date, Date) = (
+        Date(timeIntervalSince1970: Double(CivilTime.days(fromCivil: 2025, 3, 1) * 86400)),
+        Date(timeIntervalSince1970: Double(CivilTime.days(fromCivil: 2046, 3, 1) * 86400)))
+
+    private static let lock = NSLock()
+    nonisolated(unsafe) private static var cache: [UInt64: TestPKI] = [:]
+
+    /// The PKI of `seed` with the default validity, built once per process.
+    public static func shared(seed: UInt64 = 1) -> TestPKI {
+        lock.lock()
+        defer { lock.unlock() }
+        if let p = cache[seed] { return p }
+        let p = try! TestPKI(seed: seed, validFrom: defaultValidity.0, validUntil: defaultValidity.1)
+        cache[seed] = p
+        return p
+    }
+
+    public init(seed: UInt64, validFrom: Date, validUntil: Date, leafCount: Int = 3) throws {
+        self.seed = seed
+        self.validFrom = validFrom
+        self.validUntil = validUntil
+        var kd = KeyDerivation(seed: seed)
+        rootKey = kd.p384("root")
+        intermediateKey = kd.p384("intermediate")
+        let rootName = try DistinguishedName {
+            CommonName("iapcheck Test Root CA - G3")
+            OrganizationName("iapcheck test PKI (not Apple)")
+            CountryName("US")
+        }
+        let intermediateName = try DistinguishedName {
+            CommonName("iapcheck Test WWDR Certification Authority - G6")
+            OrganizationalUnitName("G6")
+            OrganizationName("iapcheck test PKI (not Apple)")
+            CountryName("US")
+        }
+        let rootPublic = Certificate.PublicKey(rootKey.publicKey)
+        root = try Self.issue(
+            serial: 1, publicKey: rootPublic, subject: rootName, issuer: rootName, issuerKey: .init(rootKey),
+            issuerPublic: rootPublic, from: validFrom.addingTimeInterval(-365 * 86400), until: validUntil.addingTimeInterval(5 * 365 * 86400),
+            kind: .root)
+        let interPublic = Certificate.PublicKey(intermediateKey.publicKey)
+        intermediate = try Self.issue(
+            serial: 2, publicKey: interPublic, subject: intermediateName, issuer: rootName, issuerKey: .init(rootKey),
+            issuerPublic: rootPublic, from: validFrom.addingTimeInterval(-180 * 86400), until: validUntil.addingTimeInterval(2 * 365 * 86400),
+            kind: .intermediate(oid: true, ca: true))
+        var leaves: [Leaf] = []
+        for i in 0..<leafCount {
+            let key = kd.p256("leaf-\(i)")
+            let issued = try Self.issue(
+                serial: 100 + Int64(i), publicKey: .init(key.publicKey), subject: try Self.leafName(i), issuer: intermediateName,
+                issuerKey: .init(intermediateKey), issuerPublic: interPublic, from: validFrom, until: validUntil,
+                kind: .leaf(oid: true, oidCritical: false))
+            leaves.append(Leaf(issued: issued, key: key, chain: [issued.x5c, intermediate.x5c, root.x5c]))
+        }
+        self.leaves = leaves
+    }
+
+    static func leafName(_ i: Int) throws -> DistinguishedName {
+        try DistinguishedName {
+            CommonName("iapcheck Test Receipt Signing \(i)")
+            OrganizationalUnitName("iapcheck")
+            OrganizationName("iapcheck test PKI (not Apple)")
+            CountryName("US")
+        }
+    }
+
+    /// The leaf that signs at `signedDate`: leaves rotate every 30 days, so a long history uses several chains.
+    public func leaf(at signedDate: Millis) -> Leaf {
+        let slot = Int((signedDate / (30 * CivilTime.msPerDay)) % Int64(leaves.count))
+        return leaves[(slot + leaves.count) % leaves.count]
+    }
+
+    enum Kind {
+        case root
+        case intermediate(oid: Bool, ca: Bool)
+        case leaf(oid: Bool, oidCritical: Bool)
+    }
+
+    static func issue(
+        serial: Int64, publicKey: Certificate.PublicKey, subject: DistinguishedName, issuer: DistinguishedName,
+        issuerKey: Certificate.PrivateKey, issuerPublic: Certificate.PublicKey, from: Date, until: Date, kind: Kind
+    ) throws -> Issued {
+        var ext = Certificate.Extensions()
+        let ski = SubjectKeyIdentifier(hash: publicKey)
+        switch kind {
+        case .root:
+            try ext.append(Certificate.Extension(BasicConstraints.isCertificateAuthority(maxPathLength: nil), critical: true))
+            try ext.append(Certificate.Extension(KeyUsage(keyCertSign: true, cRLSign: true), critical: true))
+            try ext.append(Certificate.Extension(ski, critical: false))
+        case .intermediate(let oid, let ca):
+            try ext.append(Certificate.Extension(ca ? BasicConstraints.isCertificateAuthority(maxPathLength: 0) : .notCertificateAuthority, critical: true))
+            try ext.append(Certificate.Extension(KeyUsage(keyCertSign: true, cRLSign: true), critical: true))
+            try ext.append(Certificate.Extension(ski, critical: false))
+            try ext.append(Certificate.Extension(AuthorityKeyIdentifier(keyIdentifier: SubjectKeyIdentifier(hash: issuerPublic).keyIdentifier), critical: false))
+            if oid { try ext.append(Certificate.Extension(oid: wwdrIntermediateOID, critical: false, value: [0x05, 0x00])) }
+        case .leaf(let oid, let critical):
+            try ext.append(Certificate.Extension(BasicConstraints.notCertificateAuthority, critical: true))
+            try ext.append(Certificate.Extension(KeyUsage(digitalSignature: true), critical: true))
+            try ext.append(Certificate.Extension(ski, critical: false))
+            try ext.append(Certificate.Extension(AuthorityKeyIdentifier(keyIdentifier: SubjectKeyIdentifier(hash: issuerPublic).keyIdentifier), critical: false))
+            if oid { try ext.append(Certificate.Extension(oid: receiptSigningOID, critical: critical, value: [0x05, 0x00])) }
+        }
+        let cert = try Certificate(
+            version: .v3, serialNumber: Certificate.SerialNumber(bytes: Self.serialBytes(serial)), publicKey: publicKey,
+            notValidBefore: from, notValidAfter: until, issuer: issuer, subject: subject,
+            signatureAlgorithm: .ecdsaWithSHA384, extensions: ext, issuerPrivateKey: issuerKey)
+        var ser = DER.Serializer()
+        try ser.serialize(cert)
+        return Issued(certificate: cert, der: ser.serializedBytes)
+    }
+
+    static func serialBytes(_ n: Int64) -> [UInt8] {
+        var v = UInt64(n), out: [UInt8] = []
+        repeat {
+            out.insert(UInt8(v & 0xFF), at: 0)
+            v >>= 8
+        } while v > 0
+        if out[0] & 0x80 != 0 { out.insert(0, at: 0) }
+        return out
+    }
+
+    // MARK: Broken certificates for the forgery kit (built on first use)
+
+    public struct BrokenChains: @unchecked Sendable {
+        /// A whole chain under a root nobody trusts.
+        public let untrusted: Leaf
+        public let leafWithoutOID: Leaf
+        public let intermediateWithoutOID: Leaf
+        public let leafOIDCritical: Leaf
+        public let leafExpired: Leaf
+        public let leafNotYetValid: Leaf
+        public let intermediateNotCA: Leaf
+    }
+
+    private var _broken: BrokenChains?
+    private let brokenLock = NSLock()
+
+    public var broken: BrokenChains {
+        brokenLock.lock()
+        defer { brokenLock.unlock() }
+        if let b = _broken { return b }
+        let b = try! makeBroken()
+        _broken = b
+        return b
+    }
+
+    private func makeBroken() throws -> BrokenChains {
+        var kd = KeyDerivation(seed: seed &+ 0xBAD)
+        let foreign = try TestPKI(seed: seed &+ 0xF0E, validFrom: validFrom, validUntil: validUntil, leafCount: 1)
+        let interName = intermediate.certificate.subject
+        let interPublic = Certificate.PublicKey(intermediateKey.publicKey)
+        func leafUnder(_ label: String, serial: Int64, from: Date, until: Date, oid: Bool, critical: Bool) throws -> Leaf {
+            let key = kd.p256(label)
+            let issued = try Self.issue(serial: serial, publicKey: .init(key.publicKey), subject: try Self.leafName(Int(serial)), issuer: interName,
+                                        issuerKey: .init(intermediateKey), issuerPublic: interPublic, from: from, until: until,
+                                        kind: .leaf(oid: oid, oidCritical: critical))
+            return Leaf(issued: issued, key: key, chain: [issued.x5c, intermediate.x5c, root.x5c])
+        }
+        func chainUnder(_ label: String, serial: Int64, oid: Bool, ca: Bool) throws -> Leaf {
+            let ikey = kd.p384(label + "-intermediate")
+            let iname = try DistinguishedName { CommonName("iapcheck Broken Intermediate \(label)") }
+            let inter = try Self.issue(serial: serial, publicKey: .init(ikey.publicKey), subject: iname, issuer: root.certificate.subject,
+                                       issuerKey: .init(rootKey), issuerPublic: .init(rootKey.publicKey), from: validFrom, until: validUntil,
+                                       kind: .intermediate(oid: oid, ca: ca))
+            let key = kd.p256(label)
+            let leaf = try Self.issue(serial: serial + 1, publicKey: .init(key.publicKey), subject: try Self.leafName(Int(serial + 1)), issuer: iname,
+                                      issuerKey: .init(ikey), issuerPublic: .init(ikey.publicKey), from: validFrom, until: validUntil,
+                                      kind: .leaf(oid: true, oidCritical: false))
+            return Leaf(issued: leaf, key: key, chain: [leaf.x5c, inter.x5c, root.x5c])
+        }
+        let year: TimeInterval = 365 * 86400
+        return BrokenChains(
+            untrusted: foreign.leaves[0],
+            leafWithoutOID: try leafUnder("no-oid", serial: 900, from: validFrom, until: validUntil, oid: false, critical: false),
+            intermediateWithoutOID: try chainUnder("inter-no-oid", serial: 910, oid: false, ca: true),
+            leafOIDCritical: try leafUnder("oid-critical", serial: 920, from: validFrom, until: validUntil, oid: true, critical: true),
+            leafExpired: try leafUnder("expired", serial: 930, from: validFrom.addingTimeInterval(-3 * year), until: validFrom.addingTimeInterval(-2 * year), oid: true, critical: false),
+            leafNotYetValid: try leafUnder("not-yet-valid", serial: 940, from: validUntil.addingTimeInterval(year / 2), until: validUntil.addingTimeInterval(year), oid: true, critical: false),
+            intermediateNotCA: try chainUnder("inter-not-ca", serial: 950, oid: true, ca: false))
+    }
+}
+
+/// Deterministic private keys from a seed: SHA-256 over (seed, label, counter), retried until the bytes are a
+/// valid scalar for the curve.
+struct KeyDerivation {
+    let seed: UInt64
+    init(seed: UInt64) { self.seed = seed }
+
+    func bytes(_ label: String, _ counter: Int, count: Int) -> [UInt8] {
+        var out: [UInt8] = []
+        var block = 0
+        while out.count < count {
+            var h = SHA256()
+            withUnsafeBytes(of: seed.littleEndian) { h.update(data: Array($0)) }
+            h.update(data: Array("\(label)/\(counter)/\(block)".utf8))
+            out += Array(h.finalize())
+            block += 1
+        }
+        return Array(out.prefix(count))
+    }
+
+    mutating func p256(_ label: String) -> P256.Signing.PrivateKey {
+        for c in 0... { if let k = try? P256.Signing.PrivateKey(rawRepresentation: bytes(label, c, count: 32)) { return k } }
+        fatalError("unreachable")
+    }
+
+    mutating func p384(_ label: String) -> P384.Signing.PrivateKey {
+        for c in 0... { if let k = try? P384.Signing.PrivateKey(rawRepresentation: bytes(label, c, count: 48)) { return k } }
+        fatalError("unreachable")
+    }
+}

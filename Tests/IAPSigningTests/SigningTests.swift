@@ -1,0 +1,69 @@
+import Foundation
+import IAPModel
+import IAPSigning
+import IAPValidators
+import Testing
+
+@Suite struct SigningTests {
+    let pki = TestPKI.shared(seed: 1)
+    static let t: Millis = 1_772_323_200_000  // 2026-03-01
+
+    func transaction(signed: Millis = t) -> JWSTransactionDecodedPayload {
+        JWSTransactionDecodedPayload(
+            transactionId: "2000000000000001", originalTransactionId: "2000000000000001", bundleId: "com.example.iapcheck",
+            productId: "lifetime.unlock", purchaseDate: signed, type: .nonConsumable, signedDate: signed, environment: .production)
+    }
+
+    func verifier() -> SignedDataVerifier { SignedDataVerifier(trustedRoots: pki.trustedRoots) }
+
+    @Test func theChainLooksLikeApples() throws {
+        let leaf = pki.leaves[0].issued.certificate
+        #expect(leaf.extensions[oid: TestPKI.receiptSigningOID]?.critical == false)
+        #expect(pki.intermediate.certificate.extensions[oid: TestPKI.wwdrIntermediateOID] != nil)
+        #expect(leaf.issuer == pki.intermediate.certificate.subject)
+        #expect(pki.intermediate.certificate.issuer == pki.root.certificate.subject)
+        #expect(pki.root.pem.hasPrefix("-----BEGIN CERTIFICATE-----"))
+    }
+
+    @Test func keysAreDeterministicPerSeed() throws {
+        let a = try TestPKI(seed: 9, validFrom: TestPKI.defaultValidity.0, validUntil: TestPKI.defaultValidity.1, leafCount: 1)
+        let b = try TestPKI(seed: 9, validFrom: TestPKI.defaultValidity.0, validUntil: TestPKI.defaultValidity.1, leafCount: 1)
+        #expect(a.leaves[0].key.publicKey.rawRepresentation == b.leaves[0].key.publicKey.rawRepresentation)
+        #expect(a.root.certificate.publicKey == b.root.certificate.publicKey)
+        #expect(a.root.certificate.publicKey != pki.root.certificate.publicKey)
+    }
+
+    @Test func aGenuineJWSVerifiesAndDecodes() throws {
+        let jws = JWSSigner(pki: pki).sign(transaction(), signedDate: Self.t)
+        let v = verifier()
+        let decoded = try v.verify(jws, as: JWSTransactionDecodedPayload.self) { $0.signedDate }.get()
+        #expect(decoded == transaction())
+        _ = try v.verify(jws, as: JWSTransactionDecodedPayload.self) { $0.signedDate }.get()
+        #expect(v.cacheHits == 1)
+    }
+
+    @Test func anUntrustedVerifierRejectsTheChain() {
+        let jws = JWSSigner(pki: pki).sign(transaction(), signedDate: Self.t)
+        let other = try! TestPKI(seed: 77, validFrom: TestPKI.defaultValidity.0, validUntil: TestPKI.defaultValidity.1, leafCount: 1)
+        let result = SignedDataVerifier(trustedRoots: other.trustedRoots).verify(jws, as: JWSTransactionDecodedPayload.self) { $0.signedDate }
+        #expect(throws: SignedDataVerifier.Failure.self) { try result.get() }
+    }
+
+    /// Every cryptographic or structural forgery fails verification on its own (identity classes are validly signed
+    /// and are rejected by the app checks instead; a replayed UUID is caught by dedupe).
+    @Test(arguments: ForgeryClass.allCases.filter { !$0.isIdentityMismatch && $0 != .replayedNotificationUUID && $0 != .forgedNestedTransaction })
+    func everyCryptographicForgeryFailsVerification(_ forgery: ForgeryClass) {
+        let jws = ForgeryKit(pki: pki).jws(forgery, transaction(), Self.t)
+        let result = verifier().verify(jws, as: JWSTransactionDecodedPayload.self) { $0.signedDate }
+        #expect(throws: SignedDataVerifier.Failure.self, "\(forgery.rawValue) verified") { try result.get() }
+    }
+
+    @Test func base64urlRoundTrips() {
+        for n in 0..<40 {
+            let bytes = (0..<n).map { UInt8(($0 * 37 + n) & 0xFF) }
+            #expect(Base64URL.decode(Base64URL.encode(bytes)) == bytes)
+        }
+        #expect(Base64URL.decode("ab*c") == nil)
+        #expect(Base64URL.decode("a") == nil)
+    }
+}
