@@ -31,14 +31,19 @@ public enum Base64URL {
     }
 
     public static func decode(utf8 input: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
-        let n = input.count
-        if n % 4 == 1 { return nil }
         var out = [UInt8]()
+        return decode(utf8: input, into: &out) ? out : nil
+    }
+
+    /// Decodes into `out` (appending); false on invalid input.
+    static func decode(utf8 input: UnsafeBufferPointer<UInt8>, into out: inout [UInt8]) -> Bool {
+        let n = input.count
+        if n % 4 == 1 { return false }
         out.reserveCapacity(n * 3 / 4)
         var i = 0
         while i + 4 <= n {
             let a = reverse[Int(input[i])], b = reverse[Int(input[i + 1])], c = reverse[Int(input[i + 2])], d = reverse[Int(input[i + 3])]
-            if (a | b | c | d) == 0xFF { return nil }
+            if (a | b | c | d) == 0xFF { return false }
             out.append(a << 2 | b >> 4)
             out.append(b << 4 | c >> 2)
             out.append(c << 6 | d)
@@ -47,14 +52,14 @@ public enum Base64URL {
         let rest = n - i
         if rest >= 2 {
             let a = reverse[Int(input[i])], b = reverse[Int(input[i + 1])]
-            if (a | b) == 0xFF { return nil }
+            if (a | b) == 0xFF { return false }
             out.append(a << 2 | b >> 4)
             if rest == 3 {
                 let c = reverse[Int(input[i + 2])]
-                if c == 0xFF { return nil }
+                if c == 0xFF { return false }
                 out.append(b << 4 | c >> 2)
             }
         }
-        return out
+        return true
     }
 }

@@ -1,4 +1,9 @@
 import Crypto
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Foundation
 import IAPModel
 import SwiftASN1
@@ -21,6 +26,8 @@ public final class SignedDataVerifier: @unchecked Sendable {
         public var checkOIDs = true
         public var checkValidityDates = true
         public var maxTokenBytes = 256 * 1024
+        /// Keep verified chains (the hot path then costs one signature check); off only for benchmarks.
+        public var cacheChains = true
         public init() {}
     }
 
@@ -44,7 +51,8 @@ public final class SignedDataVerifier: @unchecked Sendable {
 
     public let options: Options
     let roots: [Certificate]
-    private var cache: [Substring: VerifiedChain] = [:]
+    /// Verified chains by a hash of the header segment; each entry keeps the header bytes to rule out collisions.
+    private var cache: [UInt64: (header: [UInt8], chain: VerifiedChain)] = [:]
     private let lock = NSLock()
     public static let cacheCapacity = 64
     public private(set) var cacheHits = 0
@@ -57,13 +65,35 @@ public final class SignedDataVerifier: @unchecked Sendable {
     }
 
     /// Verifies `jws` and decodes its payload as `T`; `signedDate` reads the instant to validate the chain at.
+    ///
+    /// Works on the token's UTF-8 bytes in place: the segments are found by scanning for dots, the chain cache is
+    /// keyed by a hash of the header bytes (compared byte for byte on a hit), and the signing input is handed to
+    /// the ECDSA check without a copy. String-level splitting and hashing cost more than the signature itself.
     public func verify<T: Decodable>(_ jws: String, as: T.Type, signedDate: (T) -> Millis?) -> Result<T, Failure> {
-        guard jws.utf8.count <= options.maxTokenBytes else {
-            return .failure(Failure(.invalidFormat, "token of \(jws.utf8.count) bytes exceeds \(options.maxTokenBytes)"))
+        var token = jws
+        return token.withUTF8 { buf in verify(utf8: UnsafeRawBufferPointer(buf), as: T.self, signedDate: signedDate) }
+    }
+
+    func verify<T: Decodable>(utf8 buf: UnsafeRawBufferPointer, as: T.Type, signedDate: (T) -> Millis?) -> Result<T, Failure> {
+        guard buf.count <= options.maxTokenBytes else {
+            return .failure(Failure(.invalidFormat, "token of \(buf.count) bytes exceeds \(options.maxTokenBytes)"))
         }
-        let parts = jws.split(separator: ".", maxSplits: 3, omittingEmptySubsequences: false)
-        guard parts.count == 3 else { return .failure(Failure(.invalidFormat, "expected 3 segments, found \(parts.count)")) }
-        guard let payloadBytes = Base64URL.decode(parts[1]) else { return .failure(Failure(.invalidFormat, "payload is not base64url")) }
+        guard let base = buf.baseAddress, buf.count > 0 else { return .failure(Failure(.invalidFormat, "empty token")) }
+        // memchr is vectorised; a byte loop over a 4 KB token costs microseconds.
+        func dot(after start: Int) -> Int? {
+            guard start < buf.count, let p = memchr(base + start, Int32(UInt8(ascii: ".")), buf.count - start) else { return nil }
+            return base.distance(to: UnsafeRawPointer(p))
+        }
+        guard let d0 = dot(after: 0), let d1 = dot(after: d0 + 1), dot(after: d1 + 1) == nil else {
+            return .failure(Failure(.invalidFormat, "expected 3 segments"))
+        }
+        let dots = [d0, d1]
+        let header = UnsafeRawBufferPointer(rebasing: buf[0..<dots[0]])
+        let payload = UnsafeRawBufferPointer(rebasing: buf[(dots[0] + 1)..<dots[1]])
+        let signature = UnsafeRawBufferPointer(rebasing: buf[(dots[1] + 1)...])
+        guard let payloadBytes = Base64URL.decode(utf8: payload.assumingMemoryBound(to: UInt8.self)) else {
+            return .failure(Failure(.invalidFormat, "payload is not base64url"))
+        }
         let value: T
         do {
             value = try Self.decoder.decode(T.self, from: Data(payloadBytes))
@@ -73,7 +103,7 @@ public final class SignedDataVerifier: @unchecked Sendable {
         let instant = signedDate(value)
 
         let chain: VerifiedChain
-        switch verifiedChain(header: parts[0]) {
+        switch verifiedChain(header: header) {
         case .success(let c): chain = c
         case .failure(let f): return .failure(f)
         }
@@ -81,11 +111,11 @@ public final class SignedDataVerifier: @unchecked Sendable {
             return .failure(Failure(.verificationFailure, "certificate chain not valid at signedDate \(CivilTime.iso8601(t))"))
         }
         if options.verifySignature {
-            guard let sigBytes = Base64URL.decode(parts[2]), sigBytes.count == 64,
+            guard let sigBytes = Base64URL.decode(utf8: signature.assumingMemoryBound(to: UInt8.self)), sigBytes.count == 64,
                 let sig = try? P256.Signing.ECDSASignature(rawRepresentation: sigBytes)
             else { return .failure(Failure(.invalidFormat, "signature is not a 64-byte ES256 signature")) }
-            let input = jws.utf8.prefix(parts[0].utf8.count + 1 + parts[1].utf8.count)
-            guard chain.key.isValidSignature(sig, for: Data(input)) else {
+            let input = UnsafeRawBufferPointer(rebasing: buf[0..<dots[1]])
+            guard chain.key.isValidSignature(sig, for: input) else {
                 return .failure(Failure(.invalidFormat, "ES256 signature does not verify"))
             }
         }
@@ -98,22 +128,42 @@ public final class SignedDataVerifier: @unchecked Sendable {
     }
 
     /// The verified chain of a header segment, from the cache or verified now.
-    func verifiedChain(header: Substring) -> Result<VerifiedChain, Failure> {
+    func verifiedChain(header: UnsafeRawBufferPointer) -> Result<VerifiedChain, Failure> {
+        guard options.cacheChains else { return verifyChain(header: header) }
+        let h = Self.hash(header)
         lock.lock()
-        if let hit = cache[header] {
+        if let hit = cache[h], hit.header.count == header.count,
+            hit.header.withUnsafeBytes({ memcmp($0.baseAddress!, header.baseAddress!, header.count) }) == 0 {
             cacheHits += 1
             lock.unlock()
-            return .success(hit)
+            return .success(hit.chain)
         }
         lock.unlock()
         let result = verifyChain(header: header)
         if case .success(let c) = result {
             lock.lock()
             if cache.count >= Self.cacheCapacity { cache.removeAll(keepingCapacity: true) }
-            cache[header] = c
+            cache[h] = (Array(header), c)
             lock.unlock()
         }
         return result
+    }
+
+    /// A fast 64-bit hash of a byte range, eight bytes at a time (collisions are ruled out by the byte compare).
+    static func hash(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
+        var h: UInt64 = 0x9E37_79B9_7F4A_7C15 ^ UInt64(bytes.count)
+        var i = 0
+        while i + 8 <= bytes.count {
+            let w = bytes.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+            h = (h ^ w) &* 0xFF51_AFD7_ED55_8CCD
+            h ^= h >> 32
+            i += 8
+        }
+        while i < bytes.count {
+            h = (h ^ UInt64(bytes[i])) &* 0x100_0000_01b3
+            i += 1
+        }
+        return h
     }
 
     static let handledCriticalExtensions: Set<ASN1ObjectIdentifier> = [
@@ -122,8 +172,8 @@ public final class SignedDataVerifier: @unchecked Sendable {
     static let receiptSigningOID: ASN1ObjectIdentifier = [1, 2, 840, 113635, 100, 6, 11, 1]
     static let wwdrIntermediateOID: ASN1ObjectIdentifier = [1, 2, 840, 113635, 100, 6, 2, 1]
 
-    func verifyChain(header segment: Substring) -> Result<VerifiedChain, Failure> {
-        guard let bytes = Base64URL.decode(segment), let header = try? Self.decoder.decode(Header.self, from: Data(bytes)) else {
+    func verifyChain(header segment: UnsafeRawBufferPointer) -> Result<VerifiedChain, Failure> {
+        guard let bytes = Base64URL.decode(utf8: segment.assumingMemoryBound(to: UInt8.self)), let header = try? Self.decoder.decode(Header.self, from: Data(bytes)) else {
             return .failure(Failure(.invalidFormat, "header is not base64url JSON"))
         }
         guard header.alg == "ES256" else { return .failure(Failure(.invalidFormat, "alg \(header.alg ?? "missing") is not ES256")) }

@@ -22,7 +22,7 @@ struct Check: ParsableCommand {
     @OptionGroup var options: CaseOptions
 
     @Option(help: "Number of generated cases.")
-    var cases = 2000
+    var cases = 1000
 
     @Option(name: .customLong("case"), help: "Run only this case index of the seeded run (to reproduce one case).")
     var caseIndex: Int?

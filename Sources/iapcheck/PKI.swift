@@ -1,0 +1,33 @@
+import ArgumentParser
+import Foundation
+import IAPConformance
+import IAPModel
+import IAPSigning
+
+struct PKI: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "pki",
+        abstract: "The test PKI iapcheck signs with: export its root for a validator to trust, or write signed samples.",
+        subcommands: [Export.self, Sample.self])
+
+    struct Export: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Write root.der, root.pem and intermediate.pem into DIR.",
+            discussion: "Configure the validator under test to trust root.der (in place of Apple Root CA - G3), with online (OCSP) checks off: the test certificates carry no OCSP URL.")
+        @Argument(help: "Output directory.") var directory: String
+        func run() throws {
+            for path in try PKIExport.export(CaseRunner.pki, to: directory) { print(path) }
+        }
+    }
+
+    struct Sample: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Write a genuine signed transaction, renewal info and notification, one forged artifact per forgery class, the root, and samples.json into DIR.")
+        @Argument(help: "Output directory.") var directory: String
+        @Option(help: "Signing instant (epoch ms); default 2026-03-01T00:00:00Z.") var at: Int64 = CivilTime.days(fromCivil: 2026, 3, 1) * CivilTime.msPerDay
+        func run() throws {
+            try PKIExport.samples(CaseRunner.pki, catalog: .standard, at: at, to: directory)
+            print("wrote \(directory)/samples.json, 3 genuine and \(ForgeryClass.allCases.count) forged artifacts, root.der")
+        }
+    }
+}
