@@ -67,7 +67,7 @@ public enum CaseRunner {
         } catch {
             return .validatorFailed(error, step: -1)
         }
-        let renderer = ArtifactRenderer(pki: pki)
+        let renderer = ArtifactRenderer(pki: pki, appAppleId: c.config.catalog.appAppleId)
         let kit = ForgeryKit(pki: pki)
         var knowledge = Knowledge(config: c.config)
         var questions = 0

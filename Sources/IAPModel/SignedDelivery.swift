@@ -7,9 +7,9 @@ public enum SignedDelivery: Codable, Hashable, Sendable {
     case appTransaction(userId: String, signedTransaction: String, deviceTime: Millis?)
     /// The `signedPayload` of a notification, as found in the webhook's JSON body `{"signedPayload": …}`.
     case notification(signedPayload: String)
-    /// Get Transaction History + Get All Subscription Statuses for one chain: signed transactions in no particular
-    /// order, and the chain's signed renewal info.
-    case apiSnapshot(originalTransactionId: String, signedTransactions: [String], signedRenewalInfo: String?)
+    /// What the backend got when it reconciled one chain through the App Store Server API: the pages of Get
+    /// Transaction History (v2) and, for a subscription, the Get All Subscription Statuses answer.
+    case apiSnapshot(originalTransactionId: String, history: [HistoryResponse], statuses: StatusResponse?)
 
     public var channel: String {
         switch self {

@@ -6,9 +6,14 @@ import IAPModel
 /// version travels in several deliveries (app, notification, duplicates, API).
 public final class ArtifactRenderer {
     public let signer: JWSSigner
+    /// The App Apple ID API bodies carry.
+    public var appAppleId: Int64?
     private var memo: [Data: String] = [:]
 
-    public init(pki: TestPKI) { self.signer = JWSSigner(pki: pki) }
+    public init(pki: TestPKI, appAppleId: Int64? = nil) {
+        self.signer = JWSSigner(pki: pki)
+        self.appAppleId = appAppleId
+    }
 
     func jws<T: Encodable>(_ value: T, signedDate: Millis) -> String {
         let bytes = (try? JWSSigner.encoder.encode(value)) ?? Data()
@@ -43,8 +48,48 @@ public final class ArtifactRenderer {
         case .notification(let n):
             .notification(signedPayload: notification(n))
         case .apiSnapshot(let s):
-            .apiSnapshot(originalTransactionId: s.originalTransactionId, signedTransactions: s.transactions.map(transaction),
-                         signedRenewalInfo: s.renewalInfo.map(renewal))
+            apiResponses(s, sign: transaction, renewal)
         }
+    }
+
+    /// History pages (20 transactions each, in the snapshot's order) and, for a subscription chain, the statuses.
+    public func apiResponses(_ s: APISnapshot, sign tx: (JWSTransactionDecodedPayload) -> String, _ rn: (JWSRenewalInfoDecodedPayload) -> String) -> SignedDelivery {
+        let first = s.transactions.first
+        let bundleId = first?.bundleId ?? "", environment = first?.environment ?? .production
+        let signed = s.transactions.map(tx)
+        let pageSize = 20
+        var pages: [HistoryResponse] = []
+        var i = 0
+        repeat {
+            let chunk = Array(signed[min(i, signed.count)..<min(i + pageSize, signed.count)])
+            pages.append(HistoryResponse(revision: "rev-\(s.originalTransactionId)-\(pages.count + 1)", hasMore: i + pageSize < signed.count,
+                                         bundleId: bundleId, appAppleId: appAppleId, environment: environment, signedTransactions: chunk))
+            i += pageSize
+        } while i < signed.count
+        var statuses: StatusResponse?
+        if let r = s.renewalInfo, let latest = s.transactions.max(by: { ($0.purchaseDate, $0.transactionId) < ($1.purchaseDate, $1.transactionId) }),
+            let group = latest.subscriptionGroupIdentifier {
+            let item = LastTransactionsItem(
+                originalTransactionId: s.originalTransactionId, status: .derive(latest: latest, renewal: r, at: r.signedDate),
+                signedTransactionInfo: tx(latest), signedRenewalInfo: rn(r))
+            statuses = StatusResponse(data: [SubscriptionGroupIdentifierItem(subscriptionGroupIdentifier: group, lastTransactions: [item])],
+                                      environment: environment, appAppleId: appAppleId, bundleId: bundleId)
+        }
+        return .apiSnapshot(originalTransactionId: s.originalTransactionId, history: pages, statuses: statuses)
+    }
+
+    /// Get Transaction Info for one transaction.
+    public func transactionInfo(_ t: JWSTransactionDecodedPayload) -> TransactionInfoResponse {
+        TransactionInfoResponse(signedTransactionInfo: transaction(t))
+    }
+
+    /// Get Notification History: the original signed payloads with their send attempts (at most 6, Apple's retry
+    /// schedule), paged.
+    public func notificationHistory(_ items: [(ResponseBodyV2DecodedPayload, [SendAttemptItem])], pageSize: Int = 20, page: Int = 0) -> NotificationHistoryResponse {
+        let slice = items.dropFirst(page * pageSize).prefix(pageSize)
+        let more = items.count > (page + 1) * pageSize
+        return NotificationHistoryResponse(
+            paginationToken: more ? "page-\(page + 1)" : nil, hasMore: more,
+            notificationHistory: slice.map { NotificationHistoryResponseItem(signedPayload: notification($0.0), sendAttempts: Array($0.1.prefix(6))) })
     }
 }

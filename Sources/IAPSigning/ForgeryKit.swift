@@ -32,9 +32,7 @@ public struct ForgeryKit: Sendable {
                 })
             return .notification(signedPayload: jws(forgery, nested, n.signedDate))
         case .apiSnapshot(let s):
-            return .apiSnapshot(originalTransactionId: s.originalTransactionId,
-                                signedTransactions: s.transactions.map { jws(forgery, $0, $0.signedDate) },
-                                signedRenewalInfo: s.renewalInfo.map { jws(forgery, $0, $0.signedDate) })
+            return ArtifactRenderer(pki: pki).apiResponses(s, sign: { jws(forgery, $0, $0.signedDate) }, { jws(forgery, $0, $0.signedDate) })
         }
     }
 

@@ -60,23 +60,36 @@ open class ReferenceValidator: DecodedDeliveryValidator {
             }
         case .notification(let signedPayload):
             return ingestSignedNotification(signedPayload)
-        case let .apiSnapshot(otid, transactions, renewal):
-            var txs: [JWSTransactionDecodedPayload] = []
-            for jws in transactions {
+        case let .apiSnapshot(otid, history, statuses):
+            return ingestAPIResponses(originalTransactionId: otid, history: history, statuses: statuses)
+        }
+    }
+
+    /// History pages and statuses: the app identity of every body, then every signed transaction and renewal info.
+    /// Transactions keep the order the pages gave (Apple promises none).
+    open func ingestAPIResponses(originalTransactionId otid: String, history: [HistoryResponse], statuses: StatusResponse?) -> DeliveryVerdict {
+        var txs: [JWSTransactionDecodedPayload] = []
+        for page in history {
+            if let why = rejectApp(bundleId: page.bundleId, appAppleId: page.appAppleId, environment: page.environment) { return .rejected(reason: "history: \(why)") }
+            for jws in page.signedTransactions {
                 switch verifyTransaction(jws) {
                 case .failure(let f): return .rejected(reason: "history transaction: \(f)")
                 case .success(let tx): txs.append(tx)
                 }
             }
-            var info: JWSRenewalInfoDecodedPayload?
-            if let jws = renewal {
-                switch verifyRenewal(jws) {
+        }
+        var info: JWSRenewalInfoDecodedPayload?
+        if let statuses {
+            if let why = rejectApp(bundleId: statuses.bundleId, appAppleId: statuses.appAppleId, environment: statuses.environment) { return .rejected(reason: "statuses: \(why)") }
+            for item in statuses.data.flatMap(\.lastTransactions) where item.originalTransactionId == otid {
+                switch verifyRenewal(item.signedRenewalInfo) {
                 case .failure(let f): return .rejected(reason: "renewal info: \(f)")
                 case .success(let r): info = r
                 }
+                if case .failure(let f) = verifyTransaction(item.signedTransactionInfo) { return .rejected(reason: "status transaction: \(f)") }
             }
-            return ingestSnapshot(APISnapshot(originalTransactionId: otid, transactions: txs, renewalInfo: info))
         }
+        return ingestSnapshot(APISnapshot(originalTransactionId: otid, transactions: txs, renewalInfo: info))
     }
 
     public func deliver(decoded delivery: Delivery, now: Millis) throws(ValidatorFailure) -> DeliveryVerdict {

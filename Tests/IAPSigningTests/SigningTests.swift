@@ -67,3 +67,46 @@ import Testing
         #expect(Base64URL.decode("a") == nil)
     }
 }
+
+@Suite struct APIBodyTests {
+    let pki = TestPKI.shared(seed: 1)
+    static let t0: Millis = 1_772_323_200_000  // 2026-03-01
+
+    func tx(_ i: Int, expires: Millis) -> JWSTransactionDecodedPayload {
+        JWSTransactionDecodedPayload(
+            transactionId: "\(1000 + i)", originalTransactionId: "1000", bundleId: "com.example.iapcheck", productId: "pro.monthly",
+            subscriptionGroupIdentifier: "21000001", purchaseDate: Self.t0 + Millis(i) * 1000, expiresDate: Self.t0 + expires, type: .autoRenewable,
+            signedDate: Self.t0 + 50_000, environment: .production, transactionReason: i == 0 ? .purchase : .renewal)
+    }
+
+    @Test func historyIsPagedByTwentyWithRevisionsAndStatusesFollowA4() throws {
+        let txs = (0..<45).map { tx($0, expires: Millis($0) * 1000 + 1000) }
+        var renewal = JWSRenewalInfoDecodedPayload(originalTransactionId: "1000", productId: "pro.monthly", autoRenewProductId: "pro.monthly",
+                                                   autoRenewStatus: .on, signedDate: Self.t0 + 50_000, environment: .production)
+        renewal.isInBillingRetryPeriod = true
+        renewal.gracePeriodExpiresDate = Self.t0 + 60_000
+        let r = ArtifactRenderer(pki: pki, appAppleId: 1_234_567_890)
+        guard case let .apiSnapshot(otid, pages, statuses) = r.render(.apiSnapshot(APISnapshot(originalTransactionId: "1000", transactions: txs, renewalInfo: renewal))) else {
+            Issue.record("not a snapshot")
+            return
+        }
+        #expect(otid == "1000")
+        #expect(pages.map(\.signedTransactions.count) == [20, 20, 5])
+        #expect(pages.map(\.hasMore) == [true, true, false])
+        #expect(Set(pages.map(\.revision)).count == 3)
+        let item = try #require(statuses?.data.first?.lastTransactions.first)
+        #expect(item.status == .billingGracePeriod)  // latest expired at 45 s, grace until 60 s, asked at 50 s
+        let v = SignedDataVerifier(trustedRoots: pki.trustedRoots)
+        let latest = try v.verify(item.signedTransactionInfo, as: JWSTransactionDecodedPayload.self) { $0.signedDate }.get()
+        #expect(latest.transactionId == "1044")
+    }
+
+    @Test func notificationHistoryKeepsAtMostSixAttemptsAndPages() {
+        let n = ResponseBodyV2DecodedPayload(notificationType: .test, subtype: nil, notificationUUID: "u", signedDate: 1, data: nil)
+        let attempts = (0..<8).map { SendAttemptItem(attemptDate: Millis($0), sendAttemptResult: "TIMED_OUT") }
+        let page = ArtifactRenderer(pki: pki).notificationHistory(Array(repeating: (n, attempts), count: 25), pageSize: 20)
+        #expect(page.hasMore && page.paginationToken != nil)
+        #expect(page.notificationHistory.count == 20)
+        #expect(page.notificationHistory[0].sendAttempts.count == 6)
+    }
+}
