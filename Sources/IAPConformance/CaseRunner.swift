@@ -126,7 +126,7 @@ public enum CaseRunner {
         for s in c.steps.prefix(step + 1) {
             switch s {
             case .deliver(let d):
-                if d.label != "app" && d.label != "notification" || d.now != d.arrival { return c.property }
+                if !["app", "notification", "legacy-receipt"].contains(d.label) || d.now != d.arrival { return c.property }
             case .query(let q):
                 if q.query.at != q.appleTime || (q.query.deviceTime.map { $0 != q.query.at } ?? false) { return c.property }
             }

@@ -19,8 +19,10 @@ public enum PropertyName: String, Codable, Hashable, Sendable, CaseIterable {
     public var perturbations: Perturbations {
         var p = Perturbations()
         switch self {
-        case .entitlementAgreement: break
-        case .idempotentDelivery: p.duplicates = true
+        case .entitlementAgreement: p.legacyReceipts = true
+        case .idempotentDelivery:
+            p.duplicates = true
+            p.legacyReceipts = true
         case .orderInsensitivity:
             p.retries = true
             p.drops = true

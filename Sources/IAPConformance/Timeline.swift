@@ -35,7 +35,7 @@ public enum Timeline {
     }
 
     static func describe(_ d: PlannedDelivery, names: [String: String]) -> String {
-        let tag = d.label == "notification" || d.label == "app" ? "" : " [\(d.label)]"
+        let tag = d.label == "notification" || d.label == "app" || d.label == "legacy-receipt" ? "" : " [\(d.label)]"
         switch d.delivery {
         case .appTransaction(let s):
             let t = s.transaction
@@ -46,6 +46,9 @@ public enum Timeline {
             return "notification \(kind)\(product)\(tag)"
         case .apiSnapshot(let s):
             return "API: chain …\(s.originalTransactionId.suffix(4)) (\(s.transactions.count) transactions)\(tag)"
+        case .legacyReceipt(let l):
+            let n = l.chains.map(\.transactions.count).reduce(0, +)
+            return "legacy: \(names[l.userId] ?? l.userId)'s receipt via verifyReceipt (\(l.chains.count) chains, \(n) transactions)"
         }
     }
 }

@@ -14,8 +14,12 @@ public enum Delivery: Codable, Hashable, Sendable {
     /// (Get Transaction History + Get All Subscription Statuses): every transaction of the chain and its renewal
     /// info, as signed at the time of the call. Arrays carry no order guarantee.
     case apiSnapshot(APISnapshot)
+    /// A legacy validator's view: the user's receipt as `verifyReceipt` describes it at `requestDate` — every
+    /// chain of the person, with the precision legacy receipts have (no transaction reason, no win-back offers,
+    /// consumables left out once finished).
+    case legacyReceipt(LegacyReceiptFacts)
 
-    enum Key: String, CodingKey { case appTransaction, notification, apiSnapshot }
+    enum Key: String, CodingKey { case appTransaction, notification, apiSnapshot, legacyReceipt }
 
     // Encoded as `{"notification": {...}}` (one key naming the channel) so corpus files read naturally.
     public init(from decoder: any Decoder) throws {
@@ -27,6 +31,7 @@ public enum Delivery: Codable, Hashable, Sendable {
         case .appTransaction: self = .appTransaction(try c.decode(AppTransactionSubmission.self, forKey: key))
         case .notification: self = .notification(try c.decode(ResponseBodyV2DecodedPayload.self, forKey: key))
         case .apiSnapshot: self = .apiSnapshot(try c.decode(APISnapshot.self, forKey: key))
+        case .legacyReceipt: self = .legacyReceipt(try c.decode(LegacyReceiptFacts.self, forKey: key))
         }
     }
 
@@ -36,6 +41,7 @@ public enum Delivery: Codable, Hashable, Sendable {
         case .appTransaction(let s): try c.encode(s, forKey: .appTransaction)
         case .notification(let n): try c.encode(n, forKey: .notification)
         case .apiSnapshot(let s): try c.encode(s, forKey: .apiSnapshot)
+        case .legacyReceipt(let l): try c.encode(l, forKey: .legacyReceipt)
         }
     }
 
@@ -44,7 +50,24 @@ public enum Delivery: Codable, Hashable, Sendable {
         case .appTransaction: "app"
         case .notification: "notification"
         case .apiSnapshot: "api"
+        case .legacyReceipt: "legacy"
         }
+    }
+}
+
+public struct LegacyReceiptFacts: Codable, Hashable, Sendable {
+    public var userId: String
+    public var bundleId: String
+    public var environment: Environment
+    /// `receipt.request_date_ms`: Apple's clock when it answered; every fact in the receipt is as of then.
+    public var requestDate: Millis
+    public var chains: [APISnapshot]
+    public init(userId: String, bundleId: String, environment: Environment, requestDate: Millis, chains: [APISnapshot]) {
+        self.userId = userId
+        self.bundleId = bundleId
+        self.environment = environment
+        self.requestDate = requestDate
+        self.chains = chains
     }
 }
 

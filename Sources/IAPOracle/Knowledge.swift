@@ -35,6 +35,10 @@ public struct Knowledge: Sendable {
             return data.transactionInfo.flatMap(check) ?? data.renewalInfo.flatMap(check)
         case .apiSnapshot(let s):
             return s.transactions.lazy.compactMap(check).first ?? s.renewalInfo.flatMap(check)
+        case .legacyReceipt(let l):
+            if l.bundleId != c.bundleId { return "bundle_id \(l.bundleId) is not \(c.bundleId)" }
+            if l.environment != c.environment { return "environment \(l.environment) is not \(c.environment)" }
+            return nil
         }
     }
 
@@ -54,6 +58,13 @@ public struct Knowledge: Sendable {
         case .apiSnapshot(let s):
             for tx in s.transactions { merge(tx) }
             if let r = s.renewalInfo { merge(r) }
+        case .legacyReceipt(let l):
+            // The receipt is the user's own: every chain in it belongs to them.
+            for chain in l.chains {
+                for tx in chain.transactions { merge(tx) }
+                if let r = chain.renewalInfo { merge(r) }
+                link(chain: chain.originalTransactionId, to: l.userId)
+            }
         }
         return true
     }

@@ -47,8 +47,10 @@ public enum Oracle {
                 case .autoRenewable:
                     guard !void(x), let expires = x.expiresDate else { continue }
                     // An immediate upgrade or crossgrade: a later PURCHASE in the chain inside x's period ends x.
+                    // (Legacy receipts carry no reason; there the upgraded-from entry's is_upgraded says it.)
                     let cut = chain.first { y in
-                        y.transactionReason == .purchase && y.purchaseDate > x.purchaseDate && y.purchaseDate < expires
+                        (y.transactionReason == .purchase || (y.transactionReason == nil && x.isUpgraded == true))
+                            && y.purchaseDate > x.purchaseDate && y.purchaseDate < expires
                     }?.purchaseDate
                     let end = min(expires, cut ?? .max)
                     if x.purchaseDate <= t && t < end {

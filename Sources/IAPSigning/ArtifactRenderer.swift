@@ -49,6 +49,8 @@ public final class ArtifactRenderer {
             .notification(signedPayload: notification(n))
         case .apiSnapshot(let s):
             apiResponses(s, sign: transaction, renewal)
+        case .legacyReceipt(let l):
+            .legacyReceipt(userId: l.userId, responseBody: LegacyReceiptRenderer.body(l, shuffleSeed: UInt64(truncatingIfNeeded: l.requestDate)))
         }
     }
 

@@ -31,6 +31,8 @@ public struct ForgeryKit: Sendable {
                           signedRenewalInfo: data.renewalInfo.map { jws(forgery, $0, $0.signedDate) }, status: data.status)
                 })
             return .notification(signedPayload: jws(forgery, nested, n.signedDate))
+        case .legacyReceipt:
+            return ArtifactRenderer(pki: pki).render(d)  // not signed: nothing to forge cryptographically
         case .apiSnapshot(let s):
             return ArtifactRenderer(pki: pki).apiResponses(s, sign: { jws(forgery, $0, $0.signedDate) }, { jws(forgery, $0, $0.signedDate) })
         }

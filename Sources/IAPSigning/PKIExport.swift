@@ -74,7 +74,7 @@ public enum PKIExport {
             switch kit.render(f, d) {
             case .appTransaction(_, let s, _): (kind, jws) = ("transaction", s)
             case .notification(let s): (kind, jws) = ("notification", s)
-            case .apiSnapshot: continue
+            case .apiSnapshot, .legacyReceipt: continue
             }
             try write(jws, "\(f.rawValue).jws", in: forgedDir)
             forged.append(["class": f.rawValue, "kind": kind, "file": "forged/\(f.rawValue).jws"])

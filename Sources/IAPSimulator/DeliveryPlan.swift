@@ -14,6 +14,8 @@ public struct Perturbations: Codable, Hashable, Sendable {
     public var foreign = false
     /// Notification types, subtypes and enum values iapcheck's model does not know (must be tolerated).
     public var unknownValues = false
+    /// Legacy apps: the app sends its receipt and the validator gets the `verifyReceipt` answer.
+    public var legacyReceipts = false
 
     public init() {}
 }

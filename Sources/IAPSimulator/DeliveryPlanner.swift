@@ -62,6 +62,10 @@ public struct DeliveryPlanner: Sendable {
                     sub2.deviceTime = again + deviceSkew
                     add(again, .appTransaction(sub2), "app-resubmit", c.person)
                 }
+                if perturbations.legacyReceipts && c.inApp && src.chance(25) {
+                    let at = submit + 2
+                    add(at, .legacyReceipt(Self.legacyReceipt(sim, person: c.person, at: at)), "legacy-receipt", c.person)
+                }
                 if perturbations.foreign && src.chance(30) {
                     let forgery = src.pick(ForgeryClass.allCases.filter { !$0.notificationOnly })
                     var forged = sub
@@ -161,6 +165,22 @@ public struct DeliveryPlanner: Sendable {
             qi += 1
         }
         return steps
+    }
+
+    /// The person's receipt as `verifyReceipt` would describe it at `t`: every chain they hold, in the legacy view,
+    /// without consumables (finished ones leave the receipt).
+    static func legacyReceipt(_ sim: StoreSimulator, person: Int, at t: Millis) -> LegacyReceiptFacts {
+        var chains: [APISnapshot] = []
+        for c in sim.chains(of: person) where c.kind != .consumable {
+            let snap = sim.snapshot(chain: c.id, at: t)
+            guard !snap.transactions.isEmpty else { continue }
+            chains.append(APISnapshot(
+                originalTransactionId: snap.originalTransactionId,
+                transactions: snap.transactions.map { LegacyReceiptFacts.legacyView($0, requestDate: t) },
+                renewalInfo: snap.renewalInfo.map { LegacyReceiptFacts.legacyView($0, requestDate: t) }))
+        }
+        return LegacyReceiptFacts(userId: sim.persons[person].accountId, bundleId: sim.catalog.bundleId,
+                                  environment: sim.catalog.environment, requestDate: t, chains: chains)
     }
 
     /// The content an attacker would want accepted: no revocation, an expiry years away; or the identity the class

@@ -57,6 +57,8 @@ public enum Mutants {
         Entry(name: "ignore-certificate-dates", pitfall: "J31", description: "does not check certificate validity at signedDate", make: { VerifierMutant("ignore-certificate-dates") { $0.checkValidityDates = false } }),
         Entry(name: "no-size-limit", pitfall: "J31", description: "accepts tokens of any size", make: { VerifierMutant("no-size-limit") { $0.maxTokenBytes = .max } }),
         Entry(name: "nested-jws-unverified", pitfall: "J31", description: "verifies a notification's envelope but decodes its nested transaction unverified", make: { NestedUnverified() }),
+        Entry(name: "upgrade-as-refund", pitfall: "J17", description: "legacy: reads cancellation_date on an upgraded entry as a refund of the whole subscription", make: { UpgradeAsRefund() }),
+        Entry(name: "legacy-first-entry-latest", pitfall: "J3", description: "legacy: takes the first latest_receipt_info entry of a chain as its latest transaction", make: { LegacyFirstEntryLatest() }),
         Entry(name: "unlinked-notifications-dropped", pitfall: "J44", description: "drops notifications for chains not yet linked to a user", make: { UnlinkedNotificationsDropped() }),
     ]
 }
@@ -390,5 +392,50 @@ final class NestedUnverified: ReferenceValidator {
             let tx = try? JSONDecoder().decode(JWSTransactionDecodedPayload.self, from: Data(bytes))
         else { return verifyTransaction(jws) }
         return .success(tx)
+    }
+}
+
+final class UpgradeAsRefund: ReferenceValidator {
+    override var name: String { "mutant:upgrade-as-refund" }
+    override func ingestLegacyReceipt(userId: String, body: String) -> DeliveryVerdict {
+        let verdict = super.ingestLegacyReceipt(userId: userId, body: body)
+        guard verdict.isAccepted, let r = try? JSONDecoder().decode(LegacyReceiptResponse.self, from: Data(body.utf8)) else { return verdict }
+        for e in r.latest_receipt_info ?? [] where e.is_upgraded == "true" {
+            guard let c = e.cancellation_date_ms.flatMap({ Millis($0) }), var chain = chains[e.original_transaction_id] else { continue }
+            for (id, var tx) in chain.transactions where tx.revocationDate == nil {
+                tx.revocationDate = c
+                chain.transactions[id] = tx
+            }
+            chains[e.original_transaction_id] = chain
+        }
+        return verdict
+    }
+}
+
+final class LegacyFirstEntryLatest: ReferenceValidator {
+    override var name: String { "mutant:legacy-first-entry-latest" }
+    var pinned: [String: String] = [:]
+    override func reset(_ config: ValidatorConfig) throws(ValidatorFailure) {
+        try super.reset(config)
+        pinned = [:]
+    }
+    override func ingestLegacyReceipt(userId: String, body: String) -> DeliveryVerdict {
+        let verdict = super.ingestLegacyReceipt(userId: userId, body: body)
+        if verdict.isAccepted, let r = try? JSONDecoder().decode(LegacyReceiptResponse.self, from: Data(body.utf8)) {
+            var seen: Set<String> = []
+            for e in r.latest_receipt_info ?? [] where seen.insert(e.original_transaction_id).inserted {
+                pinned[e.original_transaction_id] = e.transaction_id
+            }
+        }
+        return verdict
+    }
+    override func ingestNotification(_ n: ResponseBodyV2DecodedPayload) -> DeliveryVerdict {
+        let v = super.ingestNotification(n)
+        if let tx = n.data?.transactionInfo { pinned[tx.originalTransactionId] = nil }
+        return v
+    }
+    override func latestTransaction(_ txs: [JWSTransactionDecodedPayload], chain otid: String, at t: Millis) -> JWSTransactionDecodedPayload? {
+        if let id = pinned[otid], let tx = txs.first(where: { $0.transactionId == id }) { return tx }
+        return super.latestTransaction(txs, chain: otid, at: t)
     }
 }

@@ -144,8 +144,8 @@ struct Check: ParsableCommand {
         print("\(v.name): \(report.passed)/\(report.cases) cases passed, \(report.questions) questions, corpus \(replayed) replayed, \(String(format: "%.1f", report.seconds)) s (\(Int(rate)) cases/s)")
         if report.failure == nil && caseIndex == nil {
             let forged = summary.forgeries
-            print("forgeries: \(forged.filter(\.rejected).count)/\(forged.count) classes all rejected (\(forged.map(\.sent).reduce(0, +)) forged artifacts)"
-                + (forged.contains { !$0.rejected } ? "; not rejected or not sent: " + forged.filter { !$0.rejected }.map(\.name).joined(separator: ", ") : ""))
+            if unsigned { print("forgeries: not checked (--unsigned)") } else { print("forgeries: \(forged.filter(\.rejected).count)/\(forged.count) classes all rejected (\(forged.map(\.sent).reduce(0, +)) forged artifacts)"
+                + (forged.contains { !$0.rejected } ? "; not rejected or not sent: " + forged.filter { !$0.rejected }.map(\.name).joined(separator: ", ") : "")) }
             let missing = report.coverage.missingFamilies
             if !missing.isEmpty { print("not exercised: \(missing.joined(separator: ", "))") }
         }

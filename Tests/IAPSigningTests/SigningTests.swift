@@ -110,3 +110,31 @@ import Testing
         #expect(page.notificationHistory[0].sendAttempts.count == 6)
     }
 }
+
+@Suite struct LegacyReceiptTests {
+    static let t0: Millis = 1_772_323_200_000  // 2026-03-01
+
+    @Test func theResponseUsesStringsAndMarksUpgradesWithCancellationDate() throws {
+        func tx(_ id: String, _ product: String, _ p: Millis, _ e: Millis, upgraded: Bool = false) -> JWSTransactionDecodedPayload {
+            var t = JWSTransactionDecodedPayload(
+                transactionId: id, originalTransactionId: "1", bundleId: "com.example.iapcheck", productId: product,
+                subscriptionGroupIdentifier: "21000001", purchaseDate: Self.t0 + p, expiresDate: Self.t0 + e, type: .autoRenewable,
+                signedDate: Self.t0 + 100, environment: .production, transactionReason: nil)
+            t.isUpgraded = upgraded ? true : nil
+            return t
+        }
+        let facts = LegacyReceiptFacts(
+            userId: "u", bundleId: "com.example.iapcheck", environment: .production, requestDate: Self.t0 + 100,
+            chains: [APISnapshot(originalTransactionId: "1", transactions: [tx("1", "basic.monthly", 0, 50, upgraded: true), tx("2", "pro.monthly", 10, 60)], renewalInfo: nil)])
+        let body = LegacyReceiptRenderer.body(facts)
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any])
+        #expect(json["status"] as? Int == 0)
+        let entries = try #require(json["latest_receipt_info"] as? [[String: Any]])
+        let upgraded = try #require(entries.first { $0["transaction_id"] as? String == "1" })
+        #expect(upgraded["is_upgraded"] as? String == "true")
+        #expect(upgraded["cancellation_date_ms"] as? String == String(Self.t0 + 10))
+        #expect(upgraded["quantity"] as? String == "1")
+        #expect((upgraded["purchase_date"] as? String)?.hasSuffix("Etc/GMT") == true)
+        #expect((json["receipt"] as? [String: Any])?["request_date_ms"] as? String == String(Self.t0 + 100))
+    }
+}

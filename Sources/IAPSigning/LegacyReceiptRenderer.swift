@@ -1,0 +1,84 @@
+import Foundation
+import IAPModel
+
+/// Renders a legacy `verifyReceipt` response body from receipt facts: string-typed numbers, `_ms` dates with their
+/// formatted (`Etc/GMT`, `America/Los_Angeles`) variants, `cancellation_date` on refunded and on upgraded-from
+/// entries (legacy receipts mark an upgrade that way, with `is_upgraded`), `pending_renewal_info` per chain.
+public enum LegacyReceiptRenderer {
+    public static func response(_ l: LegacyReceiptFacts, shuffleSeed: UInt64 = 0) -> LegacyReceiptResponse {
+        var entries: [LegacyReceiptResponse.InApp] = []
+        var pending: [LegacyReceiptResponse.PendingRenewal] = []
+        for chain in l.chains {
+            let ordered = chain.transactions.sorted { ($0.purchaseDate, $0.transactionId) < ($1.purchaseDate, $1.transactionId) }
+            for (i, t) in ordered.enumerated() where t.type != .consumable {
+                var e = LegacyReceiptResponse.InApp(
+                    quantity: String(t.quantity ?? 1), product_id: t.productId, transaction_id: t.transactionId,
+                    original_transaction_id: t.originalTransactionId, purchase_date: gmt(t.purchaseDate), purchase_date_ms: String(t.purchaseDate))
+                e.purchase_date_pst = pst(t.purchaseDate)
+                e.original_purchase_date = t.originalPurchaseDate.map(gmt)
+                e.original_purchase_date_ms = t.originalPurchaseDate.map { String($0) }
+                e.expires_date = t.expiresDate.map(gmt)
+                e.expires_date_ms = t.expiresDate.map { String($0) }
+                e.expires_date_pst = t.expiresDate.map(pst)
+                // Legacy receipts put the upgrade instant in cancellation_date on the upgraded-from entry.
+                let upgradedAt: Millis? = t.isUpgraded == true ? ordered.dropFirst(i + 1).first?.purchaseDate : nil
+                if let c = t.revocationDate ?? upgradedAt {
+                    e.cancellation_date = gmt(c)
+                    e.cancellation_date_ms = String(c)
+                    e.cancellation_reason = String((t.revocationReason ?? .refundedForOtherReason).rawValue)
+                }
+                e.web_order_line_item_id = t.webOrderLineItemId
+                if t.type == .autoRenewable {
+                    e.is_trial_period = String(t.offerType == .introductory && t.offerDiscountType == .freeTrial)
+                    e.is_in_intro_offer_period = String(t.offerType == .introductory && t.offerDiscountType != .freeTrial)
+                }
+                if t.isUpgraded == true { e.is_upgraded = "true" }
+                e.in_app_ownership_type = t.inAppOwnershipType.rawValue
+                e.subscription_group_identifier = t.subscriptionGroupIdentifier
+                if t.offerType == .promotional { e.promotional_offer_id = t.offerIdentifier }
+                if t.offerType == .offerCode { e.offer_code_ref_name = t.offerIdentifier }
+                e.app_account_token = t.appAccountToken
+                entries.append(e)
+            }
+            if let r = chain.renewalInfo {
+                var p = LegacyReceiptResponse.PendingRenewal(
+                    original_transaction_id: r.originalTransactionId, product_id: r.productId,
+                    auto_renew_status: r.autoRenewStatus == .on ? "1" : "0")
+                p.auto_renew_product_id = r.autoRenewProductId
+                p.expiration_intent = r.expirationIntent.map { String($0.rawValue) }
+                p.is_in_billing_retry_period = r.isInBillingRetryPeriod == true ? "1" : "0"
+                p.grace_period_expires_date = r.gracePeriodExpiresDate.map(gmt)
+                p.grace_period_expires_date_ms = r.gracePeriodExpiresDate.map { String($0) }
+                p.price_consent_status = r.priceIncreaseStatus.map { String($0.rawValue) }
+                pending.append(p)
+            }
+        }
+        // Apple guarantees no order in latest_receipt_info; rotate it so no validator can lean on one.
+        if entries.count > 1 {
+            let k = Int(shuffleSeed % UInt64(entries.count))
+            entries = Array(entries[k...] + entries[..<k])
+        }
+        let receipt = LegacyReceiptResponse.Receipt(
+            bundle_id: l.bundleId, request_date_ms: String(l.requestDate), request_date: gmt(l.requestDate),
+            in_app: entries.filter { $0.expires_date_ms == nil })
+        return LegacyReceiptResponse(
+            status: 0, environment: l.environment == .production ? "Production" : "Sandbox", receipt: receipt,
+            latest_receipt_info: entries.filter { $0.expires_date_ms != nil }, pending_renewal_info: pending)
+    }
+
+    public static func body(_ l: LegacyReceiptFacts, shuffleSeed: UInt64 = 0) -> String {
+        String(decoding: (try? JWSSigner.encoder.encode(response(l, shuffleSeed: shuffleSeed))) ?? Data(), as: UTF8.self)
+    }
+
+    /// `2026-03-01 00:00:00 Etc/GMT`
+    static func gmt(_ t: Millis) -> String {
+        let iso = CivilTime.iso8601(t)
+        return "\(iso.prefix(10)) \(iso.dropFirst(11).prefix(8)) Etc/GMT"
+    }
+
+    /// The Pacific-time variant Apple adds (fixed −8 h here; only for people to read).
+    static func pst(_ t: Millis) -> String {
+        let iso = CivilTime.iso8601(t - 8 * CivilTime.msPerHour)
+        return "\(iso.prefix(10)) \(iso.dropFirst(11).prefix(8)) America/Los_Angeles"
+    }
+}
