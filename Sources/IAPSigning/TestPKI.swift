@@ -66,8 +66,13 @@ public final class TestPKI: @unchecked Sendable {
         return p
     }
 
-    public init(seed: UInt64, validFrom: Date, validUntil: Date, leafCount: Int = 3) throws {
+    /// With `ocspURL`, the intermediate and the leaves carry an Authority Information Access extension naming that
+    /// OCSP responder (for validators with online checks; point it at a loopback address).
+    public let ocspURL: String?
+
+    public init(seed: UInt64, validFrom: Date, validUntil: Date, leafCount: Int = 3, ocspURL: String? = nil) throws {
         self.seed = seed
+        self.ocspURL = ocspURL
         self.validFrom = validFrom
         self.validUntil = validUntil
         var kd = KeyDerivation(seed: seed)
@@ -93,14 +98,14 @@ public final class TestPKI: @unchecked Sendable {
         intermediate = try Self.issue(
             serial: 2, publicKey: interPublic, subject: intermediateName, issuer: rootName, issuerKey: .init(rootKey),
             issuerPublic: rootPublic, from: validFrom.addingTimeInterval(-180 * 86400), until: validUntil.addingTimeInterval(2 * 365 * 86400),
-            kind: .intermediate(oid: true, ca: true))
+            kind: .intermediate(oid: true, ca: true), ocspURL: ocspURL)
         var leaves: [Leaf] = []
         for i in 0..<leafCount {
             let key = kd.p256("leaf-\(i)")
             let issued = try Self.issue(
                 serial: 100 + Int64(i), publicKey: .init(key.publicKey), subject: try Self.leafName(i), issuer: intermediateName,
                 issuerKey: .init(intermediateKey), issuerPublic: interPublic, from: validFrom, until: validUntil,
-                kind: .leaf(oid: true, oidCritical: false))
+                kind: .leaf(oid: true, oidCritical: false), ocspURL: ocspURL)
             leaves.append(Leaf(issued: issued, key: key, chain: [issued.x5c, intermediate.x5c, root.x5c]))
         }
         self.leaves = leaves
@@ -129,9 +134,14 @@ public final class TestPKI: @unchecked Sendable {
 
     static func issue(
         serial: Int64, publicKey: Certificate.PublicKey, subject: DistinguishedName, issuer: DistinguishedName,
-        issuerKey: Certificate.PrivateKey, issuerPublic: Certificate.PublicKey, from: Date, until: Date, kind: Kind
+        issuerKey: Certificate.PrivateKey, issuerPublic: Certificate.PublicKey, from: Date, until: Date, kind: Kind,
+        ocspURL: String? = nil
     ) throws -> Issued {
         var ext = Certificate.Extensions()
+        if let ocspURL {
+            let aia = AuthorityInformationAccess([.init(method: .ocspServer, location: .uniformResourceIdentifier(ocspURL))])
+            try ext.append(Certificate.Extension(aia, critical: false))
+        }
         let ski = SubjectKeyIdentifier(hash: publicKey)
         switch kind {
         case .root:

@@ -15,8 +15,14 @@ struct PKI: ParsableCommand {
             abstract: "Write root.der, root.pem and intermediate.pem into DIR.",
             discussion: "Configure the validator under test to trust root.der (in place of Apple Root CA - G3), with online (OCSP) checks off: the test certificates carry no OCSP URL.")
         @Argument(help: "Output directory.") var directory: String
+        @Option(help: "Put this OCSP responder URL (Authority Information Access) on the intermediate and leaves, e.g. http://127.0.0.1:8081/ocsp. The default PKI has none, so validators run offline.")
+        var ocspUrl: String?
         func run() throws {
-            for path in try PKIExport.export(CaseRunner.pki, to: directory) { print(path) }
+            var pki = CaseRunner.pki
+            if let ocspUrl {
+                pki = try TestPKI(seed: pki.seed, validFrom: pki.validFrom, validUntil: pki.validUntil, ocspURL: ocspUrl)
+            }
+            for path in try PKIExport.export(pki, to: directory) { print(path) }
         }
     }
 

@@ -138,3 +138,15 @@ import Testing
         #expect((json["receipt"] as? [String: Any])?["request_date_ms"] as? String == String(Self.t0 + 100))
     }
 }
+
+@Suite struct OCSPOptionTests {
+    @Test func theOCSPURLIsCarriedOnlyWhenAsked() throws {
+        let plain = TestPKI.shared(seed: 1)
+        #expect(try plain.leaves[0].issued.certificate.extensions.authorityInformationAccess == nil)
+        let online = try TestPKI(seed: 1, validFrom: plain.validFrom, validUntil: plain.validUntil, leafCount: 1, ocspURL: "http://127.0.0.1:8081/ocsp")
+        let aia = try #require(try online.leaves[0].issued.certificate.extensions.authorityInformationAccess)
+        #expect(aia.contains { $0.method == .ocspServer && $0.location == .uniformResourceIdentifier("http://127.0.0.1:8081/ocsp") })
+        #expect(try online.intermediate.certificate.extensions.authorityInformationAccess != nil)
+        #expect(try online.root.certificate.extensions.authorityInformationAccess == nil)
+    }
+}
