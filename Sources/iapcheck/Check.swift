@@ -16,8 +16,11 @@ struct Check: ParsableCommand {
         Exit codes: 0 pass; 1 discrepancy; 2 usage or configuration error; 3 validator failure.
         """)
 
-    @Option(help: "The validator: reference, or mutant:NAME (see `iapcheck mutants --list`).")
+    @Option(help: "The validator: reference, mutant:NAME (see `iapcheck mutants --list`), or exec:'COMMAND' (any program speaking docs/wire-protocol.md on stdin/stdout).")
     var validator = "reference"
+
+    @Option(help: "Seconds a subprocess validator may take to answer one request before it is killed and reported.")
+    var timeout: Double = 5
 
     @OptionGroup var options: CaseOptions
 
@@ -58,7 +61,7 @@ struct Check: ParsableCommand {
         } catch {
             throw fail("error: \(error)", code: Exit.usage)
         }
-        let v = try makeValidator(validator)
+        let v = try makeValidator(validator, timeout: timeout)
         var props: [PropertyName] = []
         for p in property {
             guard let n = PropertyName(rawValue: p) else {

@@ -26,7 +26,7 @@ struct IAPCheck: ParsableCommand {
         3 the validator failed as a program (crash, timeout, malformed answer).
         """,
         version: IAPCheckVersion.current,
-        subcommands: [Check.self, Mutants.self, Replay.self, PKI.self, Bench.self],
+        subcommands: [Check.self, Mutants.self, Replay.self, PKI.self, Bench.self, Serve.self],
         defaultSubcommand: Check.self)
 }
 
@@ -56,8 +56,13 @@ struct CaseOptions: ParsableArguments {
     }
 }
 
-func makeValidator(_ spec: String) throws -> any Validator {
+func makeValidator(_ spec: String, timeout: Double = 5) throws -> any Validator {
     if spec == "reference" { return ReferenceValidator() }
+    if spec.hasPrefix("exec:") {
+        let command = String(spec.dropFirst("exec:".count))
+        guard !command.isEmpty else { throw ValidationError("exec: needs a command, e.g. exec:'python3 my_validator.py'") }
+        return SubprocessValidator(command: command, timeout: timeout)
+    }
     if spec.hasPrefix("mutant:") {
         let name = String(spec.dropFirst("mutant:".count))
         guard let m = IAPValidators.Mutants.named(name) else {
@@ -65,7 +70,7 @@ func makeValidator(_ spec: String) throws -> any Validator {
         }
         return m.make()
     }
-    throw ValidationError("unknown validator \"\(spec)\": use reference or mutant:NAME")
+    throw ValidationError("unknown validator \"\(spec)\": use reference, mutant:NAME or exec:'COMMAND'")
 }
 
 func fail(_ message: String, code: Int32) -> ExitCode {

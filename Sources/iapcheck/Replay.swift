@@ -16,7 +16,7 @@ struct Replay: ParsableCommand {
     @Argument(help: "Corpus files or directories.")
     var files: [String] = []
 
-    @Option(help: "The validator: reference, or mutant:NAME.")
+    @Option(help: "The validator: reference, mutant:NAME, or exec:'COMMAND'.")
     var validator = "reference"
 
     @Flag(help: "Expect every case to fail.")

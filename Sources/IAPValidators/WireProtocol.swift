@@ -1,0 +1,114 @@
+import Foundation
+import IAPModel
+
+/// The subprocess wire protocol, version 1: one JSON object per line on the validator's stdin (requests) and stdout
+/// (replies), in order, one reply per request. Documented in `docs/wire-protocol.md`.
+public enum WireProtocol {
+    public static let version = 1
+
+    /// A request from the harness.
+    public struct Request: Codable, Sendable {
+        public var id: Int
+        /// `hello`, `reset`, `deliver`, `query`.
+        public var type: String
+        public var config: ValidatorConfig?
+        public var now: Millis?
+        public var delivery: SignedDelivery?
+        public var query: EntitlementQuery?
+        public init(id: Int, type: String, config: ValidatorConfig? = nil, now: Millis? = nil, delivery: SignedDelivery? = nil, query: EntitlementQuery? = nil) {
+            self.id = id
+            self.type = type
+            self.config = config
+            self.now = now
+            self.delivery = delivery
+            self.query = query
+        }
+    }
+
+    /// A reply from the validator.
+    public struct Reply: Codable, Sendable {
+        public var id: Int
+        /// `hello`, `ok`, `verdict`, `answer`, `error`.
+        public var type: String
+        public var name: String?
+        public var `protocol`: Int?
+        public var capabilities: [String]?
+        public var accepted: Bool?
+        public var reason: String?
+        public var answer: EntitlementAnswer?
+        /// For `error`: `unknown-message`, `bad-request`, `internal`.
+        public var code: String?
+        public var message: String?
+        public init(id: Int, type: String) {
+            self.id = id
+            self.type = type
+        }
+    }
+
+    public static let encoder: JSONEncoder = {
+        let e = JSONEncoder()
+        e.outputFormatting = [.withoutEscapingSlashes, .sortedKeys]
+        return e
+    }()
+
+    /// Serves `validator` on stdin/stdout until stdin closes: the in-process reference (or a mutant) as a
+    /// subprocess validator, and a model for implementers.
+    public static func serve(_ validator: any Validator, input: FileHandle = .standardInput, output: FileHandle = .standardOutput) {
+        let decoder = JSONDecoder()
+        var buffer = Data()
+        func reply(_ r: Reply) {
+            var line = (try? encoder.encode(r)) ?? Data(#"{"type":"error","code":"internal","id":-1}"#.utf8)
+            line.append(0x0A)
+            output.write(line)
+        }
+        while true {
+            let chunk = input.availableData
+            if chunk.isEmpty { return }
+            buffer.append(chunk)
+            while let nl = buffer.firstIndex(of: 0x0A) {
+                let line = buffer[buffer.startIndex..<nl]
+                buffer.removeSubrange(buffer.startIndex...nl)
+                guard !line.isEmpty else { continue }
+                guard let req = try? decoder.decode(Request.self, from: line) else {
+                    var r = Reply(id: -1, type: "error")
+                    r.code = "bad-request"
+                    r.message = "not a request object"
+                    reply(r)
+                    continue
+                }
+                var r = Reply(id: req.id, type: "ok")
+                do {
+                    switch req.type {
+                    case "hello":
+                        r.type = "hello"
+                        r.name = validator.name
+                        r.protocol = version
+                        r.capabilities = ["app-transaction", "notification", "api-snapshot", "legacy-receipt"]
+                    case "reset":
+                        guard let c = req.config else { throw ValidatorFailure(.protocolViolation, "reset without config") }
+                        try validator.reset(c)
+                    case "deliver":
+                        guard let d = req.delivery else { throw ValidatorFailure(.protocolViolation, "deliver without delivery") }
+                        let v = try validator.deliver(d, now: req.now ?? 0)
+                        r.type = "verdict"
+                        r.accepted = v.isAccepted
+                        if case .rejected(let why) = v { r.reason = why }
+                    case "query":
+                        guard let q = req.query else { throw ValidatorFailure(.protocolViolation, "query without query") }
+                        r.type = "answer"
+                        r.answer = try validator.entitlements(q)
+                    default:
+                        r.type = "error"
+                        r.code = "unknown-message"
+                        r.message = "unknown message type \(req.type)"
+                    }
+                } catch {
+                    r.type = "error"
+                    r.code = "bad-request"
+                    r.message = "\(error)"
+                }
+                reply(r)
+            }
+        }
+    }
+}
