@@ -137,9 +137,12 @@ public struct DeliveryPlanner: Sendable {
                     case 1: odd.subtype = Subtype(rawValue: "SOMETHING_NEW")
                     case 2: odd.data?.transactionInfo?.offerDiscountType = OfferDiscountType(rawValue: "FUTURE_MODE")
                     default:
+                        // A TEST notification names the app but carries no transaction (Request a Test Notification).
                         odd.notificationType = .test
                         odd.subtype = nil
-                        odd.data = nil
+                        odd.data?.transactionInfo = nil
+                        odd.data?.renewalInfo = nil
+                        odd.data?.status = nil
                     }
                     odd.notificationUUID = "e" + odd.notificationUUID.dropFirst()
                     add(first + 2, .notification(odd), ["unknown-type", "unknown-subtype", "unknown-enum-value", "test-notification"][how], n.person)
