@@ -3,7 +3,7 @@ import IAPModel
 
 /// Machine-readable outputs of `check` and `mutants`: the JSON summary and JUnit XML for CI.
 public enum Reports {
-    public struct CheckSummary: Codable {
+    public struct CheckSummary: Codable, Sendable {
         public var iapcheckVersion = IAPCheckVersion.current
         public var validator: String
         public var seed: UInt64
@@ -32,7 +32,7 @@ public enum Reports {
         }
     }
 
-    public struct ForgerySummary: Codable {
+    public struct ForgerySummary: Codable, Sendable {
         public var name: String
         public var sent: Int
         /// True when every forged artifact of the class was rejected (never true for a class that was never sent).
@@ -46,7 +46,7 @@ public enum Reports {
         }
     }
 
-    public struct CorpusSummary: Codable {
+    public struct CorpusSummary: Codable, Sendable {
         public var replayed: Int
         public var failed: [String]
 
@@ -56,7 +56,7 @@ public enum Reports {
         }
     }
 
-    public struct DiscrepancySummary: Codable {
+    public struct DiscrepancySummary: Codable, Sendable {
         public var property: String
         public var caseIndex: Int?
         public var corpusFile: String?
@@ -80,7 +80,7 @@ public enum Reports {
         }
     }
 
-    public struct ValidatorFailureSummary: Codable {
+    public struct ValidatorFailureSummary: Codable, Sendable {
         public var kind: String
         public var message: String
         public var caseIndex: Int?
@@ -94,7 +94,7 @@ public enum Reports {
         }
     }
 
-    public struct MutantSummary: Codable {
+    public struct MutantSummary: Codable, Sendable {
         public var name: String
         public var description: String
         public var pitfall: String
@@ -116,7 +116,7 @@ public enum Reports {
         }
     }
 
-    public struct MutantsSummary: Codable {
+    public struct MutantsSummary: Codable, Sendable {
         public var iapcheckVersion = IAPCheckVersion.current
         public var seed: UInt64
         public var casesPerMutant: Int

@@ -83,3 +83,17 @@ import Testing
         #expect(xml.contains("failures=\"1\""))
     }
 }
+
+@Suite struct CertificationTests {
+    @Test func theReferenceIsCertifiedAndAVerificationMutantIsNot() {
+        let good = CertificationSuite.run(ReferenceValidator(), scale: 0.1)
+        #expect(good.passed)
+        #expect(good.forgeries.count == ForgeryClass.allCases.count)
+        let html = CertificationHTML.render(good)
+        #expect(html.contains("Certified") && html.contains("entitlement-agreement") && html.contains("oversized-token"))
+
+        let bad = CertificationSuite.run(Mutants.named("skip-signature")!.make(), scale: 0.1)
+        #expect(!bad.passed)
+        #expect(bad.forgeries.contains { $0.name == ForgeryClass.foreignKeySignature.rawValue && !$0.rejected })
+    }
+}

@@ -1,0 +1,157 @@
+import Foundation
+import IAPModel
+import IAPSigning
+import IAPValidators
+
+/// The fixed, versioned certification suite: named seeds and case counts per property, plus a probe of every
+/// forgery class. Changing any number here is a new suite version.
+public enum CertificationSuite {
+    public static let version = "iapcheck-certify/1"
+
+    public struct Entry: Codable, Sendable {
+        public var property: PropertyName
+        public var seed: UInt64
+        public var cases: Int
+    }
+
+    public static let entries: [Entry] = [
+        Entry(property: .entitlementAgreement, seed: 101, cases: 300),
+        Entry(property: .idempotentDelivery, seed: 202, cases: 200),
+        Entry(property: .orderInsensitivity, seed: 303, cases: 200),
+        Entry(property: .forgeryRejected, seed: 404, cases: 200),
+        Entry(property: .robustInput, seed: 505, cases: 150),
+        Entry(property: .clockSkew, seed: 606, cases: 150),
+    ]
+
+    public struct PropertyResult: Codable, Sendable {
+        public var property: String
+        public var seed: UInt64
+        public var cases: Int
+        public var passed: Bool
+        public var casesRun: Int
+        public var counterexample: Reports.DiscrepancySummary?
+        public var validatorFailure: Reports.ValidatorFailureSummary?
+        public var coverage: Coverage
+    }
+
+    public struct ForgeryResult: Codable, Sendable {
+        public var name: String
+        public var rejected: Bool
+        public var reason: String?
+    }
+
+    public struct Report: Codable, Sendable {
+        public var suite = CertificationSuite.version
+        public var iapcheckVersion = IAPCheckVersion.current
+        public var validator: String
+        public var hello: String?
+        public var date: String
+        public var scale: Double
+        public var passed: Bool
+        public var properties: [PropertyResult]
+        public var forgeries: [ForgeryResult]
+    }
+
+    /// Runs the suite. `scale` multiplies every case count (1 is the certified size).
+    public static func run(_ validator: any Validator, catalog: Catalog = .standard, policy: Policy = .default, scale: Double = 1,
+                           progress: ((String) -> Void)? = nil) -> Report {
+        var results: [PropertyResult] = []
+        for e in entries {
+            progress?("\(e.property.rawValue): \(max(1, Int(Double(e.cases) * scale))) cases, seed \(e.seed)")
+            var o = CheckOptions()
+            o.seed = e.seed
+            o.cases = max(1, Int(Double(e.cases) * scale))
+            o.properties = [e.property]
+            o.catalog = catalog
+            o.policy = policy
+            o.shrinkBudget = .init(maxAttempts: 300, maxSeconds: 20)
+            let r = Checker(options: o, validator: validator).run()
+            var cx: Reports.DiscrepancySummary?
+            var vf: Reports.ValidatorFailureSummary?
+            if let f = r.failure {
+                if let d = f.discrepancy {
+                    cx = Reports.DiscrepancySummary(
+                        property: d.property.rawValue, caseIndex: f.caseIndex, shrunkEvents: f.shrunk.actionCount,
+                        expected: d.expected, observed: d.observed, differences: d.differences,
+                        timeline: Timeline.render(f.shrunk, failingStep: d.step),
+                        replay: "iapcheck check --property \(e.property.rawValue) --seed \(e.seed) --case \(f.caseIndex)")
+                } else if let failure = f.validatorFailure {
+                    vf = Reports.ValidatorFailureSummary(kind: failure.kind.rawValue, message: failure.message, caseIndex: f.caseIndex, transcript: failure.transcript)
+                }
+            }
+            results.append(PropertyResult(property: e.property.rawValue, seed: e.seed, cases: o.cases, passed: r.failure == nil,
+                                          casesRun: r.cases, counterexample: cx, validatorFailure: vf, coverage: r.coverage))
+        }
+        progress?("forgery probe: \(ForgeryClass.allCases.count) classes")
+        let forgeries = probeForgeries(validator, catalog: catalog, policy: policy)
+        let name = (validator as? SubprocessValidator)?.hello?.name ?? validator.name
+        return Report(validator: validator.name, hello: name, date: CivilTime.iso8601(Millis(Date().timeIntervalSince1970 * 1000)),
+                      scale: scale, passed: results.allSatisfy(\.passed) && forgeries.allSatisfy(\.rejected),
+                      properties: results, forgeries: forgeries)
+    }
+
+    /// Each forgery class on its own: a genuine purchase is delivered, then the forged artifact; it must be rejected
+    /// (a replayed notification UUID may be acknowledged) and must not change the user's answer.
+    public static func probeForgeries(_ v: any Validator, catalog: Catalog, policy: Policy) -> [ForgeryResult] {
+        let pki = CaseRunner.pki
+        let t: Millis = CivilTime.days(fromCivil: 2026, 3, 1) * CivilTime.msPerDay
+        let user = "a1b2c3d4-0000-4000-8000-000000000001"
+        let product = catalog.products.first { $0.kind == .autoRenewable }!
+        var tx = JWSTransactionDecodedPayload(
+            transactionId: "2000000000000001", originalTransactionId: "2000000000000001", webOrderLineItemId: "2000000000000002",
+            bundleId: catalog.bundleId, productId: product.id, subscriptionGroupIdentifier: product.groupId, purchaseDate: t,
+            originalPurchaseDate: t, expiresDate: product.period!.added(to: t), quantity: 1, type: .autoRenewable,
+            appAccountToken: user, inAppOwnershipType: .purchased, signedDate: t, environment: catalog.environment, transactionReason: .purchase)
+        tx.revocationDate = t + 1000
+        tx.revocationReason = .refundedDueToIssue
+        tx.signedDate = t + 1000
+        let notification = ResponseBodyV2DecodedPayload(
+            notificationType: .refund, subtype: nil, notificationUUID: "5e1f0000-0000-4000-9000-000000000001", signedDate: t + 1000,
+            data: NotificationData(appAppleId: catalog.appAppleId, bundleId: catalog.bundleId, environment: catalog.environment,
+                                   transactionInfo: tx, renewalInfo: nil, status: .revoked))
+        var tempting = tx
+        tempting.revocationDate = nil
+        tempting.revocationReason = nil
+        tempting.expiresDate = tx.expiresDate.map { $0 + 3 * 365 * CivilTime.msPerDay }
+        tempting.signedDate = t + 2000
+        var config = ValidatorConfig(catalog: catalog, policy: policy)
+        config.trustedRoots = pki.trustedRoots
+        let renderer = ArtifactRenderer(pki: pki, appAppleId: catalog.appAppleId)
+        let kit = ForgeryKit(pki: pki)
+        return ForgeryClass.allCases.map { f in
+            do {
+                try v.reset(config)
+                _ = try v.deliver(.appTransaction(userId: user, signedTransaction: renderer.transaction({ var x = tx; x.revocationDate = nil; x.revocationReason = nil; x.signedDate = t; return x }()), deviceTime: nil), now: t)
+                _ = try v.deliver(renderer.render(.notification(notification)), now: t + 1000)
+                let before = try v.entitlements(EntitlementQuery(userId: user, at: t + 3000))
+                var forged: Delivery
+                var n = notification
+                n.data?.transactionInfo = tempting
+                if f != .replayedNotificationUUID { n.notificationUUID = "f00d0000-0000-4000-9000-000000000001" }
+                switch f {
+                case .wrongAppAppleId: n.data?.appAppleId = 999_999_999; forged = .notification(n)
+                case .replayedNotificationUUID, .forgedNestedTransaction: forged = .notification(n)
+                default:
+                    var x = tempting
+                    switch f {
+                    case .wrongBundleId: x.bundleId = "com.example.other-app"
+                    case .wrongEnvironment: x.environment = .sandbox
+                    case .xcodeEnvironment: x.environment = .xcode
+                    default: break
+                    }
+                    forged = .appTransaction(AppTransactionSubmission(userId: user, transaction: x, deviceTime: nil))
+                }
+                let verdict = try v.deliver(kit.render(f, forged), now: t + 2000)
+                let after = try v.entitlements(EntitlementQuery(userId: user, at: t + 3000))
+                let changed = after.differences(from: before)
+                let ok = (!verdict.isAccepted || f.mayBeAcknowledged) && changed.isEmpty
+                var reason: String?
+                if verdict.isAccepted && !f.mayBeAcknowledged { reason = "accepted" }
+                if !changed.isEmpty { reason = (reason.map { $0 + "; " } ?? "") + "changed the answer: " + changed.joined(separator: "; ") }
+                return ForgeryResult(name: f.rawValue, rejected: ok, reason: reason)
+            } catch {
+                return ForgeryResult(name: f.rawValue, rejected: false, reason: "validator failure: \(error)")
+            }
+        }
+    }
+}

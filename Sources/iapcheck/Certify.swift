@@ -1,0 +1,48 @@
+import ArgumentParser
+import Foundation
+import IAPConformance
+import IAPModel
+import IAPValidators
+
+struct Certify: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run the fixed, versioned certification suite and write a JSON and an HTML report to Results/.",
+        discussion: """
+        Every property with its named seed and case count, then a probe of every forgery class. Unlike check, a \
+        failing property does not stop the others. Exit code 0 when certified, 1 otherwise, 3 if the validator \
+        failed as a program.
+        """)
+
+    @Option(help: "reference, mutant:NAME or exec:'COMMAND'.") var validator = "reference"
+    @Option(help: "Seconds per request for exec: validators.") var timeout: Double = 10
+    @OptionGroup var options: CaseOptions
+    @Option(help: "Multiply every case count (reports say so when not 1).") var scale: Double = 1
+    @Option(help: "Directory for the report folder.") var results = "Results"
+
+    func run() throws {
+        let catalog: Catalog, policy: Policy
+        do {
+            (catalog, policy) = try options.load()
+        } catch {
+            throw fail("error: \(error)", code: Exit.usage)
+        }
+        let v = try makeValidator(validator, timeout: timeout)
+        let report = CertificationSuite.run(v, catalog: catalog, policy: policy, scale: scale) { line in
+            FileHandle.standardError.write(Data("certify: \(line)\n".utf8))
+        }
+        let stamp = report.date.replacingOccurrences(of: ":", with: "").replacingOccurrences(of: ".", with: "")
+        let slug = (report.hello ?? v.name).map { $0.isLetter || $0.isNumber || $0 == "-" ? $0 : "_" }
+        let dir = (results as NSString).appendingPathComponent("certify-\(String(slug))-\(stamp)")
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        try Reports.writeJSON(report, to: (dir as NSString).appendingPathComponent("report.json"))
+        try CertificationHTML.render(report).write(toFile: (dir as NSString).appendingPathComponent("report.html"), atomically: true, encoding: .utf8)
+        for p in report.properties {
+            print("\(p.property.padding(toLength: 24, withPad: " ", startingAt: 0)) \(p.passed ? "pass" : "FAIL")  \(p.casesRun)/\(p.cases) cases\(p.counterexample.map { "  " + ($0.differences.first ?? $0.observed) } ?? "")\(p.validatorFailure.map { "  validator failure: " + $0.message } ?? "")")
+        }
+        let rejected = report.forgeries.filter(\.rejected).count
+        print("forgeries: \(rejected)/\(report.forgeries.count) classes rejected" + (rejected < report.forgeries.count ? "; not: " + report.forgeries.filter { !$0.rejected }.map(\.name).joined(separator: ", ") : ""))
+        print("\(report.passed ? "CERTIFIED" : "NOT CERTIFIED"): \(dir)/report.html")
+        if report.properties.contains(where: { $0.validatorFailure != nil }) { throw ExitCode(Exit.validatorFailure) }
+        if !report.passed { throw ExitCode(Exit.discrepancy) }
+    }
+}
