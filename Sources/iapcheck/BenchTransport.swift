@@ -1,0 +1,59 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import IAPConformance
+import IAPModel
+import IAPSigning
+import IAPSimulator
+import IAPValidators
+import PropertyEngine
+
+extension Bench {
+    struct Transport: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Operations per second through a transport: the same pre-rendered deliveries and questions sent to the reference validator in-process and over the subprocess wire protocol.",
+            discussion: "Build with -c release. The subprocess runs `iapcheck serve --validator reference` from this binary unless --command says otherwise.")
+
+        @Option(help: "Seconds per transport.") var seconds: Double = 3
+        @Option(help: "Subprocess command (default: this binary's serve).") var command: String?
+
+        func run() throws {
+            // A realistic operation mix: the steps of generated cases, rendered once, before the clock starts.
+            let pki = CaseRunner.pki
+            let generator = CaseGenerator(catalog: .standard, policy: .default)
+            var ops: [(ValidatorConfig?, SignedDelivery?, Millis, EntitlementQuery?)] = []
+            for i in 0..<60 {
+                let (c, _) = generator.generate(.entitlementAgreement, ChoiceSource(seed: SplitMix64.derive(7, UInt64(i))))
+                var config = c.config
+                config.trustedRoots = pki.trustedRoots
+                let renderer = ArtifactRenderer(pki: pki, appAppleId: c.config.catalog.appAppleId)
+                ops.append((config, nil, 0, nil))
+                for step in c.steps {
+                    switch step {
+                    case .deliver(let d): ops.append((nil, renderer.render(d.delivery), d.now, nil))
+                    case .query(let q): ops.append((nil, nil, 0, q.query))
+                    }
+                }
+            }
+            let me = CommandLine.arguments[0]
+            let sub = SubprocessValidator(command: command ?? "'\(me)' serve --validator reference", timeout: 30)
+            defer { sub.stop() }
+            for (name, v) in [("in-process", ReferenceValidator() as any Validator), ("subprocess (wire protocol)", sub)] {
+                let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(seconds * 1e9)
+                let start = DispatchTime.now().uptimeNanoseconds
+                var n = 0, i = 0
+                while DispatchTime.now().uptimeNanoseconds < deadline {
+                    let (config, delivery, now, query) = ops[i % ops.count]
+                    if i % ops.count == 0 { try v.reset(ops[0].0!) }
+                    if let config { try v.reset(config) }
+                    if let delivery { _ = try v.deliver(delivery, now: now) }
+                    if let query { _ = try v.entitlements(query) }
+                    n += 1
+                    i += 1
+                }
+                let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+                print("\(name.padding(toLength: 28, withPad: " ", startingAt: 0)) \(String(Int(Double(n) / elapsed)).leftPad(7)) ops/s  (\(n) operations: resets, signed deliveries, questions)")
+            }
+        }
+    }
+}
