@@ -53,7 +53,8 @@ public enum CertificationSuite {
     }
 
     /// Runs the suite. `scale` multiplies every case count (1 is the certified size).
-    public static func run(_ validator: any Validator, catalog: Catalog = .standard, policy: Policy = .default, scale: Double = 1,
+    /// `spec` is how the command line names the validator, for the replay commands in the report.
+    public static func run(_ validator: any Validator, spec: String = "reference", catalog: Catalog = .standard, policy: Policy = .default, scale: Double = 1,
                            progress: ((String) -> Void)? = nil) -> Report {
         var results: [PropertyResult] = []
         for e in entries {
@@ -74,7 +75,7 @@ public enum CertificationSuite {
                         property: d.property.rawValue, caseIndex: f.caseIndex, shrunkEvents: f.shrunk.actionCount,
                         expected: d.expected, observed: d.observed, differences: d.differences,
                         timeline: Timeline.render(f.shrunk, failingStep: d.step),
-                        replay: "iapcheck check --property \(e.property.rawValue) --seed \(e.seed) --case \(f.caseIndex)")
+                        replay: "iapcheck check --validator \"\(spec)\" --property \(e.property.rawValue) --seed \(e.seed) --case \(f.caseIndex)")
                 } else if let failure = f.validatorFailure {
                     vf = Reports.ValidatorFailureSummary(kind: failure.kind.rawValue, message: failure.message, caseIndex: f.caseIndex, transcript: failure.transcript)
                 }

@@ -10,7 +10,7 @@ public enum CertificationHTML {
         let ok = "<span class=ok>pass</span>", bad = "<span class=bad>FAIL</span>"
         var rows = ""
         for p in r.properties {
-            rows += "<tr><td>\(esc(p.property))</td><td>\(p.passed ? ok : bad)</td><td>\(p.casesRun)/\(p.cases)</td><td>\(p.seed)</td><td>\(esc(p.counterexample?.differences.first ?? p.validatorFailure?.message ?? ""))</td></tr>\n"
+            rows += "<tr><td>\(esc(p.property))</td><td>\(p.passed ? ok : bad)</td><td>\(p.casesRun)/\(p.cases)</td><td>\(p.seed)</td><td>\(esc(p.counterexample.map { $0.differences.first ?? "expected \($0.expected), observed \($0.observed)" } ?? p.validatorFailure?.message ?? ""))</td></tr>\n"
         }
         var details = ""
         for p in r.properties {

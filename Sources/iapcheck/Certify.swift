@@ -27,7 +27,7 @@ struct Certify: ParsableCommand {
             throw fail("error: \(error)", code: Exit.usage)
         }
         let v = try makeValidator(validator, timeout: timeout)
-        let report = CertificationSuite.run(v, catalog: catalog, policy: policy, scale: scale) { line in
+        let report = CertificationSuite.run(v, spec: validator, catalog: catalog, policy: policy, scale: scale) { line in
             FileHandle.standardError.write(Data("certify: \(line)\n".utf8))
         }
         let stamp = report.date.replacingOccurrences(of: ":", with: "").replacingOccurrences(of: ".", with: "")
