@@ -125,23 +125,7 @@ public enum CertificationSuite {
                 _ = try v.deliver(.appTransaction(userId: user, signedTransaction: renderer.transaction({ var x = tx; x.revocationDate = nil; x.revocationReason = nil; x.signedDate = t; return x }()), deviceTime: nil), now: t)
                 _ = try v.deliver(renderer.render(.notification(notification)), now: t + 1000)
                 let before = try v.entitlements(EntitlementQuery(userId: user, at: t + 3000))
-                var forged: Delivery
-                var n = notification
-                n.data?.transactionInfo = tempting
-                if f != .replayedNotificationUUID { n.notificationUUID = "f00d0000-0000-4000-9000-000000000001" }
-                switch f {
-                case .wrongAppAppleId: n.data?.appAppleId = 999_999_999; forged = .notification(n)
-                case .replayedNotificationUUID, .forgedNestedTransaction: forged = .notification(n)
-                default:
-                    var x = tempting
-                    switch f {
-                    case .wrongBundleId: x.bundleId = "com.example.other-app"
-                    case .wrongEnvironment: x.environment = .sandbox
-                    case .xcodeEnvironment: x.environment = .xcode
-                    default: break
-                    }
-                    forged = .appTransaction(AppTransactionSubmission(userId: user, transaction: x, deviceTime: nil))
-                }
+                let forged = ForgeryKit.delivery(f, tempting: tempting, notification: notification, userId: user)
                 let verdict = try v.deliver(kit.render(f, forged), now: t + 2000)
                 let after = try v.entitlements(EntitlementQuery(userId: user, at: t + 3000))
                 let changed = after.differences(from: before)

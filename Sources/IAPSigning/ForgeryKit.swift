@@ -12,6 +12,31 @@ public struct ForgeryKit: Sendable {
 
     public init(pki: TestPKI) { self.pki = pki }
 
+    /// The decoded content of a forged delivery of class `f`, built from a genuine notification: the tempting
+    /// transaction (`tempting`) arrives by the app channel, except for the classes that only exist for a
+    /// notification; identity classes swap in another bundle, app or environment. A replay keeps the UUID.
+    public static func delivery(_ f: ForgeryClass, tempting: JWSTransactionDecodedPayload, notification: ResponseBodyV2DecodedPayload, userId: String) -> Delivery {
+        var n = notification
+        n.data?.transactionInfo = tempting
+        if f != .replayedNotificationUUID { n.notificationUUID = "f00d" + n.notificationUUID.dropFirst(4) }
+        switch f {
+        case .wrongAppAppleId:
+            n.data?.appAppleId = 999_999_999
+            return .notification(n)
+        case .replayedNotificationUUID, .forgedNestedTransaction:
+            return .notification(n)
+        default:
+            var x = tempting
+            switch f {
+            case .wrongBundleId: x.bundleId = "com.example.other-app"
+            case .wrongEnvironment: x.environment = .sandbox
+            case .xcodeEnvironment: x.environment = .xcode
+            default: break
+            }
+            return .appTransaction(AppTransactionSubmission(userId: userId, transaction: x, deviceTime: nil))
+        }
+    }
+
     public func render(_ forgery: ForgeryClass, _ d: Delivery) -> SignedDelivery {
         switch d {
         case .appTransaction(let s):

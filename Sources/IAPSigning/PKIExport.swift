@@ -52,24 +52,9 @@ public enum PKIExport {
         let kit = ForgeryKit(pki: pki)
         var forged: [[String: String]] = []
         for f in ForgeryClass.allCases {
-            let d: Delivery
-            var n = notification
-            switch f {
-            case .wrongAppAppleId:
-                n.data?.appAppleId = 999_999_999
-                d = .notification(n)
-            case .replayedNotificationUUID, .forgedNestedTransaction:
-                d = .notification(n)
-            default:
-                var t2 = tx
-                switch f {
-                case .wrongBundleId: t2.bundleId = "com.example.other-app"
-                case .wrongEnvironment: t2.environment = .sandbox
-                case .xcodeEnvironment: t2.environment = .xcode
-                default: t2.expiresDate = t2.expiresDate.map { $0 + 3 * 365 * CivilTime.msPerDay }
-                }
-                d = .appTransaction(AppTransactionSubmission(userId: "u", transaction: t2, deviceTime: nil))
-            }
+            var tempting = tx
+            tempting.expiresDate = tx.expiresDate.map { $0 + 3 * 365 * CivilTime.msPerDay }
+            let d = ForgeryKit.delivery(f, tempting: tempting, notification: notification, userId: "u")
             let kind: String, jws: String
             switch kit.render(f, d) {
             case .appTransaction(_, let s, _): (kind, jws) = ("transaction", s)

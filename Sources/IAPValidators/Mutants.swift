@@ -77,17 +77,13 @@ final class ExpiryFromDuration: ReferenceValidator {
     }
 }
 
-final class ArrayOrderLatest: ReferenceValidator {
-    override var name: String { "mutant:array-order-latest" }
+/// Shared by the mutants that trust an array's order: the transaction a delivery listed first is pinned as its
+/// chain's latest until a notification about the chain arrives.
+class PinnedLatestMutant: ReferenceValidator {
     var pinned: [String: String] = [:]
     override func reset(_ config: ValidatorConfig) throws(ValidatorFailure) {
         try super.reset(config)
         pinned = [:]
-    }
-    override func ingestSnapshot(_ s: APISnapshot) -> DeliveryVerdict {
-        let v = super.ingestSnapshot(s)
-        if v.isAccepted, let first = s.transactions.first { pinned[s.originalTransactionId] = first.transactionId }
-        return v
     }
     override func ingestNotification(_ n: ResponseBodyV2DecodedPayload) -> DeliveryVerdict {
         let v = super.ingestNotification(n)
@@ -97,6 +93,15 @@ final class ArrayOrderLatest: ReferenceValidator {
     override func latestTransaction(_ txs: [JWSTransactionDecodedPayload], chain otid: String, at t: Millis) -> JWSTransactionDecodedPayload? {
         if let id = pinned[otid], let tx = txs.first(where: { $0.transactionId == id }) { return tx }
         return super.latestTransaction(txs, chain: otid, at: t)
+    }
+}
+
+final class ArrayOrderLatest: PinnedLatestMutant {
+    override var name: String { "mutant:array-order-latest" }
+    override func ingestSnapshot(_ s: APISnapshot) -> DeliveryVerdict {
+        let v = super.ingestSnapshot(s)
+        if v.isAccepted, let first = s.transactions.first { pinned[s.originalTransactionId] = first.transactionId }
+        return v
     }
 }
 
@@ -412,13 +417,8 @@ final class UpgradeAsRefund: ReferenceValidator {
     }
 }
 
-final class LegacyFirstEntryLatest: ReferenceValidator {
+final class LegacyFirstEntryLatest: PinnedLatestMutant {
     override var name: String { "mutant:legacy-first-entry-latest" }
-    var pinned: [String: String] = [:]
-    override func reset(_ config: ValidatorConfig) throws(ValidatorFailure) {
-        try super.reset(config)
-        pinned = [:]
-    }
     override func ingestLegacyReceipt(userId: String, body: String) -> DeliveryVerdict {
         let verdict = super.ingestLegacyReceipt(userId: userId, body: body)
         if verdict.isAccepted, let r = try? JSONDecoder().decode(LegacyReceiptResponse.self, from: Data(body.utf8)) {
@@ -428,14 +428,5 @@ final class LegacyFirstEntryLatest: ReferenceValidator {
             }
         }
         return verdict
-    }
-    override func ingestNotification(_ n: ResponseBodyV2DecodedPayload) -> DeliveryVerdict {
-        let v = super.ingestNotification(n)
-        if let tx = n.data?.transactionInfo { pinned[tx.originalTransactionId] = nil }
-        return v
-    }
-    override func latestTransaction(_ txs: [JWSTransactionDecodedPayload], chain otid: String, at t: Millis) -> JWSTransactionDecodedPayload? {
-        if let id = pinned[otid], let tx = txs.first(where: { $0.transactionId == id }) { return tx }
-        return super.latestTransaction(txs, chain: otid, at: t)
     }
 }

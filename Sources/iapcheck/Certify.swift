@@ -20,12 +20,7 @@ struct Certify: ParsableCommand {
     @Option(help: "Directory for the report folder.") var results = "Results"
 
     func run() throws {
-        let catalog: Catalog, policy: Policy
-        do {
-            (catalog, policy) = try options.load()
-        } catch {
-            throw fail("error: \(error)", code: Exit.usage)
-        }
+        let (catalog, policy) = try options.loadOrExit()
         let v = try makeValidator(validator, timeout: timeout)
         let report = CertificationSuite.run(v, spec: validator, catalog: catalog, policy: policy, scale: scale) { line in
             FileHandle.standardError.write(Data("certify: \(line)\n".utf8))

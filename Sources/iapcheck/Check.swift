@@ -55,12 +55,7 @@ struct Check: ParsableCommand {
     var unsigned = false
 
     func run() throws {
-        let catalog: Catalog, policy: Policy
-        do {
-            (catalog, policy) = try options.load()
-        } catch {
-            throw fail("error: \(error)", code: Exit.usage)
-        }
+        let (catalog, policy) = try options.loadOrExit()
         let v = try makeValidator(validator, timeout: timeout)
         var props: [PropertyName] = []
         for p in property {

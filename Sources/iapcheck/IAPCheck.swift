@@ -44,6 +44,15 @@ struct CaseOptions: ParsableArguments {
     @Option(name: .long, help: "Seed of the run; the same seed and version reproduce the same cases.")
     var seed: UInt64 = 1
 
+    /// The catalog and policy, or exit code 2 with every problem named.
+    func loadOrExit() throws -> (Catalog, Policy) {
+        do {
+            return try load()
+        } catch {
+            throw fail("error: \(error)", code: Exit.usage)
+        }
+    }
+
     func load() throws(ConfigError) -> (Catalog, Policy) {
         var defaults = Catalog.standard
         if let b = bundleId { defaults.bundleId = b }

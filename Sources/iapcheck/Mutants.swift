@@ -37,12 +37,7 @@ struct Mutants: ParsableCommand {
             for m in IAPValidators.Mutants.all { print("\(m.name.padding(toLength: 36, withPad: " ", startingAt: 0)) \(m.pitfall.padding(toLength: 4, withPad: " ", startingAt: 0)) \(m.description)") }
             return
         }
-        let catalog: Catalog, policy: Policy
-        do {
-            (catalog, policy) = try options.load()
-        } catch {
-            throw fail("error: \(error)", code: Exit.usage)
-        }
+        let (catalog, policy) = try options.loadOrExit()
         var entries = IAPValidators.Mutants.all
         if !only.isEmpty {
             for n in only where IAPValidators.Mutants.named(n) == nil { throw ValidationError("no mutant named \"\(n)\"") }
