@@ -13,6 +13,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", "4.0.0"..<"5.0.0"),
         .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
     ],
     targets: [
         // Wire types (Apple's names), product catalog, policies, answers. No I/O, no crypto.
@@ -40,9 +41,14 @@ let package = Package(
         ]),
         // Properties, the case runner, corpus, coverage and reports.
         .target(name: "IAPConformance", dependencies: ["IAPModel", "IAPOracle", "PropertyEngine", "IAPSimulator", "IAPValidators", "IAPSigning"]),
+        // Load profiles, schedules, the driver, HdrHistograms, results and gates.
+        .target(name: "IAPLoad", dependencies: [
+            "IAPModel", "IAPSimulator", "IAPSigning", "IAPValidators", "IAPConformance", "PropertyEngine",
+            .product(name: "Histogram", package: "hdrhistogram-swift"),
+        ]),
         // The command line: argument parsing and wiring only.
         .executableTarget(name: "iapcheck", dependencies: [
-            "IAPConformance", "IAPModel", "IAPValidators", "IAPSigning",
+            "IAPConformance", "IAPModel", "IAPValidators", "IAPSigning", "IAPLoad",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
@@ -52,6 +58,7 @@ let package = Package(
         .testTarget(name: "PropertyEngineTests", dependencies: ["PropertyEngine"]),
         .testTarget(name: "IAPSimulatorTests", dependencies: ["IAPSimulator", "IAPOracle", "IAPTesting"]),
         .testTarget(name: "IAPValidatorsTests", dependencies: ["IAPValidators", "IAPTesting", "IAPSigning"]),
+        .testTarget(name: "IAPLoadTests", dependencies: ["IAPLoad", "IAPTesting"]),
         .testTarget(name: "IAPSigningTests", dependencies: ["IAPSigning", "IAPValidators", "IAPTesting"]),
         .testTarget(name: "IAPConformanceTests", dependencies: ["IAPConformance", "IAPTesting"]),
         .testTarget(name: "QualityTests", dependencies: ["IAPConformance", "IAPValidators", "IAPTesting"]),

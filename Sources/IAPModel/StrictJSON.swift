@@ -153,8 +153,11 @@ public final class StrictJSON {
             return s
         }
 
-        public func rejectUnknownKeys() {
-            for k in dict.keys.sorted() where !seen.keys.contains(k) {
+        public func rejectUnknownKeys() { rejectUnknownKeysExcept([]) }
+
+        /// Like ``rejectUnknownKeys()``, for an object some of whose keys were read from ``dict`` directly.
+        public func rejectUnknownKeysExcept(_ handled: Set<String>) {
+            for k in dict.keys.sorted() where !seen.keys.contains(k) && !handled.contains(k) {
                 reader.problem(keyPath(k), "unknown key")
             }
         }

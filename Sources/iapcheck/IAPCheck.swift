@@ -26,7 +26,7 @@ struct IAPCheck: ParsableCommand {
         3 the validator failed as a program (crash, timeout, malformed answer).
         """,
         version: IAPCheckVersion.current,
-        subcommands: [Check.self, Mutants.self, Replay.self, Certify.self, PKI.self, Bench.self, Serve.self],
+        subcommands: [Check.self, Mutants.self, Replay.self, Certify.self, Load.self, PKI.self, Bench.self, Serve.self],
         defaultSubcommand: Check.self)
 }
 

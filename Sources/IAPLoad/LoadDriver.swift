@@ -1,0 +1,161 @@
+import Dispatch
+import Foundation
+import Histogram
+import IAPModel
+import IAPValidators
+
+/// Runs a profile: intended send times computed up front, one validator and one set of HdrHistograms per worker
+/// (merged at the end, never shared while running), latency from the intended time (coordinated omission
+/// corrected) and from the actual send.
+public final class LoadDriver: @unchecked Sendable {
+    public struct WorkerResult: Sendable {
+        public var corrected = Histogram<UInt64>(highestTrackableValue: 120_000_000, numberOfSignificantValueDigits: .three)
+        public var uncorrected = Histogram<UInt64>(highestTrackableValue: 120_000_000, numberOfSignificantValueDigits: .three)
+        /// Per second of the run: requests, errors, latency (corrected).
+        public var perSecond: [Histogram<UInt64>] = []
+        public var errorsPerSecond: [Int] = []
+        public var errors: [String: Int] = [:]
+        public var sent = 0
+        public var dropped = 0
+    }
+
+    public let profile: LoadProfile
+    public let pool: ArtifactPool
+    public let makeValidator: @Sendable () throws -> any Validator
+    /// Progress: (seconds elapsed, requests so far).
+    public var progress: (@Sendable (Int, Int) -> Void)?
+
+    public init(profile: LoadProfile, pool: ArtifactPool, makeValidator: @escaping @Sendable () throws -> any Validator) {
+        self.profile = profile
+        self.pool = pool
+        self.makeValidator = makeValidator
+    }
+
+    /// Intended send offsets (ns from the start) for the rate executors; nil for the closed executor.
+    public static func schedule(_ executor: LoadProfile.Executor, seconds: Double) -> [UInt64]? {
+        switch executor {
+        case .closed: return nil
+        case .constantRate(let rate, _):
+            let n = Int(rate * seconds)
+            return (0..<n).map { UInt64(Double($0) / rate * 1e9) }
+        case .rampingRate(let stages, _):
+            var out: [UInt64] = []
+            var t = 0.0, stageStart = 0.0
+            var from = stages.first?.rate ?? 0
+            for s in stages {
+                let end = stageStart + s.seconds
+                while t < end {
+                    let rate = max(from + (s.rate - from) * (t - stageStart) / s.seconds, 0.5)
+                    if rate >= 1 { out.append(UInt64(t * 1e9)) }
+                    t += 1 / max(rate, 1)
+                }
+                from = s.rate
+                stageStart = end
+            }
+            return out
+        }
+    }
+
+    public func run(seconds: Double, record: Bool) throws -> [WorkerResult] {
+        let workers = profile.executor.workers
+        let schedule = Self.schedule(profile.executor, seconds: seconds)
+        var validators: [any Validator] = []
+        for _ in 0..<workers {
+            let v = try makeValidator()
+            try v.reset(pool.config)
+            validators.append(v)
+        }
+        nonisolated(unsafe) let vs = validators
+        nonisolated(unsafe) var results = [WorkerResult](repeating: WorkerResult(), count: workers)
+        let counter = Counter()
+        let start = DispatchTime.now().uptimeNanoseconds
+        let end = start + UInt64(seconds * 1e9)
+        let maxLag = UInt64(profile.maxLagSeconds * 1e9)
+        let items = pool.items
+        let reporter = record ? progress : nil
+        let done = Counter()
+        let progressThread = Thread {
+            var s = 0
+            while done.value == 0 {
+                Thread.sleep(forTimeInterval: 1)
+                s += 1
+                reporter?(s, counter.value)
+            }
+        }
+        if reporter != nil { progressThread.start() }
+        DispatchQueue.concurrentPerform(iterations: workers) { w in
+            var r = WorkerResult()
+            let v = vs[w]
+            var k = w
+            func perform(_ item: ArtifactPool.Item) -> String? {
+                do {
+                    if let d = item.delivery {
+                        let verdict = try v.deliver(d, now: item.now)
+                        return verdict.isAccepted ? nil : "rejected"
+                    }
+                    if let q = item.query { _ = try v.entitlements(q) }
+                    return nil
+                } catch {
+                    return error.kind == .timedOut ? "timeout" : "transport-error"
+                }
+            }
+            func note(_ latency: UInt64, _ uncorrected: UInt64, _ at: UInt64, _ error: String?) {
+                let us = max(latency / 1000, 1), uus = max(uncorrected / 1000, 1)
+                _ = r.corrected.record(min(us, 120_000_000))
+                _ = r.uncorrected.record(min(uus, 120_000_000))
+                let second = Int((at - start) / 1_000_000_000)
+                while r.perSecond.count <= second {
+                    r.perSecond.append(Histogram<UInt64>(highestTrackableValue: 120_000_000, numberOfSignificantValueDigits: .two))
+                    r.errorsPerSecond.append(0)
+                }
+                _ = r.perSecond[second].record(min(us, 120_000_000))
+                if let error {
+                    r.errors[error, default: 0] += 1
+                    r.errorsPerSecond[second] += 1
+                }
+                r.sent += 1
+                counter.add(1)
+            }
+            if let schedule {
+                while k < schedule.count {
+                    let intended = start + schedule[k]
+                    var now = DispatchTime.now().uptimeNanoseconds
+                    while now < intended {
+                        let wait = intended - now
+                        if wait > 200_000 { usleep(UInt32((wait - 100_000) / 1000)) }
+                        now = DispatchTime.now().uptimeNanoseconds
+                    }
+                    if now - intended > maxLag {
+                        r.dropped += 1
+                    } else {
+                        let error = perform(items[k % items.count])
+                        let finished = DispatchTime.now().uptimeNanoseconds
+                        note(finished - intended, finished - now, intended, error)
+                    }
+                    k += workers
+                }
+            } else {
+                while true {
+                    let sent = DispatchTime.now().uptimeNanoseconds
+                    if sent >= end { break }
+                    let error = perform(items[k % items.count])
+                    let finished = DispatchTime.now().uptimeNanoseconds
+                    note(finished - sent, finished - sent, sent, error)
+                    k += workers
+                }
+            }
+            results[w] = r
+        }
+        done.add(1)
+        for v in validators { (v as? SubprocessValidator)?.stop() }
+        return results
+    }
+}
+
+/// A tiny atomic counter for progress lines (workers never share anything else while running).
+final class Counter: @unchecked Sendable {
+    private var n = 0
+    private let lock = NSLock()
+    func add(_ k: Int) { lock.lock(); n += k; lock.unlock() }
+    var value: Int { lock.lock(); defer { lock.unlock() }; return n }
+}

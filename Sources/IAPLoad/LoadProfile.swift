@@ -1,0 +1,173 @@
+import Foundation
+import IAPModel
+
+/// A load profile (`Profiles/*.json`), decoded strictly: every problem is reported with the file and key.
+public struct LoadProfile: Sendable {
+    public enum Executor: Sendable, Equatable {
+        /// N workers, each sending its next request as soon as the previous one is answered.
+        case closed(workers: Int)
+        /// Requests at a fixed arrival rate (per second), spread over the workers; latency counts from the intended
+        /// send time (coordinated omission corrected).
+        case constantRate(rate: Double, workers: Int)
+        /// Piecewise-linear arrival rate through the stages.
+        case rampingRate(stages: [(rate: Double, seconds: Double)], workers: Int)
+
+        public static func == (a: Executor, b: Executor) -> Bool { "\(a)" == "\(b)" }
+
+        public var workers: Int {
+            switch self {
+            case .closed(let w), .constantRate(_, let w), .rampingRate(_, let w): w
+            }
+        }
+    }
+
+    public var name: String
+    /// `reference`, `mutant:NAME` or `exec:COMMAND`.
+    public var target: String
+    public var mix: [Operation: Int]
+    public var poolSize: Int
+    public var poolSeed: UInt64
+    /// Share of artifacts signed by leaves outside the validator's warm chains (0 cache-friendly … 1 cache-hostile).
+    public var distinctChains: Double
+    public var executor: Executor
+    public var warmupSeconds: Double
+    public var durationSeconds: Double
+    /// Requests later than this behind their intended send time are not sent and count as dropped.
+    public var maxLagSeconds: Double
+    public var thresholds: [Threshold]
+    /// Allowed relative regression against `--baseline` (0.10 = 10 %).
+    public var baselineTolerance: Double
+
+    public enum Operation: String, CaseIterable, Sendable {
+        case appTransaction, notification, query, legacyReceipt
+    }
+
+    public static func load(path: String) throws(ConfigError) -> LoadProfile {
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw ConfigError(file: path, key: "", "cannot read the file (\(StrictJSON.reason(error)))")
+        }
+        return try decode(data, file: path)
+    }
+
+    public static func decode(_ data: Data, file: String) throws(ConfigError) -> LoadProfile {
+        let r = StrictJSON(file: file)
+        guard let o = r.parseObject(data) else { try r.finish(); fatalError("unreachable") }
+        let name = o.string("name") ?? "profile"
+        let target = o.string("target", required: false) ?? "reference"
+        if !(target == "reference" || target.hasPrefix("mutant:") || target.hasPrefix("exec:")) {
+            r.problem(o.keyPath("target"), "\"\(target)\" is not reference, mutant:NAME or exec:COMMAND")
+        }
+        var mix: [Operation: Int] = [:]
+        if let m = o.object("mix") {
+            for op in Operation.allCases {
+                if let w = m.int(op.rawValue, required: false, range: 0...1_000_000) { mix[op] = Int(w) }
+            }
+            m.rejectUnknownKeys()
+            if mix.values.reduce(0, +) == 0 { r.problem(o.keyPath("mix"), "the weights add up to 0") }
+        }
+        var poolSize = 1000, poolSeed: UInt64 = 1, distinct = 0.0
+        if let p = o.object("pool", required: false) {
+            poolSize = Int(p.int("size", required: false, range: 1...1_000_000) ?? 1000)
+            poolSeed = UInt64(p.int("seed", required: false, range: 0...Int64.max) ?? 1)
+            if let d = p.int("distinctChainsPercent", required: false, range: 0...100) { distinct = Double(d) / 100 }
+            p.rejectUnknownKeys()
+        }
+        var executor = Executor.closed(workers: 1)
+        if let e = o.object("executor") {
+            let workers = Int(e.int("workers", required: false, range: 1...1024) ?? 1)
+            switch e.choice("type", ["closed", "constant-rate", "ramping-rate"]) {
+            case "closed"?: executor = .closed(workers: workers)
+            case "constant-rate"?:
+                executor = .constantRate(rate: Double(e.int("rate", range: 1...10_000_000) ?? 1), workers: workers)
+            case "ramping-rate"?:
+                var stages: [(Double, Double)] = []
+                for s in e.objects("stages") ?? [] {
+                    let rate = s.int("rate", range: 0...10_000_000), secs = s.int("seconds", range: 1...86_400)
+                    s.rejectUnknownKeys()
+                    if let rate, let secs { stages.append((Double(rate), Double(secs))) }
+                }
+                if stages.isEmpty { r.problem(e.keyPath("stages"), "at least one stage is needed") }
+                executor = .rampingRate(stages: stages.map { (rate: $0.0, seconds: $0.1) }, workers: workers)
+            default: break
+            }
+            if case .rampingRate = executor {} else if e.has("stages") { r.problem(e.keyPath("stages"), "only for ramping-rate") }
+            e.rejectUnknownKeys()
+        }
+        let warmup = Double(o.int("warmupSeconds", required: false, range: 0...3600) ?? 1)
+        var duration = Double(o.int("durationSeconds", required: false, range: 1...86_400) ?? 10)
+        if case .rampingRate(let stages, _) = executor { duration = stages.map(\.seconds).reduce(0, +) }
+        let maxLag = Double(o.int("maxLagMilliseconds", required: false, range: 1...600_000) ?? 1000) / 1000
+        var thresholds: [Threshold] = []
+        if let list = o.dict["thresholds"] {
+            if let strings = list as? [String] {
+                for (i, s) in strings.enumerated() {
+                    if let t = Threshold(s) { thresholds.append(t) } else {
+                        r.problem("thresholds[\(i)]", "\"\(s)\" is not a threshold like \"p99 < 20ms\", \"errors < 0.1%\", \"throughput >= 5000/s\"")
+                    }
+                }
+            } else {
+                r.problem("thresholds", "expected an array of strings")
+            }
+            _ = o.has("thresholds")
+        }
+        let tolerance = Double(o.int("baselineTolerancePercent", required: false, range: 0...1000) ?? 10) / 100
+        o.rejectUnknownKeysExcept(["thresholds"])
+        try r.finish()
+        return LoadProfile(name: name, target: target, mix: mix, poolSize: poolSize, poolSeed: poolSeed, distinctChains: distinct,
+                           executor: executor, warmupSeconds: warmup, durationSeconds: duration, maxLagSeconds: maxLag,
+                           thresholds: thresholds, baselineTolerance: tolerance)
+    }
+}
+
+/// A pass/fail rule on the merged results: `p99 < 20ms`, `p99.9 <= 50ms`, `max < 1s`, `errors < 0.1%`,
+/// `dropped < 1%`, `throughput >= 5000/s`.
+public struct Threshold: Sendable, CustomStringConvertible {
+    public enum Metric: Sendable, Equatable { case percentile(Double), max, errors, dropped, throughput }
+    public enum Comparison: String, Sendable { case lt = "<", le = "<=", gt = ">", ge = ">=" }
+    public var metric: Metric
+    public var comparison: Comparison
+    /// Microseconds for latencies, a fraction for errors/dropped, per second for throughput.
+    public var value: Double
+    public var description: String
+
+    public init?(_ text: String) {
+        let parts = text.split(separator: " ").map(String.init)
+        guard parts.count == 3, let cmp = Comparison(rawValue: parts[1]) else { return nil }
+        description = text
+        comparison = cmp
+        let lhs = parts[0].lowercased(), rhs = parts[2].lowercased()
+        switch lhs {
+        case "max": metric = .max
+        case "errors": metric = .errors
+        case "dropped": metric = .dropped
+        case "throughput": metric = .throughput
+        default:
+            guard lhs.hasPrefix("p"), let p = Double(lhs.dropFirst()), p > 0, p < 100 else { return nil }
+            metric = .percentile(p)
+        }
+        switch metric {
+        case .percentile, .max:
+            let units: [(String, Double)] = [("us", 1), ("µs", 1), ("ms", 1000), ("s", 1_000_000)]
+            guard let (suffix, scale) = units.first(where: { rhs.hasSuffix($0.0) }), let v = Double(rhs.dropLast(suffix.count)) else { return nil }
+            value = v * scale
+        case .errors, .dropped:
+            guard rhs.hasSuffix("%"), let v = Double(rhs.dropLast()) else { return nil }
+            value = v / 100
+        case .throughput:
+            guard rhs.hasSuffix("/s"), let v = Double(rhs.dropLast(2)) else { return nil }
+            value = v
+        }
+    }
+
+    public func holds(_ observed: Double) -> Bool {
+        switch comparison {
+        case .lt: observed < value
+        case .le: observed <= value
+        case .gt: observed > value
+        case .ge: observed >= value
+        }
+    }
+}

@@ -1,0 +1,125 @@
+import Foundation
+import Histogram
+import IAPConformance
+import IAPModel
+
+/// The merged outcome of a load run and everything written to its result folder.
+public struct LoadResults: Sendable {
+    public struct Summary: Codable, Sendable {
+        public var profile: String
+        public var target: String
+        public var executor: String
+        public var workers: Int
+        public var durationSeconds: Double
+        public var requests: Int
+        public var throughputPerSecond: Double
+        /// Latency from the intended send time (coordinated omission corrected), microseconds.
+        public var latencyMicros: [String: UInt64]
+        /// Latency from the actual send, microseconds.
+        public var uncorrectedLatencyMicros: [String: UInt64]
+        public var errors: [String: Int]
+        public var errorRate: Double
+        public var dropped: Int
+        public var droppedRate: Double
+        public var thresholds: [ThresholdResult]
+        public var passed: Bool
+        public var environment: [String: String]
+        public var perSecond: [SecondSummary]
+    }
+
+    public struct ThresholdResult: Codable, Sendable {
+        public var rule: String
+        public var observed: Double
+        public var passed: Bool
+    }
+
+    public struct SecondSummary: Codable, Sendable {
+        public var second: Int
+        public var requests: Int
+        public var errors: Int
+        public var p50Micros: UInt64
+        public var p99Micros: UInt64
+    }
+
+    public var summary: Summary
+    public var corrected: Histogram<UInt64>
+    public var uncorrected: Histogram<UInt64>
+
+    static let percentiles: [(String, Double)] = [("p50", 50), ("p90", 90), ("p99", 99), ("p99.9", 99.9), ("p99.99", 99.99)]
+
+    public init(profile: LoadProfile, workers: [LoadDriver.WorkerResult], seconds: Double) {
+        var corrected = Histogram<UInt64>(highestTrackableValue: 120_000_000, numberOfSignificantValueDigits: .three)
+        var uncorrected = corrected
+        var errors: [String: Int] = [:]
+        var perSecond: [Histogram<UInt64>] = []
+        var errorsPerSecond: [Int] = []
+        var sent = 0, dropped = 0
+        for w in workers {
+            corrected.add(w.corrected)
+            uncorrected.add(w.uncorrected)
+            for (k, v) in w.errors { errors[k, default: 0] += v }
+            sent += w.sent
+            dropped += w.dropped
+            for (i, h) in w.perSecond.enumerated() {
+                while perSecond.count <= i {
+                    perSecond.append(Histogram<UInt64>(highestTrackableValue: 120_000_000, numberOfSignificantValueDigits: .two))
+                    errorsPerSecond.append(0)
+                }
+                perSecond[i].add(h)
+                errorsPerSecond[i] += w.errorsPerSecond[i]
+            }
+        }
+        func spectrum(_ h: Histogram<UInt64>) -> [String: UInt64] {
+            var out: [String: UInt64] = [:]
+            for (k, p) in Self.percentiles { out[k] = h.totalCount > 0 ? h.valueAtPercentile(p) : 0 }
+            out["max"] = h.totalCount > 0 ? h.max : 0
+            return out
+        }
+        let errorCount = errors.values.reduce(0, +)
+        let throughput = Double(sent) / seconds
+        let attempted = sent + dropped
+        let errorRate = sent > 0 ? Double(errorCount) / Double(sent) : 0
+        let droppedRate = attempted > 0 ? Double(dropped) / Double(attempted) : 0
+        let results = profile.thresholds.map { t -> ThresholdResult in
+            let observed: Double = switch t.metric {
+            case .percentile(let p): Double(corrected.totalCount > 0 ? corrected.valueAtPercentile(p) : 0)
+            case .max: Double(corrected.totalCount > 0 ? corrected.max : 0)
+            case .errors: errorRate
+            case .dropped: droppedRate
+            case .throughput: throughput
+            }
+            return ThresholdResult(rule: t.description, observed: observed, passed: t.holds(observed))
+        }
+        let series = perSecond.enumerated().map { i, h in
+            SecondSummary(second: i, requests: Int(h.totalCount), errors: errorsPerSecond[i],
+                          p50Micros: h.totalCount > 0 ? h.valueAtPercentile(50) : 0, p99Micros: h.totalCount > 0 ? h.valueAtPercentile(99) : 0)
+        }
+        summary = Summary(
+            profile: profile.name, target: profile.target, executor: "\(profile.executor)", workers: profile.executor.workers,
+            durationSeconds: seconds, requests: sent, throughputPerSecond: throughput, latencyMicros: spectrum(corrected),
+            uncorrectedLatencyMicros: spectrum(uncorrected), errors: errors, errorRate: errorRate, dropped: dropped,
+            droppedRate: droppedRate, thresholds: results, passed: results.allSatisfy(\.passed),
+            environment: [
+                "iapcheck": IAPCheckVersion.current, "cores": String(ProcessInfo.processInfo.activeProcessorCount),
+                "os": ProcessInfo.processInfo.operatingSystemVersionString,
+            ],
+            perSecond: series)
+        self.corrected = corrected
+        self.uncorrected = uncorrected
+    }
+
+    /// Writes summary.json, latency.hgrm (corrected, milliseconds), latency-uncorrected.hgrm, histogram.json and
+    /// report.html into `directory`, each atomically.
+    public func write(to directory: String) throws {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        func path(_ name: String) -> String { (directory as NSString).appendingPathComponent(name) }
+        try Reports.writeJSON(summary, to: path("summary.json"))
+        var hgrm = "", raw = ""
+        corrected.outputPercentileDistribution(to: &hgrm, outputValueUnitScalingRatio: 1000)
+        uncorrected.outputPercentileDistribution(to: &raw, outputValueUnitScalingRatio: 1000)
+        try hgrm.write(toFile: path("latency.hgrm"), atomically: true, encoding: .utf8)
+        try raw.write(toFile: path("latency-uncorrected.hgrm"), atomically: true, encoding: .utf8)
+        try Reports.writeJSON(corrected, to: path("histogram.json"))
+        try LoadReportHTML.render(self).write(toFile: path("report.html"), atomically: true, encoding: .utf8)
+    }
+}

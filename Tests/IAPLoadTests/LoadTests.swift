@@ -1,0 +1,68 @@
+import Foundation
+import IAPLoad
+import IAPModel
+import IAPValidators
+import Testing
+
+@Suite struct LoadProfileTests {
+    func decode(_ json: String) throws(ConfigError) -> LoadProfile {
+        try LoadProfile.decode(Data(json.utf8), file: "test.json")
+    }
+
+    @Test func theShippedProfilesDecode() throws {
+        let dir = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Profiles")
+        let files = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".json") }
+        #expect(files.count >= 5)
+        for f in files { _ = try LoadProfile.load(path: dir.appendingPathComponent(f).path) }
+    }
+
+    @Test func everyProblemIsReportedWithItsKey() {
+        #expect {
+            try decode(#"{"name":"x","target":"nginx","mix":{"appTransaction":"lots"},"executor":{"type":"open","workers":0},"thresholds":["p99 under 2ms"],"colour":1}"#)
+        } throws: { error in
+            let keys = Set((error as? ConfigError)?.problems.map(\.key) ?? [])
+            return keys.isSuperset(of: ["target", "mix.appTransaction", "executor.type", "executor.workers", "thresholds[0]", "colour"])
+        }
+    }
+
+    @Test func thresholdsParseUnitsAndCompare() throws {
+        let t = try #require(Threshold("p99.9 <= 20ms"))
+        #expect(t.metric == .percentile(99.9) && t.value == 20_000 && t.holds(20_000) && !t.holds(20_001))
+        #expect(Threshold("errors < 0.1%")?.value == 0.001)
+        #expect(Threshold("throughput >= 5000/s")?.holds(4999) == false)
+        #expect(Threshold("p100 < 1ms") == nil)
+    }
+
+    @Test func rateSchedulesAreComputedUpFront() {
+        let constant = LoadDriver.schedule(.constantRate(rate: 1000, workers: 2), seconds: 2)!
+        #expect(constant.count == 2000 && constant[1] == 1_000_000)
+        let ramp = LoadDriver.schedule(.rampingRate(stages: [(rate: 100, seconds: 1), (rate: 300, seconds: 1)], workers: 1), seconds: 2)!
+        #expect(ramp.count > 250 && ramp.count < 320)  // 100 in the first second, ~200 on average in the second
+        #expect(LoadDriver.schedule(.closed(workers: 2), seconds: 1) == nil)
+    }
+}
+
+@Suite struct LoadRunTests {
+    @Test func aShortConstantRateRunAgainstTheReferenceMeetsItsRateAndWritesResults() throws {
+        let profile = try LoadProfile.decode(Data(#"""
+        {"name":"t","mix":{"appTransaction":60,"notification":20,"query":20},"pool":{"size":100},
+         "executor":{"type":"constant-rate","rate":500,"workers":2},"warmupSeconds":0,"durationSeconds":2,
+         "thresholds":["errors < 1%","throughput >= 400/s","p99 < 1ms"]}
+        """#.utf8), file: "t.json")
+        let pool = ArtifactPool.build(profile)
+        #expect(pool.items.contains { $0.operation == .appTransaction } && pool.items.contains { $0.operation == .query })
+        let workers = try LoadDriver(profile: profile, pool: pool) { ReferenceValidator() }.run(seconds: 2, record: true)
+        let r = LoadResults(profile: profile, workers: workers, seconds: 2)
+        #expect(r.summary.requests + r.summary.dropped == 1000)
+        #expect(r.summary.errors.isEmpty)
+        #expect(r.summary.thresholds.count == 3)
+        #expect(r.summary.thresholds[0].passed && r.summary.thresholds[1].passed)
+        let dir = NSTemporaryDirectory() + "iapcheck-load-\(UUID().uuidString)"
+        try r.write(to: dir)
+        let hgrm = try String(contentsOfFile: dir + "/latency.hgrm", encoding: .utf8)
+        #expect(hgrm.contains("Percentile"))
+        let html = try String(contentsOfFile: dir + "/report.html", encoding: .utf8)
+        #expect(html.contains("<svg") && html.contains("Percentile spectrum"))
+    }
+}
