@@ -15,6 +15,10 @@ public struct CheckOptions: Sendable {
     public var shrinkBudget = Shrinker.Budget()
     /// Run only this case index (reproduces one case of a seeded run).
     public var onlyCase: Int?
+    /// How many times a shrunk counterexample is replayed to tell a real failure from a flaky one.
+    public var flakinessReplays = 3
+    /// Polled between cases; true stops the run early (Ctrl-C), keeping what was found.
+    public var shouldStop: @Sendable () -> Bool = { false }
     /// Deliver signed artifacts (the default). Off: decoded facts, in-process validators only, no forgeries.
     public var signed = true
     public init() {}
@@ -30,9 +34,17 @@ public struct FailureReport: Sendable {
     public var outcome: CaseOutcome
     public var shrinkAttempts: Int
     public var failingStep: Int?
+    /// Set when replaying the shrunk case gave different outcomes: a flaky validator (or a race), not a plain fail.
+    public var flaky: FlakyReport?
 
     public var discrepancy: Discrepancy? { if case .discrepancy(let d) = outcome { d } else { nil } }
     public var validatorFailure: ValidatorFailure? { if case .validatorFailed(let f, _) = outcome { f } else { nil } }
+}
+
+/// The outcomes of replaying one case several times, when they differ.
+public struct FlakyReport: Sendable {
+    public var runs: Int
+    public var outcomes: [String]
 }
 
 public struct CheckReport: Sendable {
@@ -45,6 +57,8 @@ public struct CheckReport: Sendable {
     public var seconds: Double
     /// Forged artifacts sent and rejected, per class.
     public var forgeries = ForgeryTally()
+    /// The run was stopped early (`cases` says how far it got).
+    public var interrupted = false
 }
 
 /// Generates, runs and shrinks cases against one validator.
@@ -78,6 +92,10 @@ public struct Checker {
         var forgeries = ForgeryTally()
         let indices: [Int] = options.onlyCase.map { [$0] } ?? Array(0..<options.cases)
         for (n, i) in indices.enumerated() {
+            if options.shouldStop() {
+                return CheckReport(validator: validator.name, cases: n, passed: passed, questions: questions,
+                                   failure: nil, coverage: coverage, seconds: Self.seconds(since: start), forgeries: forgeries, interrupted: true)
+            }
             let (c, src) = generate(caseIndex: i)
             coverage.add(c)
             let outcome = CaseRunner.run(c, against: validator, signed: options.signed, tally: &forgeries)
@@ -96,6 +114,15 @@ public struct Checker {
     }
 
     static func seconds(since start: UInt64) -> Double { Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9 }
+
+    /// An outcome in one line, for comparing replays.
+    static func describe(_ o: CaseOutcome) -> String {
+        switch o {
+        case .passed: "passed"
+        case .discrepancy(let d): "step \(d.step): \(d.kind.rawValue) expected \(d.expected), observed \(d.observed)"
+        case .validatorFailed(let f, let step): "step \(step): \(f)"
+        }
+    }
 
     static func sameFailure(_ a: CaseOutcome, _ b: CaseOutcome) -> Bool {
         switch (a, b) {
@@ -133,7 +160,11 @@ public struct Checker {
         case .validatorFailed(_, let s): s
         case .passed: nil
         }
+        // Replay the counterexample a few times: different outcomes mean a flaky validator, reported as such.
+        var outcomes = [Self.describe(best.1)]
+        for _ in 1..<max(options.flakinessReplays, 1) { outcomes.append(Self.describe(CaseRunner.run(best.0, against: validator, signed: options.signed))) }
+        let flaky = Set(outcomes).count > 1 ? FlakyReport(runs: outcomes.count, outcomes: outcomes) : nil
         return FailureReport(caseIndex: i, seed: options.seed, property: property, originalActions: original.actionCount,
-                             shrunk: best.0, outcome: best.1, shrinkAttempts: result.attempts, failingStep: step)
+                             shrunk: best.0, outcome: best.1, shrinkAttempts: result.attempts, failingStep: step, flaky: flaky)
     }
 }

@@ -102,12 +102,21 @@ struct Check: ParsableCommand {
         opts.onlyCase = caseIndex
         opts.signed = !unsigned
         opts.shrinkBudget.maxSeconds = shrinkSeconds
+        opts.shouldStop = { Interrupt.requested }
+        Interrupt.install()
         var checker = Checker(options: opts, validator: v)
         let progress = Progress("check \(v.name)", quiet: quiet)
         checker.progress = { progress.update($0, $1) }
         let report = checker.run()
 
         var discrepancies = corpusFailures
+        if let flaky = report.failure?.flaky {
+            print("FLAKY \(report.failure!.property.rawValue): the shrunk case gave different outcomes in \(flaky.runs) replays:")
+            for o in flaky.outcomes { print("    \(o)") }
+        }
+        if report.interrupted {
+            print("INTERRUPTED after \(report.cases) of \(cases) cases, all passed; the same run again: iapcheck check --validator \(validator) --seed \(options.seed) --cases \(cases)\(catalogArgs)")
+        }
         if let f = report.failure {
             if let d = f.discrepancy {
                 var file: String?
@@ -140,7 +149,7 @@ struct Check: ParsableCommand {
 
         let rate = Double(report.cases) / max(report.seconds, 1e-9)
         print("\(v.name): \(report.passed)/\(report.cases) cases passed, \(report.questions) questions, corpus \(replayed) replayed, \(String(format: "%.1f", report.seconds)) s (\(Int(rate)) cases/s)")
-        if report.failure == nil && caseIndex == nil {
+        if report.failure == nil && caseIndex == nil && !report.interrupted {
             let forged = summary.forgeries
             if unsigned { print("forgeries: not checked (--unsigned)") } else { print("forgeries: \(forged.filter(\.rejected).count)/\(forged.count) classes all rejected (\(forged.map(\.sent).reduce(0, +)) forged artifacts)"
                 + (forged.contains { !$0.rejected } ? "; not rejected or not sent: " + forged.filter { !$0.rejected }.map(\.name).joined(separator: ", ") : "")) }
@@ -149,6 +158,7 @@ struct Check: ParsableCommand {
         }
         if !failures.isEmpty { throw ExitCode(Exit.validatorFailure) }
         if !discrepancies.isEmpty { throw ExitCode(Exit.discrepancy) }
+        if report.interrupted { throw ExitCode(130) }
     }
 
     var catalogArgs: String {

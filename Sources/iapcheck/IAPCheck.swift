@@ -23,7 +23,8 @@ struct IAPCheck: ParsableCommand {
         minimal history and printed as a timeline with the command that replays them.
 
         Exit codes: 0 all properties hold; 1 a discrepancy was found; 2 usage or configuration error; \
-        3 the validator failed as a program (crash, timeout, malformed answer).
+        3 the validator failed as a program (crash, timeout, malformed answer); 4 a load threshold failed; \
+        130 interrupted (Ctrl-C), after printing what the run had found.
         """,
         version: IAPCheckVersion.current,
         subcommands: [Check.self, Mutants.self, Replay.self, Certify.self, Load.self, PKI.self, Bench.self, Serve.self],

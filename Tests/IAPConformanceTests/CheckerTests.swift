@@ -97,3 +97,42 @@ import Testing
         #expect(bad.forgeries.contains { $0.name == ForgeryClass.foreignKeySignature.rawValue && !$0.rejected })
     }
 }
+
+/// A validator whose answers change between identical runs (real randomness, on purpose).
+final class CoinFlipValidator: ReferenceValidator {
+    override var name: String { "coin-flip" }
+    override func isEntitled(_ s: SubscriptionStatus) -> Bool {
+        var g = SystemRandomNumberGenerator()
+        return Int.random(in: 0..<4, using: &g) == 0 ? false : super.isEntitled(s)
+    }
+}
+
+@Suite struct FlakinessTests {
+    @Test func aValidatorThatAnswersDifferentlyOnReplayIsReportedFlaky() throws {
+        var o = CheckOptions()
+        o.cases = 200
+        o.signed = false
+        o.flakinessReplays = 12
+        let report = Checker(options: o, validator: CoinFlipValidator()).run()
+        let f = try #require(report.failure)
+        let flaky = try #require(f.flaky)
+        #expect(Set(flaky.outcomes).count > 1)
+    }
+
+    @Test func aDeterministicMutantIsNotFlaky() throws {
+        var o = CheckOptions()
+        o.cases = 200
+        o.signed = false
+        let f = try #require(Checker(options: o, validator: Mutants.named("no-grace")!.make()).run().failure)
+        #expect(f.flaky == nil)
+    }
+
+    @Test func aStopRequestEndsTheRunEarly() {
+        var o = CheckOptions()
+        o.cases = 1000
+        o.signed = false
+        o.shouldStop = { true }
+        let report = Checker(options: o, validator: ReferenceValidator()).run()
+        #expect(report.interrupted && report.cases == 0)
+    }
+}
