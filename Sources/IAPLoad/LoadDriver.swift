@@ -56,9 +56,13 @@ public final class LoadDriver: @unchecked Sendable {
         }
     }
 
-    public func run(seconds: Double, record: Bool) throws -> [WorkerResult] {
+    /// `segment` (i of n) runs a deterministic slice of the schedule — every n-th intended send, starting at i —
+    /// so n processes or machines together send the whole profile (k6's execution segments).
+    public func run(seconds: Double, record: Bool, segment: (index: Int, count: Int) = (0, 1)) throws -> [WorkerResult] {
         let workers = profile.executor.workers
-        let schedule = Self.schedule(profile.executor, seconds: seconds)
+        let schedule = Self.schedule(profile.executor, seconds: seconds).map { full in
+            stride(from: segment.index, to: full.count, by: segment.count).map { full[$0] }
+        }
         var validators: [any Validator] = []
         for _ in 0..<workers {
             let v = try makeValidator()

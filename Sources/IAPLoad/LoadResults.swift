@@ -45,6 +45,48 @@ public struct LoadResults: Sendable {
     public var corrected: Histogram<UInt64>
     public var uncorrected: Histogram<UInt64>
 
+    /// Merges the result folders of the segments of one profile: histograms are added (never percentiles averaged),
+    /// counts summed, per-second series summed second by second, thresholds evaluated on the merged figures.
+    public static func merge(_ directories: [String], profile: LoadProfile) throws -> LoadResults {
+        var workers: [LoadDriver.WorkerResult] = []
+        var seconds = 0.0
+        for dir in directories {
+            func read(_ name: String) throws -> Data { try Data(contentsOf: URL(fileURLWithPath: (dir as NSString).appendingPathComponent(name))) }
+            let summary = try JSONDecoder().decode(Summary.self, from: read("summary.json"))
+            var w = LoadDriver.WorkerResult()
+            w.corrected = try JSONDecoder().decode(Histogram<UInt64>.self, from: read("histogram.json"))
+            w.uncorrected = try JSONDecoder().decode(Histogram<UInt64>.self, from: read("histogram-uncorrected.json"))
+            w.perSecond = try JSONDecoder().decode([Histogram<UInt64>].self, from: read("per-second.json"))
+            w.errorsPerSecond = summary.perSecond.map(\.errors)
+            while w.errorsPerSecond.count < w.perSecond.count { w.errorsPerSecond.append(0) }
+            w.errors = summary.errors
+            w.sent = summary.requests
+            w.dropped = summary.dropped
+            workers.append(w)
+            seconds = max(seconds, summary.durationSeconds)
+        }
+        return LoadResults(profile: profile, workers: workers, seconds: seconds)
+    }
+
+    /// Relative regressions against an earlier summary beyond `tolerance`: lower throughput, higher p50/p99/p99.9,
+    /// a higher error rate. Empty when within tolerance.
+    public func regressions(against baseline: Summary, tolerance: Double) -> [String] {
+        var out: [String] = []
+        let s = summary
+        if s.throughputPerSecond < baseline.throughputPerSecond * (1 - tolerance) {
+            out.append(String(format: "throughput %.0f/s is more than %.0f%% below the baseline's %.0f/s", s.throughputPerSecond, tolerance * 100, baseline.throughputPerSecond))
+        }
+        for k in ["p50", "p99", "p99.9"] {
+            if let now = s.latencyMicros[k], let then = baseline.latencyMicros[k], then > 0, Double(now) > Double(then) * (1 + tolerance) {
+                out.append(String(format: "%@ %.3f ms is more than %.0f%% above the baseline's %.3f ms", k, Double(now) / 1000, tolerance * 100, Double(then) / 1000))
+            }
+        }
+        if s.errorRate > baseline.errorRate + 0.001 {
+            out.append(String(format: "error rate %.3f%% is above the baseline's %.3f%%", s.errorRate * 100, baseline.errorRate * 100))
+        }
+        return out
+    }
+
     static let percentiles: [(String, Double)] = [("p50", 50), ("p90", 90), ("p99", 99), ("p99.9", 99.9), ("p99.99", 99.99)]
 
     public init(profile: LoadProfile, workers: [LoadDriver.WorkerResult], seconds: Double) {
@@ -106,7 +148,10 @@ public struct LoadResults: Sendable {
             perSecond: series)
         self.corrected = corrected
         self.uncorrected = uncorrected
+        self.perSecondHistograms = perSecond
     }
+
+    var perSecondHistograms: [Histogram<UInt64>] = []
 
     /// Writes summary.json, latency.hgrm (corrected, milliseconds), latency-uncorrected.hgrm, histogram.json and
     /// report.html into `directory`, each atomically.
@@ -120,6 +165,8 @@ public struct LoadResults: Sendable {
         try hgrm.write(toFile: path("latency.hgrm"), atomically: true, encoding: .utf8)
         try raw.write(toFile: path("latency-uncorrected.hgrm"), atomically: true, encoding: .utf8)
         try Reports.writeJSON(corrected, to: path("histogram.json"))
+        try Reports.writeJSON(uncorrected, to: path("histogram-uncorrected.json"))
+        try Reports.writeJSON(perSecondHistograms, to: path("per-second.json"))
         try LoadReportHTML.render(self).write(toFile: path("report.html"), atomically: true, encoding: .utf8)
     }
 }

@@ -10,6 +10,13 @@ let thresholdExit: Int32 = 4
 struct Load: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run a load profile against a validator's hot verification path and gate on its thresholds.",
+        subcommands: [Run.self, Merge.self],
+        defaultSubcommand: Run.self)
+
+    struct Run: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "run",
+        abstract: "Run a load profile (the default: `iapcheck load PROFILE`).",
         discussion: """
         Artifacts are rendered before the clock starts; rate executors compute their intended send times up front and \
         latency counts from the intended time (coordinated omission corrected; the uncorrected figure is kept too). \
@@ -23,6 +30,8 @@ struct Load: ParsableCommand {
     @Option(help: "Directory for the result folder.") var results = "Results"
     @Option(help: "Seconds per request for exec: targets.") var timeout: Double = 5
     @Flag(help: "No live progress line.") var quiet = false
+    @Option(help: "Compare with an earlier summary.json and fail (exit 4) on a regression beyond the profile's baselineTolerancePercent.") var baseline: String?
+    @Option(help: "Run segment i of N (e.g. 0/4): every N-th intended send starting at i; merge the folders with `iapcheck load merge`.") var segment: String?
 
     func run() throws {
         let p: LoadProfile
@@ -39,22 +48,81 @@ struct Load: ParsableCommand {
         if !quiet {
             driver.progress = { s, n in FileHandle.standardError.write(Data("load \(p.name): \(s) s, \(n) requests\n".utf8)) }
         }
+        var seg = (index: 0, count: 1)
+        if let segment {
+            let parts = segment.split(separator: "/").compactMap { Int($0) }
+            guard parts.count == 2, parts[1] >= 1, parts[0] >= 0, parts[0] < parts[1] else {
+                throw ValidationError("--segment takes i/N with 0 ≤ i < N, e.g. 0/4")
+            }
+            seg = (parts[0], parts[1])
+        }
         let workers: [LoadDriver.WorkerResult]
         do {
-            if p.warmupSeconds > 0 { _ = try driver.run(seconds: p.warmupSeconds, record: false) }
-            workers = try driver.run(seconds: p.durationSeconds, record: true)
+            if p.warmupSeconds > 0 { _ = try driver.run(seconds: p.warmupSeconds, record: false, segment: seg) }
+            workers = try driver.run(seconds: p.durationSeconds, record: true, segment: seg)
         } catch let e as ValidatorFailure {
             throw fail("validator failure: \(e)", code: Exit.validatorFailure)
         }
         let r = LoadResults(profile: p, workers: workers, seconds: p.durationSeconds)
         let stamp = CivilTime.iso8601(Millis(Date().timeIntervalSince1970 * 1000)).replacingOccurrences(of: ":", with: "").replacingOccurrences(of: ".", with: "")
-        let dir = (results as NSString).appendingPathComponent("\(p.name)-\(stamp)")
+        let dir = (results as NSString).appendingPathComponent("\(p.name)-\(stamp)\(segment.map { "-segment-" + $0.replacingOccurrences(of: "/", with: "of") } ?? "")")
         try r.write(to: dir)
+        if segment != nil {
+            // A segment sends only its share: its gates are evaluated on the merge (`iapcheck load merge`).
+            do { try Load.report(r, dir: dir, profile: p, baseline: nil) } catch let e as ExitCode where e.rawValue == thresholdExit {
+                print("segment \(segment!): thresholds and baselines are gated on the merged result, not per segment")
+            }
+            return
+        }
+        try Load.report(r, dir: dir, profile: p, baseline: baseline)
+    }
+    }
+
+    static func report(_ r: LoadResults, dir: String, profile p: LoadProfile, baseline: String?) throws {
         let s = r.summary
         print("\(p.name): \(s.requests) requests in \(String(format: "%.1f", s.durationSeconds)) s = \(Int(s.throughputPerSecond))/s; latency p50 \(Self.ms(s.latencyMicros["p50"])) p99 \(Self.ms(s.latencyMicros["p99"])) p99.9 \(Self.ms(s.latencyMicros["p99.9"])) max \(Self.ms(s.latencyMicros["max"])) (uncorrected p99 \(Self.ms(s.uncorrectedLatencyMicros["p99"]))); errors \(s.errors.isEmpty ? "none" : s.errors.map { "\($0.key) \($0.value)" }.sorted().joined(separator: ", ")); dropped \(s.dropped)")
         for t in s.thresholds { print("  \(t.passed ? "pass" : "FAIL")  \(t.rule)  (observed \(String(format: "%.4g", t.observed)))") }
+        var regressions: [String] = []
+        if let baseline {
+            let b: LoadResults.Summary
+            do {
+                b = try JSONDecoder().decode(LoadResults.Summary.self, from: Data(contentsOf: URL(fileURLWithPath: baseline)))
+            } catch {
+                throw fail("error: \(baseline): not a load summary.json (\(error))", code: Exit.usage)
+            }
+            regressions = r.regressions(against: b, tolerance: p.baselineTolerance)
+            print(regressions.isEmpty ? "baseline: within \(Int(p.baselineTolerance * 100))% of \(baseline)" : "baseline: REGRESSION against \(baseline)")
+            for line in regressions { print("  \(line)") }
+        }
         print("results: \(dir)/report.html")
-        if !s.passed { throw ExitCode(thresholdExit) }
+        if !s.passed || !regressions.isEmpty { throw ExitCode(thresholdExit) }
+    }
+
+    struct Merge: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Merge the result folders of the segments of one profile (histograms, not averages) into one result folder.")
+        @Argument(help: "The profile the segments ran.") var profile: String
+        @Argument(help: "Segment result folders.") var directories: [String]
+        @Option(help: "Directory for the merged result folder.") var results = "Results"
+        @Option(help: "Compare the merged result with an earlier summary.json.") var baseline: String?
+
+        func run() throws {
+            let p: LoadProfile
+            do {
+                p = try LoadProfile.load(path: profile)
+            } catch {
+                throw fail("error: \(error)", code: Exit.usage)
+            }
+            let r: LoadResults
+            do {
+                r = try LoadResults.merge(directories, profile: p)
+            } catch {
+                throw fail("error: cannot merge \(directories.joined(separator: ", ")): \(error)", code: Exit.usage)
+            }
+            let dir = (results as NSString).appendingPathComponent("\(p.name)-merged-\(directories.count)-segments")
+            try r.write(to: dir)
+            try Load.report(r, dir: dir, profile: p, baseline: baseline)
+        }
     }
 
     static func ms(_ us: UInt64?) -> String { String(format: "%.2f ms", Double(us ?? 0) / 1000) }

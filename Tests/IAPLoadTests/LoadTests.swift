@@ -66,3 +66,33 @@ import Testing
         #expect(html.contains("<svg") && html.contains("Percentile spectrum"))
     }
 }
+
+@Suite struct LoadSegmentTests {
+    @Test func segmentsSplitTheScheduleAndMergeBackToTheWhole() throws {
+        let profile = try LoadProfile.decode(Data(#"""
+        {"name":"seg","mix":{"query":100},"pool":{"size":50},"executor":{"type":"constant-rate","rate":300,"workers":1},
+         "warmupSeconds":0,"durationSeconds":1,"thresholds":["throughput >= 250/s"]}
+        """#.utf8), file: "seg.json")
+        let pool = ArtifactPool.build(profile)
+        var dirs: [String] = []
+        var total = 0
+        for i in 0..<3 {
+            let w = try LoadDriver(profile: profile, pool: pool) { ReferenceValidator() }.run(seconds: 1, record: true, segment: (i, 3))
+            let r = LoadResults(profile: profile, workers: w, seconds: 1)
+            #expect(r.summary.requests + r.summary.dropped == 100)
+            total += r.summary.requests
+            let dir = NSTemporaryDirectory() + "iapcheck-seg-\(UUID().uuidString)"
+            try r.write(to: dir)
+            dirs.append(dir)
+        }
+        let merged = try LoadResults.merge(dirs, profile: profile)
+        #expect(merged.summary.requests == total)
+        #expect(merged.corrected.totalCount == UInt64(total))
+        #expect(merged.summary.thresholds.first?.passed == true)
+        // A baseline far better than this run is a regression; itself is not.
+        var better = merged.summary
+        better.throughputPerSecond *= 2
+        #expect(!merged.regressions(against: better, tolerance: 0.1).isEmpty)
+        #expect(merged.regressions(against: merged.summary, tolerance: 0.1).isEmpty)
+    }
+}
