@@ -1,0 +1,90 @@
+import Foundation
+import IAPConformance
+import IAPLoad
+import IAPModel
+import Testing
+
+/// Every file iapcheck reads gets a clear error naming the file — never a crash — whatever is in it.
+@Suite struct HostileInputTests {
+    enum Reader: String, CaseIterable {
+        case catalog, storekit, policy, profile, corpus
+
+        func read(_ path: String) throws {
+            switch self {
+            case .catalog: _ = try CatalogLoader.load(path: path)
+            case .storekit: _ = try CatalogLoader.load(path: path)
+            case .policy: _ = try Policy.load(path: path)
+            case .profile: _ = try LoadProfile.load(path: path)
+            case .corpus: _ = try Corpus.load(path: path)
+            }
+        }
+
+        var ext: String { self == .storekit ? "storekit" : "json" }
+
+        /// A key each reader really reads, whose string value the "wrong types" variant turns into a number.
+        var readKey: String {
+            switch self {
+            case .catalog: "bundleId"
+            case .storekit: "productID"
+            case .policy: "refundScope"
+            case .profile: "name"
+            case .corpus: "schema"
+            }
+        }
+    }
+
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    /// A valid file of each kind, to derive hostile variants from.
+    static func valid(_ r: Reader) throws -> Data {
+        switch r {
+        case .catalog: return try JSONEncoder().encode(Catalog.standard)
+        case .storekit: return try Data(contentsOf: root.appendingPathComponent("Examples/Products.storekit"))
+        case .policy: return Data(#"{"refundScope":"chain"}"#.utf8)
+        case .profile: return try Data(contentsOf: root.appendingPathComponent("Profiles/smoke.json"))
+        case .corpus:
+            let dir = root.appendingPathComponent("Corpus")
+            let first = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".json") }.sorted()[0]
+            return try Data(contentsOf: dir.appendingPathComponent(first))
+        }
+    }
+
+    static func variants(of data: Data, key: String) -> [(String, Data)] {
+        let text = String(decoding: data, as: UTF8.self)
+        var typeSwapped = text
+        if let r = typeSwapped.range(of: "\"\(key)\"\\s*:\\s*\"[^\"]*\"", options: .regularExpression) {
+            typeSwapped.replaceSubrange(r, with: "\"\(key)\": 12345")
+        }
+        return [
+            ("empty", Data()),
+            ("truncated", data.prefix(data.count / 2)),
+            ("invalid UTF-8", Data([0xFF, 0xFE, 0x7B]) + data),
+            ("wrong types", Data(typeSwapped.utf8)),
+            ("deeply nested", Data((String(repeating: "[", count: 5000) + String(repeating: "]", count: 5000)).utf8)),
+            ("huge string", Data(("{\"x\":\"" + String(repeating: "A", count: 2_000_000) + "\"}").utf8)),
+            ("array at top", Data("[\(text)]".utf8)),
+            ("null", Data("null".utf8)),
+        ]
+    }
+
+    @Test(arguments: Reader.allCases)
+    func hostileFilesGiveAnErrorNamingTheFile(_ reader: Reader) throws {
+        let good = try Self.valid(reader)
+        let goodPath = NSTemporaryDirectory() + "good-\(UUID().uuidString).\(reader.ext)"
+        try good.write(to: URL(fileURLWithPath: goodPath))
+        try reader.read(goodPath)  // the unmodified file is fine
+        for (name, data) in Self.variants(of: good, key: reader.readKey) {
+            let path = NSTemporaryDirectory() + "hostile-\(UUID().uuidString).\(reader.ext)"
+            try data.write(to: URL(fileURLWithPath: path))
+            do {
+                try reader.read(path)
+                Issue.record("\(reader.rawValue): the \(name) variant was accepted")
+            } catch let e as ConfigError {
+                #expect(e.file == path, "\(reader.rawValue) \(name): error does not name the file")
+                #expect(!e.problems.isEmpty)
+            } catch {
+                Issue.record("\(reader.rawValue) \(name): \(error) is not a ConfigError naming the file")
+            }
+        }
+    }
+}
