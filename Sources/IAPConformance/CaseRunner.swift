@@ -71,6 +71,8 @@ public enum CaseRunner {
         let kit = ForgeryKit(pki: pki)
         var knowledge = Knowledge(config: c.config)
         var questions = 0
+        let restartable = c.property == .durableAck ? v as? any RestartableValidator : nil
+        var deliveries = 0
         for (i, step) in c.steps.enumerated() {
             switch step {
             case .deliver(let d):
@@ -99,6 +101,15 @@ public enum CaseRunner {
                         observed: Self.describe(verdict), differences: [], expectedAnswer: nil, observedAnswer: nil))
                 }
                 if expectedAccept { knowledge.learn(d.delivery) }
+                // Fault profile: kill the validator right after it acknowledged, at deterministic points of the case.
+                deliveries += 1
+                if let restartable, deliveries % 5 == 0 {
+                    do {
+                        try restartable.killAndRestart()
+                    } catch {
+                        return .validatorFailed(error, step: i)
+                    }
+                }
             case .query(let q):
                 questions += 1
                 let expected = Oracle.answer(knowledge, user: q.query.userId, at: q.query.at)

@@ -8,7 +8,7 @@ import PropertyEngine
 public struct CheckOptions: Sendable {
     public var cases: Int = 600
     public var seed: UInt64 = 1
-    public var properties: [PropertyName] = PropertyName.allCases
+    public var properties: [PropertyName] = PropertyName.standard
     public var catalog: Catalog = .standard
     public var policy: Policy = .default
     public var maxActions: Int = 12

@@ -15,6 +15,14 @@ public enum PropertyName: String, Codable, Hashable, Sendable, CaseIterable {
     case robustInput = "robust-input"
     /// Answers stay correct when the validator's and the device's clocks differ from Apple's.
     case clockSkew = "clock-skew"
+    /// An artifact the validator acknowledged is still reflected after the validator is killed and restarted
+    /// (needs a restartable validator: `exec:` with `--faults kill`).
+    case durableAck = "durable-ack"
+
+    /// The properties a plain `check` runs (durable-ack needs a fault profile).
+    public static let standard: [PropertyName] = [
+        .entitlementAgreement, .idempotentDelivery, .orderInsensitivity, .forgeryRejected, .robustInput, .clockSkew,
+    ]
 
     public var perturbations: Perturbations {
         var p = Perturbations()
@@ -29,6 +37,7 @@ public enum PropertyName: String, Codable, Hashable, Sendable, CaseIterable {
         case .forgeryRejected: p.foreign = true
         case .robustInput: p.unknownValues = true
         case .clockSkew: p.clockSkew = true
+        case .durableAck: p.duplicates = true
         }
         return p
     }

@@ -18,10 +18,15 @@ public enum Timeline {
         for e in c.events { out.append("\(indent)  \(rel(e.time)) \(e.summary)") }
         out.append("\(indent)what the validator saw and was asked:")
         let last = failingStep ?? (c.steps.count - 1)
+        var deliveries = 0
         for (i, step) in c.steps.enumerated() where i <= last {
             switch step {
             case .deliver(let d):
                 out.append("\(indent)  \(rel(d.arrival)) \(describe(d, names: name))")
+                deliveries += 1
+                if c.property == .durableAck && deliveries % 5 == 0 {
+                    out.append("\(indent)  \(rel(d.arrival)) ✕ validator killed (SIGKILL) after acknowledging, restarted without reset")
+                }
             case .query(let q):
                 if i == last, failingStep != nil {
                     let who = name[q.query.userId] ?? q.query.userId

@@ -12,7 +12,7 @@ import Darwin
 /// reported (`crashed`, with its exit status and last stderr), one that prints something other than the expected
 /// reply is reported (`bad-answer` / `protocol-violation`), each with the last messages exchanged. `reset` restarts
 /// a process that died, so one failure does not poison the next case.
-public final class SubprocessValidator: Validator {
+public final class SubprocessValidator: RestartableValidator {
     public let command: String
     public let timeout: TimeInterval
     public private(set) var name: String
@@ -162,6 +162,13 @@ public final class SubprocessValidator: Validator {
             buffer += chunk[0..<got]
             if buffer.count > 16 << 20 { throw fail(.badAnswer, "a reply line longer than 16 MiB") }
         }
+    }
+
+    /// SIGKILL, then a fresh process that gets no `reset`: it must recover from whatever it persisted.
+    public func killAndRestart() throws(ValidatorFailure) {
+        note("✕ killed (fault profile), restarting without reset")
+        stop()
+        try start()
     }
 
     public func reset(_ config: ValidatorConfig) throws(ValidatorFailure) {

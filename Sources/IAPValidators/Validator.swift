@@ -40,3 +40,9 @@ public struct ValidatorFailure: Error, CustomStringConvertible, Sendable {
 public protocol DecodedDeliveryValidator: Validator {
     func deliver(decoded delivery: Delivery, now: Millis) throws(ValidatorFailure) -> DeliveryVerdict
 }
+
+/// A validator that runs as a process of its own and can be killed and started again — without `reset`, so what it
+/// persisted is all it has (the `durable-ack` fault profile).
+public protocol RestartableValidator: Validator {
+    func killAndRestart() throws(ValidatorFailure)
+}

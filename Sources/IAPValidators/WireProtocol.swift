@@ -53,9 +53,41 @@ public enum WireProtocol {
 
     /// Serves `validator` on stdin/stdout until stdin closes: the in-process reference (or a mutant) as a
     /// subprocess validator, and a model for implementers.
-    public static func serve(_ validator: any Validator, input: FileHandle = .standardInput, output: FileHandle = .standardOutput) {
+    ///
+    /// With `journal`, every `reset` and `deliver` is appended to that file and flushed to disk before the reply —
+    /// a durable acknowledgement — and a restarted server replays the journal first, so nothing it acknowledged is
+    /// lost. `ackBeforePersist > 1` is the deliberate bug for the `durable-ack` property: deliveries are written in
+    /// batches of that size, after they were acknowledged.
+    public static func serve(_ validator: any Validator, journal: String? = nil, ackBeforePersist: Int = 1,
+                             input: FileHandle = .standardInput, output: FileHandle = .standardOutput) {
         let decoder = JSONDecoder()
         var buffer = Data()
+        var log: FileHandle?
+        var pending: [Data] = []
+        if let journal {
+            if let old = try? Data(contentsOf: URL(fileURLWithPath: journal)) {
+                for line in old.split(separator: 0x0A) {
+                    guard let req = try? decoder.decode(Request.self, from: line) else { continue }  // a torn last line
+                    if req.type == "reset", let c = req.config { try? validator.reset(c) }
+                    if req.type == "deliver", let d = req.delivery { _ = try? validator.deliver(d, now: req.now ?? 0) }
+                }
+            }
+            if !FileManager.default.fileExists(atPath: journal) { FileManager.default.createFile(atPath: journal, contents: nil) }
+            log = FileHandle(forWritingAtPath: journal)
+            _ = try? log?.seekToEnd()
+        }
+        func persist(_ line: Data, truncate: Bool = false) {
+            guard let log else { return }
+            if truncate {
+                pending = []
+                try? log.truncate(atOffset: 0)
+            }
+            pending.append(line + Data([0x0A]))
+            guard truncate || pending.count >= ackBeforePersist else { return }
+            try? log.write(contentsOf: pending.reduce(Data(), +))
+            try? log.synchronize()
+            pending = []
+        }
         func reply(_ r: Reply) {
             var line = (try? encoder.encode(r)) ?? Data(#"{"type":"error","code":"internal","id":-1}"#.utf8)
             line.append(0x0A)
@@ -87,9 +119,11 @@ public enum WireProtocol {
                     case "reset":
                         guard let c = req.config else { throw ValidatorFailure(.protocolViolation, "reset without config") }
                         try validator.reset(c)
+                        persist(Data(line), truncate: true)
                     case "deliver":
                         guard let d = req.delivery else { throw ValidatorFailure(.protocolViolation, "deliver without delivery") }
                         let v = try validator.deliver(d, now: req.now ?? 0)
+                        persist(Data(line))
                         r.type = "verdict"
                         r.accepted = v.isAccepted
                         if case .rejected(let why) = v { r.reason = why }

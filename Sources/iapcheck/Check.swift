@@ -51,6 +51,9 @@ struct Check: ParsableCommand {
     @Flag(help: "No progress lines.")
     var quiet = false
 
+    @Option(help: "Fault profile: 'kill' adds the durable-ack property, killing an exec: validator with SIGKILL after every fifth acknowledged delivery and restarting it without reset.")
+    var faults: String?
+
     @Flag(help: "Deliver decoded facts instead of signed artifacts (in-process validators only; no forgery checks). Much faster.")
     var unsigned = false
 
@@ -99,6 +102,11 @@ struct Check: ParsableCommand {
         opts.catalog = catalog
         opts.policy = policy
         if !props.isEmpty { opts.properties = props }
+        if let faults {
+            guard faults == "kill" else { throw ValidationError("unknown fault profile \"\(faults)\"; known: kill") }
+            guard v is RestartableValidator else { throw ValidationError("--faults kill needs a validator that runs as a process (exec:)") }
+            if props.isEmpty { opts.properties = PropertyName.standard + [.durableAck] }
+        }
         opts.onlyCase = caseIndex
         opts.signed = !unsigned
         opts.shrinkBudget.maxSeconds = shrinkSeconds

@@ -10,9 +10,15 @@ struct Serve: ParsableCommand {
     @Option(help: "reference or mutant:NAME.")
     var validator = "reference"
 
+    @Option(help: "Append every reset and delivery to this file, flushed before the reply, and replay it on start: acknowledgements survive a kill (check --faults kill).")
+    var journal: String?
+
+    @Option(help: "Deliberate bug for the durable-ack property: write the journal in batches of N, after acknowledging.")
+    var ackBeforePersist: Int = 1
+
     func run() throws {
         let v = try makeValidator(validator)
         guard !(v is SubprocessValidator) else { throw ValidationError("serve runs a built-in validator, not exec:") }
-        WireProtocol.serve(v)
+        WireProtocol.serve(v, journal: journal, ackBeforePersist: max(1, ackBeforePersist))
     }
 }

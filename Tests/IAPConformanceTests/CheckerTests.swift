@@ -136,3 +136,25 @@ final class CoinFlipValidator: ReferenceValidator {
         #expect(report.interrupted && report.cases == 0)
     }
 }
+
+@Suite struct DurableAckPropertyTests {
+    static let binary = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent(".build/debug/iapcheck").path
+
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: binary), "iapcheck is not built"))
+    func durableAckCatchesAServerThatAcknowledgesBeforePersisting() throws {
+        var o = CheckOptions()
+        o.cases = 20
+        o.properties = [.durableAck]
+        o.shrinkBudget = .init(maxAttempts: 30, maxSeconds: 10)
+        let dir = NSTemporaryDirectory() + "durable-\(UUID().uuidString)"
+        let good = SubprocessValidator(command: "\(Self.binary) serve --journal \(dir)-good", timeout: 10)
+        defer { good.stop() }
+        let ok = Checker(options: o, validator: good).run()
+        #expect(ok.failure == nil, "\(ok.failure.map { Timeline.render($0.shrunk, failingStep: $0.failingStep) } ?? "")")
+        let sloppy = SubprocessValidator(command: "\(Self.binary) serve --journal \(dir)-sloppy --ack-before-persist 8", timeout: 10)
+        defer { sloppy.stop() }
+        let bad = Checker(options: o, validator: sloppy).run()
+        #expect(bad.failure?.discrepancy?.property == .durableAck)
+    }
+}
