@@ -1,3 +1,5 @@
+import Dispatch
+import Foundation
 import IAPModel
 import IAPOracle
 import IAPSigning
@@ -58,6 +60,9 @@ public enum CaseRunner {
     /// With `signed: false` (in-process validators only) facts travel decoded and forged artifacts are skipped:
     /// entitlement logic at full speed, no cryptography.
     public static func run(_ c: GeneratedCase, against v: any Validator, signed: Bool = true, tally: inout ForgeryTally) -> CaseOutcome {
+        if c.property == .parallelDelivery, let cv = v as? any ConcurrentValidator {
+            return runParallel(c, against: cv, signed: signed)
+        }
         let decodedPath = signed ? nil : v as? any DecodedDeliveryValidator
         let pki = Self.pki
         var config = c.config
@@ -130,6 +135,74 @@ public enum CaseRunner {
         return .passed(questions: questions)
     }
 
+    /// Parallel delivery: the first half of the deliveries in order, then the rest sent by two concurrent clients
+    /// that both deliver every remaining artifact (as an app and a webhook can). Merging is idempotent and
+    /// order-free, so every sequential order gives the oracle's final answer; a race shows as a different one.
+    static func runParallel(_ c: GeneratedCase, against v: any ConcurrentValidator, signed: Bool) -> CaseOutcome {
+        let pki = Self.pki
+        var config = c.config
+        config.trustedRoots = pki.trustedRoots
+        do {
+            try v.reset(config)
+        } catch {
+            return .validatorFailed(error, step: -1)
+        }
+        let deliveries: [(Int, PlannedDelivery)] = c.steps.enumerated().compactMap { i, s in
+            if case .deliver(let d) = s, d.forgery == nil { return (i, d) } else { return nil }
+        }
+        let renderer = ArtifactRenderer(pki: pki, appAppleId: c.config.catalog.appAppleId)
+        let rendered = deliveries.map { renderer.render($0.1.delivery) }
+        nonisolated(unsafe) let decodedPath = signed ? nil : v as? any DecodedDeliveryValidator
+        nonisolated(unsafe) let target = v
+        var knowledge = Knowledge(config: c.config)
+        @Sendable func send(_ k: Int) throws(ValidatorFailure) -> DeliveryVerdict {
+            let d = deliveries[k].1
+            if let decodedPath { return try decodedPath.deliver(decoded: d.delivery, now: d.now) }
+            return try target.deliver(rendered[k], now: d.now)
+        }
+        let mid = deliveries.count / 2
+        for k in 0..<mid {
+            do {
+                _ = try send(k)
+            } catch {
+                return .validatorFailed(error, step: deliveries[k].0)
+            }
+            knowledge.learn(deliveries[k].1.delivery)
+        }
+        let failure = LockedBox<ValidatorFailure?>(nil)
+        DispatchQueue.concurrentPerform(iterations: 2) { _ in
+            for k in mid..<deliveries.count {
+                do {
+                    _ = try send(k)
+                } catch {
+                    failure.set((error as? ValidatorFailure) ?? ValidatorFailure(.crashed, "\(error)"))
+                    return
+                }
+            }
+        }
+        if let f = failure.value { return .validatorFailed(f, step: deliveries.last?.0 ?? 0) }
+        for k in mid..<deliveries.count { knowledge.learn(deliveries[k].1.delivery) }
+        let end = (deliveries.map(\.1.arrival).max() ?? c.origin) + CivilTime.msPerMinute
+        for p in c.persons {
+            let q = EntitlementQuery(userId: p.accountId, at: end)
+            let expected = Oracle.answer(knowledge, user: q.userId, at: q.at)
+            let observed: EntitlementAnswer
+            do {
+                observed = try v.entitlements(q)
+            } catch {
+                return .validatorFailed(error, step: c.steps.count - 1)
+            }
+            let diffs = observed.differences(from: expected)
+            if !diffs.isEmpty {
+                return .discrepancy(Discrepancy(
+                    property: .parallelDelivery, kind: .answer, step: c.steps.count - 1, expected: summary(expected),
+                    observed: summary(observed), differences: diffs + ["(after the second half was delivered by two concurrent clients)"],
+                    expectedAnswer: expected, observedAnswer: observed))
+            }
+        }
+        return .passed(questions: c.persons.count)
+    }
+
     /// The property a wrong answer violates: the case's own property when one of its perturbations (a duplicate,
     /// a retry, a forged or unknown artifact, a skewed clock) happened before the question, else plain
     /// entitlement agreement.
@@ -161,4 +234,13 @@ public enum CaseRunner {
         let all = active + coins
         return all.isEmpty ? "nothing" : all.joined(separator: ", ")
     }
+}
+
+/// A value shared by the two clients of a parallel delivery.
+final class LockedBox<T>: @unchecked Sendable {
+    private var v: T
+    private let lock = NSLock()
+    init(_ v: T) { self.v = v }
+    func set(_ n: T) { lock.lock(); v = n; lock.unlock() }
+    var value: T { lock.lock(); defer { lock.unlock() }; return v }
 }

@@ -75,8 +75,14 @@ public struct Checker {
 
     var generator: CaseGenerator { CaseGenerator(catalog: options.catalog, policy: options.policy, maxActions: options.maxActions) }
 
+    /// The properties this run takes turns with: a validator that takes concurrent calls is also checked for races.
+    public var properties: [PropertyName] {
+        validator is any ConcurrentValidator && options.properties == PropertyName.standard
+            ? options.properties + [.parallelDelivery] : options.properties
+    }
+
     /// The property of the `i`-th case: properties take turns, so every property gets its share of any run.
-    public func property(ofCase i: Int) -> PropertyName { options.properties[i % options.properties.count] }
+    public func property(ofCase i: Int) -> PropertyName { properties[i % properties.count] }
 
     public func generate(caseIndex i: Int) -> (GeneratedCase, ChoiceSource) {
         let src = ChoiceSource(seed: SplitMix64.derive(options.seed, UInt64(i)))

@@ -19,6 +19,10 @@ public enum PropertyName: String, Codable, Hashable, Sendable, CaseIterable {
     /// (needs a restartable validator: `exec:` with `--faults kill`).
     case durableAck = "durable-ack"
 
+    /// A history's prefix delivered in order, then the rest from two concurrent clients: the final answers must be
+    /// those of some sequential order (needs a validator that takes concurrent calls; `check --parallel`).
+    case parallelDelivery = "parallel-delivery"
+
     /// The properties a plain `check` runs (durable-ack needs a fault profile).
     public static let standard: [PropertyName] = [
         .entitlementAgreement, .idempotentDelivery, .orderInsensitivity, .forgeryRejected, .robustInput, .clockSkew,
@@ -38,6 +42,7 @@ public enum PropertyName: String, Codable, Hashable, Sendable, CaseIterable {
         case .robustInput: p.unknownValues = true
         case .clockSkew: p.clockSkew = true
         case .durableAck: p.duplicates = true
+        case .parallelDelivery: p.duplicates = true
         }
         return p
     }

@@ -59,6 +59,7 @@ public enum Mutants {
         Entry(name: "nested-jws-unverified", pitfall: "J31", description: "verifies a notification's envelope but decodes its nested transaction unverified", make: { NestedUnverified() }),
         Entry(name: "upgrade-as-refund", pitfall: "J17", description: "legacy: reads cancellation_date on an upgraded entry as a refund of the whole subscription", make: { UpgradeAsRefund() }),
         Entry(name: "legacy-first-entry-latest", pitfall: "J3", description: "legacy: takes the first latest_receipt_info entry of a chain as its latest transaction", make: { LegacyFirstEntryLatest() }),
+        Entry(name: "check-then-act-credit", pitfall: "race", description: "dedupes consumable credits with check-then-act on shared state (caught by --parallel)", make: { CheckThenActCredit() }),
         Entry(name: "unlinked-notifications-dropped", pitfall: "J44", description: "drops notifications for chains not yet linked to a user", make: { UnlinkedNotificationsDropped() }),
     ]
 }

@@ -51,6 +51,9 @@ struct Check: ParsableCommand {
     @Flag(help: "No progress lines.")
     var quiet = false
 
+    @Flag(help: "Also check parallel delivery: half of each history from two concurrent clients (the built-in reference runs synchronized).")
+    var parallel = false
+
     @Option(help: "Fault profile: 'kill' adds the durable-ack property, killing an exec: validator with SIGKILL after every fifth acknowledged delivery and restarting it without reset.")
     var faults: String?
 
@@ -59,7 +62,7 @@ struct Check: ParsableCommand {
 
     func run() throws {
         let (catalog, policy) = try options.loadOrExit()
-        let v = try makeValidator(validator, timeout: timeout)
+        let v = parallel && validator == "reference" ? SynchronizedReferenceValidator() : try makeValidator(validator, timeout: timeout)
         var props: [PropertyName] = []
         for p in property {
             guard let n = PropertyName(rawValue: p) else {
@@ -102,6 +105,10 @@ struct Check: ParsableCommand {
         opts.catalog = catalog
         opts.policy = policy
         if !props.isEmpty { opts.properties = props }
+        if parallel {
+            guard v is ConcurrentValidator else { throw ValidationError("--parallel needs a validator that takes concurrent calls (the reference, or an in-process validator marked ConcurrentValidator)") }
+            if props.isEmpty { opts.properties = PropertyName.standard + [.parallelDelivery] }
+        }
         if let faults {
             guard faults == "kill" else { throw ValidationError("unknown fault profile \"\(faults)\"; known: kill") }
             guard v is RestartableValidator else { throw ValidationError("--faults kill needs a validator that runs as a process (exec:)") }

@@ -158,3 +158,18 @@ final class CoinFlipValidator: ReferenceValidator {
         #expect(bad.failure?.discrepancy?.property == .durableAck)
     }
 }
+
+@Suite struct ParallelDeliveryTests {
+    @Test func theSynchronizedReferenceHasNoRaceAndTheCheckThenActMutantDoes() throws {
+        var o = CheckOptions()
+        o.cases = 120
+        o.properties = [.parallelDelivery]
+        let ok = Checker(options: o, validator: SynchronizedReferenceValidator()).run()
+        #expect(ok.failure == nil, "\(ok.failure.map { Timeline.render($0.shrunk, failingStep: $0.failingStep) } ?? "")")
+        o.cases = 400
+        let racy = Checker(options: o, validator: Mutants.named("check-then-act-credit")!.make()).run()
+        let d = try #require(racy.failure?.discrepancy)
+        #expect(d.property == .parallelDelivery)
+        #expect(d.differences.contains { $0.contains("balance") })
+    }
+}

@@ -15,7 +15,8 @@ import Testing
         let report = Checker(options: o, validator: Mutants.named(name)!.make()).run()
         let f = try #require(report.failure, "mutant \(name) survived \(o.cases) cases")
         #expect(f.shrunk.actionCount <= 12)
-        #expect(!CaseRunner.run(f.shrunk, against: Mutants.named(name)!.make()).isPass)
+        // A race mutant fails only when the race is lost: replay a few times and require one failure.
+        #expect((0..<5).contains { _ in !CaseRunner.run(f.shrunk, against: Mutants.named(name)!.make()).isPass })
         #expect(CaseRunner.run(f.shrunk, against: ReferenceValidator()).isPass)
     }
 

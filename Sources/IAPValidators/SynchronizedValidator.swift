@@ -1,0 +1,69 @@
+import Foundation
+import IAPModel
+
+/// A validator that may be called from several threads at once (the parallel-delivery property): concurrent
+/// clients, as a real backend has.
+public protocol ConcurrentValidator: Validator {}
+
+/// The reference validator made safe for concurrent clients the way a backend would with a database transaction:
+/// every operation runs under one lock, so each delivery is applied whole.
+public class SynchronizedReferenceValidator: ReferenceValidator, ConcurrentValidator, @unchecked Sendable {
+    let lock = NSLock()
+    override public var name: String { "reference (synchronized)" }
+
+    override public func reset(_ config: ValidatorConfig) throws(ValidatorFailure) {
+        lock.lock()
+        defer { lock.unlock() }
+        try super.reset(config)
+    }
+
+    override public func deliver(_ delivery: SignedDelivery, now: Millis) throws(ValidatorFailure) -> DeliveryVerdict {
+        lock.lock()
+        defer { lock.unlock() }
+        return try super.deliver(delivery, now: now)
+    }
+
+    override public func deliver(decoded delivery: Delivery, now: Millis) throws(ValidatorFailure) -> DeliveryVerdict {
+        lock.lock()
+        defer { lock.unlock() }
+        return try super.deliver(decoded: delivery, now: now)
+    }
+
+    override public func entitlements(_ query: EntitlementQuery) throws(ValidatorFailure) -> EntitlementAnswer {
+        lock.lock()
+        defer { lock.unlock() }
+        return try super.entitlements(query)
+    }
+}
+
+/// The race mutant: consumable credits are deduplicated with check-then-act, and the act happens outside the
+/// critical section ("ask the ledger service, then record"), so two concurrent deliveries of one purchase both
+/// credit it.
+final class CheckThenActCredit: SynchronizedReferenceValidator, @unchecked Sendable {
+    override var name: String { "mutant:check-then-act-credit" }
+    var ledger: [JWSTransactionDecodedPayload] = []
+
+    override func reset(_ config: ValidatorConfig) throws(ValidatorFailure) {
+        try super.reset(config)
+        lock.lock()
+        ledger = []
+        lock.unlock()
+    }
+
+    override func creditConsumable(_ tx: JWSTransactionDecodedPayload, via channel: String) {
+        let alreadyCredited = ledger.contains { $0.transactionId == tx.transactionId }  // check, under the lock
+        lock.unlock()
+        usleep(200)  // the window: a call to another service
+        lock.lock()
+        if !alreadyCredited { ledger.append(tx) }  // act, on a stale check
+    }
+
+    override func consumableBalance(userId: String, at t: Millis) -> [String: Int] {
+        var out: [String: Int] = [:]
+        for tx in ledger where tx.purchaseDate <= t && user(ofChain: tx.originalTransactionId) == userId {
+            let clawedBack = config.policy.consumableClawback && isRevoked(tx, at: t)
+            out[tx.productId, default: 0] += clawedBack ? 0 : (tx.quantity ?? 1)
+        }
+        return out
+    }
+}
