@@ -65,13 +65,7 @@ public enum CaseRunner {
         }
         let decodedPath = signed ? nil : v as? any DecodedDeliveryValidator
         let pki = Self.pki
-        var config = c.config
-        config.trustedRoots = pki.trustedRoots
-        do {
-            try v.reset(config)
-        } catch {
-            return .validatorFailed(error, step: -1)
-        }
+        if let failure = reset(v, for: c) { return failure }
         let renderer = ArtifactRenderer(pki: pki, appAppleId: c.config.catalog.appAppleId)
         let kit = ForgeryKit(pki: pki)
         var knowledge = Knowledge(config: c.config)
@@ -135,18 +129,24 @@ public enum CaseRunner {
         return .passed(questions: questions)
     }
 
+    /// Resets the validator for a case, trusting the test PKI's root; the failure outcome if it fails.
+    static func reset(_ v: any Validator, for c: GeneratedCase) -> CaseOutcome? {
+        var config = c.config
+        config.trustedRoots = pki.trustedRoots
+        do {
+            try v.reset(config)
+            return nil
+        } catch {
+            return .validatorFailed(error, step: -1)
+        }
+    }
+
     /// Parallel delivery: the first half of the deliveries in order, then the rest sent by two concurrent clients
     /// that both deliver every remaining artifact (as an app and a webhook can). Merging is idempotent and
     /// order-free, so every sequential order gives the oracle's final answer; a race shows as a different one.
     static func runParallel(_ c: GeneratedCase, against v: any ConcurrentValidator, signed: Bool) -> CaseOutcome {
         let pki = Self.pki
-        var config = c.config
-        config.trustedRoots = pki.trustedRoots
-        do {
-            try v.reset(config)
-        } catch {
-            return .validatorFailed(error, step: -1)
-        }
+        if let failure = reset(v, for: c) { return failure }
         let deliveries: [(Int, PlannedDelivery)] = c.steps.enumerated().compactMap { i, s in
             if case .deliver(let d) = s, d.forgery == nil { return (i, d) } else { return nil }
         }

@@ -34,12 +34,7 @@ struct Load: ParsableCommand {
     @Option(help: "Run segment i of N (e.g. 0/4): every N-th intended send starting at i; merge the folders with `iapcheck load merge`.") var segment: String?
 
     func run() throws {
-        let p: LoadProfile
-        do {
-            p = try LoadProfile.load(path: profile)
-        } catch {
-            throw fail("error: \(error)", code: Exit.usage)
-        }
+        let p = try Load.profile(profile)
         _ = try makeValidator(p.target, timeout: timeout)  // a bad target is a usage error before anything starts
         let target = p.target, t = timeout
         FileHandle.standardError.write(Data("load \(p.name): rendering the artifact pool…\n".utf8))
@@ -78,6 +73,15 @@ struct Load: ParsableCommand {
     }
     }
 
+    /// A profile, or exit code 2 with every problem named.
+    static func profile(_ path: String) throws -> LoadProfile {
+        do {
+            return try LoadProfile.load(path: path)
+        } catch {
+            throw fail("error: \(error)", code: Exit.usage)
+        }
+    }
+
     static func report(_ r: LoadResults, dir: String, profile p: LoadProfile, baseline: String?) throws {
         let s = r.summary
         print("\(p.name): \(s.requests) requests in \(String(format: "%.1f", s.durationSeconds)) s = \(Int(s.throughputPerSecond))/s; latency p50 \(Self.ms(s.latencyMicros["p50"])) p99 \(Self.ms(s.latencyMicros["p99"])) p99.9 \(Self.ms(s.latencyMicros["p99.9"])) max \(Self.ms(s.latencyMicros["max"])) (uncorrected p99 \(Self.ms(s.uncorrectedLatencyMicros["p99"]))); errors \(s.errors.isEmpty ? "none" : s.errors.map { "\($0.key) \($0.value)" }.sorted().joined(separator: ", ")); dropped \(s.dropped)")
@@ -107,12 +111,7 @@ struct Load: ParsableCommand {
         @Option(help: "Compare the merged result with an earlier summary.json.") var baseline: String?
 
         func run() throws {
-            let p: LoadProfile
-            do {
-                p = try LoadProfile.load(path: profile)
-            } catch {
-                throw fail("error: \(error)", code: Exit.usage)
-            }
+            let p = try Load.profile(profile)
             let r: LoadResults
             do {
                 r = try LoadResults.merge(directories, profile: p)
