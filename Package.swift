@@ -6,6 +6,7 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: [
         .executable(name: "iapcheck", targets: ["iapcheck"]),
+        .executable(name: "iapcheck-example-backend", targets: ["ExampleBackend"]),
         .library(name: "IAPConformance", targets: ["IAPConformance"]),
     ],
     dependencies: [
@@ -14,6 +15,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/vapor/sqlite-nio", from: "1.13.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         // Wire types (Apple's names), product catalog, policies, answers. No I/O, no crypto.
@@ -51,6 +55,13 @@ let package = Package(
             "IAPConformance", "IAPModel", "IAPValidators", "IAPSigning", "IAPLoad",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Crypto", package: "swift-crypto"),
+        ]),
+        // An example backend a team could start from: Hummingbird routes, SQLite persistence, the reference logic.
+        .executableTarget(name: "ExampleBackend", dependencies: [
+            "IAPModel", "IAPValidators",
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "SQLiteNIO", package: "sqlite-nio"),
+            .product(name: "Logging", package: "swift-log"),
         ]),
         // Test support shared by the test targets.
         .target(name: "IAPTesting", dependencies: ["IAPModel", "IAPOracle", "IAPSimulator", "IAPValidators", "IAPConformance", "PropertyEngine", "IAPSigning"]),

@@ -16,6 +16,7 @@ extension Bench {
 
         @Option(help: "Seconds per transport.") var seconds: Double = 3
         @Option(help: "Subprocess command (default: this binary's serve).") var command: String?
+        @Option(help: "Also measure a running backend over HTTP through this target file (e.g. Examples/http/example-backend.json).") var http: String?
 
         func run() throws {
             // A realistic operation mix: the steps of generated cases, rendered once, before the clock starts.
@@ -38,7 +39,9 @@ extension Bench {
             let me = CommandLine.arguments[0]
             let sub = SubprocessValidator(command: command ?? "'\(me)' serve --validator reference", timeout: 30)
             defer { sub.stop() }
-            for (name, v) in [("in-process", ReferenceValidator() as any Validator), ("subprocess (wire protocol)", sub)] {
+            var transports: [(String, any Validator)] = [("in-process", ReferenceValidator()), ("subprocess (wire protocol)", sub)]
+            if let http { transports.append(("HTTP (\(http))", try makeValidator("http:" + http, timeout: 30))) }
+            for (name, v) in transports {
                 let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(seconds * 1e9)
                 let start = DispatchTime.now().uptimeNanoseconds
                 var n = 0, i = 0

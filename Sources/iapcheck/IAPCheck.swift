@@ -68,6 +68,15 @@ struct CaseOptions: ParsableArguments {
 
 func makeValidator(_ spec: String, timeout: Double = 5) throws -> any Validator {
     if spec == "reference" { return ReferenceValidator() }
+    if spec.hasPrefix("http:") {
+        let path = String(spec.dropFirst("http:".count))
+        do {
+            let target = try HTTPValidator.Target.load(path: path)
+            return HTTPValidator(target: target, name: "http:\(target.host):\(target.port)", timeout: timeout)
+        } catch {
+            throw fail("error: \(error)", code: Exit.usage)
+        }
+    }
     if spec.hasPrefix("exec:") {
         let command = String(spec.dropFirst("exec:".count))
         guard !command.isEmpty else { throw ValidationError("exec: needs a command, e.g. exec:'python3 my_validator.py'") }
@@ -80,7 +89,7 @@ func makeValidator(_ spec: String, timeout: Double = 5) throws -> any Validator 
         }
         return m.make()
     }
-    throw ValidationError("unknown validator \"\(spec)\": use reference, mutant:NAME or exec:'COMMAND'")
+    throw ValidationError("unknown validator \"\(spec)\": use reference, mutant:NAME, exec:'COMMAND' or http:TARGET.json")
 }
 
 func fail(_ message: String, code: Int32) -> ExitCode {

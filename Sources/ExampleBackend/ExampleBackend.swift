@@ -1,0 +1,181 @@
+import Foundation
+import Hummingbird
+import IAPModel
+import IAPValidators
+import Logging
+import SQLiteNIO
+
+// An example App Store purchase backend: Hummingbird on loopback, facts persisted in SQLite before each answer,
+// entitlements from iapcheck's reference logic. Start it, point `iapcheck check --validator http:TARGET.json` at it.
+//
+//   iapcheck-example-backend --port 8080 --database backend.sqlite
+//
+// Routes (bodies are JSON):
+//   POST /apple/app-transactions   {"userId", "signedTransaction", "deviceTime"}   the app submits a purchase
+//   POST /apple/notifications      {"signedPayload"}                               App Store Server Notifications V2
+//   POST /apple/api-snapshots      {"apiSnapshot": {...}}                          App Store Server API answers
+//   POST /apple/legacy-receipts    {"userId", "responseBody"}                      a verifyReceipt response
+//   GET  /users/{id}/entitlements?at=MS                                             the answer (docs/answers.md)
+//   POST /iapcheck/reset           ValidatorConfig                                 test hook: forget everything
+// 2xx means accepted (and durably stored); 422 means rejected, with {"reason"}.
+
+struct Options {
+    var port = 8080
+    var database = "example-backend.sqlite"
+    /// The deliberate bug for iapcheck's durable-ack property: answer first, store later.
+    var ackBeforePersist = false
+
+    init(_ args: [String]) {
+        var i = 1
+        while i < args.count {
+            switch args[i] {
+            case "--port": port = Int(args[i + 1]) ?? port; i += 1
+            case "--database": database = args[i + 1]; i += 1
+            case "--ack-before-persist": ackBeforePersist = true
+            case "--help", "-h":
+                print("usage: iapcheck-example-backend [--port N] [--database FILE] [--ack-before-persist]")
+                exit(0)
+            default:
+                FileHandle.standardError.write(Data("unknown option \(args[i])\n".utf8))
+                exit(2)
+            }
+            i += 1
+        }
+    }
+}
+
+/// The state: the reference validator behind a lock, and the SQLite journal every accepted request goes to first.
+final class Backend: @unchecked Sendable {
+    let validator = SynchronizedReferenceValidator()
+    let db: SQLiteConnection
+    let ackBeforePersist: Bool
+    var unsaved: [String] = []
+    let lock = NSLock()
+
+    init(db: SQLiteConnection, ackBeforePersist: Bool) {
+        self.db = db
+        self.ackBeforePersist = ackBeforePersist
+    }
+
+    static let encoder = JSONEncoder()
+    static let decoder = JSONDecoder()
+
+    struct Record: Codable {
+        var reset: ValidatorConfig?
+        var delivery: SignedDelivery?
+        var now: Millis?
+    }
+
+    func open() async throws {
+        // WAL with synchronous=NORMAL: a committed row survives the process being killed (what durable-ack checks);
+        // only an OS crash or power loss can lose the last transactions. Use synchronous=FULL to cover those too.
+        try await db.query("PRAGMA journal_mode=WAL", []) { _ in }
+        try await db.query("PRAGMA synchronous=NORMAL", []) { _ in }
+        try await db.query("CREATE TABLE IF NOT EXISTS journal (seq INTEGER PRIMARY KEY AUTOINCREMENT, record TEXT NOT NULL)", []) { _ in }
+        let rows = LockedRows()
+        try await db.query("SELECT record FROM journal ORDER BY seq", []) { row in rows.append(row.column("record")?.string ?? "") }
+        for text in rows.all {
+            guard let r = try? Self.decoder.decode(Record.self, from: Data(text.utf8)) else { continue }
+            if let c = r.reset { try? validator.reset(c) }
+            if let d = r.delivery { _ = try? validator.deliver(d, now: r.now ?? 0) }
+        }
+    }
+
+    func persist(_ record: Record, truncate: Bool = false) async throws {
+        let text = String(decoding: try Self.encoder.encode(record), as: UTF8.self)
+        if truncate { try await db.query("DELETE FROM journal", []) { _ in } }
+        if ackBeforePersist && !truncate {
+            // The bug: remember it, write it with the next batch (after answering).
+            let batch: [String] = lock.withLock {
+                unsaved.append(text)
+                defer { if unsaved.count >= 8 { unsaved = [] } }
+                return unsaved.count >= 8 ? unsaved : []
+            }
+            for t in batch { try await db.query("INSERT INTO journal (record) VALUES (?)", [.text(t)]) { _ in } }
+            return
+        }
+        try await db.query("INSERT INTO journal (record) VALUES (?)", [.text(text)]) { _ in }
+    }
+
+    func deliver(_ d: SignedDelivery, now: Millis) async throws -> Response {
+        let verdict = try validator.deliver(d, now: now)
+        try await persist(Record(delivery: d, now: now))
+        switch verdict {
+        case .accepted: return Self.json(["accepted": true], status: .ok)
+        case .rejected(let why): return Self.json(["accepted": false, "reason": why], status: .unprocessableContent)
+        }
+    }
+
+    static func json(_ object: [String: any Sendable], status: HTTPResponse.Status) -> Response {
+        let data = (try? JSONSerialization.data(withJSONObject: object)) ?? Data("{}".utf8)
+        return Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+
+    static func json<T: Encodable>(_ value: T) -> Response {
+        let data = (try? encoder.encode(value)) ?? Data("{}".utf8)
+        return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+}
+
+final class LockedRows: @unchecked Sendable {
+    private var rows: [String] = []
+    private let lock = NSLock()
+    func append(_ s: String) { lock.lock(); rows.append(s); lock.unlock() }
+    var all: [String] { lock.lock(); defer { lock.unlock() }; return rows }
+}
+
+struct AppTransactionBody: Decodable { let userId: String; let signedTransaction: String; let deviceTime: Millis? }
+struct NotificationBody: Decodable { let signedPayload: String }
+struct LegacyBody: Decodable { let userId: String; let responseBody: String }
+
+func body<T: Decodable>(_ request: Request, as: T.Type) async throws -> T {
+    let buffer = try await request.body.collect(upTo: 4 << 20)
+    return try JSONDecoder().decode(T.self, from: Data(buffer: buffer))
+}
+
+/// The backend's clock: the harness sets it in a header; otherwise the wall clock.
+func now(_ request: Request) -> Millis {
+    if let h = request.headers[.init("X-IAPCheck-Now")!], let v = Millis(h) { return v }
+    return Millis(Date().timeIntervalSince1970 * 1000)
+}
+
+@main
+struct ExampleBackend {
+    static func main() async throws {
+        let options = Options(CommandLine.arguments)
+        let db: SQLiteConnection = try await SQLiteConnection.open(storage: .file(path: options.database), logger: Logger(label: "example-backend"))
+        let backend = Backend(db: db, ackBeforePersist: options.ackBeforePersist)
+        try await backend.open()
+
+        let router = Router()
+        router.post("/iapcheck/reset") { request, _ -> Response in
+            let config = try await body(request, as: ValidatorConfig.self)
+            try backend.validator.reset(config)
+            try await backend.persist(Backend.Record(reset: config), truncate: true)
+            return Backend.json(["ok": true], status: .ok)
+        }
+        router.post("/apple/app-transactions") { request, _ -> Response in
+            let b = try await body(request, as: AppTransactionBody.self)
+            return try await backend.deliver(.appTransaction(userId: b.userId, signedTransaction: b.signedTransaction, deviceTime: b.deviceTime), now: now(request))
+        }
+        router.post("/apple/notifications") { request, _ -> Response in
+            let b = try await body(request, as: NotificationBody.self)
+            return try await backend.deliver(.notification(signedPayload: b.signedPayload), now: now(request))
+        }
+        router.post("/apple/api-snapshots") { request, _ -> Response in
+            try await backend.deliver(try await body(request, as: SignedDelivery.self), now: now(request))
+        }
+        router.post("/apple/legacy-receipts") { request, _ -> Response in
+            let b = try await body(request, as: LegacyBody.self)
+            return try await backend.deliver(.legacyReceipt(userId: b.userId, responseBody: b.responseBody), now: now(request))
+        }
+        router.get("/users/:id/entitlements") { request, context -> Response in
+            guard let id = context.parameters.get("id") else { return Backend.json(["error": "no user"], status: .badRequest) }
+            let at = request.uri.queryParameters.get("at").flatMap { Millis($0) } ?? now(request)
+            return Backend.json(try backend.validator.entitlements(EntitlementQuery(userId: id, at: at)))
+        }
+
+        let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: options.port)))
+        try await app.runService()
+    }
+}
