@@ -22,7 +22,7 @@ public struct LoadProfile: Sendable {
     }
 
     public var name: String
-    /// `reference`, `mutant:NAME` or `exec:COMMAND`.
+    /// `reference`, `mutant:NAME`, `exec:COMMAND` or `http:TARGET.json` (one connection per worker).
     public var target: String
     public var mix: [Operation: Int]
     public var poolSize: Int
@@ -57,8 +57,8 @@ public struct LoadProfile: Sendable {
         guard let o = r.parseObject(data) else { try r.finish(); fatalError("unreachable") }
         let name = o.string("name") ?? "profile"
         let target = o.string("target", required: false) ?? "reference"
-        if !(target == "reference" || target.hasPrefix("mutant:") || target.hasPrefix("exec:")) {
-            r.problem(o.keyPath("target"), "\"\(target)\" is not reference, mutant:NAME or exec:COMMAND")
+        if !(target == "reference" || target.hasPrefix("mutant:") || target.hasPrefix("exec:") || target.hasPrefix("http:")) {
+            r.problem(o.keyPath("target"), "\"\(target)\" is not reference, mutant:NAME, exec:COMMAND or http:TARGET.json")
         }
         var mix: [Operation: Int] = [:]
         if let m = o.object("mix") {
