@@ -176,6 +176,7 @@ struct ExampleBackend {
         }
 
         let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: options.port)))
-        try await app.runService()
+        try await app.runService()  // returns on SIGTERM/SIGINT after a graceful shutdown
+        try await db.close()
     }
 }

@@ -50,14 +50,9 @@ public enum Corpus {
 
     /// Loads one corpus file; a malformed file is a ``ConfigError`` naming the file.
     public static func load(path: String) throws(ConfigError) -> CorpusCase {
-        let data: Data
-        do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
-        } catch {
-            throw ConfigError(file: path, key: "", "cannot read the file (\(StrictJSON.reason(error)))")
-        }
+        let data = try StrictJSON.readFile(path)
         let r = StrictJSON(file: path)
-        guard let root = r.parseObject(data) else { try r.finish(); fatalError("unreachable") }
+        let root = try r.root(data)
         if let s = root.string("schema"), s != CorpusCase.schema {
             r.problem("schema", "\"\(s)\" is not \(CorpusCase.schema); this iapcheck cannot replay it")
         }

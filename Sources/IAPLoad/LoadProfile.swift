@@ -43,18 +43,13 @@ public struct LoadProfile: Sendable {
     }
 
     public static func load(path: String) throws(ConfigError) -> LoadProfile {
-        let data: Data
-        do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
-        } catch {
-            throw ConfigError(file: path, key: "", "cannot read the file (\(StrictJSON.reason(error)))")
-        }
+        let data = try StrictJSON.readFile(path)
         return try decode(data, file: path)
     }
 
     public static func decode(_ data: Data, file: String) throws(ConfigError) -> LoadProfile {
         let r = StrictJSON(file: file)
-        guard let o = r.parseObject(data) else { try r.finish(); fatalError("unreachable") }
+        let o = try r.root(data)
         let name = o.string("name") ?? "profile"
         let target = o.string("target", required: false) ?? "reference"
         if !(target == "reference" || target.hasPrefix("mutant:") || target.hasPrefix("exec:") || target.hasPrefix("http:")) {

@@ -6,12 +6,7 @@ import Foundation
 /// bundle id, App Apple ID or grace setting, so those come from `defaults` (the command line can override them).
 public enum CatalogLoader {
     public static func load(path: String, defaults: Catalog = .standard) throws(ConfigError) -> Catalog {
-        let data: Data
-        do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
-        } catch {
-            throw ConfigError(file: path, key: "", "cannot read the file (\(StrictJSON.reason(error)))")
-        }
+        let data = try StrictJSON.readFile(path)
         let isStoreKit = path.hasSuffix(".storekit") || looksLikeStoreKit(data)
         return isStoreKit
             ? try StoreKitConfiguration.catalog(from: data, file: path, defaults: defaults)
@@ -26,7 +21,7 @@ public enum CatalogLoader {
     /// iapcheck's catalog format: the JSON encoding of ``Catalog`` (see `docs/catalog.md`).
     public static func decodeNative(_ data: Data, file: String) throws(ConfigError) -> Catalog {
         let r = StrictJSON(file: file)
-        guard let root = r.parseObject(data) else { try r.finish(); fatalError("unreachable") }
+        let root = try r.root(data)
         let bundleId = root.string("bundleId")
         let appAppleId = root.int("appAppleId", range: 1...Int64.max)
         let env = root.choice("environment", Environment.known.map(\.rawValue))

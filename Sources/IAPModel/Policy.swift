@@ -40,14 +40,9 @@ public struct Policy: Codable, Hashable, Sendable {
 
     /// Reads a policy file: a JSON object with any of the keys above; missing keys take their defaults.
     public static func load(path: String) throws(ConfigError) -> Policy {
-        let data: Data
-        do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
-        } catch {
-            throw ConfigError(file: path, key: "", "cannot read the file (\(StrictJSON.reason(error)))")
-        }
+        let data = try StrictJSON.readFile(path)
         let r = StrictJSON(file: path)
-        guard let o = r.parseObject(data) else { try r.finish(); fatalError("unreachable") }
+        let o = try r.root(data)
         var p = Policy()
         if let s = o.choice("refundScope", RefundScope.allCases.map(\.rawValue), required: false) {
             p.refundScope = RefundScope(rawValue: s)!

@@ -10,7 +10,7 @@ import Foundation
 public enum StoreKitConfiguration {
     public static func catalog(from data: Data, file: String, defaults: Catalog) throws(ConfigError) -> Catalog {
         let r = StrictJSON(file: file)
-        guard let root = r.parseObject(data) else { try r.finish(); fatalError("unreachable") }
+        let root = try r.root(data)
         var products: [CatalogProduct] = []
         var groups: [SubscriptionGroup] = []
 

@@ -42,6 +42,21 @@ public final class StrictJSON {
         return (ns.userInfo["NSDebugDescription"] as? String) ?? ns.localizedDescription
     }
 
+    /// Reads a configuration file; a missing or unreadable file is a ``ConfigError`` naming it.
+    public static func readFile(_ path: String) throws(ConfigError) -> Data {
+        do {
+            return try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw ConfigError(file: path, key: "", "cannot read the file (\(reason(error)))")
+        }
+    }
+
+    /// Parses `data` as the top-level object of the file; throws at once when it is not one.
+    public func root(_ data: Data) throws(ConfigError) -> Object {
+        guard let o = parseObject(data) else { throw ConfigError(file: file, problems: problems) }
+        return o
+    }
+
     public func finish() throws(ConfigError) {
         if !problems.isEmpty { throw ConfigError(file: file, problems: problems) }
     }

@@ -25,14 +25,9 @@ public final class HTTPValidator: Validator {
         public static let operations = ["reset", "appTransaction", "notification", "apiSnapshot", "legacyReceipt", "entitlements"]
 
         public static func load(path: String) throws(ConfigError) -> Target {
-            let data: Data
-            do {
-                data = try Data(contentsOf: URL(fileURLWithPath: path))
-            } catch {
-                throw ConfigError(file: path, key: "", "cannot read the file (\(StrictJSON.reason(error)))")
-            }
+            let data = try StrictJSON.readFile(path)
             let r = StrictJSON(file: path)
-            guard let o = r.parseObject(data) else { try r.finish(); fatalError("unreachable") }
+            let o = try r.root(data)
             var host = "127.0.0.1", port = 0
             if let base = o.string("baseURL") {
                 let rest = base.hasPrefix("http://") ? String(base.dropFirst(7)) : ""
