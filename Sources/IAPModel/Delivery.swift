@@ -45,14 +45,6 @@ public enum Delivery: Codable, Hashable, Sendable {
         }
     }
 
-    public var channel: String {
-        switch self {
-        case .appTransaction: "app"
-        case .notification: "notification"
-        case .apiSnapshot: "api"
-        case .legacyReceipt: "legacy"
-        }
-    }
 }
 
 public struct LegacyReceiptFacts: Codable, Hashable, Sendable {

@@ -13,14 +13,6 @@ public enum SignedDelivery: Codable, Hashable, Sendable {
     /// A legacy app sent its receipt; this is the JSON body `verifyReceipt` returned for it (semantics §I).
     case legacyReceipt(userId: String, responseBody: String)
 
-    public var channel: String {
-        switch self {
-        case .appTransaction: "app"
-        case .notification: "notification"
-        case .apiSnapshot: "api"
-        case .legacyReceipt: "legacy"
-        }
-    }
 }
 
 /// The decoded `signedPayload` of a notification exactly as Apple sends it: the nested transaction and renewal
