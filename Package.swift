@@ -43,6 +43,13 @@ let package = Package(
             .product(name: "X509", package: "swift-certificates"),
             .product(name: "SwiftASN1", package: "swift-asn1"),
         ]),
+        // The mock App Store (Server API with JWT auth, verifyReceipt, webhook posts with Apple's retries) on loopback.
+        .target(name: "IAPStore", dependencies: [
+            "IAPModel", "IAPValidators",
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         // Properties, the case runner, corpus, coverage and reports.
         .target(name: "IAPConformance", dependencies: ["IAPModel", "IAPOracle", "PropertyEngine", "IAPSimulator", "IAPValidators", "IAPSigning"]),
         // Load profiles, schedules, the driver, HdrHistograms, results and gates.
@@ -52,13 +59,14 @@ let package = Package(
         ]),
         // The command line: argument parsing and wiring only.
         .executableTarget(name: "iapcheck", dependencies: [
-            "IAPConformance", "IAPModel", "IAPValidators", "IAPSigning", "IAPLoad",
+            "IAPConformance", "IAPModel", "IAPValidators", "IAPSigning", "IAPLoad", "IAPStore",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
         // An example backend a team could start from: Hummingbird routes, SQLite persistence, the reference logic.
         .executableTarget(name: "ExampleBackend", dependencies: [
             "IAPModel", "IAPValidators",
+            .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "SQLiteNIO", package: "sqlite-nio"),
             .product(name: "Logging", package: "swift-log"),
@@ -69,9 +77,12 @@ let package = Package(
         .testTarget(name: "PropertyEngineTests", dependencies: ["PropertyEngine"]),
         .testTarget(name: "IAPSimulatorTests", dependencies: ["IAPSimulator", "IAPOracle", "IAPTesting"]),
         .testTarget(name: "IAPValidatorsTests", dependencies: ["IAPValidators", "IAPTesting", "IAPSigning"]),
+        .testTarget(name: "IAPStoreTests", dependencies: [
+            "IAPStore", "IAPTesting", "IAPSigning", .product(name: "Crypto", package: "swift-crypto"),
+        ]),
         .testTarget(name: "IAPLoadTests", dependencies: ["IAPLoad", "IAPTesting"]),
         .testTarget(name: "IAPSigningTests", dependencies: ["IAPSigning", "IAPValidators", "IAPTesting"]),
-        .testTarget(name: "IAPConformanceTests", dependencies: ["IAPConformance", "IAPTesting"]),
+        .testTarget(name: "IAPConformanceTests", dependencies: ["IAPConformance", "IAPTesting", "IAPStore"]),
         .testTarget(name: "QualityTests", dependencies: ["IAPConformance", "IAPValidators", "IAPTesting"]),
     ]
 )

@@ -15,6 +15,8 @@ import SQLiteNIO
 //   POST /apple/notifications      {"signedPayload"}                               App Store Server Notifications V2
 //   POST /apple/api-snapshots      {"apiSnapshot": {...}}                          App Store Server API answers
 //   POST /apple/legacy-receipts    {"userId", "responseBody"}                      a verifyReceipt response
+//   POST /apple/reconcile          {"originalTransactionId"}     fetch the chain from the App Store Server API
+//   POST /apple/receipts           {"userId", "receiptData"}     the app's receipt, checked with verifyReceipt
 //   GET  /users/{id}/entitlements?at=MS                                             the answer (docs/answers.md)
 //   POST /iapcheck/reset           ValidatorConfig                                 test hook: forget everything
 // 2xx means accepted (and durably stored); 422 means rejected, with {"reason"}.
@@ -24,6 +26,7 @@ struct Options {
     var database = "example-backend.sqlite"
     /// The deliberate bug for iapcheck's durable-ack property: answer first, store later.
     var ackBeforePersist = false
+    var store = AppStoreClient.Settings()
 
     init(_ args: [String]) {
         var i = 1
@@ -32,8 +35,20 @@ struct Options {
             case "--port": port = Int(args[i + 1]) ?? port; i += 1
             case "--database": database = args[i + 1]; i += 1
             case "--ack-before-persist": ackBeforePersist = true
+            case "--app-store": store.port = Int(args[i + 1].split(separator: ":").last ?? "") ?? store.port; i += 1
+            case "--api-key": store.keyFile = args[i + 1]; i += 1
+            case "--key-id": store.keyId = args[i + 1]; i += 1
+            case "--issuer-id": store.issuerId = args[i + 1]; i += 1
+            case "--shared-secret": store.sharedSecret = args[i + 1]; i += 1
             case "--help", "-h":
-                print("usage: iapcheck-example-backend [--port N] [--database FILE] [--ack-before-persist]")
+                print("""
+                    usage: iapcheck-example-backend [--port N] [--database FILE] [--ack-before-persist]
+                                                    [--app-store 127.0.0.1:PORT] [--api-key FILE.p8 --key-id ID --issuer-id UUID]
+                                                    [--shared-secret SECRET]
+                      --app-store      where the App Store Server API and verifyReceipt live (iapcheck's mock store; default 127.0.0.1:8081)
+                      --api-key ...    the App Store Connect API key the backend signs its API tokens with
+                      --shared-secret  the app-specific shared secret sent to verifyReceipt
+                    """)
                 exit(0)
             default:
                 FileHandle.standardError.write(Data("unknown option \(args[i])\n".utf8))
@@ -49,12 +64,16 @@ final class Backend: @unchecked Sendable {
     let validator = SynchronizedReferenceValidator()
     let db: SQLiteConnection
     let ackBeforePersist: Bool
+    let store: AppStoreClient
     var unsaved: [String] = []
+    /// The app's bundle ID (from the last reset): the `bid` of App Store Server API tokens.
+    var bundleId = ""
     let lock = NSLock()
 
-    init(db: SQLiteConnection, ackBeforePersist: Bool) {
+    init(db: SQLiteConnection, ackBeforePersist: Bool, store: AppStoreClient) {
         self.db = db
         self.ackBeforePersist = ackBeforePersist
+        self.store = store
     }
 
     static let encoder = JSONEncoder()
@@ -76,7 +95,10 @@ final class Backend: @unchecked Sendable {
         try await db.query("SELECT record FROM journal ORDER BY seq", []) { row in rows.append(row.column("record")?.string ?? "") }
         for text in rows.all {
             guard let r = try? Self.decoder.decode(Record.self, from: Data(text.utf8)) else { continue }
-            if let c = r.reset { try? validator.reset(c) }
+            if let c = r.reset {
+                try? validator.reset(c)
+                bundleId = c.catalog.bundleId
+            }
             if let d = r.delivery { _ = try? validator.deliver(d, now: r.now ?? 0) }
         }
     }
@@ -127,6 +149,8 @@ final class LockedRows: @unchecked Sendable {
 struct AppTransactionBody: Decodable { let userId: String; let signedTransaction: String; let deviceTime: Millis? }
 struct NotificationBody: Decodable { let signedPayload: String }
 struct LegacyBody: Decodable { let userId: String; let responseBody: String }
+struct ReconcileBody: Decodable { let originalTransactionId: String }
+struct ReceiptBody: Decodable { let userId: String; let receiptData: String }
 
 func body<T: Decodable>(_ request: Request, as: T.Type) async throws -> T {
     let buffer = try await request.body.collect(upTo: 4 << 20)
@@ -144,13 +168,14 @@ struct ExampleBackend {
     static func main() async throws {
         let options = Options(CommandLine.arguments)
         let db: SQLiteConnection = try await SQLiteConnection.open(storage: .file(path: options.database), logger: Logger(label: "example-backend"))
-        let backend = Backend(db: db, ackBeforePersist: options.ackBeforePersist)
+        let backend = Backend(db: db, ackBeforePersist: options.ackBeforePersist, store: try AppStoreClient(options.store))
         try await backend.open()
 
         let router = Router()
         router.post("/iapcheck/reset") { request, _ -> Response in
             let config = try await body(request, as: ValidatorConfig.self)
             try backend.validator.reset(config)
+            backend.lock.withLock { backend.bundleId = config.catalog.bundleId }
             try await backend.persist(Backend.Record(reset: config), truncate: true)
             return Backend.json(["ok": true], status: .ok)
         }
@@ -168,6 +193,34 @@ struct ExampleBackend {
         router.post("/apple/legacy-receipts") { request, _ -> Response in
             let b = try await body(request, as: LegacyBody.self)
             return try await backend.deliver(.legacyReceipt(userId: b.userId, responseBody: b.responseBody), now: now(request))
+        }
+        router.post("/apple/reconcile") { request, _ -> Response in
+            // Pull the chain from the App Store Server API, then ingest it like any signed data.
+            let b = try await body(request, as: ReconcileBody.self)
+            let bundleId = backend.lock.withLock { backend.bundleId }
+            do {
+                guard let d = try await backend.store.chain(originalTransactionId: b.originalTransactionId, bundleId: bundleId) else {
+                    return Backend.json(["accepted": false, "reason": "the App Store knows no transaction \(b.originalTransactionId)"], status: .unprocessableContent)
+                }
+                return try await backend.deliver(d, now: now(request))
+            } catch let e as AppStoreClient.Failure {
+                return Backend.json(["error": e.description], status: .badGateway)
+            }
+        }
+        router.post("/apple/receipts") { request, _ -> Response in
+            let b = try await body(request, as: ReceiptBody.self)
+            do {
+                let (status, responseBody) = try await backend.store.verifyReceipt(b.receiptData)
+                switch status {
+                case 0: return try await backend.deliver(.legacyReceipt(userId: b.userId, responseBody: responseBody), now: now(request))
+                case 21002, 21003, 21010:
+                    return Backend.json(["accepted": false, "reason": "verifyReceipt status \(status)"], status: .unprocessableContent)
+                default:  // 21004 (shared secret), 21005 (unavailable), 21008 … : our problem or Apple's, not the receipt's
+                    return Backend.json(["error": "verifyReceipt status \(status)"], status: .badGateway)
+                }
+            } catch let e as AppStoreClient.Failure {
+                return Backend.json(["error": e.description], status: .badGateway)
+            }
         }
         router.get("/users/:id/entitlements") { request, context -> Response in
             guard let id = context.parameters.get("id") else { return Backend.json(["error": "no user"], status: .badRequest) }

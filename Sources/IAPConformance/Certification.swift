@@ -32,6 +32,8 @@ public enum CertificationSuite {
         public var counterexample: Reports.DiscrepancySummary?
         public var validatorFailure: Reports.ValidatorFailureSummary?
         public var coverage: Coverage
+        /// The forgery class of the forged artifact the counterexample turns on, if it turns on one.
+        public var forgeryClass: String?
     }
 
     public struct ForgeryResult: Codable, Sendable {
@@ -47,15 +49,31 @@ public enum CertificationSuite {
         public var hello: String?
         public var date: String
         public var scale: Double
+        /// Every property held and every forgery class was rejected.
         public var passed: Bool
         public var properties: [PropertyResult]
         public var forgeries: [ForgeryResult]
+        /// Where the validator differs from the reference: failed properties and unrejected forgery classes, each
+        /// marked declared when the run was told to expect it (`--known-divergences`, e.g. validators.md §0.8).
+        public var divergences: [Divergence] = []
+        /// Declared divergences that did not occur (the declaration can go).
+        public var declaredButNotObserved: [String] = []
+        /// No validator failure and every divergence declared.
+        public var passedWithDeclaredDivergences: Bool { divergences.allSatisfy(\.declared) && properties.allSatisfy { $0.validatorFailure == nil } }
+    }
+
+    public struct Divergence: Codable, Sendable, Hashable {
+        /// `property` or `forgery`.
+        public var kind: String
+        public var name: String
+        public var declared: Bool
+        public var detail: String
     }
 
     /// Runs the suite. `scale` multiplies every case count (1 is the certified size).
     /// `spec` is how the command line names the validator, for the replay commands in the report.
     public static func run(_ validator: any Validator, spec: String = "reference", catalog: Catalog = .standard, policy: Policy = .default, scale: Double = 1,
-                           progress: ((String) -> Void)? = nil) -> Report {
+                           knownDivergences: Set<String> = [], progress: ((String) -> Void)? = nil) -> Report {
         var results: [PropertyResult] = []
         for e in entries {
             progress?("\(e.property.rawValue): \(max(1, Int(Double(e.cases) * scale))) cases, seed \(e.seed)")
@@ -69,8 +87,16 @@ public enum CertificationSuite {
             let r = Checker(options: o, validator: validator).run()
             var cx: Reports.DiscrepancySummary?
             var vf: Reports.ValidatorFailureSummary?
+            var forgeryClass: String?
             if let f = r.failure {
                 if let d = f.discrepancy {
+                    // The forged artifact at the failing step, or the last one before it.
+                    for step in f.shrunk.steps.prefix(d.step + 1).reversed() {
+                        if case .deliver(let pd) = step, let fc = pd.forgery {
+                            forgeryClass = fc.rawValue
+                            break
+                        }
+                    }
                     cx = Reports.DiscrepancySummary(
                         property: d.property.rawValue, caseIndex: f.caseIndex, shrunkEvents: f.shrunk.actionCount,
                         expected: d.expected, observed: d.observed, differences: d.differences,
@@ -81,14 +107,27 @@ public enum CertificationSuite {
                 }
             }
             results.append(PropertyResult(property: e.property.rawValue, seed: e.seed, cases: o.cases, passed: r.failure == nil,
-                                          casesRun: r.cases, counterexample: cx, validatorFailure: vf, coverage: r.coverage))
+                                          casesRun: r.cases, counterexample: cx, validatorFailure: vf, coverage: r.coverage,
+                                          forgeryClass: forgeryClass))
         }
         progress?("forgery probe: \(ForgeryClass.allCases.count) classes")
         let forgeries = probeForgeries(validator, catalog: catalog, policy: policy)
         let name = (validator as? SubprocessValidator)?.hello?.name ?? validator.name
-        return Report(validator: validator.name, hello: name, date: CivilTime.iso8601(Millis(Date().timeIntervalSince1970 * 1000)),
-                      scale: scale, passed: results.allSatisfy(\.passed) && forgeries.allSatisfy(\.rejected),
-                      properties: results, forgeries: forgeries)
+        var report = Report(validator: validator.name, hello: name, date: CivilTime.iso8601(Millis(Date().timeIntervalSince1970 * 1000)),
+                            scale: scale, passed: results.allSatisfy(\.passed) && forgeries.allSatisfy(\.rejected),
+                            properties: results, forgeries: forgeries)
+        for p in results where !p.passed {
+            // A property failing on a forged artifact of a declared class is that declared divergence, seen again.
+            let declared = knownDivergences.contains(p.property) || p.forgeryClass.map(knownDivergences.contains) == true
+            let detail = p.counterexample.map { $0.differences.first ?? "observed \($0.observed)" } ?? p.validatorFailure?.message ?? ""
+            report.divergences.append(Divergence(kind: "property", name: p.property, declared: declared,
+                                                 detail: p.forgeryClass.map { "\(detail) (forged artifact: \($0))" } ?? detail))
+        }
+        for f in forgeries where !f.rejected {
+            report.divergences.append(Divergence(kind: "forgery", name: f.name, declared: knownDivergences.contains(f.name), detail: f.reason ?? ""))
+        }
+        report.declaredButNotObserved = knownDivergences.subtracting(report.divergences.map(\.name)).sorted()
+        return report
     }
 
     /// Each forgery class on its own: a genuine purchase is delivered, then the forged artifact; it must be rejected

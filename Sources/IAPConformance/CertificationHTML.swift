@@ -46,6 +46,7 @@ public enum CertificationHTML {
         <p><b>\(esc(r.hello ?? r.validator))</b> <small>(\(esc(r.validator)))</small><br>
         suite \(esc(r.suite)) · iapcheck \(esc(r.iapcheckVersion)) · \(esc(r.date))\(r.scale != 1 ? " · scale \(r.scale) (not the certified size)" : "")</p>
         <p class="verdict \(r.passed ? "pass" : "fail")">\(r.passed ? "Certified: every property held and every forgery was rejected" : "Not certified")</p>
+        \(divergenceSection(r))
         <h2>Properties</h2>
         <table><tr><th>property</th><th>result</th><th>cases</th><th>seed</th><th>first difference</th></tr>
         \(rows)</table>
@@ -58,6 +59,22 @@ public enum CertificationHTML {
         <div><table><tr><th>notification type/subtype</th><th>cases</th></tr>\(kindRows)</table></div></div>
         </body></html>
 
+        """
+    }
+
+    static func divergenceSection(_ r: CertificationSuite.Report) -> String {
+        guard !r.divergences.isEmpty || !r.declaredButNotObserved.isEmpty else { return "" }
+        let rows = r.divergences.map {
+            "<tr><td>\(esc($0.kind))</td><td>\(esc($0.name))</td><td>\($0.declared ? "declared (known)" : "<b>unexpected</b>")</td><td>\(esc($0.detail))</td></tr>"
+        }.joined(separator: "\n")
+        let unused = r.declaredButNotObserved.isEmpty ? "" : "<p>Declared but not observed: \(esc(r.declaredButNotObserved.joined(separator: ", ")))</p>"
+        return """
+        <h2>Divergences from the reference</h2>
+        <p>\(r.passedWithDeclaredDivergences ? "Every divergence was declared in advance." : "Some divergences were not declared.")</p>
+        <table><tr><th>kind</th><th>name</th><th>status</th><th>detail</th></tr>
+        \(rows)
+        </table>
+        \(unused)
         """
     }
 }

@@ -1,10 +1,5 @@
 import Foundation
 import IAPModel
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// A running backend checked over HTTP on loopback. A target file (`--validator http:TARGET.json`, see
 /// `docs/http-target.md`) maps each operation to a route; the backend's clock is given in a header.
@@ -22,7 +17,12 @@ public final class HTTPValidator: Validator {
         public var port: Int
         public var clockHeader: String
         public var routes: [String: Route]
-        public static let operations = ["reset", "appTransaction", "notification", "apiSnapshot", "legacyReceipt", "entitlements"]
+        /// The mock App Store iapcheck starts for this backend (`store` in the target file), if any.
+        public var store: StoreSettings?
+        public static let operations = ["reset", "appTransaction", "notification", "apiSnapshot", "legacyReceipt", "entitlements",
+                                        "reconcile", "receipt"]
+        /// Operations that only make sense when the backend calls the mock App Store.
+        static let storeOperations: Set<String> = ["reconcile", "receipt"]
 
         public static func load(path: String) throws(ConfigError) -> Target {
             let data = try StrictJSON.readFile(path)
@@ -46,8 +46,15 @@ public final class HTTPValidator: Validator {
             let clock = o.string("clockHeader", required: false) ?? "X-IAPCheck-Now"
             var routes: [String: Route] = [:]
             if let rs = o.object("routes") {
+                // With a store, the pull routes may replace the push routes (reconcile for apiSnapshot, receipt for
+                // legacyReceipt); one of each pair is required.
+                var optional = storeOperations
+                if o.has("store") {
+                    if rs.has("reconcile") { optional.insert("apiSnapshot") }
+                    if rs.has("receipt") { optional.insert("legacyReceipt") }
+                }
                 for op in operations {
-                    guard let ro = rs.object(op) else { continue }
+                    guard let ro = rs.object(op, required: !optional.contains(op)) else { continue }
                     let method = ro.choice("method", ["GET", "POST", "PUT"])
                     let path = ro.string("path")
                     ro.rejectUnknownKeys()
@@ -58,115 +65,67 @@ public final class HTTPValidator: Validator {
                 }
                 rs.rejectUnknownKeys()
             }
+            var store: StoreSettings?
+            if let so = o.object("store", required: false) {
+                var settings = StoreSettings(port: 0)
+                if let p = so.int("port", range: 1...65535) { settings.port = Int(p) }
+                settings.sharedSecret = so.string("sharedSecret", required: false)
+                if let k = so.object("apiKey", required: false) {
+                    let keyId = k.string("keyId"), issuerId = k.string("issuerId"), file = k.string("privateKeyFile")
+                    if let keyId, let issuerId, let file {
+                        // Relative to the target file, so a target and its key travel together.
+                        let resolved = file.hasPrefix("/") ? file : URL(fileURLWithPath: path).deletingLastPathComponent().appendingPathComponent(file).path
+                        if !FileManager.default.fileExists(atPath: resolved) { r.problem(k.keyPath("privateKeyFile"), "no file at \(resolved)") }
+                        settings.apiKey = .init(keyId: keyId, issuerId: issuerId, privateKeyFile: resolved)
+                    }
+                    k.rejectUnknownKeys()
+                }
+                so.rejectUnknownKeys()
+                store = settings
+            }
+            if store == nil {
+                for op in storeOperations.sorted() where routes[op] != nil {
+                    r.problem(o.keyPath("routes"), "route \(op) needs a \"store\" section (the backend calls the mock App Store)")
+                }
+            }
             o.rejectUnknownKeys()
             try r.finish()
-            return Target(host: host == "localhost" ? "127.0.0.1" : host, port: port, clockHeader: clock, routes: routes)
+            return Target(host: host == "localhost" ? "127.0.0.1" : host, port: port, clockHeader: clock, routes: routes, store: store)
         }
     }
 
     public let target: Target
     public let timeout: TimeInterval
     public let name: String
-    private var fd: Int32 = -1
-    private var transcript: [String] = []
+    let client: LoopbackHTTPClient
+    /// The mock App Store the backend talks to, when the target file has a `store` section.
+    public let store: (any AppStoreBridge)?
+    var transcript: [String] { client.transcript }
 
-    public init(target: Target, name: String, timeout: TimeInterval = 5) {
+    public init(target: Target, name: String, timeout: TimeInterval = 5, store: (any AppStoreBridge)? = nil) {
         self.target = target
         self.name = name
         self.timeout = timeout
+        self.store = store
+        self.client = LoopbackHTTPClient(host: target.host, port: target.port, timeout: timeout)
     }
 
-    deinit { if fd >= 0 { close(fd) } }
-
-    func note(_ s: String) {
-        transcript.append(s.count > 300 ? String(s.prefix(300)) + "…" : s)
-        if transcript.count > 12 { transcript.removeFirst(transcript.count - 12) }
-    }
-
-    func connect() throws(ValidatorFailure) {
-        if fd >= 0 { close(fd) }
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw ValidatorFailure(.unavailable, "cannot create a socket") }
-        var one: Int32 = 1
-        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-        var tv = timeval(tv_sec: Int(timeout), tv_usec: .init((timeout - Double(Int(timeout))) * 1e6))
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_port = in_port_t(UInt16(target.port).bigEndian)
-        inet_pton(AF_INET, target.host, &addr.sin_addr)
-        let rc = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-        if rc != 0 {
-            close(fd)
-            fd = -1
-            throw ValidatorFailure(.unavailable, "cannot connect to http://\(target.host):\(target.port) (is the backend running?)", transcript: transcript)
-        }
-    }
-
-    /// One request; reconnects once if the kept-alive connection was closed.
+    /// One request to the backend, failures turned into validator failures with the transcript.
     func send(_ op: String, path: String, body: Data?, now: Millis?) throws(ValidatorFailure) -> (Int, Data) {
         guard let route = target.routes[op] else { throw ValidatorFailure(.protocolViolation, "the target file has no route for \(op)") }
-        var head = "\(route.method) \(path) HTTP/1.1\r\nHost: \(target.host):\(target.port)\r\nConnection: keep-alive\r\n"
-        if let now { head += "\(target.clockHeader): \(now)\r\n" }
-        if let body { head += "Content-Type: application/json\r\nContent-Length: \(body.count)\r\n" }
-        head += "\r\n"
-        let request = Data(head.utf8) + (body ?? Data())
-        note("→ \(route.method) \(path)")
-        for attempt in 0..<2 {
-            if fd < 0 { try connect() }
-            let sent = request.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            if sent == request.count, let reply = try readResponse() {
-                note("← \(reply.0) \(String(decoding: reply.1.prefix(200), as: UTF8.self))")
-                return reply
+        var headers: [(String, String)] = []
+        if let now { headers.append((target.clockHeader, String(now))) }
+        do {
+            return try client.request(route.method, path, headers: headers, body: body)
+        } catch {
+            switch error.kind {
+            case .unavailable:
+                throw ValidatorFailure(.unavailable, "cannot connect to http://\(target.host):\(target.port) (is the backend running?)", transcript: transcript)
+            case .timedOut: throw ValidatorFailure(.timedOut, "\(op): \(error.message)", transcript: transcript)
+            case .closed: throw ValidatorFailure(.crashed, "\(op): \(error.message)", transcript: transcript)
+            case .malformed: throw ValidatorFailure(.badAnswer, "\(op): \(error.message)", transcript: transcript)
             }
-            close(fd)
-            fd = -1
-            if attempt == 1 { break }
         }
-        throw ValidatorFailure(.crashed, "the backend closed the connection without a response", transcript: transcript)
-    }
-
-    /// Reads one response; nil if the connection was closed before any byte arrived.
-    func readResponse() throws(ValidatorFailure) -> (Int, Data)? {
-        var buf = [UInt8]()
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        func fill() throws(ValidatorFailure) -> Bool {
-            let n = recv(fd, &chunk, chunk.count, 0)
-            if n > 0 {
-                buf += chunk[0..<n]
-                return true
-            }
-            if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
-                throw ValidatorFailure(.timedOut, "no HTTP response within \(timeout) s", transcript: transcript)
-            }
-            return false
-        }
-        let separator: [UInt8] = [13, 10, 13, 10]
-        var headerEnd: Int?
-        while headerEnd == nil {
-            if !(try fill()) {
-                if buf.isEmpty { return nil }
-                throw ValidatorFailure(.crashed, "the connection closed in the middle of a response", transcript: transcript)
-            }
-            headerEnd = buf.firstRange(of: separator)?.lowerBound
-        }
-        let header = String(decoding: buf[..<headerEnd!], as: UTF8.self)
-        let lines = header.split(separator: "\r\n")
-        guard let statusLine = lines.first, statusLine.hasPrefix("HTTP/1."), let status = Int(statusLine.split(separator: " ").dropFirst().first ?? "") else {
-            throw ValidatorFailure(.badAnswer, "not an HTTP response: \(String(header.prefix(100)))", transcript: transcript)
-        }
-        var length = 0
-        for l in lines.dropFirst() where l.lowercased().hasPrefix("content-length:") {
-            length = Int(l.split(separator: ":", maxSplits: 1)[1].trimmingCharacters(in: .whitespaces)) ?? 0
-        }
-        if lines.contains(where: { $0.lowercased().hasPrefix("transfer-encoding:") }) {
-            throw ValidatorFailure(.badAnswer, "chunked responses are not supported; send Content-Length", transcript: transcript)
-        }
-        let bodyStart = headerEnd! + 4
-        while buf.count < bodyStart + length {
-            if !(try fill()) { throw ValidatorFailure(.crashed, "the connection closed in the middle of a response", transcript: transcript) }
-        }
-        return (status, Data(buf[bodyStart..<(bodyStart + length)]))
     }
 
     static let encoder: JSONEncoder = {
@@ -178,6 +137,7 @@ public final class HTTPValidator: Validator {
     func encode<T: Encodable>(_ v: T) -> Data { (try? Self.encoder.encode(v)) ?? Data() }
 
     public func reset(_ config: ValidatorConfig) throws(ValidatorFailure) {
+        store?.reset(config)
         let (status, body) = try send("reset", path: target.routes["reset"]?.path ?? "/", body: encode(config), now: nil)
         guard (200..<300).contains(status) else {
             throw ValidatorFailure(.badAnswer, "reset answered HTTP \(status): \(String(decoding: body.prefix(200), as: UTF8.self))", transcript: transcript)
@@ -191,29 +151,55 @@ public final class HTTPValidator: Validator {
     struct NotificationBody: Codable { let signedPayload: String }
     struct LegacyBody: Codable { let userId: String; let responseBody: String }
 
+    struct ReconcileBody: Codable { let originalTransactionId: String }
+    struct ReceiptBody: Codable { let userId: String; let receiptData: String }
+
     public func deliver(_ delivery: SignedDelivery, now: Millis) throws(ValidatorFailure) -> DeliveryVerdict {
-        let op: String, body: Data
+        let op: String, status: Int, reply: Data
         switch delivery {
         case let .appTransaction(userId, jws, deviceTime):
             op = "appTransaction"
-            body = encode(AppTransactionBody(userId: userId, signedTransaction: jws, deviceTime: deviceTime))
+            (status, reply) = try send(op, path: path(op), body: encode(AppTransactionBody(userId: userId, signedTransaction: jws, deviceTime: deviceTime)), now: now)
         case .notification(let signedPayload):
             op = "notification"
-            body = encode(NotificationBody(signedPayload: signedPayload))
-        case .apiSnapshot:
-            op = "apiSnapshot"
-            body = encode(delivery)
+            let body = encode(NotificationBody(signedPayload: signedPayload))
+            if let store {
+                // The mock App Store posts it to the webhook, retrying on 5xx and timeouts on Apple's schedule.
+                (status, reply) = try store.postNotification(signedPayload, now: now) { (at: Millis) throws(ValidatorFailure) -> (Int, Data) in
+                    try self.send(op, path: self.path(op), body: body, now: at)
+                }
+            } else {
+                (status, reply) = try send(op, path: path(op), body: body, now: now)
+            }
+        case let .apiSnapshot(otid, history, statuses):
+            if let store, target.routes["reconcile"] != nil {
+                // The backend fetches the chain from the mock App Store's Server API itself.
+                op = "reconcile"
+                store.publish(originalTransactionId: otid, history: history, statuses: statuses)
+                (status, reply) = try send(op, path: path(op), body: encode(ReconcileBody(originalTransactionId: otid)), now: now)
+            } else {
+                op = "apiSnapshot"
+                (status, reply) = try send(op, path: path(op), body: encode(delivery), now: now)
+            }
         case let .legacyReceipt(userId, responseBody):
-            op = "legacyReceipt"
-            body = encode(LegacyBody(userId: userId, responseBody: responseBody))
+            if let store, target.routes["receipt"] != nil {
+                // The backend sends the receipt to the mock App Store's verifyReceipt.
+                op = "receipt"
+                let receiptData = store.registerReceipt(responseBody: responseBody)
+                (status, reply) = try send(op, path: path(op), body: encode(ReceiptBody(userId: userId, receiptData: receiptData)), now: now)
+            } else {
+                op = "legacyReceipt"
+                (status, reply) = try send(op, path: path(op), body: encode(LegacyBody(userId: userId, responseBody: responseBody)), now: now)
+            }
         }
-        let (status, reply) = try send(op, path: target.routes[op]?.path ?? "/", body: body, now: now)
         switch status {
         case 200..<300: return .accepted
         case 400..<500: return .rejected(reason: (try? JSONDecoder().decode(Reason.self, from: reply).reason) ?? "HTTP \(status)")
-        default: throw ValidatorFailure(.badAnswer, "HTTP \(status) for \(op)", transcript: transcript)
+        default: throw ValidatorFailure(.badAnswer, "HTTP \(status) for \(op): \(String(decoding: reply.prefix(200), as: UTF8.self))", transcript: transcript)
         }
     }
+
+    func path(_ op: String) -> String { target.routes[op]?.path ?? "/" }
 
     public func entitlements(_ query: EntitlementQuery) throws(ValidatorFailure) -> EntitlementAnswer {
         let template = target.routes["entitlements"]?.path ?? "/"
@@ -224,4 +210,42 @@ public final class HTTPValidator: Validator {
         }
         return EntitlementAnswer(products: a.products, groups: a.groups, consumables: a.consumables)
     }
+}
+
+/// The mock App Store section of a target file.
+public struct StoreSettings: Sendable, Hashable {
+    public struct APIKey: Sendable, Hashable {
+        public var keyId: String
+        public var issuerId: String
+        /// A PKCS#8 PEM (`.p8`) file, as App Store Connect hands out; the store checks JWTs with its public key.
+        public var privateKeyFile: String
+        public init(keyId: String, issuerId: String, privateKeyFile: String) {
+            self.keyId = keyId
+            self.issuerId = issuerId
+            self.privateKeyFile = privateKeyFile
+        }
+    }
+    public var port: Int
+    /// The app-specific shared secret `verifyReceipt` requires (21004 otherwise); nil accepts any password.
+    public var sharedSecret: String?
+    public var apiKey: APIKey?
+    public init(port: Int, sharedSecret: String? = nil, apiKey: APIKey? = nil) {
+        self.port = port
+        self.sharedSecret = sharedSecret
+        self.apiKey = apiKey
+    }
+}
+
+/// What the HTTP transport needs from a mock App Store (`IAPStore.MockAppStore` implements it).
+public protocol AppStoreBridge: AnyObject, Sendable {
+    /// A new case: the bundle the API tokens must name; notification history starts empty.
+    func reset(_ config: ValidatorConfig)
+    /// Serve this chain's history pages and statuses from now on.
+    func publish(originalTransactionId: String, history: [HistoryResponse], statuses: StatusResponse?)
+    /// Remember a verifyReceipt answer; returns the `receipt-data` the backend will send for it.
+    func registerReceipt(responseBody: String) -> String
+    /// Posts a notification to the backend's webhook with `send` (given the clock of each attempt), retrying as Apple
+    /// does; returns the answer of the last attempt. Every attempt goes into the notification history.
+    func postNotification(_ signedPayload: String, now: Millis,
+                          send: (Millis) throws(ValidatorFailure) -> (Int, Data)) throws(ValidatorFailure) -> (Int, Data)
 }

@@ -3,6 +3,8 @@ import Foundation
 import IAPConformance
 import IAPModel
 import IAPValidators
+import IAPSigning
+import IAPStore
 
 /// Exit codes, documented in `--help` and the README.
 enum Exit {
@@ -27,7 +29,7 @@ struct IAPCheck: ParsableCommand {
         130 interrupted (Ctrl-C), after printing what the run had found.
         """,
         version: IAPCheckVersion.current,
-        subcommands: [Check.self, Mutants.self, Replay.self, Certify.self, Load.self, PKI.self, Bench.self, Serve.self],
+        subcommands: [Check.self, Mutants.self, Replay.self, Certify.self, Load.self, Store.self, PKI.self, Bench.self, Serve.self],
         defaultSubcommand: Check.self)
 }
 
@@ -72,7 +74,11 @@ func makeValidator(_ spec: String, timeout: Double = 5) throws -> any Validator 
         let path = String(spec.dropFirst("http:".count))
         do {
             let target = try HTTPValidator.Target.load(path: path)
-            return HTTPValidator(target: target, name: "http:\(target.host):\(target.port)", timeout: timeout)
+            var store: MockAppStore?
+            if let settings = target.store {
+                store = try startStore(settings, for: target)
+            }
+            return HTTPValidator(target: target, name: "http:\(target.host):\(target.port)", timeout: timeout, store: store)
         } catch {
             throw fail("error: \(error)", code: Exit.usage)
         }
@@ -90,6 +96,22 @@ func makeValidator(_ spec: String, timeout: Double = 5) throws -> any Validator 
         return m.make()
     }
     throw ValidationError("unknown validator \"\(spec)\": use reference, mutant:NAME, exec:'COMMAND' or http:TARGET.json")
+}
+
+/// The mock App Store an HTTP target asks for, started once per process on its port; TEST notifications are signed
+/// with the harness's PKI and posted to the target's notification route.
+func startStore(_ settings: StoreSettings, for target: HTTPValidator.Target?) throws -> MockAppStore {
+    let store = try MockAppStore.shared(settings)
+    if let target, let route = target.routes["notification"] {
+        store.webhook = (target.host, target.port, route.path, target.clockHeader)
+    }
+    store.testNotificationSigner = { now, catalog in
+        ArtifactRenderer(pki: CaseRunner.pki, appAppleId: catalog.appAppleId).notification(ResponseBodyV2DecodedPayload(
+            notificationType: .test, subtype: nil, notificationUUID: UUID().uuidString.lowercased(), signedDate: now,
+            data: NotificationData(appAppleId: catalog.appAppleId, bundleId: catalog.bundleId, environment: catalog.environment,
+                                   transactionInfo: nil, renewalInfo: nil, status: nil)))
+    }
+    return store
 }
 
 func fail(_ message: String, code: Int32) -> ExitCode {

@@ -96,6 +96,19 @@ import Testing
         #expect(!bad.passed)
         #expect(bad.forgeries.contains { $0.name == ForgeryClass.foreignKeySignature.rawValue && !$0.rejected })
     }
+
+    /// Apple's Python library has no size limit (validators.md §0.8): a validator like it is certified with that
+    /// divergence declared, and not without the declaration.
+    @Test func declaredDivergencesAreListedAndOnlyThoseAreForgiven() {
+        let declared = CertificationSuite.run(Mutants.named("no-size-limit")!.make(), scale: 0.1, knownDivergences: ["oversized-token"])
+        #expect(!declared.passed)
+        #expect(declared.passedWithDeclaredDivergences)
+        #expect(declared.divergences.contains { $0.kind == "forgery" && $0.name == "oversized-token" && $0.declared })
+        #expect(CertificationHTML.render(declared).contains("Divergences from the reference"))
+        let undeclared = CertificationSuite.run(Mutants.named("no-size-limit")!.make(), scale: 0.1, knownDivergences: ["replayed-notification-uuid"])
+        #expect(!undeclared.passedWithDeclaredDivergences)
+        #expect(undeclared.declaredButNotObserved == ["replayed-notification-uuid"])
+    }
 }
 
 /// A validator whose answers change between identical runs (real randomness, on purpose).

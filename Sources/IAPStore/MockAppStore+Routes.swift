@@ -1,0 +1,206 @@
+import Crypto
+import Foundation
+import Hummingbird
+import IAPModel
+import IAPValidators
+
+extension MockAppStore {
+    static let encoder: JSONEncoder = {
+        let e = JSONEncoder()
+        e.outputFormatting = [.withoutEscapingSlashes, .sortedKeys]
+        return e
+    }()
+
+    static func json<T: Encodable>(_ value: T, status: HTTPResponse.Status = .ok) -> Response {
+        let data = (try? encoder.encode(value)) ?? Data("{}".utf8)
+        return Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+
+    /// Apple's error body (`errorCode`, `errorMessage`).
+    struct APIError: Encodable { let errorCode: Int; let errorMessage: String }
+    static func apiError(_ status: HTTPResponse.Status, _ code: Int, _ message: String) -> Response {
+        json(APIError(errorCode: code, errorMessage: message), status: status)
+    }
+
+    func makeRouter() -> Router<BasicRequestContext> {
+        let router = Router()
+        let api = router.group("inApps")
+        api.get("v2/history/:transactionId") { request, context in
+            self.count("history")
+            if let denied = self.authorize(request) { return denied }
+            let id = context.parameters.get("transactionId") ?? ""
+            guard let chain = self.lock.withLock({ self.chains[id] }) else {
+                return Self.apiError(.notFound, 4040010, "Transaction id not found.")
+            }
+            // `revision` names the page after the one that carried it (rev-<otid>-<n> → page n, 0-based).
+            var index = 0
+            if let revision = request.uri.queryParameters.get("revision") {
+                guard let i = chain.history.firstIndex(where: { $0.revision == revision }) else {
+                    return Self.apiError(.badRequest, 4000005, "Invalid revision.")
+                }
+                index = i + 1
+                guard index < chain.history.count else { return Self.apiError(.badRequest, 4000005, "Invalid revision.") }
+            }
+            return Self.json(chain.history[index])
+        }
+        api.get("v1/subscriptions/:transactionId") { request, context in
+            self.count("statuses")
+            if let denied = self.authorize(request) { return denied }
+            let id = context.parameters.get("transactionId") ?? ""
+            guard let chain = self.lock.withLock({ self.chains[id] }), let statuses = chain.statuses else {
+                return Self.apiError(.notFound, 4040010, "Transaction id not found.")
+            }
+            return Self.json(statuses)
+        }
+        api.get("v1/transactions/:transactionId") { request, context in
+            self.count("transaction")
+            if let denied = self.authorize(request) { return denied }
+            let id = context.parameters.get("transactionId") ?? ""
+            guard let jws = self.lock.withLock({ self.signedTransactions[id] }) else {
+                return Self.apiError(.notFound, 4040010, "Transaction id not found.")
+            }
+            return Self.json(TransactionInfoResponse(signedTransactionInfo: jws))
+        }
+        api.post("v1/notifications/history") { request, _ in
+            self.count("notification-history")
+            if let denied = self.authorize(request) { return denied }
+            let body = try await request.body.collect(upTo: 1 << 20)
+            guard let q = try? JSONDecoder().decode(NotificationHistoryRequest.self, from: Data(buffer: body)) else {
+                return Self.apiError(.badRequest, 4000015, "Invalid request: startDate and endDate are required.")
+            }
+            guard q.endDate > q.startDate, q.endDate - q.startDate <= 180 * 86_400_000 else {
+                return Self.apiError(.badRequest, 4000016, "Invalid start and end dates.")
+            }
+            let page = request.uri.queryParameters.get("paginationToken").flatMap { Int($0.dropFirst("page-".count)) } ?? 0
+            let matching = self.lock.withLock { self.notifications }.filter {
+                $0.signedDate >= q.startDate && $0.signedDate < q.endDate
+                    && (q.notificationType == nil || $0.notificationType == q.notificationType)
+                    && (q.onlyFailures != true || $0.attempts.contains { $0.sendAttemptResult != "SUCCESS" })
+            }
+            let pageSize = 20
+            let slice = matching.dropFirst(page * pageSize).prefix(pageSize)
+            let more = matching.count > (page + 1) * pageSize
+            return Self.json(NotificationHistoryResponse(
+                paginationToken: more ? "page-\(page + 1)" : nil, hasMore: more,
+                notificationHistory: slice.map { NotificationHistoryResponseItem(signedPayload: $0.signedPayload, sendAttempts: Array($0.attempts.prefix(6))) }))
+        }
+        api.post("v1/notifications/test") { request, _ in
+            self.count("test")
+            if let denied = self.authorize(request) { return denied }
+            guard let sign = self.testNotificationSigner, let hook = self.webhook, let catalog = self.lock.withLock({ self.catalog }) else {
+                return Self.apiError(.internalServerError, 5000000, "This mock App Store has no webhook or signer for test notifications.")
+            }
+            let now = Millis(Date().timeIntervalSince1970 * 1000)
+            let payload = sign(now, catalog)
+            let token = "test-\(UUID().uuidString.lowercased())"
+            let index: Int = self.lock.withLock {
+                self.notifications.append(SentNotification(signedPayload: payload, signedDate: now, notificationType: "TEST", attempts: []))
+                self.testTokens[token] = self.notifications.count - 1
+                return self.notifications.count - 1
+            }
+            // Posted after answering, as Apple does, on a thread of its own (the client blocks).
+            Thread.detachNewThread {
+                let client = LoopbackHTTPClient(host: hook.host, port: hook.port, timeout: 5)
+                let body = (try? Self.encoder.encode(["signedPayload": payload])) ?? Data()
+                let result: String
+                do {
+                    let (status, _) = try client.request("POST", hook.path, headers: [(hook.clockHeader, String(now))], body: body)
+                    result = (200..<300).contains(status) ? "SUCCESS" : "UNSUCCESSFUL_HTTP_RESPONSE_CODE"
+                } catch {
+                    result = (error as? LoopbackHTTPClient.Failure)?.kind == .timedOut ? "TIMED_OUT" : "SOCKET_ISSUE"
+                }
+                self.lock.withLock {
+                    if index < self.notifications.count {
+                        self.notifications[index].attempts.append(SendAttemptItem(attemptDate: now, sendAttemptResult: result))
+                    }
+                }
+            }
+            return Self.json(["testNotificationToken": token])
+        }
+        api.get("v1/notifications/test/:token") { request, context in
+            if let denied = self.authorize(request) { return denied }
+            let token = context.parameters.get("token") ?? ""
+            guard let n = self.lock.withLock({ self.testTokens[token].flatMap { $0 < self.notifications.count ? self.notifications[$0] : nil } }) else {
+                return Self.apiError(.notFound, 4040008, "Test notification not found.")
+            }
+            return Self.json(CheckTestNotificationResponse(signedPayload: n.signedPayload, sendAttempts: n.attempts))
+        }
+        router.post("verifyReceipt") { request, _ in try await self.verifyReceipt(request, sandboxEndpoint: false) }
+        router.post("sandbox/verifyReceipt") { request, _ in try await self.verifyReceipt(request, sandboxEndpoint: true) }
+        return router
+    }
+
+    struct NotificationHistoryRequest: Decodable {
+        let startDate: Millis
+        let endDate: Millis
+        let notificationType: String?
+        let onlyFailures: Bool?
+    }
+
+    struct CheckTestNotificationResponse: Encodable {
+        let signedPayload: String
+        let sendAttempts: [SendAttemptItem]
+    }
+
+    struct VerifyReceiptRequest: Decodable {
+        let receiptData: String?
+        let password: String?
+        enum CodingKeys: String, CodingKey {
+            case receiptData = "receipt-data"
+            case password
+        }
+    }
+
+    /// verifyReceipt: always HTTP 200, the outcome in `status` (Apple's codes).
+    func verifyReceipt(_ request: Request, sandboxEndpoint: Bool) async throws -> Response {
+        count("verifyReceipt")
+        func status(_ code: Int) -> Response {
+            let environment = sandboxEndpoint ? "Sandbox" : "Production"
+            return Self.json(["status": AnyEncodable(code), "environment": AnyEncodable(environment)])
+        }
+        let body = try await request.body.collect(upTo: 4 << 20)
+        guard let r = try? JSONDecoder().decode(VerifyReceiptRequest.self, from: Data(buffer: body)), let data = r.receiptData else {
+            return status(21002)
+        }
+        guard let receipt = lock.withLock({ receipts[data] }) else { return status(21003) }
+        if receipt.sandbox && !sandboxEndpoint { return status(21007) }
+        if !receipt.sandbox && sandboxEndpoint { return status(21008) }
+        if let secret = settings.sharedSecret, r.password != secret { return status(21004) }
+        return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: receipt.body)))
+    }
+
+    /// The App Store Server API's token check; nil when the request may proceed, else Apple's 401.
+    func authorize(_ request: Request) -> Response? {
+        guard let key = apiKey, let k = settings.apiKey else { return nil }
+        count("checked-token")
+        let unauthorized = Response(status: .unauthorized, headers: [.contentType: "text/plain"], body: .init(byteBuffer: ByteBuffer(string: "Unauthenticated\n")))
+        guard let auth = request.headers[.authorization], auth.hasPrefix("Bearer ") else { return unauthorized }
+        let token = auth.dropFirst("Bearer ".count)
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3,
+            let headerBytes = Base64URL.decode(parts[0]), let payloadBytes = Base64URL.decode(parts[1]), let sig = Base64URL.decode(parts[2]),
+            let header = try? JSONDecoder().decode(TokenHeader.self, from: Data(headerBytes)),
+            let claims = try? JSONDecoder().decode(TokenClaims.self, from: Data(payloadBytes))
+        else { return unauthorized }
+        guard header.alg == "ES256", header.kid == k.keyId, header.typ == nil || header.typ == "JWT" else { return unauthorized }
+        guard let signature = try? P256.Signing.ECDSASignature(rawRepresentation: sig),
+            key.isValidSignature(signature, for: Data("\(parts[0]).\(parts[1])".utf8))
+        else { return unauthorized }
+        let now = Int64(Date().timeIntervalSince1970)
+        guard claims.iss == k.issuerId, claims.aud == "appstoreconnect-v1",
+            let exp = claims.exp, let iat = claims.iat,
+            exp > now, exp - iat <= 3600, exp - now <= 3600, iat <= now + 60
+        else { return unauthorized }
+        if let expected = lock.withLock({ bundleId }), claims.bid != expected { return unauthorized }
+        return nil
+    }
+
+    struct TokenHeader: Decodable { let alg: String?; let kid: String?; let typ: String? }
+    struct TokenClaims: Decodable { let iss: String?; let iat: Int64?; let exp: Int64?; let aud: String?; let bid: String? }
+}
+
+struct AnyEncodable: Encodable {
+    let value: any Encodable
+    init(_ value: any Encodable) { self.value = value }
+    func encode(to encoder: any Encoder) throws { try value.encode(to: encoder) }
+}

@@ -1,0 +1,255 @@
+import Crypto
+import Foundation
+import Hummingbird
+import IAPModel
+import IAPValidators
+import Logging
+
+/// A mock App Store on loopback, serving a scenario's data the way Apple's servers do (docs/mock-app-store.md):
+///
+/// - App Store Server API: Get Transaction History v2 (paged by `revision`), Get All Subscription Statuses, Get
+///   Transaction Info, Get Notification History, Request a Test Notification and Get Test Notification Status, each
+///   behind the API's JWT check (ES256 with the configured key, `iss`, `bid`, `aud` "appstoreconnect-v1", `exp` at
+///   most an hour after `iat` and not past) — 401 otherwise;
+/// - legacy `/verifyReceipt` and `/sandbox/verifyReceipt` with Apple's statuses (21007 sandbox receipt sent to
+///   production, 21008 the reverse, 21004 wrong shared secret, 21003 unknown receipt, 21002 malformed request);
+/// - App Store Server Notifications: posts to the backend's webhook and retries on a 5xx, a timeout or a dropped
+///   connection at 1, 12, 24, 48 and 72 hours (Apple's production schedule) — in virtual time: each attempt carries
+///   its instant in the clock header, and the real wait is compressed.
+///
+/// The harness publishes what Apple would answer just before it makes the backend ask (see `HTTPValidator`).
+public final class MockAppStore: AppStoreBridge, @unchecked Sendable {
+    public let settings: StoreSettings
+    public private(set) var port: Int = 0
+    /// Real seconds waited per virtual hour between webhook attempts.
+    public var realSecondsPerRetryHour: Double = 0.002
+    /// Signs the TEST notification for Request a Test Notification; without it that endpoint answers 500.
+    public var testNotificationSigner: (@Sendable (_ now: Millis, _ catalog: Catalog) -> String)?
+    /// Where Request a Test Notification posts: (host, port, path, clock header).
+    public var webhook: (host: String, port: Int, path: String, clockHeader: String)?
+
+    /// Apple's retry schedule for production notifications, in hours after the previous attempt.
+    public static let retryHours: [Int64] = [1, 12, 24, 48, 72]
+
+    let lock = NSLock()
+    var bundleId: String?
+    var catalog: Catalog?
+    var chains: [String: Chain] = [:]
+    var signedTransactions: [String: String] = [:]
+    var receipts: [String: (body: String, sandbox: Bool)] = [:]
+    var notifications: [SentNotification] = []
+    var testTokens: [String: Int] = [:]
+    var servedCounts: [String: Int] = [:]
+    let apiKey: P256.Signing.PublicKey?
+
+    struct Chain {
+        var history: [HistoryResponse]
+        var statuses: StatusResponse?
+    }
+
+    struct SentNotification {
+        var signedPayload: String
+        var signedDate: Millis
+        var notificationType: String
+        var attempts: [SendAttemptItem]
+    }
+
+    public enum StartError: Error, CustomStringConvertible {
+        case key(String, String)
+        case listen(Int, String)
+        public var description: String {
+            switch self {
+            case let .key(file, why): "\(file): not a P-256 private key in PKCS#8 PEM (.p8): \(why)"
+            case let .listen(port, why): "the mock App Store cannot listen on 127.0.0.1:\(port): \(why)"
+            }
+        }
+    }
+
+    public init(settings: StoreSettings) throws {
+        self.settings = settings
+        if let k = settings.apiKey {
+            do {
+                let pem = try String(contentsOfFile: k.privateKeyFile, encoding: .utf8)
+                apiKey = try P256.Signing.PrivateKey(pemRepresentation: pem).publicKey
+            } catch {
+                throw StartError.key(k.privateKeyFile, "\(error)")
+            }
+        } else {
+            apiKey = nil
+        }
+    }
+
+    static let executor = QueueTaskExecutor()
+    nonisolated(unsafe) static var running: [Int: MockAppStore] = [:]
+    static let runningLock = NSLock()
+
+    /// The store listening on `settings.port` in this process, started on first use (one per port, shared by the
+    /// load driver's workers).
+    public static func shared(_ settings: StoreSettings) throws -> MockAppStore {
+        try runningLock.withLock {
+            if let s = running[settings.port], s.settings == settings { return s }
+            let s = try MockAppStore(settings: settings)
+            try s.start()
+            running[s.port] = s
+            return s
+        }
+    }
+
+    /// Starts listening (port 0 picks a free one; see `port`) and returns once the socket is bound.
+    public func start() throws {
+        let ready = DispatchSemaphore(value: 0)
+        let box = StartBox()
+        let app = Application(
+            router: makeRouter(),
+            configuration: .init(address: .hostname("127.0.0.1", port: settings.port), serverName: "iapcheck-mock-app-store"),
+            onServerRunning: { channel in
+                box.set(port: channel.localAddress?.port ?? 0)
+                ready.signal()
+            },
+            logger: {
+                var l = Logger(label: "iapcheck-mock-app-store")
+                l.logLevel = .warning
+                return l
+            }())
+        // On threads of its own: the harness blocks threads of the cooperative pool while it waits for a backend,
+        // and the backend waits for this store.
+        Task.detached(executorPreference: Self.executor) {
+            do { try await app.run() } catch {
+                box.set(error: "\(error)")
+                ready.signal()
+            }
+        }
+        if ready.wait(timeout: .now() + 30) == .timedOut { throw StartError.listen(settings.port, "no answer within 30 s") }
+        if let e = box.error { throw StartError.listen(settings.port, e) }
+        port = box.port
+    }
+
+    // MARK: AppStoreBridge
+
+    public func reset(_ config: ValidatorConfig) {
+        lock.withLock {
+            bundleId = config.catalog.bundleId
+            catalog = config.catalog
+            notifications = []
+        }
+    }
+
+    public func publish(originalTransactionId: String, history: [HistoryResponse], statuses: StatusResponse?) {
+        let chain = Chain(history: history, statuses: statuses)
+        var byId: [String: String] = [:]
+        for page in history {
+            for jws in page.signedTransactions {
+                if let id = Self.claims(jws, as: TransactionClaims.self)?.transactionId { byId[id] = jws }
+            }
+        }
+        lock.withLock {
+            chains[originalTransactionId] = chain
+            for (id, jws) in byId {
+                chains[id] = chain
+                signedTransactions[id] = jws
+            }
+        }
+    }
+
+    public func registerReceipt(responseBody: String) -> String {
+        let digest = SHA256.hash(data: Data(responseBody.utf8)).prefix(24)
+        let token = Data(Array("iapcheck-receipt:".utf8) + Array(digest)).base64EncodedString()
+        let environment = (try? JSONDecoder().decode(EnvironmentOnly.self, from: Data(responseBody.utf8)))?.environment
+        lock.withLock { receipts[token] = (responseBody, environment == "Sandbox") }
+        return token
+    }
+
+    public func postNotification(_ signedPayload: String, now: Millis,
+                                 send: (Millis) throws(ValidatorFailure) -> (Int, Data)) throws(ValidatorFailure) -> (Int, Data) {
+        let claims = Self.claims(signedPayload, as: NotificationClaims.self)
+        var sent = SentNotification(signedPayload: signedPayload, signedDate: claims?.signedDate ?? now,
+                                    notificationType: claims?.notificationType ?? "", attempts: [])
+        defer { lock.withLock { notifications.append(sent) } }
+        var at = now
+        var lastFailure: ValidatorFailure?
+        var lastReply: (Int, Data)?
+        for attempt in 0...Self.retryHours.count {
+            if attempt > 0 {
+                let hours = Self.retryHours[attempt - 1]
+                at += hours * 3_600_000
+                Thread.sleep(forTimeInterval: realSecondsPerRetryHour * Double(hours))
+            }
+            do {
+                let reply = try send(at)
+                switch reply.0 {
+                case 200..<300:
+                    sent.attempts.append(SendAttemptItem(attemptDate: at, sendAttemptResult: "SUCCESS"))
+                    return reply
+                case 400..<500:
+                    // A 4xx is the backend's verdict (it rejected the payload); Apple would retry it too, but a
+                    // correct backend's rejection of a forgery does not change, and the harness needs the verdict.
+                    sent.attempts.append(SendAttemptItem(attemptDate: at, sendAttemptResult: "UNSUCCESSFUL_HTTP_RESPONSE_CODE"))
+                    return reply
+                default:
+                    sent.attempts.append(SendAttemptItem(attemptDate: at, sendAttemptResult: "UNSUCCESSFUL_HTTP_RESPONSE_CODE"))
+                    lastReply = reply
+                    lastFailure = nil
+                }
+            } catch {
+                guard error.kind != .protocolViolation else { throw error }
+                let result = switch error.kind {
+                case .timedOut: "TIMED_OUT"
+                case .unavailable: "SOCKET_ISSUE"
+                case .crashed: "PREMATURE_CLOSE"
+                default: "INVALID_RESPONSE"
+                }
+                sent.attempts.append(SendAttemptItem(attemptDate: at, sendAttemptResult: result))
+                lastFailure = error
+                lastReply = nil
+            }
+        }
+        if let lastFailure {
+            throw ValidatorFailure(lastFailure.kind, "the webhook failed all \(Self.retryHours.count + 1) attempts (Apple's retry schedule); last: \(lastFailure.message)",
+                                   transcript: lastFailure.transcript)
+        }
+        return lastReply ?? (500, Data())
+    }
+
+    /// What the store has posted, for tests and reports: (notificationType, attempt results).
+    public var sentNotifications: [(type: String, attempts: [String])] {
+        lock.withLock { notifications.map { ($0.notificationType, $0.attempts.map(\.sendAttemptResult)) } }
+    }
+
+    /// Requests answered per endpoint (`history`, `statuses`, `transaction`, `notification-history`, `test`,
+    /// `verifyReceipt`, `unauthorized`), for tests and reports.
+    public var served: [String: Int] { lock.withLock { servedCounts } }
+
+    func count(_ endpoint: String) { lock.withLock { servedCounts[endpoint, default: 0] += 1 } }
+
+    // MARK: decoding of what the store serves
+
+    struct TransactionClaims: Decodable { let transactionId: String }
+    struct NotificationClaims: Decodable { let signedDate: Millis?; let notificationType: String? }
+    struct EnvironmentOnly: Decodable { let environment: String? }
+
+    /// The payload of a JWS the store serves (it signed nothing itself; it only indexes).
+    static func claims<T: Decodable>(_ jws: String, as: T.Type) -> T? {
+        let parts = jws.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let bytes = Base64URL.decode(parts[1]) else { return nil }
+        return try? JSONDecoder().decode(T.self, from: Data(bytes))
+    }
+}
+
+/// Runs the store's tasks on an overcommitting dispatch queue instead of the cooperative pool.
+final class QueueTaskExecutor: TaskExecutor, @unchecked Sendable {
+    let queue = DispatchQueue(label: "iapcheck.mock-app-store", attributes: .concurrent)
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        queue.async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+    }
+}
+
+final class StartBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var _port = 0
+    private var _error: String?
+    func set(port: Int) { lock.withLock { _port = port } }
+    func set(error: String) { lock.withLock { _error = error } }
+    var port: Int { lock.withLock { _port } }
+    var error: String? { lock.withLock { _error } }
+}
