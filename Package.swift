@@ -54,7 +54,7 @@ let package = Package(
         .target(name: "IAPConformance", dependencies: ["IAPModel", "IAPOracle", "PropertyEngine", "IAPSimulator", "IAPValidators", "IAPSigning"]),
         // Load profiles, schedules, the driver, HdrHistograms, results and gates.
         .target(name: "IAPLoad", dependencies: [
-            "IAPModel", "IAPSimulator", "IAPSigning", "IAPValidators", "IAPConformance", "PropertyEngine",
+            "IAPModel", "IAPOracle", "IAPSimulator", "IAPSigning", "IAPValidators", "IAPConformance", "PropertyEngine",
             .product(name: "Histogram", package: "hdrhistogram-swift"),
         ]),
         // The command line: argument parsing and wiring only.

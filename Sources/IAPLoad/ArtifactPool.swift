@@ -1,6 +1,7 @@
 import Foundation
 import IAPConformance
 import IAPModel
+import IAPOracle
 import IAPSigning
 import IAPSimulator
 import PropertyEngine
@@ -13,10 +14,72 @@ public struct ArtifactPool: Sendable {
         public var delivery: SignedDelivery?
         public var query: EntitlementQuery?
         public var now: Millis
+        public init(operation: LoadProfile.Operation, delivery: SignedDelivery?, query: EntitlementQuery?, now: Millis) {
+            self.operation = operation
+            self.delivery = delivery
+            self.query = query
+            self.now = now
+        }
     }
 
     public var items: [Item]
     public var config: ValidatorConfig
+    /// Histories delivered to every worker's validator before the clock starts, and questions about them whose
+    /// answers the oracle knows: the load run's check that the validator still answers right under load.
+    public var samples = AnswerSamples()
+
+    public init(items: [Item], config: ValidatorConfig) {
+        self.items = items
+        self.config = config
+    }
+
+    public struct AnswerSamples: Sendable {
+        /// Every generated case numbers its transactions, users and notification UUIDs from the same start, so the
+        /// pool's histories share identifiers. A sample gets its own: the identifiers' fixed prefixes are rewritten
+        /// (lengths and formats kept), consistently in the facts, the questions and hence the oracle's answers.
+        static func apart<T: Codable>(_ value: T, _ j: Int) -> T? {
+            guard let data = try? JSONEncoder().encode(value) else { return nil }
+            let tag = String(format: "%03d", j)
+            var text = String(decoding: data, as: UTF8.self)
+            text = text.replacingOccurrences(of: #""2000(\d{12})""#, with: "\"7\(tag)$1\"", options: .regularExpression)
+            text = text.replacingOccurrences(of: "a1b2c3d4-0000-4000-8000-", with: "5a3b1e00-0\(tag)-4000-8000-")
+            text = text.replacingOccurrences(of: "5e1f0000-0000-4000-9000-", with: "5a3b1e00-0\(tag)-4000-9000-")
+            return try? JSONDecoder().decode(T.self, from: Data(text.utf8))
+        }
+
+        public var deliveries: [(SignedDelivery, Millis)] = []
+        public var questions: [(EntitlementQuery, EntitlementAnswer)] = []
+        public init() {}
+
+        /// Eight generated histories (seeded apart from the pool's, so their users are the samples' own), every
+        /// genuine artifact of each, and every question of each case with the answer the oracle gives once all of
+        /// the case's facts are known — what a validator that received them all must answer, whatever came since.
+        public static func build(seed: UInt64, catalog: Catalog, policy: Policy) -> AnswerSamples {
+            var out = AnswerSamples()
+            let pki = CaseRunner.pki
+            let generator = CaseGenerator(catalog: catalog, policy: policy)
+            var config = ValidatorConfig(catalog: catalog, policy: policy)
+            config.trustedRoots = pki.trustedRoots
+            for j in 0..<8 {
+                let (c, _) = generator.generate(.entitlementAgreement, ChoiceSource(seed: SplitMix64.derive(seed ^ 0x5A3D_1E00_0000_0000, UInt64(j))))
+                let renderer = ArtifactRenderer(pki: pki, appAppleId: catalog.appAppleId)
+                var knowledge = Knowledge(config: c.config)
+                var queries: [EntitlementQuery] = []
+                for step in c.steps {
+                    switch step {
+                    case .deliver(let d):
+                        guard d.forgery == nil, let delivery = Self.apart(d.delivery, j), knowledge.rejection(delivery) == nil else { continue }
+                        _ = knowledge.learn(delivery)
+                        out.deliveries.append((renderer.render(delivery), d.now))
+                    case .query(let q):
+                        if let query = Self.apart(q.query, j) { queries.append(query) }
+                    }
+                }
+                for q in queries { out.questions.append((q, Oracle.answer(knowledge, user: q.userId, at: q.at))) }
+            }
+            return out
+        }
+    }
 
     public static func build(_ profile: LoadProfile) -> ArtifactPool {
         let pki = CaseRunner.pki
@@ -77,6 +140,10 @@ public struct ArtifactPool: Sendable {
                 pick -= w
             }
         }
-        return ArtifactPool(items: items, config: ValidatorConfig(catalog: .standard, policy: .default, trustedRoots: pki.trustedRoots))
+        var pool = ArtifactPool(items: items, config: ValidatorConfig(catalog: .standard, policy: .default, trustedRoots: pki.trustedRoots))
+        if profile.answerSamplePercent > 0 && (profile.mix[.query] ?? 0) > 0 {
+            pool.samples = .build(seed: profile.poolSeed, catalog: .standard, policy: .default)
+        }
+        return pool
     }
 }

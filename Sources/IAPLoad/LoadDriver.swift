@@ -17,6 +17,8 @@ public final class LoadDriver: @unchecked Sendable {
         public var errors: [String: Int] = [:]
         public var sent = 0
         public var dropped = 0
+        /// Questions whose answer was compared with the oracle's (`answerSamplePercent`).
+        public var answersChecked = 0
     }
 
     public let profile: LoadProfile
@@ -24,6 +26,8 @@ public final class LoadDriver: @unchecked Sendable {
     public let makeValidator: @Sendable () throws -> any Validator
     /// Progress: (seconds elapsed, requests so far).
     public var progress: (@Sendable (Int, Int) -> Void)?
+    /// Polled by the workers (every few requests): true stops the run early, keeping what was measured (Ctrl-C).
+    public var shouldStop: @Sendable () -> Bool = { false }
 
     public init(profile: LoadProfile, pool: ArtifactPool, makeValidator: @escaping @Sendable () throws -> any Validator) {
         self.profile = profile
@@ -67,6 +71,8 @@ public final class LoadDriver: @unchecked Sendable {
         for _ in 0..<workers {
             let v = try makeValidator()
             try v.reset(pool.config)
+            // The sampled histories, before the clock: their questions are checked against the oracle while loaded.
+            for (d, now) in pool.samples.deliveries { _ = try v.deliver(d, now: now) }
             validators.append(v)
         }
         nonisolated(unsafe) let vs = validators
@@ -87,72 +93,105 @@ public final class LoadDriver: @unchecked Sendable {
             }
         }
         if reporter != nil { progressThread.start() }
-        DispatchQueue.concurrentPerform(iterations: workers) { w in
-            var r = WorkerResult()
-            let v = vs[w]
-            var k = w
-            func perform(_ item: ArtifactPool.Item) -> String? {
-                do {
-                    if let d = item.delivery {
-                        let verdict = try v.deliver(d, now: item.now)
-                        return verdict.isAccepted ? nil : "rejected"
-                    }
-                    if let q = item.query { _ = try v.entitlements(q) }
-                    return nil
-                } catch {
-                    return error.kind == .timedOut ? "timeout" : "transport-error"
-                }
+        let resultsLock = NSLock()
+        let stop = shouldStop
+        // One thread per worker: a worker blocks on its connection, so the pool must not be limited to the cores
+        // (DispatchQueue.concurrentPerform would run only as many workers at once as there are cores).
+        let group = DispatchGroup()
+        for w in 0..<workers {
+            group.enter()
+            let thread = Thread {
+                let r = self.work(w, validator: vs[w], schedule: schedule, start: start, end: end, maxLag: maxLag, items: items,
+                                  counter: counter, stop: stop)
+                resultsLock.withLock { results[w] = r }
+                group.leave()
             }
-            func note(_ latency: UInt64, _ uncorrected: UInt64, _ at: UInt64, _ error: String?) {
-                let us = max(latency / 1000, 1), uus = max(uncorrected / 1000, 1)
-                _ = r.corrected.record(min(us, 120_000_000))
-                _ = r.uncorrected.record(min(uus, 120_000_000))
-                let second = Int((at - start) / 1_000_000_000)
-                while r.perSecond.count <= second {
-                    r.perSecond.append(Histogram<UInt64>(highestTrackableValue: 120_000_000, numberOfSignificantValueDigits: .two))
-                    r.errorsPerSecond.append(0)
-                }
-                _ = r.perSecond[second].record(min(us, 120_000_000))
-                if let error {
-                    r.errors[error, default: 0] += 1
-                    r.errorsPerSecond[second] += 1
-                }
-                r.sent += 1
-                counter.add(1)
-            }
-            if let schedule {
-                while k < schedule.count {
-                    let intended = start + schedule[k]
-                    var now = DispatchTime.now().uptimeNanoseconds
-                    while now < intended {
-                        let wait = intended - now
-                        if wait > 200_000 { usleep(UInt32((wait - 100_000) / 1000)) }
-                        now = DispatchTime.now().uptimeNanoseconds
-                    }
-                    if now - intended > maxLag {
-                        r.dropped += 1
-                    } else {
-                        let error = perform(items[k % items.count])
-                        let finished = DispatchTime.now().uptimeNanoseconds
-                        note(finished - intended, finished - now, intended, error)
-                    }
-                    k += workers
-                }
-            } else {
-                while true {
-                    let sent = DispatchTime.now().uptimeNanoseconds
-                    if sent >= end { break }
-                    let error = perform(items[k % items.count])
-                    let finished = DispatchTime.now().uptimeNanoseconds
-                    note(finished - sent, finished - sent, sent, error)
-                    k += workers
-                }
-            }
-            results[w] = r
+            thread.stackSize = 1 << 20
+            thread.start()
         }
+        group.wait()
         done.add(1)
         for v in validators { (v as? SubprocessValidator)?.stop() }
         return results
+    }
+
+    /// One worker's loop; everything it records is its own until the end.
+    func work(_ w: Int, validator v: any Validator, schedule: [UInt64]?, start: UInt64, end: UInt64, maxLag: UInt64,
+          items: [ArtifactPool.Item], counter: Counter, stop: @Sendable () -> Bool) -> WorkerResult {
+        let workers = profile.executor.workers
+        var r = WorkerResult()
+        var k = w
+        let questions = pool.samples.questions
+        let sampleEvery = questions.isEmpty || profile.answerSamplePercent <= 0 ? Int.max : max(1, Int((100 / profile.answerSamplePercent).rounded()))
+        var queriesSent = 0
+        func perform(_ item: ArtifactPool.Item) -> String? {
+            do {
+                if let d = item.delivery {
+                    let verdict = try v.deliver(d, now: item.now)
+                    return verdict.isAccepted ? nil : "rejected"
+                }
+                if let q = item.query {
+                    queriesSent += 1
+                    if queriesSent % sampleEvery == 0 {
+                        // A question with a known answer in place of this one.
+                        let (sq, expected) = questions[(queriesSent / sampleEvery + w) % questions.count]
+                        r.answersChecked += 1
+                        return try v.entitlements(sq).differences(from: expected).isEmpty ? nil : "wrong-answer"
+                    }
+                    _ = try v.entitlements(q)
+                }
+                return nil
+            } catch {
+                return error.kind == .timedOut ? "timeout" : "transport-error"
+            }
+        }
+        func note(_ latency: UInt64, _ uncorrected: UInt64, _ at: UInt64, _ error: String?) {
+            let us = max(latency / 1000, 1), uus = max(uncorrected / 1000, 1)
+            _ = r.corrected.record(min(us, 120_000_000))
+            _ = r.uncorrected.record(min(uus, 120_000_000))
+            let second = Int((at - start) / 1_000_000_000)
+            while r.perSecond.count <= second {
+                r.perSecond.append(Histogram<UInt64>(highestTrackableValue: 120_000_000, numberOfSignificantValueDigits: .two))
+                r.errorsPerSecond.append(0)
+            }
+            _ = r.perSecond[second].record(min(us, 120_000_000))
+            if let error {
+                r.errors[error, default: 0] += 1
+                r.errorsPerSecond[second] += 1
+            }
+            r.sent += 1
+            counter.add(1)
+        }
+        if let schedule {
+            while k < schedule.count {
+                if (k / workers) % 32 == 0 && stop() { break }
+                let intended = start + schedule[k]
+                var now = DispatchTime.now().uptimeNanoseconds
+                while now < intended {
+                    let wait = intended - now
+                    if wait > 200_000 { usleep(UInt32((wait - 100_000) / 1000)) }
+                    now = DispatchTime.now().uptimeNanoseconds
+                }
+                if now - intended > maxLag {
+                    r.dropped += 1
+                } else {
+                    let error = perform(items[k % items.count])
+                    let finished = DispatchTime.now().uptimeNanoseconds
+                    note(finished - intended, finished - now, intended, error)
+                }
+                k += workers
+            }
+        } else {
+            while true {
+                let sent = DispatchTime.now().uptimeNanoseconds
+                if sent >= end || ((k / workers) % 32 == 0 && stop()) { break }
+                let error = perform(items[k % items.count])
+                let finished = DispatchTime.now().uptimeNanoseconds
+                note(finished - sent, finished - sent, sent, error)
+                k += workers
+            }
+        }
+        return r
     }
 }
 

@@ -37,9 +37,30 @@ public struct LoadProfile: Sendable {
     public var thresholds: [Threshold]
     /// Allowed relative regression against `--baseline` (0.10 = 10 %).
     public var baselineTolerance: Double
+    /// Share of questions (percent) replaced by a question whose answer is known from the oracle: a different answer
+    /// counts as a `wrong-answer` error. 0 turns the check off.
+    public var answerSamplePercent: Double = 1
 
     public enum Operation: String, CaseIterable, Sendable {
         case appTransaction, notification, query, legacyReceipt
+    }
+
+    public init(name: String, target: String, mix: [Operation: Int], poolSize: Int, poolSeed: UInt64, distinctChains: Double,
+                executor: Executor, warmupSeconds: Double, durationSeconds: Double, maxLagSeconds: Double,
+                thresholds: [Threshold], baselineTolerance: Double, answerSamplePercent: Double = 1) {
+        self.name = name
+        self.target = target
+        self.mix = mix
+        self.poolSize = poolSize
+        self.poolSeed = poolSeed
+        self.distinctChains = distinctChains
+        self.executor = executor
+        self.warmupSeconds = warmupSeconds
+        self.durationSeconds = durationSeconds
+        self.maxLagSeconds = maxLagSeconds
+        self.thresholds = thresholds
+        self.baselineTolerance = baselineTolerance
+        self.answerSamplePercent = answerSamplePercent
     }
 
     public static func load(path: String) throws(ConfigError) -> LoadProfile {
@@ -109,11 +130,12 @@ public struct LoadProfile: Sendable {
             _ = o.has("thresholds")
         }
         let tolerance = Double(o.int("baselineTolerancePercent", required: false, range: 0...1000) ?? 10) / 100
+        let sample = Double(o.int("answerSamplePercent", required: false, range: 0...100) ?? 1)
         o.rejectUnknownKeysExcept(["thresholds"])
         try r.finish()
         return LoadProfile(name: name, target: target, mix: mix, poolSize: poolSize, poolSeed: poolSeed, distinctChains: distinct,
                            executor: executor, warmupSeconds: warmup, durationSeconds: duration, maxLagSeconds: maxLag,
-                           thresholds: thresholds, baselineTolerance: tolerance)
+                           thresholds: thresholds, baselineTolerance: tolerance, answerSamplePercent: sample)
     }
 }
 

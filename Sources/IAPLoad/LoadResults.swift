@@ -25,6 +25,10 @@ public struct LoadResults: Sendable {
         public var passed: Bool
         public var environment: [String: String]
         public var perSecond: [SecondSummary]
+        /// Questions compared with the oracle's answer during the run (a mismatch is a `wrong-answer` error).
+        public var answersChecked: Int? = nil
+        /// Set when the run was stopped early (Ctrl-C): the figures cover `durationSeconds` only.
+        public var interrupted: Bool? = nil
     }
 
     public struct ThresholdResult: Codable, Sendable {
@@ -62,6 +66,7 @@ public struct LoadResults: Sendable {
             w.errors = summary.errors
             w.sent = summary.requests
             w.dropped = summary.dropped
+            w.answersChecked = summary.answersChecked ?? 0
             workers.append(w)
             seconds = max(seconds, summary.durationSeconds)
         }
@@ -95,8 +100,9 @@ public struct LoadResults: Sendable {
         var errors: [String: Int] = [:]
         var perSecond: [Histogram<UInt64>] = []
         var errorsPerSecond: [Int] = []
-        var sent = 0, dropped = 0
+        var sent = 0, dropped = 0, checked = 0
         for w in workers {
+            checked += w.answersChecked
             corrected.add(w.corrected)
             uncorrected.add(w.uncorrected)
             for (k, v) in w.errors { errors[k, default: 0] += v }
@@ -146,6 +152,7 @@ public struct LoadResults: Sendable {
                 "os": ProcessInfo.processInfo.operatingSystemVersionString,
             ],
             perSecond: series)
+        summary.answersChecked = checked
         self.corrected = corrected
         self.uncorrected = uncorrected
         self.perSecondHistograms = perSecond

@@ -52,13 +52,24 @@ struct Load: ParsableCommand {
             seg = (parts[0], parts[1])
         }
         let workers: [LoadDriver.WorkerResult]
+        // Ctrl-C: the workers stop after their current request; what was measured is written and reported.
+        driver.shouldStop = { Interrupt.requested }
+        Interrupt.install()
+        var elapsed = p.durationSeconds
         do {
             if p.warmupSeconds > 0 { _ = try driver.run(seconds: p.warmupSeconds, record: false, segment: seg) }
+            let started = Date()
             workers = try driver.run(seconds: p.durationSeconds, record: true, segment: seg)
+            if Interrupt.requested { elapsed = max(0.001, min(p.durationSeconds, Date().timeIntervalSince(started))) }
         } catch let e as ValidatorFailure {
             throw fail("validator failure: \(e)", code: Exit.validatorFailure)
         }
-        let r = LoadResults(profile: p, workers: workers, seconds: p.durationSeconds)
+        if Interrupt.requested && workers.allSatisfy({ $0.sent == 0 }) {
+            print("interrupted during warm-up, before any measured request; nothing written")
+            throw ExitCode(130)
+        }
+        var r = LoadResults(profile: p, workers: workers, seconds: elapsed)
+        if Interrupt.requested { r.summary.interrupted = true }
         let stamp = CivilTime.iso8601(Millis(Date().timeIntervalSince1970 * 1000)).replacingOccurrences(of: ":", with: "").replacingOccurrences(of: ".", with: "")
         let dir = (results as NSString).appendingPathComponent("\(p.name)-\(stamp)\(segment.map { "-segment-" + $0.replacingOccurrences(of: "/", with: "of") } ?? "")")
         try r.write(to: dir)
@@ -68,6 +79,12 @@ struct Load: ParsableCommand {
                 print("segment \(segment!): thresholds and baselines are gated on the merged result, not per segment")
             }
             return
+        }
+        if Interrupt.requested {
+            // What it had, then the exit code of an interrupted run; thresholds are not gated on a partial run.
+            do { try Load.report(r, dir: dir, profile: p, baseline: nil) } catch {}
+            print("interrupted after \(String(format: "%.1f", elapsed)) s of \(p.durationSeconds) s; partial results above. Run again: iapcheck load \(profile)")
+            throw ExitCode(130)
         }
         try Load.report(r, dir: dir, profile: p, baseline: baseline)
     }
@@ -84,7 +101,7 @@ struct Load: ParsableCommand {
 
     static func report(_ r: LoadResults, dir: String, profile p: LoadProfile, baseline: String?) throws {
         let s = r.summary
-        print("\(p.name): \(s.requests) requests in \(String(format: "%.1f", s.durationSeconds)) s = \(Int(s.throughputPerSecond))/s; latency p50 \(Self.ms(s.latencyMicros["p50"])) p99 \(Self.ms(s.latencyMicros["p99"])) p99.9 \(Self.ms(s.latencyMicros["p99.9"])) max \(Self.ms(s.latencyMicros["max"])) (uncorrected p99 \(Self.ms(s.uncorrectedLatencyMicros["p99"]))); errors \(s.errors.isEmpty ? "none" : s.errors.map { "\($0.key) \($0.value)" }.sorted().joined(separator: ", ")); dropped \(s.dropped)")
+        print("\(p.name): \(s.requests) requests in \(String(format: "%.1f", s.durationSeconds)) s = \(Int(s.throughputPerSecond))/s; latency p50 \(Self.ms(s.latencyMicros["p50"])) p99 \(Self.ms(s.latencyMicros["p99"])) p99.9 \(Self.ms(s.latencyMicros["p99.9"])) max \(Self.ms(s.latencyMicros["max"])) (uncorrected p99 \(Self.ms(s.uncorrectedLatencyMicros["p99"]))); errors \(s.errors.isEmpty ? "none" : s.errors.map { "\($0.key) \($0.value)" }.sorted().joined(separator: ", ")); dropped \(s.dropped); answers checked against the oracle \(s.answersChecked ?? 0)")
         for t in s.thresholds { print("  \(t.passed ? "pass" : "FAIL")  \(t.rule)  (observed \(String(format: "%.4g", t.observed)))") }
         var regressions: [String] = []
         if let baseline {

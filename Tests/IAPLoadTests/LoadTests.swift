@@ -67,6 +67,65 @@ import Testing
     }
 }
 
+@Suite struct LoadCorrectnessTests {
+    static func profile() throws -> LoadProfile {
+        try LoadProfile.decode(Data(#"""
+        {"name":"t","mix":{"appTransaction":50,"query":50},"pool":{"size":60},"answerSamplePercent":50,
+         "executor":{"type":"closed","workers":2},"warmupSeconds":0,"durationSeconds":1}
+        """#.utf8), file: "t.json")
+    }
+
+    /// Sampled questions about histories delivered before the clock are checked against the oracle while the pool's
+    /// traffic runs: the reference agrees; a mutant that answers wrong is counted as `wrong-answer` errors.
+    @Test func sampledAnswersAreCheckedAgainstTheOracleUnderLoad() throws {
+        let profile = try Self.profile()
+        let pool = ArtifactPool.build(profile)
+        #expect(!pool.samples.questions.isEmpty && !pool.samples.deliveries.isEmpty)
+        let good = LoadResults(profile: profile, workers: try LoadDriver(profile: profile, pool: pool) { ReferenceValidator() }.run(seconds: 1, record: true), seconds: 1)
+        #expect((good.summary.answersChecked ?? 0) > 10)
+        #expect(good.summary.errors["wrong-answer"] == nil)
+        let bad = LoadResults(profile: profile, workers: try LoadDriver(profile: profile, pool: pool) { Mutants.named("static-grace")!.make() }.run(seconds: 1, record: true), seconds: 1)
+        #expect((bad.summary.errors["wrong-answer"] ?? 0) > 0)
+    }
+
+    /// Closed-loop workers each hold a connection and block on it: all of them must be in flight at once, not only
+    /// as many as there are cores.
+    @Test func everyWorkerRunsConcurrently() throws {
+        let profile = try LoadProfile.decode(Data(#"""
+        {"name":"t","mix":{"query":1},"pool":{"size":10},"answerSamplePercent":0,
+         "executor":{"type":"closed","workers":8},"warmupSeconds":0,"durationSeconds":1}
+        """#.utf8), file: "t.json")
+        let pool = ArtifactPool.build(profile)
+        #expect(pool.samples.questions.isEmpty)  // answerSamplePercent 0: no sampling
+        let gauge = InFlight()
+        _ = try LoadDriver(profile: profile, pool: pool) { SlowValidator(gauge) }.run(seconds: 0.5, record: true)
+        #expect(gauge.peak == 8)
+    }
+}
+
+final class InFlight: @unchecked Sendable {
+    private let lock = NSLock()
+    private var now = 0
+    private(set) var peak = 0
+    func enter() { lock.withLock { now += 1; peak = max(peak, now) } }
+    func leave() { lock.withLock { now -= 1 } }
+}
+
+/// Answers every question after 20 ms, like a backend on the other end of a connection.
+final class SlowValidator: Validator {
+    let gauge: InFlight
+    init(_ gauge: InFlight) { self.gauge = gauge }
+    var name: String { "slow" }
+    func reset(_ config: ValidatorConfig) throws(ValidatorFailure) {}
+    func deliver(_ delivery: SignedDelivery, now: Millis) throws(ValidatorFailure) -> DeliveryVerdict { .accepted }
+    func entitlements(_ query: EntitlementQuery) throws(ValidatorFailure) -> EntitlementAnswer {
+        gauge.enter()
+        defer { gauge.leave() }
+        Thread.sleep(forTimeInterval: 0.02)
+        return EntitlementAnswer(products: [], groups: [], consumables: [])
+    }
+}
+
 @Suite struct LoadSegmentTests {
     @Test func segmentsSplitTheScheduleAndMergeBackToTheWhole() throws {
         let profile = try LoadProfile.decode(Data(#"""
