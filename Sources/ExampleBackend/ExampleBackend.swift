@@ -27,6 +27,8 @@ struct Options {
     /// The deliberate bug for iapcheck's durable-ack property: answer first, store later.
     var ackBeforePersist = false
     var store = AppStoreClient.Settings()
+    /// Run one of iapcheck's mutants instead of the reference logic (to watch iapcheck catch a bug).
+    var mutant: String?
 
     init(_ args: [String]) {
         var i = 1
@@ -40,14 +42,16 @@ struct Options {
             case "--key-id": store.keyId = args[i + 1]; i += 1
             case "--issuer-id": store.issuerId = args[i + 1]; i += 1
             case "--shared-secret": store.sharedSecret = args[i + 1]; i += 1
+            case "--mutant": mutant = args[i + 1]; i += 1
             case "--help", "-h":
                 print("""
                     usage: iapcheck-example-backend [--port N] [--database FILE] [--ack-before-persist]
                                                     [--app-store 127.0.0.1:PORT] [--api-key FILE.p8 --key-id ID --issuer-id UUID]
-                                                    [--shared-secret SECRET]
+                                                    [--shared-secret SECRET] [--mutant NAME]
                       --app-store      where the App Store Server API and verifyReceipt live (iapcheck's mock store; default 127.0.0.1:8081)
                       --api-key ...    the App Store Connect API key the backend signs its API tokens with
                       --shared-secret  the app-specific shared secret sent to verifyReceipt
+                      --mutant NAME    a deliberately broken logic from `iapcheck mutants --list`, for demonstrations
                     """)
                 exit(0)
             default:
@@ -61,7 +65,7 @@ struct Options {
 
 /// The state: the reference validator behind a lock, and the SQLite journal every accepted request goes to first.
 final class Backend: @unchecked Sendable {
-    let validator = SynchronizedReferenceValidator()
+    let validator: LockedValidator
     let db: SQLiteConnection
     let ackBeforePersist: Bool
     let store: AppStoreClient
@@ -70,7 +74,8 @@ final class Backend: @unchecked Sendable {
     var bundleId = ""
     let lock = NSLock()
 
-    init(db: SQLiteConnection, ackBeforePersist: Bool, store: AppStoreClient) {
+    init(db: SQLiteConnection, ackBeforePersist: Bool, store: AppStoreClient, logic: any Validator) {
+        self.validator = LockedValidator(logic)
         self.db = db
         self.ackBeforePersist = ackBeforePersist
         self.store = store
@@ -139,6 +144,16 @@ final class Backend: @unchecked Sendable {
     }
 }
 
+/// The entitlement logic behind one lock (Hummingbird serves requests concurrently).
+final class LockedValidator: @unchecked Sendable {
+    let inner: any Validator
+    let lock = NSLock()
+    init(_ inner: any Validator) { self.inner = inner }
+    func reset(_ c: ValidatorConfig) throws { try lock.withLock { try inner.reset(c) } }
+    func deliver(_ d: SignedDelivery, now: Millis) throws -> DeliveryVerdict { try lock.withLock { try inner.deliver(d, now: now) } }
+    func entitlements(_ q: EntitlementQuery) throws -> EntitlementAnswer { try lock.withLock { try inner.entitlements(q) } }
+}
+
 final class LockedRows: @unchecked Sendable {
     private var rows: [String] = []
     private let lock = NSLock()
@@ -168,7 +183,15 @@ struct ExampleBackend {
     static func main() async throws {
         let options = Options(CommandLine.arguments)
         let db: SQLiteConnection = try await SQLiteConnection.open(storage: .file(path: options.database), logger: Logger(label: "example-backend"))
-        let backend = Backend(db: db, ackBeforePersist: options.ackBeforePersist, store: try AppStoreClient(options.store))
+        var logic: any Validator = ReferenceValidator()
+        if let name = options.mutant {
+            guard let m = Mutants.named(name) else {
+                FileHandle.standardError.write(Data("no mutant named \(name)\n".utf8))
+                exit(2)
+            }
+            logic = m.make()
+        }
+        let backend = Backend(db: db, ackBeforePersist: options.ackBeforePersist, store: try AppStoreClient(options.store), logic: logic)
         try await backend.open()
 
         let router = Router()

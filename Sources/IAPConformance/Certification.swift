@@ -23,6 +23,9 @@ public enum CertificationSuite {
         Entry(property: .clockSkew, seed: 606, cases: 150),
     ]
 
+    /// Run only under the `kill` fault profile (it needs a validator that can be killed and restarted).
+    public static let durableAckEntry = Entry(property: .durableAck, seed: 707, cases: 100)
+
     public struct PropertyResult: Codable, Sendable {
         public var property: String
         public var seed: UInt64
@@ -49,6 +52,8 @@ public enum CertificationSuite {
         public var hello: String?
         public var date: String
         public var scale: Double
+        /// The fault profile the suite ran under (`--faults`), if any.
+        public var faults: String?
         /// Every property held and every forgery class was rejected.
         public var passed: Bool
         public var properties: [PropertyResult]
@@ -73,9 +78,11 @@ public enum CertificationSuite {
     /// Runs the suite. `scale` multiplies every case count (1 is the certified size).
     /// `spec` is how the command line names the validator, for the replay commands in the report.
     public static func run(_ validator: any Validator, spec: String = "reference", catalog: Catalog = .standard, policy: Policy = .default, scale: Double = 1,
-                           knownDivergences: Set<String> = [], progress: ((String) -> Void)? = nil) -> Report {
+                           knownDivergences: Set<String> = [], faults: String? = nil, durableAck: Bool = false,
+                           progress: ((String) -> Void)? = nil) -> Report {
+        let faultArgs = faults.map { " --faults \($0)" } ?? ""
         var results: [PropertyResult] = []
-        for e in entries {
+        for e in entries + (durableAck ? [durableAckEntry] : []) {
             progress?("\(e.property.rawValue): \(max(1, Int(Double(e.cases) * scale))) cases, seed \(e.seed)")
             var o = CheckOptions()
             o.seed = e.seed
@@ -101,7 +108,7 @@ public enum CertificationSuite {
                         property: d.property.rawValue, caseIndex: f.caseIndex, shrunkEvents: f.shrunk.actionCount,
                         expected: d.expected, observed: d.observed, differences: d.differences,
                         timeline: Timeline.render(f.shrunk, failingStep: d.step),
-                        replay: "iapcheck check --validator \"\(spec)\" --property \(e.property.rawValue) --seed \(e.seed) --case \(f.caseIndex)")
+                        replay: "iapcheck check --validator '\(spec)' --property \(e.property.rawValue) --seed \(e.seed) --case \(f.caseIndex)\(faultArgs)")
                 } else if let failure = f.validatorFailure {
                     vf = Reports.ValidatorFailureSummary(kind: failure.kind.rawValue, message: failure.message, caseIndex: f.caseIndex, transcript: failure.transcript)
                 }
@@ -116,6 +123,7 @@ public enum CertificationSuite {
         var report = Report(validator: validator.name, hello: name, date: CivilTime.iso8601(Millis(Date().timeIntervalSince1970 * 1000)),
                             scale: scale, passed: results.allSatisfy(\.passed) && forgeries.allSatisfy(\.rejected),
                             properties: results, forgeries: forgeries)
+        report.faults = faults
         for p in results where !p.passed {
             // A property failing on a forged artifact of a declared class is that declared divergence, seen again.
             let declared = knownDivergences.contains(p.property) || p.forgeryClass.map(knownDivergences.contains) == true

@@ -44,8 +44,8 @@ public enum CertificationHTML {
         </style></head><body>
         <h1>iapcheck certification</h1>
         <p><b>\(esc(r.hello ?? r.validator))</b> <small>(\(esc(r.validator)))</small><br>
-        suite \(esc(r.suite)) · iapcheck \(esc(r.iapcheckVersion)) · \(esc(r.date))\(r.scale != 1 ? " · scale \(r.scale) (not the certified size)" : "")</p>
-        <p class="verdict \(r.passed ? "pass" : "fail")">\(r.passed ? "Certified: every property held and every forgery was rejected" : "Not certified")</p>
+        suite \(esc(r.suite)) · iapcheck \(esc(r.iapcheckVersion)) · \(esc(r.date))\(r.scale != 1 ? " · scale \(r.scale) (not the certified size)" : "")\(r.faults.map { " · under faults: \(esc($0))" } ?? "")</p>
+        <p class="verdict \(r.passed || r.passedWithDeclaredDivergences ? "pass" : "fail")">\(r.passed ? "Certified: every property held and every forgery was rejected" : r.passedWithDeclaredDivergences ? "Certified with declared divergences (below)" : "Not certified")</p>
         \(divergenceSection(r))
         <h2>Properties</h2>
         <table><tr><th>property</th><th>result</th><th>cases</th><th>seed</th><th>first difference</th></tr>

@@ -28,6 +28,11 @@ public final class LoadDriver: @unchecked Sendable {
     public var progress: (@Sendable (Int, Int) -> Void)?
     /// Polled by the workers (every few requests): true stops the run early, keeping what was measured (Ctrl-C).
     public var shouldStop: @Sendable () -> Bool = { false }
+    /// A fault injected periodically during the measured run (fault profile `kill`: the backend killed and restarted
+    /// every `every` seconds); requests it breaks count as errors, and the per-second series shows the dip.
+    public var periodicFault: (every: Double, action: @Sendable () -> Void)?
+    /// How many times `periodicFault` fired in the last run.
+    public private(set) var faultsInjected = 0
 
     public init(profile: LoadProfile, pool: ArtifactPool, makeValidator: @escaping @Sendable () throws -> any Validator) {
         self.profile = profile
@@ -93,6 +98,20 @@ public final class LoadDriver: @unchecked Sendable {
             }
         }
         if reporter != nil { progressThread.start() }
+        let injected = Counter()
+        if record, let fault = periodicFault {
+            Thread.detachNewThread {
+                var next = Date().addingTimeInterval(fault.every)
+                while done.value == 0 {
+                    Thread.sleep(forTimeInterval: 0.05)
+                    if Date() >= next && done.value == 0 {
+                        fault.action()
+                        injected.add(1)
+                        next = Date().addingTimeInterval(fault.every)
+                    }
+                }
+            }
+        }
         let resultsLock = NSLock()
         let stop = shouldStop
         // One thread per worker: a worker blocks on its connection, so the pool must not be limited to the cores
@@ -111,6 +130,7 @@ public final class LoadDriver: @unchecked Sendable {
         }
         group.wait()
         done.add(1)
+        faultsInjected = injected.value
         for v in validators { (v as? SubprocessValidator)?.stop() }
         return results
     }

@@ -27,6 +27,8 @@ public struct LoadResults: Sendable {
         public var perSecond: [SecondSummary]
         /// Questions compared with the oracle's answer during the run (a mismatch is a `wrong-answer` error).
         public var answersChecked: Int? = nil
+        /// The fault profile the run was under, if any.
+        public var faults: String? = nil
         /// Set when the run was stopped early (Ctrl-C): the figures cover `durationSeconds` only.
         public var interrupted: Bool? = nil
     }

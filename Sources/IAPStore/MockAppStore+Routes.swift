@@ -27,6 +27,7 @@ extension MockAppStore {
         let api = router.group("inApps")
         api.get("v2/history/:transactionId") { request, context in
             self.count("history")
+            await self.pause()
             if let denied = self.authorize(request) { return denied }
             let id = context.parameters.get("transactionId") ?? ""
             guard let chain = self.lock.withLock({ self.chains[id] }) else {
@@ -45,6 +46,7 @@ extension MockAppStore {
         }
         api.get("v1/subscriptions/:transactionId") { request, context in
             self.count("statuses")
+            await self.pause()
             if let denied = self.authorize(request) { return denied }
             let id = context.parameters.get("transactionId") ?? ""
             guard let chain = self.lock.withLock({ self.chains[id] }), let statuses = chain.statuses else {
@@ -54,6 +56,7 @@ extension MockAppStore {
         }
         api.get("v1/transactions/:transactionId") { request, context in
             self.count("transaction")
+            await self.pause()
             if let denied = self.authorize(request) { return denied }
             let id = context.parameters.get("transactionId") ?? ""
             guard let jws = self.lock.withLock({ self.signedTransactions[id] }) else {
@@ -63,6 +66,7 @@ extension MockAppStore {
         }
         api.post("v1/notifications/history") { request, _ in
             self.count("notification-history")
+            await self.pause()
             if let denied = self.authorize(request) { return denied }
             let body = try await request.body.collect(upTo: 1 << 20)
             guard let q = try? JSONDecoder().decode(NotificationHistoryRequest.self, from: Data(buffer: body)) else {
@@ -86,6 +90,7 @@ extension MockAppStore {
         }
         api.post("v1/notifications/test") { request, _ in
             self.count("test")
+            await self.pause()
             if let denied = self.authorize(request) { return denied }
             guard let sign = self.testNotificationSigner, let hook = self.webhook, let catalog = self.lock.withLock({ self.catalog }) else {
                 return Self.apiError(.internalServerError, 5000000, "This mock App Store has no webhook or signer for test notifications.")
@@ -154,6 +159,7 @@ extension MockAppStore {
     /// verifyReceipt: always HTTP 200, the outcome in `status` (Apple's codes).
     func verifyReceipt(_ request: Request, sandboxEndpoint: Bool) async throws -> Response {
         count("verifyReceipt")
+        await pause()
         func status(_ code: Int) -> Response {
             let environment = sandboxEndpoint ? "Sandbox" : "Production"
             return Self.json(["status": AnyEncodable(code), "environment": AnyEncodable(environment)])
@@ -167,6 +173,11 @@ extension MockAppStore {
         if !receipt.sandbox && sandboxEndpoint { return status(21008) }
         if let secret = settings.sharedSecret, r.password != secret { return status(21004) }
         return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: receipt.body)))
+    }
+
+    /// Fault `slow-store`: every answer this much late.
+    func pause() async {
+        if let ms = faults.storeDelayMillis, ms > 0 { try? await Task.sleep(nanoseconds: UInt64(ms) * 1_000_000) }
     }
 
     /// The App Store Server API's token check; nil when the request may proceed, else Apple's 401.

@@ -28,6 +28,14 @@ public final class MockAppStore: AppStoreBridge, @unchecked Sendable {
     /// Where Request a Test Notification posts: (host, port, path, clock header).
     public var webhook: (host: String, port: Int, path: String, clockHeader: String)?
 
+    /// Faults the store injects: `webhook5xxEvery`, `storeDelayMillis`.
+    public var faults: FaultProfile {
+        get { lock.withLock { _faults } }
+        set { lock.withLock { _faults = newValue } }
+    }
+    var _faults = FaultProfile()
+    var posted = 0
+
     /// Apple's retry schedule for production notifications, in hours after the previous attempt.
     public static let retryHours: [Int64] = [1, 12, 24, 48, 72]
 
@@ -165,6 +173,11 @@ public final class MockAppStore: AppStoreBridge, @unchecked Sendable {
         var sent = SentNotification(signedPayload: signedPayload, signedDate: claims?.signedDate ?? now,
                                     notificationType: claims?.notificationType ?? "", attempts: [])
         defer { lock.withLock { notifications.append(sent) } }
+        // Fault webhook-5xx: this notification's first attempt reaches the backend, but a gateway answers 503.
+        let lost: Bool = lock.withLock {
+            posted += 1
+            return _faults.webhook5xxEvery.map { posted % $0 == 0 } ?? false
+        }
         var at = now
         var lastFailure: ValidatorFailure?
         var lastReply: (Int, Data)?
@@ -175,7 +188,8 @@ public final class MockAppStore: AppStoreBridge, @unchecked Sendable {
                 Thread.sleep(forTimeInterval: realSecondsPerRetryHour * Double(hours))
             }
             do {
-                let reply = try send(at)
+                var reply = try send(at)
+                if lost && attempt == 0 && (200..<300).contains(reply.0) { reply = (503, Data("gateway: backend answer lost (fault webhook-5xx)".utf8)) }
                 switch reply.0 {
                 case 200..<300:
                     sent.attempts.append(SendAttemptItem(attemptDate: at, sendAttemptResult: "SUCCESS"))

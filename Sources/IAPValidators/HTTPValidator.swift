@@ -6,7 +6,7 @@ import IAPModel
 ///
 /// Verdicts: 2xx accepted, 4xx rejected (with the body's `reason`), anything else a validator failure. The client
 /// is a small blocking HTTP/1.1 client with keep-alive (one connection, reconnected when the server closes it).
-public final class HTTPValidator: Validator {
+public class HTTPValidator: Validator {
     public struct Route: Sendable {
         public var method: String
         public var path: String
@@ -19,6 +19,8 @@ public final class HTTPValidator: Validator {
         public var routes: [String: Route]
         /// The mock App Store iapcheck starts for this backend (`store` in the target file), if any.
         public var store: StoreSettings?
+        /// How iapcheck starts the backend itself (`start`), so the `kill` fault can kill and restart it.
+        public var start: (command: String, readySeconds: Double)?
         public static let operations = ["reset", "appTransaction", "notification", "apiSnapshot", "legacyReceipt", "entitlements",
                                         "reconcile", "receipt"]
         /// Operations that only make sense when the backend calls the mock App Store.
@@ -83,6 +85,13 @@ public final class HTTPValidator: Validator {
                 so.rejectUnknownKeys()
                 store = settings
             }
+            var start: (command: String, readySeconds: Double)?
+            if let so = o.object("start", required: false) {
+                let command = so.string("command")
+                let ready = Double(so.int("readySeconds", required: false, range: 1...600) ?? 60)
+                so.rejectUnknownKeys()
+                if let command { start = (command, ready) }
+            }
             if store == nil {
                 for op in storeOperations.sorted() where routes[op] != nil {
                     r.problem(o.keyPath("routes"), "route \(op) needs a \"store\" section (the backend calls the mock App Store)")
@@ -90,7 +99,7 @@ public final class HTTPValidator: Validator {
             }
             o.rejectUnknownKeys()
             try r.finish()
-            return Target(host: host == "localhost" ? "127.0.0.1" : host, port: port, clockHeader: clock, routes: routes, store: store)
+            return Target(host: host == "localhost" ? "127.0.0.1" : host, port: port, clockHeader: clock, routes: routes, store: store, start: start)
         }
     }
 
@@ -100,14 +109,42 @@ public final class HTTPValidator: Validator {
     let client: LoopbackHTTPClient
     /// The mock App Store the backend talks to, when the target file has a `store` section.
     public let store: (any AppStoreBridge)?
+    /// `reset` (the only fault this class injects itself; the store and `ManagedHTTPValidator` take the others).
+    public let faults: FaultProfile
+    var deliveries = 0
+    /// How many times the `reset` fault dropped an answer.
+    public private(set) var resetsInjected = 0
     var transcript: [String] { client.transcript }
 
-    public init(target: Target, name: String, timeout: TimeInterval = 5, store: (any AppStoreBridge)? = nil) {
+    public init(target: Target, name: String, timeout: TimeInterval = 5, store: (any AppStoreBridge)? = nil, faults: FaultProfile = FaultProfile()) {
         self.target = target
         self.name = name
         self.timeout = timeout
         self.store = store
+        self.faults = faults
         self.client = LoopbackHTTPClient(host: target.host, port: target.port, timeout: timeout)
+    }
+
+    /// The validator for a target: one that starts (and can kill and restart) the backend when the target says how.
+    public static func make(target: Target, name: String, timeout: TimeInterval, store: (any AppStoreBridge)?, faults: FaultProfile) throws(ValidatorFailure) -> HTTPValidator {
+        if let start = target.start {
+            let backend = try ManagedBackend.shared(command: start.command, host: target.host, port: target.port, readySeconds: start.readySeconds)
+            return ManagedHTTPValidator(target: target, name: name, timeout: timeout, store: store, faults: faults, backend: backend)
+        }
+        return HTTPValidator(target: target, name: name, timeout: timeout, store: store, faults: faults)
+    }
+
+    /// A delivery request, with the `reset` fault: every n-th time the answer is lost on a dropped connection and
+    /// the request goes again on a new one.
+    func post(_ op: String, body: Data, now: Millis) throws(ValidatorFailure) -> (Int, Data) {
+        deliveries += 1
+        if let n = faults.resetEvery, deliveries % n == 0 {
+            _ = try send(op, path: path(op), body: body, now: now)
+            client.note("✕ connection dropped before the answer was read (fault: reset); sending again")
+            resetsInjected += 1
+            client.close()
+        }
+        return try send(op, path: path(op), body: body, now: now)
     }
 
     /// One request to the backend, failures turned into validator failures with the transcript.
@@ -159,37 +196,37 @@ public final class HTTPValidator: Validator {
         switch delivery {
         case let .appTransaction(userId, jws, deviceTime):
             op = "appTransaction"
-            (status, reply) = try send(op, path: path(op), body: encode(AppTransactionBody(userId: userId, signedTransaction: jws, deviceTime: deviceTime)), now: now)
+            (status, reply) = try post(op, body: encode(AppTransactionBody(userId: userId, signedTransaction: jws, deviceTime: deviceTime)), now: now)
         case .notification(let signedPayload):
             op = "notification"
             let body = encode(NotificationBody(signedPayload: signedPayload))
             if let store {
                 // The mock App Store posts it to the webhook, retrying on 5xx and timeouts on Apple's schedule.
                 (status, reply) = try store.postNotification(signedPayload, now: now) { (at: Millis) throws(ValidatorFailure) -> (Int, Data) in
-                    try self.send(op, path: self.path(op), body: body, now: at)
+                    try self.post(op, body: body, now: at)
                 }
             } else {
-                (status, reply) = try send(op, path: path(op), body: body, now: now)
+                (status, reply) = try post(op, body: body, now: now)
             }
         case let .apiSnapshot(otid, history, statuses):
             if let store, target.routes["reconcile"] != nil {
                 // The backend fetches the chain from the mock App Store's Server API itself.
                 op = "reconcile"
                 store.publish(originalTransactionId: otid, history: history, statuses: statuses)
-                (status, reply) = try send(op, path: path(op), body: encode(ReconcileBody(originalTransactionId: otid)), now: now)
+                (status, reply) = try post(op, body: encode(ReconcileBody(originalTransactionId: otid)), now: now)
             } else {
                 op = "apiSnapshot"
-                (status, reply) = try send(op, path: path(op), body: encode(delivery), now: now)
+                (status, reply) = try post(op, body: encode(delivery), now: now)
             }
         case let .legacyReceipt(userId, responseBody):
             if let store, target.routes["receipt"] != nil {
                 // The backend sends the receipt to the mock App Store's verifyReceipt.
                 op = "receipt"
                 let receiptData = store.registerReceipt(responseBody: responseBody)
-                (status, reply) = try send(op, path: path(op), body: encode(ReceiptBody(userId: userId, receiptData: receiptData)), now: now)
+                (status, reply) = try post(op, body: encode(ReceiptBody(userId: userId, receiptData: receiptData)), now: now)
             } else {
                 op = "legacyReceipt"
-                (status, reply) = try send(op, path: path(op), body: encode(LegacyBody(userId: userId, responseBody: responseBody)), now: now)
+                (status, reply) = try post(op, body: encode(LegacyBody(userId: userId, responseBody: responseBody)), now: now)
             }
         }
         switch status {
@@ -248,4 +285,21 @@ public protocol AppStoreBridge: AnyObject, Sendable {
     /// does; returns the answer of the last attempt. Every attempt goes into the notification history.
     func postNotification(_ signedPayload: String, now: Millis,
                           send: (Millis) throws(ValidatorFailure) -> (Int, Data)) throws(ValidatorFailure) -> (Int, Data)
+}
+
+/// An HTTP target whose backend iapcheck started itself (`start` in the target file): it can be killed and started
+/// again without reset (fault profile `kill`, property `durable-ack`).
+public final class ManagedHTTPValidator: HTTPValidator, RestartableValidator {
+    public let backend: ManagedBackend
+
+    init(target: Target, name: String, timeout: TimeInterval, store: (any AppStoreBridge)?, faults: FaultProfile, backend: ManagedBackend) {
+        self.backend = backend
+        super.init(target: target, name: name, timeout: timeout, store: store, faults: faults)
+    }
+
+    public func killAndRestart() throws(ValidatorFailure) {
+        client.note("✕ backend killed (fault profile), restarting without reset")
+        client.close()
+        try backend.killAndRestart()
+    }
 }

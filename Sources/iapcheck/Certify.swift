@@ -20,16 +20,23 @@ struct Certify: ParsableCommand {
     @Option(help: "Directory for the report folder.") var results = "Results"
     @Option(help: ArgumentHelp("Comma-separated properties or forgery classes where this validator is known to differ from the reference (e.g. oversized-token,replayed-notification-uuid for Apple's Python library, validators.md §0.8). They are listed in the report; the exit code is 0 when every divergence was declared.", valueName: "NAMES"))
     var knownDivergences: String?
+    @Option(help: ArgumentHelp("Fault profile, as for check (kill, reset, webhook-5xx, slow-store): the suite runs under it; kill adds the durable-ack property.", valueName: "LIST"))
+    var faults: String?
 
     func run() throws {
         let (catalog, policy) = try options.loadOrExit()
-        let v = try makeValidator(validator, timeout: timeout)
+        let faultProfile = try parseFaults(faults)
+        let v = try makeValidator(validator, timeout: timeout, faults: faultProfile)
+        if faultProfile.kill && !(v is RestartableValidator) {
+            throw ValidationError("--faults kill needs a validator that runs as a process: exec:, or an http: target with a \"start\" command")
+        }
         let known = Set((knownDivergences ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
         let names = Set(CertificationSuite.entries.map(\.property.rawValue) + ForgeryClass.allCases.map(\.rawValue))
         if let unknown = known.subtracting(names).sorted().first {
             throw ValidationError("--known-divergences: \"\(unknown)\" is neither a certified property nor a forgery class")
         }
-        let report = CertificationSuite.run(v, spec: validator, catalog: catalog, policy: policy, scale: scale, knownDivergences: known) { line in
+        let report = CertificationSuite.run(v, spec: validator, catalog: catalog, policy: policy, scale: scale, knownDivergences: known,
+                                            faults: faultProfile.isEmpty ? nil : faults, durableAck: faultProfile.kill) { line in
             FileHandle.standardError.write(Data("certify: \(line)\n".utf8))
         }
         let stamp = report.date.replacingOccurrences(of: ":", with: "").replacingOccurrences(of: ".", with: "")

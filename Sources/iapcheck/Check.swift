@@ -54,7 +54,7 @@ struct Check: ParsableCommand {
     @Flag(help: "Also check parallel delivery: half of each history from two concurrent clients (the built-in reference runs synchronized).")
     var parallel = false
 
-    @Option(help: "Fault profile: 'kill' adds the durable-ack property, killing an exec: validator with SIGKILL after every fifth acknowledged delivery and restarting it without reset.")
+    @Option(help: ArgumentHelp("Fault profile, a comma-separated list: kill (adds the durable-ack property: SIGKILL after every fifth acknowledged delivery, restart without reset; exec: validators, http: targets with a start command), reset (every 4th HTTP delivery's answer is lost on a dropped connection and the request resent), webhook-5xx (every 3rd notification's first webhook attempt is answered 503 after the backend processed it, so the mock App Store retries), slow-store (the mock App Store answers 200 ms late). See the README.", valueName: "LIST"))
     var faults: String?
 
     @Flag(help: "Deliver decoded facts instead of signed artifacts (in-process validators only; no forgery checks). Much faster.")
@@ -62,7 +62,8 @@ struct Check: ParsableCommand {
 
     func run() throws {
         let (catalog, policy) = try options.loadOrExit()
-        let v = parallel && validator == "reference" ? SynchronizedReferenceValidator() : try makeValidator(validator, timeout: timeout)
+        let faultProfile = try parseFaults(faults)
+        let v = parallel && validator == "reference" ? SynchronizedReferenceValidator() : try makeValidator(validator, timeout: timeout, faults: faultProfile)
         var props: [PropertyName] = []
         for p in property {
             guard let n = PropertyName(rawValue: p) else {
@@ -109,9 +110,8 @@ struct Check: ParsableCommand {
             guard v is ConcurrentValidator else { throw ValidationError("--parallel needs a validator that takes concurrent calls (the reference, or an in-process validator marked ConcurrentValidator)") }
             if props.isEmpty { opts.properties = PropertyName.standard + [.parallelDelivery] }
         }
-        if let faults {
-            guard faults == "kill" else { throw ValidationError("unknown fault profile \"\(faults)\"; known: kill") }
-            guard v is RestartableValidator else { throw ValidationError("--faults kill needs a validator that runs as a process (exec:)") }
+        if faultProfile.kill {
+            guard v is RestartableValidator else { throw ValidationError("--faults kill needs a validator that runs as a process: exec:, or an http: target with a \"start\" command") }
             if props.isEmpty { opts.properties = PropertyName.standard + [.durableAck] }
         }
         opts.onlyCase = caseIndex
@@ -130,7 +130,7 @@ struct Check: ParsableCommand {
             for o in flaky.outcomes { print("    \(o)") }
         }
         if report.interrupted {
-            print("INTERRUPTED after \(report.cases) of \(cases) cases, all passed; the same run again: iapcheck check --validator \(validator) --seed \(options.seed) --cases \(cases)\(catalogArgs)")
+            print("INTERRUPTED after \(report.cases) of \(cases) cases, all passed; the same run again: iapcheck check --validator '\(validator)' --seed \(options.seed) --cases \(cases)\(catalogArgs)")
         }
         if let f = report.failure {
             if let d = f.discrepancy {
@@ -140,17 +140,17 @@ struct Check: ParsableCommand {
                         CorpusCase(foundWith: v.name, seed: options.seed, caseIndex: f.caseIndex, failure: d, testCase: f.shrunk), in: corpus)
                 }
                 let replay = file.map { "iapcheck replay \($0) --validator \(validator)" }
-                    ?? "iapcheck check --validator \(validator) --seed \(options.seed) --case \(f.caseIndex)\(catalogArgs)"
+                    ?? "iapcheck check --validator '\(validator)' --seed \(options.seed) --case \(f.caseIndex)\(catalogArgs)"
                 let s = summarize(d, f.shrunk, caseIndex: f.caseIndex, corpusFile: file, replay: replay)
                 discrepancies.append(s)
                 print(render(s, headline: "FAIL \(d.property.rawValue): \(v.name) disagrees with the oracle (case \(f.caseIndex) of seed \(options.seed); shrunk from \(f.originalActions) to \(f.shrunk.actionCount) actions in \(f.shrinkAttempts) attempts)"))
-                if file != nil { print("  rerun:    iapcheck check --validator \(validator) --seed \(options.seed) --case \(f.caseIndex)\(catalogArgs)  (the unshrunk case)") }
+                if file != nil { print("  rerun:    iapcheck check --validator '\(validator)' --seed \(options.seed) --case \(f.caseIndex)\(catalogArgs)  (the unshrunk case)") }
             } else if let vf = f.validatorFailure {
                 failures.append(Reports.ValidatorFailureSummary(kind: vf.kind.rawValue, message: vf.message, caseIndex: f.caseIndex, transcript: vf.transcript))
                 print("VALIDATOR FAILURE \(vf) in case \(f.caseIndex)")
                 print(Timeline.render(f.shrunk, failingStep: f.failingStep))
                 for line in vf.transcript.suffix(10) { print("    \(line)") }
-                print("  rerun:    iapcheck check --validator \(validator) --seed \(options.seed) --case \(f.caseIndex)\(catalogArgs)")
+                print("  rerun:    iapcheck check --validator '\(validator)' --seed \(options.seed) --case \(f.caseIndex)\(catalogArgs)")
             }
         }
 
@@ -181,6 +181,10 @@ struct Check: ParsableCommand {
         if let c = options.catalog { s += " --catalog \(c)" }
         if let b = options.bundleId { s += " --bundle-id \(b)" }
         if let p = options.policy { s += " --policy \(p)" }
+        if let f = faults { s += " --faults \(f)" }
+        for p in property { s += " --property \(p)" }
+        if parallel { s += " --parallel" }
+        if unsigned { s += " --unsigned" }
         return s
     }
 }

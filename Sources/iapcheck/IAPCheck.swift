@@ -68,7 +68,7 @@ struct CaseOptions: ParsableArguments {
     }
 }
 
-func makeValidator(_ spec: String, timeout: Double = 5) throws -> any Validator {
+func makeValidator(_ spec: String, timeout: Double = 5, faults: FaultProfile = FaultProfile()) throws -> any Validator {
     if spec == "reference" { return ReferenceValidator() }
     if spec.hasPrefix("http:") {
         let path = String(spec.dropFirst("http:".count))
@@ -77,11 +77,22 @@ func makeValidator(_ spec: String, timeout: Double = 5) throws -> any Validator 
             var store: MockAppStore?
             if let settings = target.store {
                 store = try startStore(settings, for: target)
+                store?.faults = faults
             }
-            return HTTPValidator(target: target, name: "http:\(target.host):\(target.port)", timeout: timeout, store: store)
+            if (faults.webhook5xxEvery != nil || faults.storeDelayMillis != nil) && store == nil {
+                throw ValidationError("faults webhook-5xx and slow-store act in the mock App Store: \(path) has no \"store\" section")
+            }
+            return try HTTPValidator.make(target: target, name: "http:\(target.host):\(target.port)", timeout: timeout, store: store, faults: faults)
+        } catch let e as ValidationError {
+            throw e
+        } catch let e as ValidatorFailure {
+            throw fail("error: \(e.message)", code: Exit.validatorFailure)
         } catch {
             throw fail("error: \(error)", code: Exit.usage)
         }
+    }
+    if faults.resetEvery != nil || faults.webhook5xxEvery != nil || faults.storeDelayMillis != nil {
+        throw ValidationError("faults reset, webhook-5xx and slow-store need an http: target (they act on HTTP connections and the mock App Store)")
     }
     if spec.hasPrefix("exec:") {
         let command = String(spec.dropFirst("exec:".count))
@@ -96,6 +107,15 @@ func makeValidator(_ spec: String, timeout: Double = 5) throws -> any Validator 
         return m.make()
     }
     throw ValidationError("unknown validator \"\(spec)\": use reference, mutant:NAME, exec:'COMMAND' or http:TARGET.json")
+}
+
+/// `--faults LIST`, or a usage error naming the unknown fault.
+func parseFaults(_ text: String?) throws -> FaultProfile {
+    guard let text else { return FaultProfile() }
+    switch FaultProfile.parse(text) {
+    case .success(let f): return f
+    case .failure(let e): throw ValidationError(e.message)
+    }
 }
 
 /// The mock App Store an HTTP target asks for, started once per process on its port; TEST notifications are signed

@@ -31,15 +31,29 @@ struct Load: ParsableCommand {
     @Option(help: "Seconds per request for exec: targets.") var timeout: Double = 5
     @Flag(help: "No live progress line.") var quiet = false
     @Option(help: "Compare with an earlier summary.json and fail (exit 4) on a regression beyond the profile's baselineTolerancePercent.") var baseline: String?
+    @Option(help: ArgumentHelp("Fault profile, as for check: kill (an http: target with a start command: the backend is killed and restarted every 5 s of the run), reset, webhook-5xx, slow-store.", valueName: "LIST"))
+    var faults: String?
     @Option(help: "Run segment i of N (e.g. 0/4): every N-th intended send starting at i; merge the folders with `iapcheck load merge`.") var segment: String?
 
     func run() throws {
         let p = try Load.profile(profile)
-        _ = try makeValidator(p.target, timeout: timeout)  // a bad target is a usage error before anything starts
+        let faultProfile = try parseFaults(faults)
+        let first = try makeValidator(p.target, timeout: timeout, faults: faultProfile)  // a bad target is a usage error before anything starts
+        if faultProfile.kill && !(first is ManagedHTTPValidator) {
+            throw ValidationError("load --faults kill needs an http: target with a \"start\" command (iapcheck kills and restarts that backend)")
+        }
         let target = p.target, t = timeout
         FileHandle.standardError.write(Data("load \(p.name): rendering the artifact pool…\n".utf8))
         let pool = ArtifactPool.build(p)
-        let driver = LoadDriver(profile: p, pool: pool) { try makeValidator(target, timeout: t) }
+        let driver = LoadDriver(profile: p, pool: pool) { try makeValidator(target, timeout: t, faults: faultProfile) }
+        if faultProfile.kill, let backend = (first as? ManagedHTTPValidator)?.backend {
+            driver.periodicFault = (5, {
+                FileHandle.standardError.write(Data("load \(p.name): killing the backend (fault profile kill)\n".utf8))
+                do { try backend.killAndRestart() } catch {
+                    FileHandle.standardError.write(Data("load \(p.name): the backend did not come back: \(error)\n".utf8))
+                }
+            })
+        }
         if !quiet {
             driver.progress = { s, n in FileHandle.standardError.write(Data("load \(p.name): \(s) s, \(n) requests\n".utf8)) }
         }
@@ -70,6 +84,7 @@ struct Load: ParsableCommand {
         }
         var r = LoadResults(profile: p, workers: workers, seconds: elapsed)
         if Interrupt.requested { r.summary.interrupted = true }
+        if !faultProfile.isEmpty { r.summary.faults = "\(faultProfile)" + (driver.faultsInjected > 0 ? "; backend killed \(driver.faultsInjected) times" : "") }
         let stamp = CivilTime.iso8601(Millis(Date().timeIntervalSince1970 * 1000)).replacingOccurrences(of: ":", with: "").replacingOccurrences(of: ".", with: "")
         let dir = (results as NSString).appendingPathComponent("\(p.name)-\(stamp)\(segment.map { "-segment-" + $0.replacingOccurrences(of: "/", with: "of") } ?? "")")
         try r.write(to: dir)

@@ -84,6 +84,79 @@ import Testing
         #expect(!store.sentNotifications.isEmpty)
     }
 
+    /// A target iapcheck starts itself (`start`), on its own port, with a mock App Store when `store` is given.
+    static func managedTarget(port: Int, backendArguments: String, store: Int?) throws -> HTTPValidator.Target {
+        let key = root.appendingPathComponent("Examples/http/SubscriptionKey_IAPCHK0001.p8").path
+        let storeArguments = store.map {
+            " --app-store 127.0.0.1:\($0) --api-key \(key) --key-id IAPCHK0001 --issuer-id 6f3c2a90-0b1e-4c4e-9a57-1a2b3c4d5e6f --shared-secret example-secret"
+        } ?? ""
+        let storeSection = store.map {
+            #""store":{"port":\#($0),"sharedSecret":"example-secret","apiKey":{"keyId":"IAPCHK0001","issuerId":"6f3c2a90-0b1e-4c4e-9a57-1a2b3c4d5e6f","privateKeyFile":"\#(key)"}},"#
+        } ?? ""
+        let pull = store != nil
+            ? #""reconcile":{"method":"POST","path":"/apple/reconcile"},"receipt":{"method":"POST","path":"/apple/receipts"},"#
+            : #""apiSnapshot":{"method":"POST","path":"/apple/api-snapshots"},"legacyReceipt":{"method":"POST","path":"/apple/legacy-receipts"},"#
+        let json = """
+        {"baseURL":"http://127.0.0.1:\(port)",\(storeSection)
+         "start":{"command":"\(binary) --port \(port) --database {tmp}/backend.sqlite\(storeArguments) \(backendArguments)","readySeconds":60},
+         "routes":{
+          "reset":{"method":"POST","path":"/iapcheck/reset"},
+          "appTransaction":{"method":"POST","path":"/apple/app-transactions"},
+          "notification":{"method":"POST","path":"/apple/notifications"},\(pull)
+          "entitlements":{"method":"GET","path":"/users/{userId}/entitlements?at={at}"}}}
+        """
+        let path = NSTemporaryDirectory() + "managed-target-\(UUID().uuidString).json"
+        try Data(json.utf8).write(to: URL(fileURLWithPath: path))
+        return try HTTPValidator.Target.load(path: path)
+    }
+
+    /// Fault profile kill over HTTP: iapcheck kills the backend it started and starts it again; durable-ack passes
+    /// when the backend stores before answering and catches it when it answers first.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: binary), "the example backend is not built"))
+    func killingTheHTTPBackendCatchesAcknowledgingBeforePersisting() throws {
+        var faults = FaultProfile()
+        faults.kill = true
+        let base = 20_000 + Int(ProcessInfo.processInfo.processIdentifier % 15_000) * 2
+        var results: [Bool] = []
+        for (offset, arguments) in [(30_002, ""), (30_003, "--ack-before-persist")] {
+            let port = (base + offset) % 60_000 + 1024
+            let target = try Self.managedTarget(port: port, backendArguments: arguments, store: nil)
+            let v = try HTTPValidator.make(target: target, name: "managed", timeout: 10, store: nil, faults: faults)
+            defer { (v as? ManagedHTTPValidator)?.backend.stopAndForget() }
+            #expect(v is ManagedHTTPValidator)
+            var o = CheckOptions()
+            o.cases = 12
+            o.properties = [.durableAck]
+            o.flakinessReplays = 1
+            let report = Checker(options: o, validator: v).run()
+            #expect(report.failure?.validatorFailure == nil, "\(report.failure?.validatorFailure.map { "\($0)" } ?? "")")
+            results.append(report.failure?.discrepancy == nil)
+        }
+        #expect(results == [true, false])
+    }
+
+    /// Faults reset, webhook-5xx and slow-store around the example backend and its mock App Store: answers lost after
+    /// the backend processed them (so it sees requests twice), webhook retries, a slow App Store. It still agrees.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: binary), "the example backend is not built"))
+    func theExampleBackendSurvivesResetsWebhookRetriesAndASlowStore() throws {
+        guard case .success(let faults) = FaultProfile.parse("reset,webhook-5xx,slow-store") else { Issue.record("parse"); return }
+        let base = 20_000 + Int(ProcessInfo.processInfo.processIdentifier % 15_000) * 2
+        let port = (base + 30_004) % 60_000 + 1024, storePort = (base + 30_005) % 60_000 + 1024
+        let target = try Self.managedTarget(port: port, backendArguments: "", store: storePort)
+        let store = try MockAppStore(settings: target.store!)
+        try store.start()
+        store.faults = faults
+        let v = try HTTPValidator.make(target: target, name: "faulty", timeout: 10, store: store, faults: faults)
+        defer { (v as? ManagedHTTPValidator)?.backend.stopAndForget() }
+        var o = CheckOptions()
+        o.cases = 16
+        o.properties = [.entitlementAgreement]
+        let report = Checker(options: o, validator: v).run()
+        #expect(report.failure == nil, "\(report.failure.map { Timeline.render($0.shrunk, failingStep: $0.failingStep) } ?? "")")
+        #expect(v.resetsInjected > 0)
+        #expect(store.sentNotifications.contains { $0.attempts.first == "UNSUCCESSFUL_HTTP_RESPONSE_CODE" && $0.attempts.last == "SUCCESS" })
+    }
+
     @Test func targetFilesAreStrictAndLoopbackOnly() throws {
         let path = NSTemporaryDirectory() + "bad-target-\(UUID().uuidString).json"
         try Data(#"{"baseURL":"http://10.0.0.5:80","routes":{"reset":{"method":"DELETE","path":"reset"}},"extra":1}"#.utf8).write(to: URL(fileURLWithPath: path))

@@ -1,0 +1,115 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A backend process iapcheck starts itself (the target file's `start` command), so it can kill it and start it
+/// again (fault profile `kill`). One per port in a process, shared by the load driver's workers; killed when
+/// iapcheck exits. Its output goes to `log` in a directory of its own, which `{tmp}` in the command names — the
+/// same directory after a restart, so a database there survives.
+public final class ManagedBackend: @unchecked Sendable {
+    public let command: String
+    public let host: String
+    public let port: Int
+    public let readySeconds: Double
+    public let directory: String
+    public var log: String { directory + "/backend.log" }
+    private var process: Process?
+    private let lock = NSLock()
+
+    nonisolated(unsafe) static var running: [Int: ManagedBackend] = [:]
+    static let runningLock = NSLock()
+
+    /// The backend of this target, started on first use.
+    public static func shared(command: String, host: String, port: Int, readySeconds: Double) throws(ValidatorFailure) -> ManagedBackend {
+        runningLock.lock()
+        defer { runningLock.unlock() }
+        if let b = running[port] { return b }
+        let b = ManagedBackend(command: command, host: host, port: port, readySeconds: readySeconds)
+        try b.start()
+        if running.isEmpty { atexit { ManagedBackend.stopAll() } }
+        running[port] = b
+        return b
+    }
+
+    /// Stops the backend and forgets it (the next `shared` for its port starts a new one).
+    public func stopAndForget() {
+        stop()
+        Self.runningLock.withLock { if Self.running[port] === self { Self.running[port] = nil } }
+    }
+
+    static func stopAll() {
+        for b in running.values { b.stop() }
+    }
+
+    init(command: String, host: String, port: Int, readySeconds: Double) {
+        self.host = host
+        self.port = port
+        self.readySeconds = readySeconds
+        let dir = NSTemporaryDirectory() + "iapcheck-backend-\(getpid())-\(port)"
+        try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        directory = dir
+        self.command = command.replacingOccurrences(of: "{tmp}", with: dir)
+    }
+
+    /// Starts the command and waits until the port accepts connections.
+    public func start() throws(ValidatorFailure) {
+        if Self.accepts(host: host, port: port) {
+            throw ValidatorFailure(.unavailable, "127.0.0.1:\(port) is already taken; stop what listens there, or drop \"start\" from the target to use it as is")
+        }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/bin/sh")
+        p.arguments = ["-c", "exec " + command]
+        FileManager.default.createFile(atPath: log, contents: nil)
+        let out = FileHandle(forWritingAtPath: log)
+        out?.seekToEndOfFile()
+        p.standardOutput = out
+        p.standardError = out
+        p.standardInput = FileHandle.nullDevice
+        do { try p.run() } catch {
+            throw ValidatorFailure(.unavailable, "cannot start the backend (\(command)): \(error)")
+        }
+        lock.withLock { process = p }
+        let deadline = Date().addingTimeInterval(readySeconds)
+        while Date() < deadline {
+            if Self.accepts(host: host, port: port) { return }
+            if !p.isRunning {
+                throw ValidatorFailure(.crashed, "the backend exited (status \(p.terminationStatus)) before listening on \(port); its output: \(log)")
+            }
+            usleep(50_000)
+        }
+        throw ValidatorFailure(.timedOut, "the backend did not listen on \(port) within \(readySeconds) s; its output: \(log)")
+    }
+
+    /// SIGKILL to the process and its children.
+    public func stop() {
+        guard let p = lock.withLock({ process }) else { return }
+        if p.isRunning {
+            for child in SubprocessValidator.descendants(of: p.processIdentifier) { kill(child, SIGKILL) }
+            kill(p.processIdentifier, SIGKILL)
+            p.waitUntilExit()
+        }
+        lock.withLock { process = nil }
+    }
+
+    public func killAndRestart() throws(ValidatorFailure) {
+        stop()
+        // The kernel may take a moment to release the port.
+        let deadline = Date().addingTimeInterval(5)
+        while Self.accepts(host: host, port: port) && Date() < deadline { usleep(20_000) }
+        try start()
+    }
+
+    static func accepts(host: String, port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = in_port_t(UInt16(port).bigEndian)
+        inet_pton(AF_INET, host, &addr.sin_addr)
+        return withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } } == 0
+    }
+}
