@@ -173,6 +173,13 @@ public class HTTPValidator: Validator {
 
     func encode<T: Encodable>(_ v: T) -> Data { (try? Self.encoder.encode(v)) ?? Data() }
 
+    /// Strings that need no JSON escaping (JWS compact serializations, UUIDs): the hot path writes them directly.
+    static func plain(_ s: String) -> Bool {
+        s.utf8.allSatisfy { b in
+            (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || b == 0x2D || b == 0x5F || b == 0x2E || b == 0x3D || b == 0x2B || b == 0x2F
+        }
+    }
+
     public func reset(_ config: ValidatorConfig) throws(ValidatorFailure) {
         store?.reset(config)
         let (status, body) = try send("reset", path: target.routes["reset"]?.path ?? "/", body: encode(config), now: nil)
@@ -196,10 +203,13 @@ public class HTTPValidator: Validator {
         switch delivery {
         case let .appTransaction(userId, jws, deviceTime):
             op = "appTransaction"
-            (status, reply) = try post(op, body: encode(AppTransactionBody(userId: userId, signedTransaction: jws, deviceTime: deviceTime)), now: now)
+            let body = Self.plain(userId) && Self.plain(jws)
+                ? Data(#"{"userId":"\#(userId)","signedTransaction":"\#(jws)","deviceTime":\#(deviceTime.map(String.init) ?? "null")}"#.utf8)
+                : encode(AppTransactionBody(userId: userId, signedTransaction: jws, deviceTime: deviceTime))
+            (status, reply) = try post(op, body: body, now: now)
         case .notification(let signedPayload):
             op = "notification"
-            let body = encode(NotificationBody(signedPayload: signedPayload))
+            let body = Self.plain(signedPayload) ? Data(#"{"signedPayload":"\#(signedPayload)"}"#.utf8) : encode(NotificationBody(signedPayload: signedPayload))
             if let store {
                 // The mock App Store posts it to the webhook, retrying on 5xx and timeouts on Apple's schedule.
                 (status, reply) = try store.postNotification(signedPayload, now: now) { (at: Millis) throws(ValidatorFailure) -> (Int, Data) in

@@ -61,15 +61,21 @@ public final class LoopbackHTTPClient {
         }
     }
 
+    /// Receive buffer, kept across requests (no allocation per response).
+    private var inbox = [UInt8](repeating: 0, count: 65536)
+    private var request = [UInt8]()
+
     /// One request and its answer. `headers` are added as given; the body is sent with `contentType`.
     public func request(_ method: String, _ path: String, headers: [(String, String)] = [], body: Data? = nil,
                         contentType: String = "application/json") throws(Failure) -> (status: Int, body: Data) {
-        var head = "\(method) \(path) HTTP/1.1\r\nHost: \(host):\(port)\r\nConnection: keep-alive\r\n"
-        for (k, v) in headers { head += "\(k): \(v)\r\n" }
-        if let body { head += "Content-Type: \(contentType)\r\nContent-Length: \(body.count)\r\n" }
-        head += "\r\n"
-        var request = Data(head.utf8)
-        if let body { request.append(body) }
+        request.removeAll(keepingCapacity: true)
+        func put(_ s: String) { request.append(contentsOf: s.utf8) }
+        put(method); put(" "); put(path); put(" HTTP/1.1\r\nHost: "); put(host); put(":"); put(String(port))
+        put("\r\nConnection: keep-alive\r\n")
+        for (k, v) in headers { put(k); put(": "); put(v); put("\r\n") }
+        if let body { put("Content-Type: "); put(contentType); put("\r\nContent-Length: "); put(String(body.count)); put("\r\n") }
+        put("\r\n")
+        if let body { request.append(contentsOf: body) }
         note("→ \(method) \(path)")
         for attempt in 0..<2 {
             if fd < 0 { try connect() }
@@ -84,14 +90,14 @@ public final class LoopbackHTTPClient {
         throw Failure(kind: .closed, message: "the server closed the connection without a response")
     }
 
-    /// Reads one response; nil if the connection was closed before any byte arrived.
+    /// Reads one response; nil if the connection was closed before any byte arrived. Parses the head as bytes.
     func readResponse() throws(Failure) -> (Int, Data)? {
-        var buf = [UInt8]()
-        var chunk = [UInt8](repeating: 0, count: 65536)
+        var filled = 0
         func fill() throws(Failure) -> Bool {
-            let n = recv(fd, &chunk, chunk.count, 0)
+            if filled == inbox.count { inbox.append(contentsOf: [UInt8](repeating: 0, count: inbox.count)) }
+            let n = inbox.withUnsafeMutableBytes { recv(fd, $0.baseAddress! + filled, $0.count - filled, 0) }
             if n > 0 {
-                buf += chunk[0..<n]
+                filled += n
                 return true
             }
             if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
@@ -100,44 +106,74 @@ public final class LoopbackHTTPClient {
             }
             return false
         }
-        let separator: [UInt8] = [13, 10, 13, 10]
-        var headerEnd: Int?
-        while headerEnd == nil {
+        var headerEnd = -1
+        var scanned = 0
+        while headerEnd < 0 {
             if !(try fill()) {
-                if buf.isEmpty { return nil }
+                if filled == 0 { return nil }
                 close()
                 throw Failure(kind: .closed, message: "the connection closed in the middle of a response")
             }
-            headerEnd = buf.firstRange(of: separator)?.lowerBound
+            var i = max(scanned - 3, 0)
+            while i + 3 < filled {
+                if inbox[i] == 13 && inbox[i + 1] == 10 && inbox[i + 2] == 13 && inbox[i + 3] == 10 { headerEnd = i; break }
+                i += 1
+            }
+            scanned = filled
         }
-        let header = String(decoding: buf[..<headerEnd!], as: UTF8.self)
-        let lines = header.split(separator: "\r\n")
-        guard let statusLine = lines.first, statusLine.hasPrefix("HTTP/1."), let status = Int(statusLine.split(separator: " ").dropFirst().first ?? "") else {
+        // "HTTP/1.x NNN"
+        guard headerEnd >= 12, inbox[0] == 0x48, inbox[1] == 0x54, inbox[2] == 0x54, inbox[3] == 0x50, inbox[4] == 0x2F,
+            let status = Self.digits(inbox, 9, 12)
+        else {
             close()
-            throw Failure(kind: .malformed, message: "not an HTTP response: \(String(header.prefix(100)))")
+            throw Failure(kind: .malformed, message: "not an HTTP response: \(String(decoding: inbox[0..<min(filled, 100)], as: UTF8.self))")
         }
         var length = 0
         var closeAfter = false
-        for l in lines.dropFirst() {
-            let lower = l.lowercased()
-            if lower.hasPrefix("content-length:") {
-                length = Int(l.split(separator: ":", maxSplits: 1)[1].trimmingCharacters(in: .whitespaces)) ?? 0
-            } else if lower.hasPrefix("transfer-encoding:") {
+        var lineStart = 0
+        while lineStart < headerEnd {
+            var lineEnd = lineStart
+            while lineEnd < headerEnd && inbox[lineEnd] != 13 { lineEnd += 1 }
+            if Self.hasPrefix(inbox, lineStart, lineEnd, "content-length:") {
+                var v = 0, j = lineStart + 15
+                while j < lineEnd && inbox[j] == 32 { j += 1 }
+                while j < lineEnd, inbox[j] >= 48, inbox[j] <= 57 { v = v * 10 + Int(inbox[j] - 48); j += 1 }
+                length = v
+            } else if Self.hasPrefix(inbox, lineStart, lineEnd, "transfer-encoding:") {
                 close()
                 throw Failure(kind: .malformed, message: "chunked responses are not supported; send Content-Length")
-            } else if lower.hasPrefix("connection:") && lower.contains("close") {
+            } else if Self.hasPrefix(inbox, lineStart, lineEnd, "connection:") && String(decoding: inbox[lineStart..<lineEnd], as: UTF8.self).lowercased().contains("close") {
                 closeAfter = true
             }
+            lineStart = lineEnd + 2
         }
-        let bodyStart = headerEnd! + 4
-        while buf.count < bodyStart + length {
+        let bodyStart = headerEnd + 4
+        while filled < bodyStart + length {
             if !(try fill()) {
                 close()
                 throw Failure(kind: .closed, message: "the connection closed in the middle of a response")
             }
         }
-        let reply = (status, Data(buf[bodyStart..<(bodyStart + length)]))
+        let reply = (status, Data(inbox[bodyStart..<(bodyStart + length)]))
         if closeAfter { close() }
         return reply
+    }
+
+    static func digits(_ b: [UInt8], _ from: Int, _ to: Int) -> Int? {
+        var v = 0
+        for i in from..<to {
+            guard b[i] >= 48 && b[i] <= 57 else { return nil }
+            v = v * 10 + Int(b[i] - 48)
+        }
+        return v
+    }
+
+    /// Case-insensitive ASCII prefix test of the line `b[from..<to]`.
+    static func hasPrefix(_ b: [UInt8], _ from: Int, _ to: Int, _ prefix: StaticString) -> Bool {
+        let n = prefix.utf8CodeUnitCount
+        guard to - from >= n else { return false }
+        let p = prefix.utf8Start
+        for i in 0..<n where (b[from + i] | 0x20) != p[i] { return false }
+        return true
     }
 }

@@ -18,10 +18,11 @@ extension Bench {
             """)
 
         @Option(help: "Concurrent connections (driver workers, wrk -c).") var connections = 4
-        @Option(help: "Seconds per client.") var seconds: Double = 5
+        @Option(help: "Seconds per client and round.") var seconds: Double = 3
         @Option(help: "wrk threads (wrk -t).") var wrkThreads = 2
         @Option(help: "Port of the endpoint.") var port = 18_089
         @Option(help: "wrk executable.") var wrk = "wrk"
+        @Option(help: "Rounds: driver and wrk take turns this many times; the medians are compared (this machine is noisy).") var rounds = 3
 
         func run() throws {
             let endpoint = Process()
@@ -41,18 +42,28 @@ extension Bench {
             // iapcheck's driver: the load driver's closed executor; each worker's "validator" GETs the endpoint.
             let profile = LoadProfile(name: "bench-driver", target: "http:bench", mix: [.query: 1], poolSize: 1, poolSeed: 1,
                                       distinctChains: 0, executor: .closed(workers: connections), warmupSeconds: 0,
-                                      durationSeconds: seconds, maxLagSeconds: 1, thresholds: [], baselineTolerance: 0.1)
+                                      durationSeconds: seconds, maxLagSeconds: 1, thresholds: [], baselineTolerance: 0.1,
+                                      answerSamplePercent: 0)
             let pool = ArtifactPool(items: [.init(operation: .query, delivery: nil, query: EntitlementQuery(userId: "u", at: 0), now: 0)],
                                     config: ValidatorConfig(catalog: .standard, policy: .default))
             let port = self.port
             let driver = LoadDriver(profile: profile, pool: pool) { GetValidator(port: port) }
-            _ = try driver.run(seconds: 1, record: false)  // warm-up: connections open
-            let workers = try driver.run(seconds: seconds, record: true)
-            let results = LoadResults(profile: profile, workers: workers, seconds: seconds)
-            let ours = results.summary.throughputPerSecond
-            let errors = results.summary.errors.values.reduce(0, +)
-            print("iapcheck driver: \(Int(ours)) requests/s (\(connections) connections, \(results.summary.requests) requests, \(errors) errors, p99 \(Load.ms(results.summary.latencyMicros["p99"])))")
+            _ = try driver.run(seconds: 1, record: false)  // warm-up
+            var ours: [Double] = [], theirs: [Double] = []
+            for round in 1...max(rounds, 1) {
+                let results = LoadResults(profile: profile, workers: try driver.run(seconds: seconds, record: true), seconds: seconds)
+                let errors = results.summary.errors.values.reduce(0, +)
+                ours.append(results.summary.throughputPerSecond)
+                print("round \(round): iapcheck driver \(Int(ours.last!)) requests/s (\(results.summary.requests) requests, \(errors) errors, p99 \(Load.ms(results.summary.latencyMicros["p99"])))")
+                theirs.append(try runWrk())
+                print("round \(round): wrk             \(Int(theirs.last!)) requests/s")
+            }
+            func median(_ xs: [Double]) -> Double { xs.sorted()[xs.count / 2] }
+            print("median over \(ours.count) rounds, \(connections) connections: iapcheck driver \(Int(median(ours)))/s, wrk (\(min(wrkThreads, connections)) threads) \(Int(median(theirs)))/s")
+            print("ratio driver/wrk: \(String(format: "%.2f", median(ours) / median(theirs)))")
+        }
 
+        func runWrk() throws -> Double {
             let w = Process()
             w.executableURL = URL(fileURLWithPath: "/usr/bin/env")
             w.arguments = [wrk, "-t", String(min(wrkThreads, connections)), "-c", String(connections), "-d", "\(Int(seconds.rounded(.up)))s",
@@ -65,12 +76,11 @@ extension Bench {
             w.waitUntilExit()
             guard w.terminationStatus == 0,
                 let line = text.split(separator: "\n").first(where: { $0.hasPrefix("Requests/sec:") }),
-                let theirs = Double(line.split(separator: ":")[1].trimmingCharacters(in: .whitespaces))
+                let rate = Double(line.split(separator: ":")[1].trimmingCharacters(in: .whitespaces))
             else {
                 throw fail("error: \(wrk) failed:\n\(text)", code: Exit.usage)
             }
-            print("wrk:             \(Int(theirs)) requests/s (\(connections) connections, \(min(wrkThreads, connections)) threads)")
-            print("ratio driver/wrk: \(String(format: "%.2f", ours / theirs))")
+            return rate
         }
     }
 

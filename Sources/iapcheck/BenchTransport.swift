@@ -17,6 +17,14 @@ extension Bench {
         @Option(help: "Seconds per transport.") var seconds: Double = 3
         @Option(help: "Subprocess command (default: this binary's serve).") var command: String?
         @Option(help: "Also measure a running backend over HTTP through this target file (e.g. Examples/http/example-backend.json).") var http: String?
+        @Option(help: "HTTP connections in parallel (each its own client thread and keep-alive connection), besides the one-connection figure.") var connections = 2
+
+        final class Counter: @unchecked Sendable {
+            private let lock = NSLock()
+            private var n = 0
+            func add(_ k: Int) { lock.withLock { n += k } }
+            var value: Int { lock.withLock { n } }
+        }
 
         func run() throws {
             // A realistic operation mix: the steps of generated cases, rendered once, before the clock starts.
@@ -40,7 +48,7 @@ extension Bench {
             let sub = SubprocessValidator(command: command ?? "'\(me)' serve --validator reference", timeout: 30)
             defer { sub.stop() }
             var transports: [(String, any Validator)] = [("in-process", ReferenceValidator()), ("subprocess (wire protocol)", sub)]
-            if let http { transports.append(("HTTP (\(http))", try makeValidator("http:" + http, timeout: 30))) }
+            if let http { transports.append(("HTTP \((http as NSString).lastPathComponent)", try makeValidator("http:" + http, timeout: 30))) }
             for (name, v) in transports {
                 let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(seconds * 1e9)
                 let start = DispatchTime.now().uptimeNanoseconds
@@ -55,7 +63,39 @@ extension Bench {
                     i += 1
                 }
                 let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-                print("\(name.padding(toLength: 28, withPad: " ", startingAt: 0)) \(String(Int(Double(n) / elapsed)).leftPad(7)) ops/s  (\(n) operations: resets, signed deliveries, questions)")
+                print("\(name.padding(toLength: 36, withPad: " ", startingAt: 0)) \(String(Int(Double(n) / elapsed)).leftPad(7)) ops/s  (\(n) operations: resets, signed deliveries, questions)")
+            }
+            if let http, connections > 1 {
+                // Several clients at once, as a backend serves them; each runs the operations from its own offset.
+                let validators = try (0..<connections).map { _ in try makeValidator("http:" + http, timeout: 30) }
+                nonisolated(unsafe) let vs = validators
+                nonisolated(unsafe) let shared = ops
+                let total = Counter()
+                let seconds = self.seconds
+                let group = DispatchGroup()
+                let start = DispatchTime.now().uptimeNanoseconds
+                for c in 0..<connections {
+                    group.enter()
+                    Thread.detachNewThread {
+                        let v = vs[c]
+                        let deadline = start + UInt64(seconds * 1e9)
+                        var i = c * shared.count / connections, n = 0
+                        while DispatchTime.now().uptimeNanoseconds < deadline {
+                            let (config, delivery, now, query) = shared[i % shared.count]
+                            if let config { try? v.reset(config) }
+                            if let delivery { _ = try? v.deliver(delivery, now: now) }
+                            if let query { _ = try? v.entitlements(query) }
+                            n += 1
+                            i += 1
+                        }
+                        total.add(n)
+                        group.leave()
+                    }
+                }
+                group.wait()
+                let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+                let name = "HTTP \((http as NSString).lastPathComponent) ×\(connections)"
+                print("\(name.padding(toLength: 36, withPad: " ", startingAt: 0)) \(String(Int(Double(total.value) / elapsed)).leftPad(7)) ops/s  (\(total.value) operations on \(connections) connections)")
             }
         }
     }
