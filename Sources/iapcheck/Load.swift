@@ -122,9 +122,9 @@ struct Load: ParsableCommand {
         if let baseline {
             let b: LoadResults.Summary
             do {
-                b = try JSONDecoder().decode(LoadResults.Summary.self, from: Data(contentsOf: URL(fileURLWithPath: baseline)))
+                b = try LoadResults.loadBaseline(path: baseline)
             } catch {
-                throw fail("error: \(baseline): not a load summary.json (\(error))", code: Exit.usage)
+                throw fail("error: \(error)", code: Exit.usage)
             }
             regressions = r.regressions(against: b, tolerance: p.baselineTolerance)
             print(regressions.isEmpty ? "baseline: within \(Int(p.baselineTolerance * 100))% of \(baseline)" : "baseline: REGRESSION against \(baseline)")

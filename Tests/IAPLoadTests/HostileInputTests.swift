@@ -2,12 +2,13 @@ import Foundation
 import IAPConformance
 import IAPLoad
 import IAPModel
+import IAPValidators
 import Testing
 
 /// Every file iapcheck reads gets a clear error naming the file — never a crash — whatever is in it.
 @Suite struct HostileInputTests {
     enum Reader: String, CaseIterable {
-        case catalog, storekit, policy, profile, corpus
+        case catalog, storekit, policy, profile, corpus, target, baseline
 
         func read(_ path: String) throws {
             switch self {
@@ -16,6 +17,8 @@ import Testing
             case .policy: _ = try Policy.load(path: path)
             case .profile: _ = try LoadProfile.load(path: path)
             case .corpus: _ = try Corpus.load(path: path)
+            case .target: _ = try HTTPValidator.Target.load(path: path)
+            case .baseline: _ = try LoadResults.loadBaseline(path: path)
             }
         }
 
@@ -29,6 +32,8 @@ import Testing
             case .policy: "refundScope"
             case .profile: "name"
             case .corpus: "schema"
+            case .target: "baseURL"
+            case .baseline: "profile"
             }
         }
     }
@@ -42,6 +47,10 @@ import Testing
         case .storekit: return try Data(contentsOf: root.appendingPathComponent("Examples/Products.storekit"))
         case .policy: return Data(#"{"refundScope":"chain"}"#.utf8)
         case .profile: return try Data(contentsOf: root.appendingPathComponent("Profiles/smoke.json"))
+        case .target: return try Data(contentsOf: root.appendingPathComponent("Examples/http/example-backend-direct.json"))
+        case .baseline:
+            let profile = try LoadProfile.load(path: root.appendingPathComponent("Profiles/smoke.json").path)
+            return try JSONEncoder().encode(LoadResults(profile: profile, workers: [], seconds: 1).summary)
         case .corpus:
             let dir = root.appendingPathComponent("Corpus")
             let first = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".json") }.sorted()[0]
