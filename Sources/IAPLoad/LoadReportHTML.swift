@@ -70,14 +70,14 @@ enum LoadReportHTML {
         table{border-collapse:collapse;margin:.5em 0} td,th{border-bottom:1px solid #ddd;padding:.3em .8em;text-align:left}
         .ok{color:#116329;font-weight:600}.bad{color:#a40e26;font-weight:700}.big{font-size:1.3em}</style></head><body>
         <h1>Load: \(esc(s.profile))</h1>
-        <p>target <b>\(esc(s.target))</b> · \(esc(s.executor)) · \(String(format: "%.1f", s.durationSeconds)) s · iapcheck \(esc(s.environment["iapcheck"] ?? "")) · \(esc(s.environment["cores"] ?? "?")) cores</p>
+        <p>target <b>\(esc(s.target))</b> · \(esc(s.executor)) · \(String(format: "%.1f", s.durationSeconds)) s · iapcheck \(esc(s.environment["iapcheck"] ?? "")) · \(esc(s.environment["cores"] ?? "?")) cores\(s.faults.map { " · <b>faults: \(esc($0))</b>" } ?? "")\(s.interrupted == true ? " · <b>interrupted (Ctrl-C): partial run</b>" : "")</p>
         <p class=big><b>\(Int(s.throughputPerSecond))</b> requests/s · p99 <b>\(ms(s.latencyMicros["p99"] ?? 0))</b> · errors \(String(format: "%.3f", s.errorRate * 100)) % · dropped \(s.dropped) · <span class=\(s.passed ? "ok" : "bad")>\(s.passed ? "thresholds pass" : "thresholds FAIL")</span></p>
         \(latency)
         \(spectrum)
         \(throughput)
         <h2>Percentiles</h2><table><tr><th></th><th>from intended send</th><th>from actual send</th></tr>\(pct)</table>
         <h2>Thresholds</h2><table><tr><th>rule</th><th>observed</th><th></th></tr>\(th)</table>
-        <p>errors: \(errs.isEmpty ? "none" : errs)</p>
+        <p>errors: \(errs.isEmpty ? "none" : errs) · answers checked against the oracle: \(s.answersChecked ?? 0)\((s.errors["wrong-answer"] ?? 0) > 0 ? " (<span class=bad>\(s.errors["wrong-answer"]!) wrong</span>)" : "")</p>
         </body></html>
 
         """

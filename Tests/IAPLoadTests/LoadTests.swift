@@ -63,7 +63,7 @@ import Testing
         let hgrm = try String(contentsOfFile: dir + "/latency.hgrm", encoding: .utf8)
         #expect(hgrm.contains("Percentile"))
         let html = try String(contentsOfFile: dir + "/report.html", encoding: .utf8)
-        #expect(html.contains("<svg") && html.contains("Percentile spectrum"))
+        #expect(html.contains("<svg") && html.contains("Percentile spectrum") && html.contains("answers checked against the oracle"))
     }
 }
 
