@@ -75,11 +75,28 @@ extension MockAppStore {
             guard q.endDate > q.startDate, q.endDate - q.startDate <= 180 * 86_400_000 else {
                 return Self.apiError(.badRequest, 4000016, "Invalid start and end dates.")
             }
+            if q.notificationType != nil && q.transactionId != nil {
+                return Self.apiError(.badRequest, 4000018, "Invalid request: filter by notificationType or transactionId, not both.")
+            }
+            // Any transaction of the customer's chain names it (the store knows the chains it published).
+            let wanted: Set<String>? = q.transactionId.map { id in
+                var ids: Set<String> = [id]
+                if let chain = self.lock.withLock({ self.chains[id] }) {
+                    for page in chain.history {
+                        for jws in page.signedTransactions {
+                            if let c = Self.claims(jws, as: ChainClaims.self) { ids.formUnion([c.transactionId, c.originalTransactionId].compactMap { $0 }) }
+                        }
+                    }
+                }
+                return ids
+            }
             let page = request.uri.queryParameters.get("paginationToken").flatMap { Int($0.dropFirst("page-".count)) } ?? 0
             let matching = self.lock.withLock { self.notifications }.filter {
                 $0.signedDate >= q.startDate && $0.signedDate < q.endDate
                     && (q.notificationType == nil || $0.notificationType == q.notificationType)
-                    && (q.onlyFailures != true || $0.attempts.contains { $0.sendAttemptResult != "SUCCESS" })
+                    && (wanted == nil || !$0.transactionIds.isDisjoint(with: wanted!))
+                    // A notification that succeeded on a retry is not a failure any more.
+                    && (q.onlyFailures != true || $0.attempts.last?.sendAttemptResult != "SUCCESS")
             }
             let pageSize = 20
             let slice = matching.dropFirst(page * pageSize).prefix(pageSize)
@@ -139,6 +156,7 @@ extension MockAppStore {
         let startDate: Millis
         let endDate: Millis
         let notificationType: String?
+        let transactionId: String?
         let onlyFailures: Bool?
     }
 

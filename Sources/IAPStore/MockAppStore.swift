@@ -60,6 +60,8 @@ public final class MockAppStore: AppStoreBridge, @unchecked Sendable {
         var signedDate: Millis
         var notificationType: String
         var attempts: [SendAttemptItem]
+        /// The notification's transaction and its chain, for Get Notification History's `transactionId` filter.
+        var transactionIds: Set<String> = []
     }
 
     public enum StartError: Error, CustomStringConvertible {
@@ -172,16 +174,21 @@ public final class MockAppStore: AppStoreBridge, @unchecked Sendable {
         let claims = Self.claims(signedPayload, as: NotificationClaims.self)
         var sent = SentNotification(signedPayload: signedPayload, signedDate: claims?.signedDate ?? now,
                                     notificationType: claims?.notificationType ?? "", attempts: [])
+        if let nested = claims?.data?.signedTransactionInfo, let t = Self.claims(nested, as: ChainClaims.self) {
+            sent.transactionIds = Set([t.transactionId, t.originalTransactionId].compactMap { $0 })
+        }
+        // Apple retries production notifications only (semantics A, notifications); a sandbox one gets one attempt.
+        let retries = lock.withLock { catalog?.environment == .sandbox } ? 0 : Self.retryHours.count
         defer { lock.withLock { notifications.append(sent) } }
         // Fault webhook-5xx: this notification's first attempt reaches the backend, but a gateway answers 503.
         let lost: Bool = lock.withLock {
             posted += 1
             return _faults.webhook5xxEvery.map { posted % $0 == 0 } ?? false
-        }
+        } && retries > 0
         var at = now
         var lastFailure: ValidatorFailure?
         var lastReply: (Int, Data)?
-        for attempt in 0...Self.retryHours.count {
+        for attempt in 0...retries {
             if attempt > 0 {
                 let hours = Self.retryHours[attempt - 1]
                 at += hours * 3_600_000
@@ -218,7 +225,7 @@ public final class MockAppStore: AppStoreBridge, @unchecked Sendable {
             }
         }
         if let lastFailure {
-            throw ValidatorFailure(lastFailure.kind, "the webhook failed all \(Self.retryHours.count + 1) attempts (Apple's retry schedule); last: \(lastFailure.message)",
+            throw ValidatorFailure(lastFailure.kind, "the webhook failed all \(retries + 1) attempts (Apple's retry schedule\(retries == 0 ? "; none in the sandbox" : "")); last: \(lastFailure.message)",
                                    transcript: lastFailure.transcript)
         }
         return lastReply ?? (500, Data())
@@ -238,7 +245,13 @@ public final class MockAppStore: AppStoreBridge, @unchecked Sendable {
     // MARK: decoding of what the store serves
 
     struct TransactionClaims: Decodable { let transactionId: String }
-    struct NotificationClaims: Decodable { let signedDate: Millis?; let notificationType: String? }
+    struct NotificationClaims: Decodable {
+        struct Data: Decodable { let signedTransactionInfo: String? }
+        let signedDate: Millis?
+        let notificationType: String?
+        let data: Data?
+    }
+    struct ChainClaims: Decodable { let transactionId: String?; let originalTransactionId: String? }
     struct EnvironmentOnly: Decodable { let environment: String? }
 
     /// The payload of a JWS the store serves (it signed nothing itself; it only indexes).

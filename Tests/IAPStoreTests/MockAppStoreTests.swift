@@ -161,5 +161,28 @@ import Testing
         #expect(status == 200)
         let history = try JSONDecoder().decode(NotificationHistoryResponse.self, from: body)
         #expect(history.notificationHistory.map(\.sendAttempts.count) == [4, 1, 6])
+        // onlyFailures leaves out the one that succeeded on a retry.
+        let failures = try JSONEncoder().encode(Failures(startDate: 1_699_999_000_000, endDate: 1_700_001_000_000, onlyFailures: true))
+        let (_, failedBody) = try client.request("POST", "/inApps/v1/notifications/history", headers: [("Authorization", "Bearer \(Self.token())")], body: failures)
+        #expect(try JSONDecoder().decode(NotificationHistoryResponse.self, from: failedBody).notificationHistory.map(\.sendAttempts.count) == [1, 6])
+    }
+
+    struct Failures: Encodable { let startDate: Int64; let endDate: Int64; let onlyFailures: Bool }
+
+    /// Apple retries production notifications only.
+    @Test func aSandboxNotificationGetsOneAttempt() throws {
+        let store = try Self.store()
+        var catalog = Catalog.standard
+        catalog.bundleId = Self.bundleId
+        catalog.environment = .sandbox
+        store.reset(ValidatorConfig(catalog: catalog, policy: .default))
+        var attempts = 0
+        #expect(throws: ValidatorFailure.self) {
+            try store.postNotification("e30.e30.c2ln", now: 0) { (_: Millis) throws(ValidatorFailure) -> (Int, Data) in
+                attempts += 1
+                throw ValidatorFailure(.timedOut, "no answer")
+            }
+        }
+        #expect(attempts == 1)
     }
 }
