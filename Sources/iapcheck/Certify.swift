@@ -25,6 +25,7 @@ struct Certify: ParsableCommand {
 
     func run() throws {
         let (catalog, policy) = try options.loadOrExit()
+        try requireWritable(directory: results)
         let faultProfile = try parseFaults(faults)
         let v = try makeValidator(validator, timeout: timeout, faults: faultProfile)
         if faultProfile.kill && !(v is RestartableValidator) {
@@ -42,9 +43,6 @@ struct Certify: ParsableCommand {
         let stamp = report.date.replacingOccurrences(of: ":", with: "").replacingOccurrences(of: ".", with: "")
         let slug = (report.hello ?? v.name).map { $0.isLetter || $0.isNumber || $0 == "-" ? $0 : "_" }
         let dir = (results as NSString).appendingPathComponent("certify-\(String(slug))-\(stamp)")
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        try Reports.writeJSON(report, to: (dir as NSString).appendingPathComponent("report.json"))
-        try CertificationHTML.render(report).write(toFile: (dir as NSString).appendingPathComponent("report.html"), atomically: true, encoding: .utf8)
         for p in report.properties {
             print("\(p.property.padding(toLength: 24, withPad: " ", startingAt: 0)) \(p.passed ? "pass" : "FAIL")  \(p.casesRun)/\(p.cases) cases\(p.counterexample.map { "  " + ($0.differences.first ?? $0.observed) } ?? "")\(p.validatorFailure.map { "  validator failure: " + $0.message } ?? "")")
         }
@@ -55,6 +53,11 @@ struct Certify: ParsableCommand {
         }
         if !report.declaredButNotObserved.isEmpty { print("declared but not observed: \(report.declaredButNotObserved.joined(separator: ", "))") }
         let verdict = report.passed ? "CERTIFIED" : report.passedWithDeclaredDivergences ? "CERTIFIED WITH DECLARED DIVERGENCES" : "NOT CERTIFIED"
+        try writeResults("the certification report", to: dir) {
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+            try Reports.writeJSON(report, to: (dir as NSString).appendingPathComponent("report.json"))
+            try CertificationHTML.render(report).write(toFile: (dir as NSString).appendingPathComponent("report.html"), atomically: true, encoding: .utf8)
+        }
         print("\(verdict): \(dir)/report.html")
         if report.properties.contains(where: { $0.validatorFailure != nil }) { throw ExitCode(Exit.validatorFailure) }
         if !report.passedWithDeclaredDivergences { throw ExitCode(Exit.discrepancy) }

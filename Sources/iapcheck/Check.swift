@@ -62,6 +62,8 @@ struct Check: ParsableCommand {
 
     func run() throws {
         let (catalog, policy) = try options.loadOrExit()
+        if let json { try requireWritable(file: json) }
+        if let junit { try requireWritable(file: junit) }
         let faultProfile = try parseFaults(faults)
         let v = parallel && validator == "reference" ? SynchronizedReferenceValidator() : try makeValidator(validator, timeout: timeout, faults: faultProfile)
         var props: [PropertyName] = []
@@ -159,8 +161,6 @@ struct Check: ParsableCommand {
             seconds: report.seconds, corpus: Reports.CorpusSummary(replayed: replayed, failed: corpusFailures.compactMap(\.corpusFile)),
             discrepancies: discrepancies, validatorFailures: failures, coverage: report.coverage)
         summary.forgeries = Reports.ForgerySummary.all(report.forgeries)
-        if let json { try Reports.writeJSON(summary, to: json) }
-        if let junit { try Reports.junit(summary).write(toFile: junit, atomically: true, encoding: .utf8) }
 
         let rate = Double(report.cases) / max(report.seconds, 1e-9)
         print("\(v.name): \(report.passed)/\(report.cases) cases passed, \(report.questions) questions, corpus \(replayed) replayed, \(String(format: "%.1f", report.seconds)) s (\(Int(rate)) cases/s)")
@@ -171,6 +171,8 @@ struct Check: ParsableCommand {
             let missing = report.coverage.missingFamilies
             if !missing.isEmpty { print("not exercised: \(missing.joined(separator: ", "))") }
         }
+        if let json { try writeResults("the JSON report", to: json) { try Reports.writeJSON(summary, to: json) } }
+        if let junit { try writeResults("the JUnit report", to: junit) { try Reports.junit(summary).write(toFile: junit, atomically: true, encoding: .utf8) } }
         if !failures.isEmpty { throw ExitCode(Exit.validatorFailure) }
         if !discrepancies.isEmpty { throw ExitCode(Exit.discrepancy) }
         if report.interrupted { throw ExitCode(130) }

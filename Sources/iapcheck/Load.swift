@@ -37,6 +37,7 @@ struct Load: ParsableCommand {
 
     func run() throws {
         let p = try Load.profile(profile)
+        try requireWritable(directory: results)
         let faultProfile = try parseFaults(faults)
         let first = try makeValidator(p.target, timeout: timeout, faults: faultProfile)  // a bad target is a usage error before anything starts
         if faultProfile.kill && !(first is ManagedHTTPValidator) {
@@ -87,7 +88,10 @@ struct Load: ParsableCommand {
         if !faultProfile.isEmpty { r.summary.faults = "\(faultProfile)" + (driver.faultsInjected > 0 ? "; backend killed \(driver.faultsInjected) times" : "") }
         let stamp = CivilTime.iso8601(Millis(Date().timeIntervalSince1970 * 1000)).replacingOccurrences(of: ":", with: "").replacingOccurrences(of: ".", with: "")
         let dir = (results as NSString).appendingPathComponent("\(p.name)-\(stamp)\(segment.map { "-segment-" + $0.replacingOccurrences(of: "/", with: "of") } ?? "")")
-        try r.write(to: dir)
+        do { try r.write(to: dir) } catch {
+            Load.printSummary(r)
+            throw fail("error: could not write the results to \(dir): \(StrictJSON.reason(error)); the summary above is the record of this run", code: Exit.usage)
+        }
         if segment != nil {
             // A segment sends only its share: its gates are evaluated on the merge (`iapcheck load merge`).
             do { try Load.report(r, dir: dir, profile: p, baseline: nil) } catch let e as ExitCode where e.rawValue == thresholdExit {
@@ -114,10 +118,15 @@ struct Load: ParsableCommand {
         }
     }
 
+    static func printSummary(_ r: LoadResults) {
+        let s = r.summary
+        print("\(s.profile): \(s.requests) requests in \(String(format: "%.1f", s.durationSeconds)) s = \(Int(s.throughputPerSecond))/s; latency p50 \(Self.ms(s.latencyMicros["p50"])) p99 \(Self.ms(s.latencyMicros["p99"])) p99.9 \(Self.ms(s.latencyMicros["p99.9"])) max \(Self.ms(s.latencyMicros["max"])) (uncorrected p99 \(Self.ms(s.uncorrectedLatencyMicros["p99"]))); errors \(s.errors.isEmpty ? "none" : s.errors.map { "\($0.key) \($0.value)" }.sorted().joined(separator: ", ")); dropped \(s.dropped); answers checked against the oracle \(s.answersChecked ?? 0)")
+        for t in s.thresholds { print("  \(t.passed ? "pass" : "FAIL")  \(t.rule)  (observed \(String(format: "%.4g", t.observed)))") }
+    }
+
     static func report(_ r: LoadResults, dir: String, profile p: LoadProfile, baseline: String?) throws {
         let s = r.summary
-        print("\(p.name): \(s.requests) requests in \(String(format: "%.1f", s.durationSeconds)) s = \(Int(s.throughputPerSecond))/s; latency p50 \(Self.ms(s.latencyMicros["p50"])) p99 \(Self.ms(s.latencyMicros["p99"])) p99.9 \(Self.ms(s.latencyMicros["p99.9"])) max \(Self.ms(s.latencyMicros["max"])) (uncorrected p99 \(Self.ms(s.uncorrectedLatencyMicros["p99"]))); errors \(s.errors.isEmpty ? "none" : s.errors.map { "\($0.key) \($0.value)" }.sorted().joined(separator: ", ")); dropped \(s.dropped); answers checked against the oracle \(s.answersChecked ?? 0)")
-        for t in s.thresholds { print("  \(t.passed ? "pass" : "FAIL")  \(t.rule)  (observed \(String(format: "%.4g", t.observed)))") }
+        printSummary(r)
         var regressions: [String] = []
         if let baseline {
             let b: LoadResults.Summary
@@ -151,7 +160,7 @@ struct Load: ParsableCommand {
                 throw fail("error: cannot merge \(directories.joined(separator: ", ")): \(error)", code: Exit.usage)
             }
             let dir = (results as NSString).appendingPathComponent("\(p.name)-merged-\(directories.count)-segments")
-            try r.write(to: dir)
+            try writeResults("the merged results", to: dir) { try r.write(to: dir) }
             try Load.report(r, dir: dir, profile: p, baseline: baseline)
         }
     }
