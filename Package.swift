@@ -18,6 +18,7 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/vapor/sqlite-nio", from: "1.13.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
     ],
     targets: [
         // Wire types (Apple's names), product catalog, policies, answers. No I/O, no crypto.
@@ -56,6 +57,7 @@ let package = Package(
         .target(name: "IAPLoad", dependencies: [
             "IAPModel", "IAPOracle", "IAPSimulator", "IAPSigning", "IAPValidators", "IAPConformance", "PropertyEngine",
             .product(name: "Histogram", package: "hdrhistogram-swift"),
+            .product(name: "Yams", package: "Yams"),
         ]),
         // The command line: argument parsing and wiring only.
         .executableTarget(name: "iapcheck", dependencies: [

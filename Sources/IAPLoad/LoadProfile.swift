@@ -63,8 +63,11 @@ public struct LoadProfile: Sendable {
         self.answerSamplePercent = answerSamplePercent
     }
 
+    /// A `.json` profile, or a `.yaml`/`.yml` one (the same keys; read into the same strict decoder, so problems are
+    /// reported with the same key paths).
     public static func load(path: String) throws(ConfigError) -> LoadProfile {
-        let data = try StrictJSON.readFile(path)
+        var data = try StrictJSON.readFile(path)
+        if path.hasSuffix(".yaml") || path.hasSuffix(".yml") { data = try YAMLProfile.json(from: data, file: path) }
         return try decode(data, file: path)
     }
 

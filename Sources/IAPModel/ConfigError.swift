@@ -4,6 +4,10 @@ public struct ConfigError: Error, CustomStringConvertible, Sendable {
         /// JSON path of the offending key, e.g. `subscriptionGroups[0].subscriptions[2].groupNumber`.
         public var key: String
         public var message: String
+        public init(key: String, message: String) {
+            self.key = key
+            self.message = message
+        }
     }
     public var file: String
     public var problems: [Problem]

@@ -26,7 +26,7 @@ struct Load: ParsableCommand {
         Exit codes: 0 thresholds pass; 2 bad profile; 3 the validator failed as a program; 4 a threshold failed.
         """)
 
-    @Argument(help: "Profile file (JSON), e.g. Profiles/smoke.json.") var profile: String
+    @Argument(help: "Profile file, JSON or YAML (.yaml/.yml, same keys), e.g. Profiles/smoke.json or Profiles/cache-hostile.yaml.") var profile: String
     @Option(help: "Directory for the result folder.") var results = "Results"
     @Option(help: "Seconds per request for exec: targets.") var timeout: Double = 5
     @Flag(help: "No live progress line.") var quiet = false

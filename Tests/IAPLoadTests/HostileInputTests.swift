@@ -8,21 +8,21 @@ import Testing
 /// Every file iapcheck reads gets a clear error naming the file — never a crash — whatever is in it.
 @Suite struct HostileInputTests {
     enum Reader: String, CaseIterable {
-        case catalog, storekit, policy, profile, corpus, target, baseline
+        case catalog, storekit, policy, profile, yamlProfile, corpus, target, baseline
 
         func read(_ path: String) throws {
             switch self {
             case .catalog: _ = try CatalogLoader.load(path: path)
             case .storekit: _ = try CatalogLoader.load(path: path)
             case .policy: _ = try Policy.load(path: path)
-            case .profile: _ = try LoadProfile.load(path: path)
+            case .profile, .yamlProfile: _ = try LoadProfile.load(path: path)
             case .corpus: _ = try Corpus.load(path: path)
             case .target: _ = try HTTPValidator.Target.load(path: path)
             case .baseline: _ = try LoadResults.loadBaseline(path: path)
             }
         }
 
-        var ext: String { self == .storekit ? "storekit" : "json" }
+        var ext: String { self == .storekit ? "storekit" : self == .yamlProfile ? "yaml" : "json" }
 
         /// A key each reader really reads, whose string value the "wrong types" variant turns into a number.
         var readKey: String {
@@ -30,7 +30,7 @@ import Testing
             case .catalog: "bundleId"
             case .storekit: "productID"
             case .policy: "refundScope"
-            case .profile: "name"
+            case .profile, .yamlProfile: "name"
             case .corpus: "schema"
             case .target: "baseURL"
             case .baseline: "profile"
@@ -47,6 +47,7 @@ import Testing
         case .storekit: return try Data(contentsOf: root.appendingPathComponent("Examples/Products.storekit"))
         case .policy: return Data(#"{"refundScope":"chain"}"#.utf8)
         case .profile: return try Data(contentsOf: root.appendingPathComponent("Profiles/smoke.json"))
+        case .yamlProfile: return try Data(contentsOf: root.appendingPathComponent("Profiles/cache-hostile.yaml"))
         case .target: return try Data(contentsOf: root.appendingPathComponent("Examples/http/example-backend-direct.json"))
         case .baseline:
             let profile = try LoadProfile.load(path: root.appendingPathComponent("Profiles/smoke.json").path)
@@ -63,6 +64,8 @@ import Testing
         var typeSwapped = text
         if let r = typeSwapped.range(of: "\"\(key)\"\\s*:\\s*\"[^\"]*\"", options: .regularExpression) {
             typeSwapped.replaceSubrange(r, with: "\"\(key)\": 12345")
+        } else if let r = typeSwapped.range(of: "(?m)^\(key): .*$", options: .regularExpression) {
+            typeSwapped.replaceSubrange(r, with: "\(key): [1, 2]")  // YAML
         }
         return [
             ("empty", Data()),

@@ -12,8 +12,9 @@ import Testing
     @Test func theShippedProfilesDecode() throws {
         let dir = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("Profiles")
-        let files = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".json") }
+        let files = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".json") || $0.hasSuffix(".yaml") }
         #expect(files.count >= 5)
+        #expect(files.contains { $0.hasSuffix(".yaml") })
         for f in files { _ = try LoadProfile.load(path: dir.appendingPathComponent(f).path) }
     }
 
@@ -24,6 +25,22 @@ import Testing
             let keys = Set((error as? ConfigError)?.problems.map(\.key) ?? [])
             return keys.isSuperset(of: ["target", "mix.appTransaction", "executor.type", "executor.workers", "thresholds[0]", "colour"])
         }
+    }
+
+    /// YAML profiles go through the same strict decoder: the same problems, with the same key paths.
+    @Test func yamlProfilesAreAsStrictAsJSON() throws {
+        let path = NSTemporaryDirectory() + "profile-\(UUID().uuidString).yaml"
+        try Data("name: x\ntarget: nginx\nmix:\n  appTransaction: lots\nexecutor:\n  type: open\ncolour: 1\n".utf8).write(to: URL(fileURLWithPath: path))
+        #expect {
+            try LoadProfile.load(path: path)
+        } throws: { error in
+            let e = error as? ConfigError
+            let keys = Set(e?.problems.map(\.key) ?? [])
+            return e?.file == path && keys.isSuperset(of: ["target", "mix.appTransaction", "executor.type", "colour"])
+        }
+        try Data("name: y\nmix: {query: 1}\nexecutor: {type: closed, workers: 3}\nthresholds: [\"p99 < 5ms\"]\n".utf8).write(to: URL(fileURLWithPath: path))
+        let p = try LoadProfile.load(path: path)
+        #expect(p.name == "y" && p.mix[.query] == 1 && p.executor == .closed(workers: 3) && p.thresholds.count == 1)
     }
 
     @Test func thresholdsParseUnitsAndCompare() throws {
