@@ -217,9 +217,10 @@ public final class LoadDriver: @unchecked Sendable {
 }
 
 /// A tiny atomic counter for progress lines (workers never share anything else while running).
-final class Counter: @unchecked Sendable {
+public final class Counter: @unchecked Sendable {
     private var n = 0
     private let lock = NSLock()
-    func add(_ k: Int) { lock.lock(); n += k; lock.unlock() }
-    var value: Int { lock.lock(); defer { lock.unlock() }; return n }
+    public init() {}
+    public func add(_ k: Int) { lock.lock(); n += k; lock.unlock() }
+    public var value: Int { lock.lock(); defer { lock.unlock() }; return n }
 }

@@ -20,8 +20,25 @@ public final class LoopbackHTTPClient {
     public let port: Int
     public let timeout: TimeInterval
     private var fd: Int32 = -1
+    /// The last requests and answers, kept raw and rendered only when a failure report asks (not on every request).
+    private enum Entry {
+        case text(String)
+        case sent(method: String, path: String)
+        case received(status: Int, body: Data)
+    }
+    private var entries: [Entry] = []
+
     /// The last requests and answers, abbreviated, for failure reports.
-    public private(set) var transcript: [String] = []
+    public var transcript: [String] {
+        entries.map { e in
+            let s: String = switch e {
+            case .text(let t): t
+            case let .sent(method, path): "→ \(method) \(path)"
+            case let .received(status, body): "← \(status) \(String(decoding: body, as: UTF8.self))"
+            }
+            return s.count > 300 ? String(s.prefix(300)) + "…" : s
+        }
+    }
 
     public init(host: String, port: Int, timeout: TimeInterval) {
         self.host = host == "localhost" ? "127.0.0.1" : host
@@ -36,15 +53,25 @@ public final class LoopbackHTTPClient {
         fd = -1
     }
 
-    public func note(_ s: String) {
-        transcript.append(s.count > 300 ? String(s.prefix(300)) + "…" : s)
-        if transcript.count > 12 { transcript.removeFirst(transcript.count - 12) }
+    public func note(_ s: String) { keep(.text(s)) }
+
+    private func keep(_ e: Entry) {
+        entries.append(e)
+        if entries.count > 12 { entries.removeFirst(entries.count - 12) }
     }
 
     func connect() throws(Failure) {
         close()
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw Failure(kind: .unavailable, message: "cannot create a socket") }
+        guard let fd = Self.openSocket(host: host, port: port, timeout: timeout) else {
+            throw Failure(kind: .unavailable, message: "cannot connect to http://\(host):\(port)")
+        }
+        self.fd = fd
+    }
+
+    /// A connected TCP socket (no Nagle, send/receive timeouts), or nil when nothing accepts on host:port.
+    static func openSocket(host: String, port: Int, timeout: TimeInterval) -> Int32? {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return nil }
         var one: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
         var tv = timeval(tv_sec: Int(timeout), tv_usec: .init((timeout - Double(Int(timeout))) * 1e6))
@@ -56,9 +83,17 @@ public final class LoopbackHTTPClient {
         inet_pton(AF_INET, host, &addr.sin_addr)
         let rc = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
         if rc != 0 {
-            close()
-            throw Failure(kind: .unavailable, message: "cannot connect to http://\(host):\(port)")
+            Glibc.close(fd)
+            return nil
         }
+        return fd
+    }
+
+    /// Whether something accepts connections on host:port.
+    public static func accepts(host: String, port: Int) -> Bool {
+        guard let fd = openSocket(host: host, port: port, timeout: 1) else { return false }
+        Glibc.close(fd)
+        return true
     }
 
     /// Receive buffer, kept across requests (no allocation per response).
@@ -76,12 +111,12 @@ public final class LoopbackHTTPClient {
         if let body { put("Content-Type: "); put(contentType); put("\r\nContent-Length: "); put(String(body.count)); put("\r\n") }
         put("\r\n")
         if let body { request.append(contentsOf: body) }
-        note("→ \(method) \(path)")
+        keep(.sent(method: method, path: path))
         for attempt in 0..<2 {
             if fd < 0 { try connect() }
             let sent = request.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             if sent == request.count, let reply = try readResponse() {
-                note("← \(reply.0) \(String(decoding: reply.1.prefix(200), as: UTF8.self))")
+                keep(.received(status: reply.0, body: reply.1.prefix(200)))
                 return reply
             }
             close()

@@ -2,6 +2,7 @@ import ArgumentParser
 import Dispatch
 import Foundation
 import IAPConformance
+import IAPLoad
 import IAPModel
 import IAPSigning
 import IAPSimulator
@@ -18,13 +19,6 @@ extension Bench {
         @Option(help: "Subprocess command (default: this binary's serve).") var command: String?
         @Option(help: "Also measure a running backend over HTTP through this target file (e.g. Examples/http/example-backend.json).") var http: String?
         @Option(help: "HTTP connections in parallel (each its own client thread and keep-alive connection), besides the one-connection figure.") var connections = 2
-
-        final class Counter: @unchecked Sendable {
-            private let lock = NSLock()
-            private var n = 0
-            func add(_ k: Int) { lock.withLock { n += k } }
-            var value: Int { lock.withLock { n } }
-        }
 
         func run() throws {
             // A realistic operation mix: the steps of generated cases, rendered once, before the clock starts.

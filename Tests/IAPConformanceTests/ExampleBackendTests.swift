@@ -16,31 +16,11 @@ import Testing
         let db = NSTemporaryDirectory() + "backend-\(UUID().uuidString).sqlite"
         let p = Process()
         p.executableURL = URL(fileURLWithPath: binary)
-        let key = root.appendingPathComponent("Examples/http/SubscriptionKey_IAPCHK0001.p8").path
-        let storeArguments = store.map {
-            ["--app-store", "127.0.0.1:\($0.port)", "--api-key", key, "--key-id", "IAPCHK0001",
-             "--issuer-id", "6f3c2a90-0b1e-4c4e-9a57-1a2b3c4d5e6f", "--shared-secret", "example-secret"]
-        } ?? []
-        p.arguments = ["--port", String(port), "--database", db] + storeArguments + extra
+        p.arguments = ["--port", String(port), "--database", db] + (store.map { storeArguments(port: $0.port) } ?? []) + extra
         p.standardOutput = FileHandle.nullDevice
         p.standardError = FileHandle.nullDevice
         try p.run()
-        let storeSection = store.map {
-            #""store":{"port":\#($0.port),"sharedSecret":"example-secret","apiKey":{"keyId":"IAPCHK0001","issuerId":"6f3c2a90-0b1e-4c4e-9a57-1a2b3c4d5e6f","privateKeyFile":"\#(key)"}},"#
-        } ?? ""
-        let pull = store != nil
-            ? #""reconcile":{"method":"POST","path":"/apple/reconcile"},"receipt":{"method":"POST","path":"/apple/receipts"},"#
-            : #""apiSnapshot":{"method":"POST","path":"/apple/api-snapshots"},"legacyReceipt":{"method":"POST","path":"/apple/legacy-receipts"},"#
-        let json = """
-        {"baseURL":"http://127.0.0.1:\(port)",\(storeSection)"routes":{
-          "reset":{"method":"POST","path":"/iapcheck/reset"},
-          "appTransaction":{"method":"POST","path":"/apple/app-transactions"},
-          "notification":{"method":"POST","path":"/apple/notifications"},\(pull)
-          "entitlements":{"method":"GET","path":"/users/{userId}/entitlements?at={at}"}}}
-        """
-        let targetPath = NSTemporaryDirectory() + "target-\(UUID().uuidString).json"
-        try Data(json.utf8).write(to: URL(fileURLWithPath: targetPath))
-        let target = try HTTPValidator.Target.load(path: targetPath)
+        let target = try writeTarget(port: port, store: store?.port, start: nil)
         // Wait until it listens.
         for _ in 0..<100 {
             let probe = HTTPValidator(target: target, name: "probe", timeout: 1)
@@ -65,10 +45,9 @@ import Testing
     /// verifyReceipt; notifications come from the store's webhook sender.
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: binary), "the example backend is not built"))
     func theExampleBackendPassesWhenItCallsTheMockAppStore() throws {
-        let keyFile = Self.root.appendingPathComponent("Examples/http/SubscriptionKey_IAPCHK0001.p8").path
         let store = try MockAppStore(settings: StoreSettings(
             port: 0, sharedSecret: "example-secret",
-            apiKey: .init(keyId: "IAPCHK0001", issuerId: "6f3c2a90-0b1e-4c4e-9a57-1a2b3c4d5e6f", privateKeyFile: keyFile)))
+            apiKey: .init(keyId: "IAPCHK0001", issuerId: "6f3c2a90-0b1e-4c4e-9a57-1a2b3c4d5e6f", privateKeyFile: Self.keyFile)))
         try store.start()
         let (p, target) = try Self.start(store: store)
         defer { p.terminate(); p.waitUntilExit() }
@@ -86,26 +65,37 @@ import Testing
 
     /// A target iapcheck starts itself (`start`), on its own port, with a mock App Store when `store` is given.
     static func managedTarget(port: Int, backendArguments: String, store: Int?) throws -> HTTPValidator.Target {
-        let key = root.appendingPathComponent("Examples/http/SubscriptionKey_IAPCHK0001.p8").path
-        let storeArguments = store.map {
-            " --app-store 127.0.0.1:\($0) --api-key \(key) --key-id IAPCHK0001 --issuer-id 6f3c2a90-0b1e-4c4e-9a57-1a2b3c4d5e6f --shared-secret example-secret"
-        } ?? ""
+        let arguments = (store.map { storeArguments(port: $0) } ?? []).joined(separator: " ")
+        return try writeTarget(port: port, store: store,
+                               start: "\(binary) --port \(port) --database {tmp}/backend.sqlite \(arguments) \(backendArguments)")
+    }
+
+    static let keyFile = root.appendingPathComponent("Examples/http/SubscriptionKey_IAPCHK0001.p8").path
+
+    /// The example backend's options for calling the mock App Store on `port` with the test API key.
+    static func storeArguments(port: Int) -> [String] {
+        ["--app-store", "127.0.0.1:\(port)", "--api-key", keyFile, "--key-id", "IAPCHK0001",
+         "--issuer-id", "6f3c2a90-0b1e-4c4e-9a57-1a2b3c4d5e6f", "--shared-secret", "example-secret"]
+    }
+
+    /// A target file for the example backend on `port`: pull routes and a store section with a store, push routes
+    /// without; a `start` command when iapcheck is to start the backend itself.
+    static func writeTarget(port: Int, store: Int?, start: String?) throws -> HTTPValidator.Target {
         let storeSection = store.map {
-            #""store":{"port":\#($0),"sharedSecret":"example-secret","apiKey":{"keyId":"IAPCHK0001","issuerId":"6f3c2a90-0b1e-4c4e-9a57-1a2b3c4d5e6f","privateKeyFile":"\#(key)"}},"#
+            #""store":{"port":\#($0),"sharedSecret":"example-secret","apiKey":{"keyId":"IAPCHK0001","issuerId":"6f3c2a90-0b1e-4c4e-9a57-1a2b3c4d5e6f","privateKeyFile":"\#(keyFile)"}},"#
         } ?? ""
+        let startSection = start.map { #""start":{"command":"\#($0)","readySeconds":60},"# } ?? ""
         let pull = store != nil
             ? #""reconcile":{"method":"POST","path":"/apple/reconcile"},"receipt":{"method":"POST","path":"/apple/receipts"},"#
             : #""apiSnapshot":{"method":"POST","path":"/apple/api-snapshots"},"legacyReceipt":{"method":"POST","path":"/apple/legacy-receipts"},"#
         let json = """
-        {"baseURL":"http://127.0.0.1:\(port)",\(storeSection)
-         "start":{"command":"\(binary) --port \(port) --database {tmp}/backend.sqlite\(storeArguments) \(backendArguments)","readySeconds":60},
-         "routes":{
+        {"baseURL":"http://127.0.0.1:\(port)",\(storeSection)\(startSection)"routes":{
           "reset":{"method":"POST","path":"/iapcheck/reset"},
           "appTransaction":{"method":"POST","path":"/apple/app-transactions"},
           "notification":{"method":"POST","path":"/apple/notifications"},\(pull)
           "entitlements":{"method":"GET","path":"/users/{userId}/entitlements?at={at}"}}}
         """
-        let path = NSTemporaryDirectory() + "managed-target-\(UUID().uuidString).json"
+        let path = NSTemporaryDirectory() + "target-\(UUID().uuidString).json"
         try Data(json.utf8).write(to: URL(fileURLWithPath: path))
         return try HTTPValidator.Target.load(path: path)
     }
