@@ -24,6 +24,9 @@ public struct Discrepancy: Codable, Hashable, Sendable {
     /// The full answers, when the step was a question.
     public var expectedAnswer: EntitlementAnswer?
     public var observedAnswer: EntitlementAnswer?
+    /// For a wrong answer: what differs, as `subject/field` (`product pro.monthly/active`), so that shrinking keeps
+    /// the same defect rather than any wrong answer.
+    public var differenceKeys: [String]?
 }
 
 public enum CaseOutcome: Sendable {
@@ -72,6 +75,7 @@ public enum CaseRunner {
         var questions = 0
         let restartable = c.property == .durableAck ? v as? any RestartableValidator : nil
         var deliveries = 0
+        var acknowledged: [ForgeryClass] = []
         for (i, step) in c.steps.enumerated() {
             switch step {
             case .deliver(let d):
@@ -89,8 +93,9 @@ public enum CaseRunner {
                 }
                 if let f = d.forgery {
                     tally.sent[f.rawValue, default: 0] += 1
-                    // A replayed UUID may be acknowledged as a duplicate; the answers show whether it changed anything.
-                    if !verdict.isAccepted || f.mayBeAcknowledged { tally.rejected[f.rawValue, default: 0] += 1 }
+                    // A replayed UUID may be acknowledged as a duplicate; it counts as rejected only if the answers
+                    // show it changed nothing (the case passes to its end).
+                    if !verdict.isAccepted { tally.rejected[f.rawValue, default: 0] += 1 } else if f.mayBeAcknowledged { acknowledged.append(f) }
                 }
                 if verdict.isAccepted != expectedAccept && !(d.forgery?.mayBeAcknowledged ?? false) {
                     let property: PropertyName = expectedAccept ? .robustInput : .forgeryRejected
@@ -111,21 +116,24 @@ public enum CaseRunner {
                 }
             case .query(let q):
                 questions += 1
-                let expected = Oracle.answer(knowledge, user: q.query.userId, at: q.query.at)
+                let judgement = Oracle.judge(knowledge, user: q.query.userId, at: q.query.at)
+                let expected = judgement.answer
                 let observed: EntitlementAnswer
                 do {
                     observed = try v.entitlements(q.query)
                 } catch {
                     return .validatorFailed(error, step: i)
                 }
-                let diffs = observed.differences(from: expected)
+                let diffs = observed.answerDifferences(from: expected, ignoring: judgement.undetermined)
                 if !diffs.isEmpty {
                     return .discrepancy(Discrepancy(
                         property: attribute(c, step: i), kind: .answer, step: i, expected: Self.summary(expected),
-                        observed: Self.summary(observed), differences: diffs, expectedAnswer: expected, observedAnswer: observed))
+                        observed: Self.summary(observed), differences: diffs.map(\.text), expectedAnswer: expected,
+                        observedAnswer: observed, differenceKeys: diffs.map(Self.key)))
                 }
             }
         }
+        for f in acknowledged { tally.rejected[f.rawValue, default: 0] += 1 }
         return .passed(questions: questions)
     }
 
@@ -185,19 +193,20 @@ public enum CaseRunner {
         let end = (deliveries.map(\.1.arrival).max() ?? c.origin) + CivilTime.msPerMinute
         for p in c.persons {
             let q = EntitlementQuery(userId: p.accountId, at: end)
-            let expected = Oracle.answer(knowledge, user: q.userId, at: q.at)
+            let judgement = Oracle.judge(knowledge, user: q.userId, at: q.at)
+            let expected = judgement.answer
             let observed: EntitlementAnswer
             do {
                 observed = try v.entitlements(q)
             } catch {
                 return .validatorFailed(error, step: c.steps.count - 1)
             }
-            let diffs = observed.differences(from: expected)
+            let diffs = observed.answerDifferences(from: expected, ignoring: judgement.undetermined)
             if !diffs.isEmpty {
                 return .discrepancy(Discrepancy(
                     property: .parallelDelivery, kind: .answer, step: c.steps.count - 1, expected: summary(expected),
-                    observed: summary(observed), differences: diffs + ["(after the second half was delivered by two concurrent clients)"],
-                    expectedAnswer: expected, observedAnswer: observed))
+                    observed: summary(observed), differences: diffs.map(\.text) + ["(after the second half was delivered by two concurrent clients)"],
+                    expectedAnswer: expected, observedAnswer: observed, differenceKeys: diffs.map(Self.key)))
             }
         }
         return .passed(questions: c.persons.count)
@@ -217,6 +226,8 @@ public enum CaseRunner {
         }
         return .entitlementAgreement
     }
+
+    static func key(_ d: AnswerDifference) -> String { "\(d.subject)/\(d.field.rawValue)" }
 
     static func describe(_ v: DeliveryVerdict) -> String {
         switch v {

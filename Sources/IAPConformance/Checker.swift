@@ -132,9 +132,14 @@ public struct Checker {
 
     static func sameFailure(_ a: CaseOutcome, _ b: CaseOutcome) -> Bool {
         switch (a, b) {
-        // A wrong answer stays "the same failure" when shrinking drops the perturbation it was attributed to;
-        // a wrong verdict keeps its property (forgery accepted vs genuine artifact refused).
-        case let (.discrepancy(x), .discrepancy(y)): x.kind == y.kind && (x.kind == .answer || x.property == y.property)
+        // A wrong answer stays "the same failure" when shrinking drops the perturbation it was attributed to, as
+        // long as the same field of the same product, group or balance is wrong (the candidate `a` must show the
+        // original `b`'s first difference); a wrong verdict keeps its property (forgery accepted vs genuine
+        // artifact refused).
+        case let (.discrepancy(x), .discrepancy(y)):
+            x.kind == y.kind && (x.kind == .answer
+                ? (y.differenceKeys?.first).map { x.differenceKeys?.contains($0) ?? false } ?? true
+                : x.property == y.property)
         case let (.validatorFailed(x, _), .validatorFailed(y, _)): x.kind == y.kind
         default: false
         }

@@ -48,7 +48,7 @@ public struct ArtifactPool: Sendable {
         }
 
         public var deliveries: [(SignedDelivery, Millis)] = []
-        public var questions: [(EntitlementQuery, EntitlementAnswer)] = []
+        public var questions: [(EntitlementQuery, Oracle.Judgement)] = []
         public init() {}
 
         /// Eight generated histories (seeded apart from the pool's, so their users are the samples' own), every
@@ -75,7 +75,7 @@ public struct ArtifactPool: Sendable {
                         if let query = Self.apart(q.query, j) { queries.append(query) }
                     }
                 }
-                for q in queries { out.questions.append((q, Oracle.answer(knowledge, user: q.userId, at: q.at))) }
+                for q in queries { out.questions.append((q, Oracle.judge(knowledge, user: q.userId, at: q.at))) }
             }
             return out
         }

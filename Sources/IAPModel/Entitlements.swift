@@ -79,50 +79,113 @@ public struct EntitlementAnswer: Codable, Hashable, Sendable {
 
     /// Field-by-field differences from `expected`, one human-readable line each (empty when they agree).
     public func differences(from expected: EntitlementAnswer) -> [String] {
-        var out: [String] = []
-        let mine = Dictionary(uniqueKeysWithValues: products.map { ($0.productId, $0) })
-        let theirs = Dictionary(uniqueKeysWithValues: expected.products.map { ($0.productId, $0) })
+        answerDifferences(from: expected).map(\.description)
+    }
+
+    /// Field-by-field differences from `expected`, or only those outside `ignoring`.
+    ///
+    /// Total on any input: an answer that lists an id twice is compared through its first entry (transports
+    /// reject such answers before they get here, see ``problems``).
+    public func answerDifferences(from expected: EntitlementAnswer, ignoring: Set<AnswerSubject> = []) -> [AnswerDifference] {
+        var out: [AnswerDifference] = []
+        func add(_ s: AnswerSubject, _ f: AnswerDifference.Field, _ text: String) {
+            if !ignoring.contains(s) { out.append(AnswerDifference(subject: s, field: f, text: text)) }
+        }
+        let mine = Self.firstById(products, \.productId), theirs = Self.firstById(expected.products, \.productId)
         for id in Set(mine.keys).union(theirs.keys).sorted() {
-            let o = mine[id], e = theirs[id]
+            let o = mine[id], e = theirs[id], s = AnswerSubject.product(id)
             switch (e, o) {
             case let (e?, o?):
-                if e.active != o.active { out.append("\(id): active expected \(e.active), got \(o.active)") }
-                if e.state != o.state { out.append("\(id): state expected \(e.state.rawValue), got \(o.state.rawValue)") }
+                if e.active != o.active { add(s, .active, "\(id): active expected \(e.active), got \(o.active)") }
+                if e.state != o.state { add(s, .state, "\(id): state expected \(e.state.rawValue), got \(o.state.rawValue)") }
                 if e.active && o.active {
                     if e.expiresDate != o.expiresDate {
-                        out.append("\(id): expiresDate expected \(Self.date(e.expiresDate)), got \(Self.date(o.expiresDate))")
+                        add(s, .expiresDate, "\(id): expiresDate expected \(Self.date(e.expiresDate)), got \(Self.date(o.expiresDate))")
                     }
                     if e.ownership != o.ownership {
-                        out.append("\(id): ownership expected \(e.ownership?.rawValue ?? "none"), got \(o.ownership?.rawValue ?? "none")")
+                        add(s, .ownership, "\(id): ownership expected \(e.ownership?.rawValue ?? "none"), got \(o.ownership?.rawValue ?? "none")")
                     }
                 }
             case let (e?, nil):
-                if e.active { out.append("\(id): expected \(e.state.rawValue), validator does not list it") }
+                if e.active { add(s, .active, "\(id): expected \(e.state.rawValue), validator does not list it") }
             case let (nil, o?):
-                if o.active { out.append("\(id): not expected at all, validator says \(o.state.rawValue)") }
+                if o.active { add(s, .active, "\(id): not expected at all, validator says \(o.state.rawValue)") }
             case (nil, nil): break
             }
         }
-        let mg = Dictionary(uniqueKeysWithValues: groups.map { ($0.groupId, $0) })
+        let mg = Self.firstById(groups, \.groupId)
         for e in expected.groups {
+            let s = AnswerSubject.group(e.groupId)
             guard let o = mg[e.groupId] else {
-                out.append("group \(e.groupId): missing from the answer")
+                add(s, .missing, "group \(e.groupId): missing from the answer")
                 continue
             }
             if e.effectiveProductId != o.effectiveProductId {
-                out.append("group \(e.groupId): effective product expected \(e.effectiveProductId ?? "none"), got \(o.effectiveProductId ?? "none")")
+                add(s, .effectiveProductId, "group \(e.groupId): effective product expected \(e.effectiveProductId ?? "none"), got \(o.effectiveProductId ?? "none")")
             }
             if e.introEligible != o.introEligible {
-                out.append("group \(e.groupId): introEligible expected \(e.introEligible), got \(o.introEligible)")
+                add(s, .introEligible, "group \(e.groupId): introEligible expected \(e.introEligible), got \(o.introEligible)")
             }
         }
-        let mc = Dictionary(uniqueKeysWithValues: consumables.map { ($0.productId, $0.balance) })
-        let ec = Dictionary(uniqueKeysWithValues: expected.consumables.map { ($0.productId, $0.balance) })
+        let mc = Self.firstById(consumables, \.productId).mapValues(\.balance)
+        let ec = Self.firstById(expected.consumables, \.productId).mapValues(\.balance)
         for id in Set(mc.keys).union(ec.keys).sorted() where (mc[id] ?? 0) != (ec[id] ?? 0) {
-            out.append("\(id): balance expected \(ec[id] ?? 0), got \(mc[id] ?? 0)")
+            add(.consumable(id), .balance, "\(id): balance expected \(ec[id] ?? 0), got \(mc[id] ?? 0)")
         }
         return out
     }
 
+    /// What makes this answer malformed as a validator's reply: an id listed twice, a negative or absurd
+    /// expiry. Empty for a well-formed answer. Each problem names the field.
+    public var problems: [String] {
+        var out: [String] = []
+        func duplicates(_ ids: [String], _ field: String) {
+            var seen: Set<String> = []
+            for id in ids where !seen.insert(id).inserted { out.append("\(field): \"\(id)\" is listed more than once") }
+        }
+        duplicates(products.map(\.productId), "products[].productId")
+        duplicates(groups.map(\.groupId), "groups[].groupId")
+        duplicates(consumables.map(\.productId), "consumables[].productId")
+        for p in products {
+            if let e = p.expiresDate, e < 0 || e > 253_402_300_799_999 {
+                out.append("products[\(p.productId)].expiresDate: \(e) is not an instant between 1970 and 9999")
+            }
+        }
+        return out
+    }
+
+    static func firstById<T>(_ list: [T], _ id: (T) -> String) -> [String: T] {
+        var out: [String: T] = [:]
+        for x in list where out[id(x)] == nil { out[id(x)] = x }
+        return out
+    }
+
     static func date(_ t: Millis?) -> String { t.map(CivilTime.iso8601) ?? "none" }
+}
+
+/// What one part of an answer is about: a product, a group or a consumable balance.
+public enum AnswerSubject: Hashable, Sendable, Comparable, CustomStringConvertible {
+    case product(String)
+    case group(String)
+    case consumable(String)
+
+    public var description: String {
+        switch self {
+        case .product(let id): "product \(id)"
+        case .group(let id): "group \(id)"
+        case .consumable(let id): "consumable \(id)"
+        }
+    }
+}
+
+/// One field of an answer that differs from the expected one.
+public struct AnswerDifference: Hashable, Sendable, CustomStringConvertible {
+    public enum Field: String, Hashable, Sendable {
+        case active, state, expiresDate, ownership, effectiveProductId, introEligible, balance, missing
+    }
+    public var subject: AnswerSubject
+    public var field: Field
+    /// The human-readable line (`pro.monthly: active expected true, got false`).
+    public var text: String
+    public var description: String { text }
 }

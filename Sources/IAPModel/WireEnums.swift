@@ -92,6 +92,12 @@ public struct Environment: OpenStringEnum {
     public static let xcode = Self(rawValue: "Xcode")
     public static let localTesting = Self(rawValue: "LocalTesting")
     public static let known: [Self] = [.production, .sandbox, .xcode, .localTesting]
+
+    /// What a wrong-environment artifact claims for an app in this environment: the other of Production and
+    /// Sandbox (an app tested in Sandbox must reject Production artifacts just as the reverse).
+    public var counterpart: Environment { self == .production ? .sandbox : .production }
+    /// What an Xcode-environment artifact claims: Xcode, or LocalTesting for an app that is itself in Xcode.
+    public var xcodeForgery: Environment { self == .xcode ? .localTesting : .xcode }
 }
 
 /// https://developer.apple.com/documentation/appstoreserverapi/transactionreason
@@ -176,7 +182,7 @@ public struct PriceIncreaseStatus: OpenIntEnum {
     public static let known: [Self] = [.customerHasNotResponded, .customerConsentedOrWasNotifiedWithoutNeedingConsent]
 }
 
-/// Subscription status (semantics §A.4). https://developer.apple.com/documentation/appstoreserverapi/status
+/// Subscription status (docs/semantics.md#subscription-status). https://developer.apple.com/documentation/appstoreserverapi/status
 public struct SubscriptionStatus: OpenIntEnum {
     public let rawValue: Int
     public init(rawValue: Int) { self.rawValue = rawValue }

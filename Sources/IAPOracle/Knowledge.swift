@@ -1,6 +1,6 @@
 import IAPModel
 
-/// The facts a validator could know: every accepted delivery merged (semantics §N.1, §H.4).
+/// The facts a validator could know: every accepted delivery merged (docs/semantics.md#knowledge-model, #ordering-and-duplicates).
 ///
 /// Transactions merge per `transactionId` and renewal info per `originalTransactionId`, keeping the version with
 /// the larger `signedDate`; duplicates are idempotent; a delivery from another environment, bundle or app is not
@@ -11,6 +11,11 @@ public struct Knowledge: Sendable {
     public private(set) var renewals: [String: JWSRenewalInfoDecodedPayload] = [:]
     /// originalTransactionId → user, from app submissions (first submission wins).
     public private(set) var submittedBy: [String: String] = [:]
+    /// Every version seen, oldest signed first: what a validator that keeps history has (see ``asOf(_:)``).
+    private var transactionVersions: [String: [JWSTransactionDecodedPayload]] = [:]
+    private var renewalVersions: [String: [JWSRenewalInfoDecodedPayload]] = [:]
+    /// The latest `signedDate` of anything merged.
+    public private(set) var newestSignedDate: Millis = .min
 
     public init(config: ValidatorConfig) { self.config = config }
 
@@ -75,13 +80,44 @@ public struct Knowledge: Sendable {
     }
 
     public mutating func merge(_ tx: JWSTransactionDecodedPayload) {
+        Self.insert(tx, into: &transactionVersions[tx.transactionId, default: []], signed: \.signedDate)
+        newestSignedDate = max(newestSignedDate, tx.signedDate)
         if let old = transactions[tx.transactionId], old.signedDate >= tx.signedDate { return }
         transactions[tx.transactionId] = tx
     }
 
     public mutating func merge(_ r: JWSRenewalInfoDecodedPayload) {
+        Self.insert(r, into: &renewalVersions[r.originalTransactionId, default: []], signed: \.signedDate)
+        newestSignedDate = max(newestSignedDate, r.signedDate)
         if let old = renewals[r.originalTransactionId], old.signedDate >= r.signedDate { return }
         renewals[r.originalTransactionId] = r
+    }
+
+    /// Keeps one version per `signedDate`, ordered by it.
+    private static func insert<T>(_ v: T, into list: inout [T], signed: (T) -> Millis) {
+        let d = signed(v)
+        if list.contains(where: { signed($0) == d }) { return }
+        let i = list.firstIndex { signed($0) > d } ?? list.endIndex
+        list.insert(v, at: i)
+    }
+
+    /// The facts as a validator that keeps every version would read them at `t`: per transaction and per chain's
+    /// renewal info, the newest version signed at or before `t` (the oldest known when all were signed later).
+    ///
+    /// Equal to `self` unless something was signed after `t`, which happens only when a question is about an
+    /// instant before facts the validator already has (a validator clock behind Apple's). There, "the newest
+    /// version" and "the version in force at `t`" are both defensible readings (docs/answers.md).
+    public func asOf(_ t: Millis) -> Knowledge {
+        guard newestSignedDate > t else { return self }
+        var k = self
+        for (id, versions) in transactionVersions {
+            k.transactions[id] = versions.last { $0.signedDate <= t } ?? versions[0]
+        }
+        for (id, versions) in renewalVersions {
+            k.renewals[id] = versions.last { $0.signedDate <= t } ?? versions[0]
+        }
+        k.newestSignedDate = min(newestSignedDate, t)
+        return k
     }
 
     /// Transactions of chains linked to `user`.

@@ -1,6 +1,6 @@
 import IAPModel
 
-/// The reference entitlement oracle: a pure function of known facts, a user and an instant (semantics §N.2, §N.3).
+/// The reference entitlement oracle: a pure function of known facts, a user and an instant (docs/semantics.md#grant-intervals, #derived-answers).
 ///
 /// It works with grant intervals: each transaction grants `[purchaseDate, end)`, cut at its revocation and at an
 /// immediate product change; grace adds `[expiresDate of the latest, gracePeriodExpiresDate)` while in billing
@@ -14,11 +14,56 @@ public enum Oracle {
         var grace: Bool
     }
 
-    public static func answer(_ k: Knowledge, user: String, at t: Millis) -> EntitlementAnswer {
+    /// How to read a fact the known facts leave open. Every reading is consistent with what the validator was
+    /// given; where two readings answer differently, the answer is not determined (see ``judge(_:user:at:)``).
+    public struct Reading: Sendable, Hashable {
+        /// A transaction flagged `isUpgraded` whose upgrading transaction is unknown: the upgrade happened at some
+        /// instant between its purchase and the signing of the flagged version. `false`: it grants until that
+        /// signing; `true`: it grants nothing.
+        public var upgradedGrantsNothing = false
+        public init(upgradedGrantsNothing: Bool = false) { self.upgradedGrantsNothing = upgradedGrantsNothing }
+    }
+
+    /// The expected answer and the parts of it that the known facts do not decide.
+    public struct Judgement: Sendable {
+        public var answer: EntitlementAnswer
+        /// Products, groups and balances on which two readings of the facts disagree: not compared.
+        public var undetermined: Set<AnswerSubject>
+    }
+
+    /// The answer at `t` and what of it is undetermined. Two things are left open by the facts themselves:
+    /// - a question about an instant before some fact was signed (the validator's clock is behind Apple's): the
+    ///   newest version of a transaction or renewal info and the version in force at `t` are both defensible;
+    /// - a transaction flagged `isUpgraded` without its upgrading transaction: when the upgrade happened is
+    ///   known only to be before the flagged version was signed.
+    /// Both readings of each are computed; where they differ, that product (and its group) is not compared.
+    public static func judge(_ k: Knowledge, user: String, at t: Millis) -> Judgement {
+        let primary = answer(k, user: user, at: t)
+        var undetermined: Set<AnswerSubject> = []
+        func consider(_ other: EntitlementAnswer) {
+            for d in other.answerDifferences(from: primary) { undetermined.insert(d.subject) }
+        }
+        let flagged = k.transactions.values.contains { $0.isUpgraded == true }
+        let nothing = Reading(upgradedGrantsNothing: true)
+        if flagged { consider(answer(k, user: user, at: t, reading: nothing)) }
+        if k.newestSignedDate > t {
+            let past = k.asOf(t)
+            consider(answer(past, user: user, at: t))
+            if flagged { consider(answer(past, user: user, at: t, reading: nothing)) }
+        }
+        return Judgement(answer: primary, undetermined: undetermined)
+    }
+
+    public static func answer(_ k: Knowledge, user: String, at t: Millis, reading: Reading = Reading()) -> EntitlementAnswer {
         let catalog = k.config.catalog, policy = k.config.policy
-        let known = k.transactions(of: user).filter { $0.purchaseDate <= t }
+        let all = k.transactions(of: user)
+        let known = all.filter { $0.purchaseDate <= t }
         var byChain: [String: [JWSTransactionDecodedPayload]] = [:]
         for tx in known { byChain[tx.originalTransactionId, default: []].append(tx) }
+        // Every known transaction per chain, also those purchased after t: an upgrade known to happen later is
+        // what bounds an upgraded transaction's grant.
+        var wholeChain: [String: [JWSTransactionDecodedPayload]] = [:]
+        for tx in all { wholeChain[tx.originalTransactionId, default: []].append(tx) }
 
         var grants: [Grant] = []
         var inactiveState: [String: (EntitlementState, Millis)] = [:]  // product → state, from the chain's latest
@@ -48,19 +93,23 @@ public enum Oracle {
                     guard !void(x), let expires = x.expiresDate else { continue }
                     // An immediate upgrade or crossgrade: a later PURCHASE in the chain inside x's period ends x.
                     // (Legacy receipts carry no reason; there the upgraded-from entry's is_upgraded says it.)
-                    let cut = chain.first { y in
+                    let cut = wholeChain[otid, default: []].filter { y in
                         (y.transactionReason == .purchase || (y.transactionReason == nil && x.isUpgraded == true))
                             && y.purchaseDate > x.purchaseDate && y.purchaseDate < expires
-                    }?.purchaseDate
-                    let end = min(expires, cut ?? .max)
+                    }.map(\.purchaseDate).min()
+                    var end = min(expires, cut ?? .max)
+                    if cut == nil, x.isUpgraded == true {
+                        // Upgraded, but the upgrading transaction is unknown: it ended no later than the flag was signed.
+                        end = min(end, reading.upgradedGrantsNothing ? x.purchaseDate : x.signedDate)
+                    }
                     if x.purchaseDate <= t && t < end {
                         grants.append(Grant(productId: x.productId, end: expires, ownership: x.inAppOwnershipType, grace: false))
                     }
                 }
             }
-            // Grace and the state of a chain that grants nothing now, from its latest transaction (§A.4).
+            // Grace and the state of a chain that grants nothing now, from its latest transaction (docs/semantics.md#subscription-status).
             let subs = chain.filter { $0.type == .autoRenewable }
-            // The latest purchased at or before t (an isUpgraded flag signed after t must not hide it; see §A.4).
+            // The latest purchased at or before t (an isUpgraded flag signed after t must not hide it; see docs/semantics.md#subscription-status).
             guard let latest = subs.last else { continue }
             let renewal = k.renewals[otid]
             let inRetry = renewal?.isInBillingRetryPeriod == true

@@ -29,8 +29,8 @@ public struct ForgeryKit: Sendable {
             var x = tempting
             switch f {
             case .wrongBundleId: x.bundleId = "com.example.other-app"
-            case .wrongEnvironment: x.environment = .sandbox
-            case .xcodeEnvironment: x.environment = .xcode
+            case .wrongEnvironment: x.environment = tempting.environment.counterpart
+            case .xcodeEnvironment: x.environment = tempting.environment.xcodeForgery
             default: break
             }
             return .appTransaction(AppTransactionSubmission(userId: userId, transaction: x, deviceTime: nil))

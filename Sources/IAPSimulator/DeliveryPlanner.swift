@@ -14,7 +14,7 @@ public struct DeliveryPlanner: Sendable {
         self.maxQueries = maxQueries
     }
 
-    /// Apple's retry schedule for V2 notifications, as offsets from the first attempt (semantics §H.2).
+    /// Apple's retry schedule for V2 notifications, as offsets from the first attempt (docs/semantics.md#delivery-and-retries).
     public static let retryOffsetsHours: [Millis] = [0, 1, 13, 37, 85, 157]
 
     public func plan(_ history: GeneratedHistory) -> [CaseStep] {
@@ -117,12 +117,16 @@ public struct DeliveryPlanner: Sendable {
                     switch forgery {
                     case .wrongAppAppleId: forged.data?.appAppleId = 999_999_999
                     case .wrongBundleId: forged.data?.bundleId = "com.example.other-app"
-                    case .wrongEnvironment: forged.data?.environment = .sandbox
-                    case .xcodeEnvironment: forged.data?.environment = .xcode
+                    case .wrongEnvironment: forged.data?.environment = sim.catalog.environment.counterpart
+                    case .xcodeEnvironment: forged.data?.environment = sim.catalog.environment.xcodeForgery
                     default: break
                     }
                     if forgery == .replayedNotificationUUID {
-                        // The same UUID again, later, with other content: must be recognised as already seen.
+                        // The same UUID again, later, with other content signed later: must be recognised as already
+                        // seen (a validator that only keeps "the newest signedDate" would take it).
+                        forged.signedDate += CivilTime.msPerMinute
+                        if let t = forged.data?.transactionInfo?.signedDate { forged.data?.transactionInfo?.signedDate = t + CivilTime.msPerMinute }
+                        if let r = forged.data?.renewalInfo?.signedDate { forged.data?.renewalInfo?.signedDate = r + CivilTime.msPerMinute }
                         add(first + CivilTime.msPerMinute, .notification(forged), "", n.person, forgery: forgery)
                     } else {
                         forged.notificationUUID = "f" + forged.notificationUUID.dropFirst()
@@ -192,8 +196,8 @@ public struct DeliveryPlanner: Sendable {
         var t = tx
         switch forgery {
         case .wrongBundleId: t.bundleId = "com.example.other-app"
-        case .wrongEnvironment: t.environment = .sandbox
-        case .xcodeEnvironment: t.environment = .xcode
+        case .wrongEnvironment: t.environment = tx.environment.counterpart
+        case .xcodeEnvironment: t.environment = tx.environment.xcodeForgery
         case .wrongAppAppleId: break
         default:
             t.revocationDate = nil
@@ -207,8 +211,8 @@ public struct DeliveryPlanner: Sendable {
     static func forge(_ forgery: ForgeryClass, _ r: JWSRenewalInfoDecodedPayload) -> JWSRenewalInfoDecodedPayload {
         var r = r
         switch forgery {
-        case .wrongEnvironment: r.environment = .sandbox
-        case .xcodeEnvironment: r.environment = .xcode
+        case .wrongEnvironment: r.environment = r.environment.counterpart
+        case .xcodeEnvironment: r.environment = r.environment.xcodeForgery
         case .wrongBundleId, .wrongAppAppleId: break
         default:
             r.isInBillingRetryPeriod = false

@@ -2,12 +2,12 @@ import Foundation
 import IAPModel
 
 /// The mutant catalogue: each mutant is the reference validator with exactly one real-world mistake from
-/// semantics §J. The harness's power is measured by how many it catches, how fast, and how small the shrunk
+/// docs/mistakes.md. The harness's power is measured by how many it catches, how fast, and how small the shrunk
 /// counterexample is.
 public enum Mutants {
     public struct Entry: Sendable {
         public var name: String
-        /// Row of semantics §J this mutant implements.
+        /// Entry of docs/mistakes.md (its J number) this mutant implements.
         public var pitfall: String
         public var description: String
         public var make: @Sendable () -> ReferenceValidator
@@ -25,6 +25,7 @@ public enum Mutants {
         Entry(name: "static-grace", pitfall: "J7", description: "adds a fixed 3 days to every expiresDate, whatever the billing state", make: { StaticGrace() }),
         Entry(name: "hardcoded-grace-length", pitfall: "J8", description: "assumes grace ends 16 days after expiry instead of reading gracePeriodExpiresDate", make: { HardcodedGraceLength() }),
         Entry(name: "consumable-double-credit", pitfall: "J9", description: "credits a consumable on every delivery instead of once per transactionId", make: { ConsumableDoubleCredit() }),
+        Entry(name: "no-uuid-dedupe", pitfall: "J10", description: "processes every notification it receives, even one whose notificationUUID it has already seen", make: { NoUUIDDedupe() }),
         Entry(name: "arrival-order-wins", pitfall: "J11", description: "keeps the last-arrived version of a transaction or renewal info, not the last signed", make: { ArrivalOrderWins() }),
         Entry(name: "notification-type-as-state", pitfall: "J12", description: "treats any REFUND notification as revoking all of the user's subscriptions", make: { NotificationTypeAsState() }),
         Entry(name: "family-rejected", pitfall: "J13", description: "ignores FAMILY_SHARED transactions", make: { FamilyRejected() }),
@@ -430,4 +431,10 @@ final class LegacyFirstEntryLatest: PinnedLatestMutant {
         }
         return verdict
     }
+}
+
+/// Keeps no record of notification UUIDs: a replay with a newer signedDate overwrites what it knew.
+final class NoUUIDDedupe: ReferenceValidator {
+    override var name: String { "mutant:no-uuid-dedupe" }
+    override var dedupesNotifications: Bool { false }
 }

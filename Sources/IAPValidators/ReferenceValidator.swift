@@ -3,7 +3,7 @@ import IAPModel
 
 /// The reference validator: a correct, readable backend a real team could copy the ideas from.
 ///
-/// How it works (semantics §0, §H.4):
+/// How it works (docs/semantics.md#core-rules, #ordering-and-duplicates):
 /// 0. Verify every JWS (``SignedDataVerifier``): the envelope of a notification and, separately, the transaction
 ///    and renewal info nested in it.
 /// 1. Accept only facts for this app: `bundleId`, `appAppleId` and `environment` must match.
@@ -12,7 +12,7 @@ import IAPModel
 ///    with the later `signedDate`; never trust arrival order or the notification type.
 /// 4. Link a chain to a user through an app submission or the `appAccountToken`.
 /// 5. Answer from the stored facts at the asked instant: per subscription chain, take the latest transaction
-///    (by `purchaseDate`, skipping `isUpgraded` ones) and derive Apple's status (§A.4); active and grace entitle.
+///    (by `purchaseDate`, skipping `isUpgraded` ones) and derive Apple's status (docs/semantics.md#subscription-status); active and grace entitle.
 ///
 /// It is written independently of the oracle (which unions grant intervals), so the two check each other.
 /// Each decision point is a method so that a mutant (see `Mutants.swift`) can change exactly one of them.
@@ -33,6 +33,9 @@ open class ReferenceValidator: DecodedDeliveryValidator {
     public private(set) var verifier = SignedDataVerifier(trustedRoots: [])
 
     public init() {}
+
+    /// A notification whose `notificationUUID` was seen is a duplicate: acknowledged, nothing learned from it.
+    open var dedupesNotifications: Bool { true }
 
     /// How strictly JWS are verified (mutants loosen one switch).
     open var verifierOptions: SignedDataVerifier.Options { SignedDataVerifier.Options() }
@@ -213,7 +216,7 @@ open class ReferenceValidator: DecodedDeliveryValidator {
                 return .rejected(reason: "notification data without bundleId or environment")
             }
             if let why = rejectApp(bundleId: bundleId, appAppleId: d.appAppleId, environment: environment) { return .rejected(reason: why) }
-            if seenNotifications.contains(envelope.notificationUUID) { return .accepted }
+            if dedupesNotifications && seenNotifications.contains(envelope.notificationUUID) { return .accepted }
             var tx: JWSTransactionDecodedPayload?
             var renewal: JWSRenewalInfoDecodedPayload?
             if let jws = d.signedTransactionInfo {
@@ -254,7 +257,7 @@ open class ReferenceValidator: DecodedDeliveryValidator {
             if let tx = data.transactionInfo, let why = rejectTransaction(tx) { return .rejected(reason: why) }
             if let r = data.renewalInfo, let why = rejectRenewal(r) { return .rejected(reason: why) }
         }
-        guard seenNotifications.insert(n.notificationUUID).inserted else { return .accepted }  // duplicate: done already
+        guard seenNotifications.insert(n.notificationUUID).inserted || !dedupesNotifications else { return .accepted }  // duplicate: done already
         // The type is a hint, not state: whatever it says, merge the signed snapshots it carries.
         if let tx = n.data?.transactionInfo { store(tx, via: "notification") }
         if let r = n.data?.renewalInfo { store(r) }
@@ -347,11 +350,30 @@ open class ReferenceValidator: DecodedDeliveryValidator {
         txs.last
     }
 
+    /// A transaction flagged `isUpgraded` with no later transaction known: the customer moved to another product
+    /// and the upgrading transaction has not arrived yet, so it entitles to nothing. (With the upgrading
+    /// transaction known, the upgraded one is simply no longer the latest once the upgrade's `purchaseDate` is
+    /// reached.)
+    open func upgradedAway(_ latest: JWSTransactionDecodedPayload, chain all: [JWSTransactionDecodedPayload]) -> Bool {
+        latest.isUpgraded == true && !all.contains { $0.purchaseDate > latest.purchaseDate }
+    }
+
+    /// The chain's transactions as used at `t`: the newest signed version of each. (Keeping every version and
+    /// using the one in force at `t` is right too: see `KeepsHistory`.)
+    open func transactions(of chain: Chain, chain otid: String, at t: Millis) -> [JWSTransactionDecodedPayload] {
+        Array(chain.transactions.values)
+    }
+
+    /// The renewal info used at `t`: the newest signed.
+    open func renewalInfo(of chain: Chain, chain otid: String, at t: Millis) -> JWSRenewalInfoDecodedPayload? {
+        chain.renewal
+    }
+
     open func graceEnd(_ renewal: JWSRenewalInfoDecodedPayload?, latest: JWSTransactionDecodedPayload) -> Millis? {
         renewal?.gracePeriodExpiresDate
     }
 
-    /// Apple's subscription status of a chain at `t` (semantics §A.4), honouring the refund-scope policy.
+    /// Apple's subscription status of a chain at `t` (docs/semantics.md#subscription-status), honouring the refund-scope policy.
     open func status(latest: JWSTransactionDecodedPayload, all txs: [JWSTransactionDecodedPayload], renewal: JWSRenewalInfoDecodedPayload?, chain otid: String, at t: Millis) -> SubscriptionStatus {
         if isRevoked(latest, at: t) { return .revoked }
         if config.policy.refundScope == .chain,
@@ -435,7 +457,9 @@ open class ReferenceValidator: DecodedDeliveryValidator {
         var nonRenewing: [String: [JWSTransactionDecodedPayload]] = [:]
         for otid in chains.keys.sorted() where user(ofChain: otid) == q.userId {
             let chain = chains[otid]!
-            let txs = chain.transactions.values.filter { $0.purchaseDate <= t && includes($0) }
+            let everything = transactions(of: chain, chain: otid, at: t)
+            let renewal = renewalInfo(of: chain, chain: otid, at: t)
+            let txs = everything.filter { $0.purchaseDate <= t && includes($0) }
                 .sorted { ($0.purchaseDate, $0.transactionId) < ($1.purchaseDate, $1.transactionId) }
             for tx in txs where tx.inAppOwnershipType == .purchased {
                 if let g = tx.subscriptionGroupIdentifier { introTxs[g, default: []].append(tx) }
@@ -447,11 +471,12 @@ open class ReferenceValidator: DecodedDeliveryValidator {
                 for tx in txs where tx.productId != latest.productId {
                     record(tx.productId, Holding(state: .expired, since: .min))
                 }
-                let s = status(latest: latest, all: txs, renewal: chain.renewal, chain: otid, at: t)
-                let productId = entitledProduct(latest: latest, renewal: chain.renewal)
+                var s = status(latest: latest, all: txs, renewal: renewal, chain: otid, at: t)
+                if s == .active, upgradedAway(latest, chain: everything) { s = .expired }
+                let productId = entitledProduct(latest: latest, renewal: renewal)
                 if isEntitled(s) {
                     let grace = s != .active
-                    let exp = grace ? graceEnd(chain.renewal, latest: latest) : expiry(of: latest)
+                    let exp = grace ? graceEnd(renewal, latest: latest) : expiry(of: latest)
                     record(productId, Holding(state: grace ? .grace : .active, expires: exp, ownership: ownership(latest), since: latest.purchaseDate))
                 } else {
                     let state: EntitlementState = s == .revoked ? .revoked : s == .billingRetry ? .billingRetry : .expired

@@ -7,10 +7,13 @@ import Dispatch
 /// spans, zero spans, lower single values, delete small unmarked blocks. The caller's predicate regenerates the case from a candidate and re-runs the
 /// property; it also returns the spans of that run so later passes see the new structure.
 public struct Shrinker {
+    /// How much shrinking may cost. Attempts make it deterministic (the same seed shrinks to the same case on any
+    /// machine); `maxSeconds` is an optional wall-clock cap for very slow validators, off by default because it
+    /// makes the result depend on the machine's speed.
     public struct Budget: Sendable {
         public var maxAttempts: Int
         public var maxSeconds: Double
-        public init(maxAttempts: Int = 2000, maxSeconds: Double = 10) {
+        public init(maxAttempts: Int = 2000, maxSeconds: Double = .infinity) {
             self.maxAttempts = maxAttempts
             self.maxSeconds = maxSeconds
         }
@@ -60,9 +63,9 @@ public struct Shrinker {
         var spans = initialSpans
         var attempts = 0
         var improvements = 0
-        let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(budget.maxSeconds * 1e9)
+        let deadline: UInt64? = budget.maxSeconds.isFinite ? DispatchTime.now().uptimeNanoseconds + UInt64(max(budget.maxSeconds, 0) * 1e9) : nil
         var outOfBudget: Bool {
-            attempts >= budget.maxAttempts || DispatchTime.now().uptimeNanoseconds > deadline
+            attempts >= budget.maxAttempts || deadline.map { DispatchTime.now().uptimeNanoseconds > $0 } == true
         }
 
         /// Tries a candidate; keeps it when it is simpler and still failing.

@@ -29,8 +29,11 @@ struct Mutants: ParsableCommand {
     @Option(help: "Save each mutant's shrunk counterexample to this directory.")
     var saveCorpus: String?
 
-    @Option(help: "Shrinking budget in seconds per mutant.")
-    var shrinkSeconds: Double = 10
+    @Option(help: "Shrinking attempts per failure (deterministic: the same seed gives the same counterexample on any machine).")
+    var shrinkAttempts: Int = 2000
+
+    @Option(help: "Optional wall-clock cap on shrinking, in seconds, for very slow validators; with it the shrunk case may depend on the machine's speed.")
+    var shrinkSeconds: Double?
 
     func run() throws {
         if list {
@@ -51,7 +54,8 @@ struct Mutants: ParsableCommand {
             opts.seed = options.seed
             opts.catalog = catalog
             opts.policy = policy
-            opts.shrinkBudget.maxSeconds = shrinkSeconds
+            opts.shrinkBudget.maxAttempts = shrinkAttempts
+            opts.shrinkBudget.maxSeconds = shrinkSeconds ?? .infinity
             let v = m.make()
             let report = Checker(options: opts, validator: v).run()
             let f = report.failure

@@ -7,7 +7,7 @@ struct Serve: ParsableCommand {
         abstract: "Serve a built-in validator over the subprocess wire protocol (stdin/stdout), for exec: checks and as a model for implementers.",
         discussion: "Example: iapcheck check --validator exec:'iapcheck serve --validator reference'")
 
-    @Option(help: "reference or mutant:NAME.")
+    @Option(help: "reference, variant:NAME (a correct alternative reading, e.g. variant:keeps-history) or mutant:NAME.")
     var validator = "reference"
 
     @Option(help: "Append every reset and delivery to this file, flushed before the reply, and replay it on start: acknowledgements survive a kill (check --faults kill).")

@@ -1,0 +1,113 @@
+import Foundation
+import IAPConformance
+import IAPModel
+import IAPOracle
+import IAPTesting
+import IAPValidators
+import Testing
+
+/// Where the facts leave an answer open, the oracle must not fail a validator that reads them another defensible
+/// way; where they decide it, it must answer as they say (docs/answers.md, "Which facts count").
+@Suite struct OracleReadingsTests {
+    static let day = CivilTime.msPerDay
+    static let t0: Millis = 1_772_323_260_000  // 2026-03-01T00:01Z
+    static let user = "u1"
+
+    static func monthly(_ id: String, purchased: Millis, signed: Millis, upgraded: Bool = false) -> JWSTransactionDecodedPayload {
+        var tx = JWSTransactionDecodedPayload(
+            transactionId: id, originalTransactionId: "2000000000000001", bundleId: Catalog.standard.bundleId,
+            productId: "pro.monthly", subscriptionGroupIdentifier: "21000001", purchaseDate: purchased,
+            expiresDate: purchased + 30 * day, type: .autoRenewable, signedDate: signed,
+            environment: Catalog.standard.environment, transactionReason: .purchase)
+        if upgraded { tx.isUpgraded = true }
+        return tx
+    }
+
+    /// The flagged copy of a transaction arrives, but the transaction that upgraded it never does (a lost
+    /// notification): from the moment the flag was signed the subscription is over; before it, either reading holds.
+    @Test func anUpgradedFlagWithoutItsUpgradeEndsTheGrant() throws {
+        let flaggedAt = Self.t0 + 10 * Self.day
+        var k = Knowledge(config: ValidatorConfig(catalog: .standard, policy: .default))
+        let original = Self.monthly("2000000000000001", purchased: Self.t0, signed: Self.t0)
+        let flagged = Self.monthly("2000000000000001", purchased: Self.t0, signed: flaggedAt, upgraded: true)
+        k.learn(.appTransaction(AppTransactionSubmission(userId: Self.user, transaction: original, deviceTime: nil)))
+        k.learn(.appTransaction(AppTransactionSubmission(userId: Self.user, transaction: flagged, deviceTime: nil)))
+
+        let after = Oracle.judge(k, user: Self.user, at: flaggedAt + 1)
+        let product = try #require(after.answer.products.first { $0.productId == "pro.monthly" })
+        #expect(!product.active, "an upgraded subscription whose upgrade is not known still granted after the flag")
+        #expect(after.undetermined.isEmpty)
+
+        let before = Oracle.judge(k, user: Self.user, at: flaggedAt - Self.day)
+        #expect(before.undetermined.contains(AnswerSubject.product("pro.monthly")))
+
+        // The reference agrees where the facts decide.
+        let v = ReferenceValidator()
+        try v.reset(ValidatorConfig(catalog: .standard, policy: .default))
+        _ = try v.deliver(decoded: .appTransaction(AppTransactionSubmission(userId: Self.user, transaction: flagged, deviceTime: nil)), now: flaggedAt)
+        let answer = try v.entitlements(EntitlementQuery(userId: Self.user, at: flaggedAt + 1))
+        #expect(answer.answerDifferences(from: after.answer, ignoring: after.undetermined).isEmpty)
+    }
+
+    /// With the upgrading transaction known, the cut is at its purchase: nothing is left open.
+    @Test func anUpgradeWithItsTransactionIsDetermined() {
+        var k = Knowledge(config: ValidatorConfig(catalog: .standard, policy: .default))
+        let upgradeAt = Self.t0 + 5 * Self.day
+        let flagged = Self.monthly("2000000000000001", purchased: Self.t0, signed: upgradeAt, upgraded: true)
+        var upgrade = Self.monthly("2000000000000002", purchased: upgradeAt, signed: upgradeAt)
+        upgrade.productId = "pro.yearly"
+        k.learn(.appTransaction(AppTransactionSubmission(userId: Self.user, transaction: flagged, deviceTime: nil)))
+        k.learn(.appTransaction(AppTransactionSubmission(userId: Self.user, transaction: upgrade, deviceTime: nil)))
+        let before = Oracle.judge(k, user: Self.user, at: upgradeAt - 1)
+        #expect(before.undetermined.isEmpty)
+        #expect(before.answer.products.first { $0.productId == "pro.monthly" }?.active == true)
+        #expect(Oracle.judge(k, user: Self.user, at: upgradeAt).answer.products.first { $0.productId == "pro.monthly" }?.active == false)
+    }
+
+    /// A question about an instant before renewal info the validator already holds: the newest version and the one
+    /// in force then may answer differently; that product is left open.
+    @Test func renewalInfoSignedAfterTheQuestionLeavesTheStateOpen() {
+        var k = Knowledge(config: ValidatorConfig(catalog: .standard, policy: .default))
+        let tx = Self.monthly("2000000000000001", purchased: Self.t0, signed: Self.t0)
+        let expiry = tx.expiresDate!
+        k.learn(.appTransaction(AppTransactionSubmission(userId: Self.user, transaction: tx, deviceTime: nil)))
+        var retry = JWSRenewalInfoDecodedPayload(
+            originalTransactionId: tx.originalTransactionId, productId: "pro.monthly", autoRenewProductId: "pro.monthly",
+            autoRenewStatus: .on, signedDate: expiry, environment: tx.environment)
+        retry.isInBillingRetryPeriod = true
+        k.merge(retry)
+        var gaveUp = retry
+        gaveUp.isInBillingRetryPeriod = false
+        gaveUp.signedDate = expiry + Self.day
+        k.merge(gaveUp)
+
+        let past = Oracle.judge(k, user: Self.user, at: expiry + Self.day - 30_000)
+        #expect(past.undetermined.contains(AnswerSubject.product("pro.monthly")))
+        let now = Oracle.judge(k, user: Self.user, at: expiry + Self.day)
+        #expect(now.undetermined.isEmpty)
+        #expect(now.answer.products.first { $0.productId == "pro.monthly" }?.state == .expired)
+    }
+
+    /// A validator that keeps every version and answers from the one in force is as right as the reference.
+    @Test func aValidatorThatKeepsHistoryPassesClockSkew() {
+        for seed in UInt64(1)...2 {
+            var o = CheckOptions()
+            o.cases = 250
+            o.seed = seed
+            o.properties = [.clockSkew]
+            let report = Checker(options: o, validator: KeepsHistory()).run()
+            #expect(report.failure == nil, "\(report.failure.map { Timeline.render($0.shrunk, failingStep: $0.failingStep) } ?? "")")
+        }
+    }
+
+    /// An app tested in Sandbox: Production artifacts are the foreign ones.
+    @Test func aSandboxCatalogPasses() {
+        var o = CheckOptions()
+        o.cases = 300
+        o.catalog.environment = .sandbox
+        let report = Checker(options: o, validator: ReferenceValidator()).run()
+        #expect(report.failure == nil, "\(report.failure.map { Timeline.render($0.shrunk, failingStep: $0.failingStep) } ?? "")")
+        #expect((report.forgeries.sent["wrong-environment"] ?? 0) > 0)
+        #expect(report.forgeries.sent["wrong-environment"] == report.forgeries.rejected["wrong-environment"])
+    }
+}
