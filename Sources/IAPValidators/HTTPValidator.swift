@@ -252,10 +252,18 @@ public class HTTPValidator: Validator {
         let template = target.routes["entitlements"]?.path ?? "/"
         let path = template.replacingOccurrences(of: "{userId}", with: query.userId).replacingOccurrences(of: "{at}", with: String(query.at))
         let (status, body) = try send("entitlements", path: path, body: nil, now: query.at)
-        guard status == 200, let a = try? JSONDecoder().decode(EntitlementAnswer.self, from: body) else {
+        guard status == 200 else {
             throw ValidatorFailure(.badAnswer, "entitlements answered HTTP \(status): \(String(decoding: body.prefix(200), as: UTF8.self))", transcript: transcript)
         }
-        return EntitlementAnswer(products: a.products, groups: a.groups, consumables: a.consumables)
+        let a: EntitlementAnswer
+        do {
+            a = try JSONDecoder().decode(EntitlementAnswer.self, from: body)
+        } catch {
+            throw ValidatorFailure(.badAnswer, "the entitlements body is not an answer (\(ValidatorFailure.decodingProblem(error))): \(String(decoding: body.prefix(200), as: UTF8.self))", transcript: transcript)
+        }
+        let answer = EntitlementAnswer(products: a.products, groups: a.groups, consumables: a.consumables)
+        if let problem = answer.problems.first { throw ValidatorFailure(.badAnswer, "malformed answer: \(problem)", transcript: transcript) }
+        return answer
     }
 }
 

@@ -6,7 +6,9 @@ import Darwin
 #endif
 
 /// A small blocking HTTP/1.1 client for loopback: one kept-alive connection, reconnected once when the server has
-/// closed it, `Content-Length` bodies only, a receive timeout on every read. Used by the HTTP transport, the mock
+/// closed it; `Content-Length`, chunked and read-until-close bodies. Whatever the server does, a request ends by
+/// its deadline (`timeout` for the whole exchange, so a server that drips one byte a second is cut off too), and
+/// a response larger than ``maxHeaderBytes`` + ``maxBodyBytes`` is refused as malformed. Used by the HTTP transport, the mock
 /// App Store's webhook sender and the example backend's App Store Server API client.
 public final class LoopbackHTTPClient {
     public struct Failure: Error, CustomStringConvertible, Sendable {
@@ -19,6 +21,10 @@ public final class LoopbackHTTPClient {
     public let host: String
     public let port: Int
     public let timeout: TimeInterval
+    /// The longest response head accepted.
+    public static let maxHeaderBytes = 64 << 10
+    /// The largest response body accepted.
+    public var maxBodyBytes = 16 << 20
     private var fd: Int32 = -1
     /// The last requests and answers, kept raw and rendered only when a failure report asks (not on every request).
     private enum Entry {
@@ -98,6 +104,8 @@ public final class LoopbackHTTPClient {
 
     /// Receive buffer, kept across requests (no allocation per response).
     private var inbox = [UInt8](repeating: 0, count: 65536)
+    /// Bytes of `inbox` holding the response being read.
+    private var filled = 0
     private var request = [UInt8]()
 
     /// One request and its answer. `headers` are added as given; the body is sent with `contentType`.
@@ -112,10 +120,10 @@ public final class LoopbackHTTPClient {
         put("\r\n")
         if let body { request.append(contentsOf: body) }
         keep(.sent(method: method, path: path))
+        let deadline = Date().addingTimeInterval(timeout)
         for attempt in 0..<2 {
             if fd < 0 { try connect() }
-            let sent = request.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            if sent == request.count, let reply = try readResponse() {
+            if try sendAll(deadline: deadline), let reply = try readResponse(deadline: deadline) {
                 keep(.received(status: reply.0, body: reply.1.prefix(200)))
                 return reply
             }
@@ -125,29 +133,64 @@ public final class LoopbackHTTPClient {
         throw Failure(kind: .closed, message: "the server closed the connection without a response")
     }
 
-    /// Reads one response; nil if the connection was closed before any byte arrived. Parses the head as bytes.
-    func readResponse() throws(Failure) -> (Int, Data)? {
-        var filled = 0
-        func fill() throws(Failure) -> Bool {
-            if filled == inbox.count { inbox.append(contentsOf: [UInt8](repeating: 0, count: inbox.count)) }
-            let n = inbox.withUnsafeMutableBytes { recv(fd, $0.baseAddress! + filled, $0.count - filled, 0) }
+    /// Sends the whole request before the deadline; false when the connection turned out to be closed.
+    private func sendAll(deadline: Date) throws(Failure) -> Bool {
+        var offset = 0
+        while offset < request.count {
+            let n = request.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
             if n > 0 {
-                filled += n
-                return true
+                offset += n
+                continue
             }
-            if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
-                close()
-                throw Failure(kind: .timedOut, message: "no HTTP response within \(timeout) s")
+            if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
+                if deadline.timeIntervalSinceNow <= 0 {
+                    close()
+                    throw Failure(kind: .timedOut, message: "the server did not read the request within \(timeout) s")
+                }
+                continue
             }
             return false
+        }
+        return true
+    }
+
+    /// Reads one response; nil if the connection was closed before any byte arrived. Parses the head as bytes.
+    func readResponse(deadline: Date) throws(Failure) -> (Int, Data)? {
+        filled = 0
+        func fail(_ kind: Failure.Kind, _ message: String) -> Failure {
+            close()
+            return Failure(kind: kind, message: message)
+        }
+        func fill() throws(Failure) -> Bool {
+            if filled == inbox.count { inbox.append(contentsOf: [UInt8](repeating: 0, count: inbox.count)) }
+            while true {
+                let remaining = deadline.timeIntervalSinceNow
+                if remaining <= 0 { throw fail(.timedOut, "no complete HTTP response within \(timeout) s (\(filled) bytes received)") }
+                var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                let ready = poll(&pfd, 1, Int32(min(remaining, 3600) * 1000) + 1)
+                if ready < 0 && errno == EINTR { continue }
+                if ready <= 0 { continue }
+                let n = inbox.withUnsafeMutableBytes { recv(fd, $0.baseAddress! + filled, $0.count - filled, 0) }
+                if n > 0 {
+                    filled += n
+                    return true
+                }
+                if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) { continue }
+                return false
+            }
+        }
+        func need(_ count: Int) throws(Failure) {
+            while filled < count {
+                if !(try fill()) { throw fail(.closed, "the connection closed in the middle of a response") }
+            }
         }
         var headerEnd = -1
         var scanned = 0
         while headerEnd < 0 {
+            if filled > Self.maxHeaderBytes { throw fail(.malformed, "response headers longer than \(Self.maxHeaderBytes >> 10) KiB") }
             if !(try fill()) {
                 if filled == 0 { return nil }
-                close()
-                throw Failure(kind: .closed, message: "the connection closed in the middle of a response")
+                throw fail(.closed, "the connection closed in the middle of a response")
             }
             var i = max(scanned - 3, 0)
             while i + 3 < filled {
@@ -160,38 +203,111 @@ public final class LoopbackHTTPClient {
         guard headerEnd >= 12, inbox[0] == 0x48, inbox[1] == 0x54, inbox[2] == 0x54, inbox[3] == 0x50, inbox[4] == 0x2F,
             let status = Self.digits(inbox, 9, 12)
         else {
-            close()
-            throw Failure(kind: .malformed, message: "not an HTTP response: \(String(decoding: inbox[0..<min(filled, 100)], as: UTF8.self))")
+            throw fail(.malformed, "not an HTTP response: \(String(decoding: inbox[0..<min(filled, 100)], as: UTF8.self))")
         }
-        var length = 0
+        var length: Int?
+        var chunked = false
         var closeAfter = false
         var lineStart = 0
         while lineStart < headerEnd {
             var lineEnd = lineStart
             while lineEnd < headerEnd && inbox[lineEnd] != 13 { lineEnd += 1 }
             if Self.hasPrefix(inbox, lineStart, lineEnd, "content-length:") {
-                var v = 0, j = lineStart + 15
-                while j < lineEnd && inbox[j] == 32 { j += 1 }
-                while j < lineEnd, inbox[j] >= 48, inbox[j] <= 57 { v = v * 10 + Int(inbox[j] - 48); j += 1 }
+                var v = 0, j = lineStart + 15, digits = 0
+                while j < lineEnd && (inbox[j] == 32 || inbox[j] == 9) { j += 1 }
+                while j < lineEnd, inbox[j] >= 48, inbox[j] <= 57, v <= maxBodyBytes {
+                    v = v * 10 + Int(inbox[j] - 48)
+                    j += 1
+                    digits += 1
+                }
+                if v > maxBodyBytes { throw fail(.malformed, "a response body of more than \(maxBodyBytes >> 20) MiB (Content-Length)") }
+                if digits == 0 { throw fail(.malformed, "Content-Length is not a number") }
                 length = v
             } else if Self.hasPrefix(inbox, lineStart, lineEnd, "transfer-encoding:") {
-                close()
-                throw Failure(kind: .malformed, message: "chunked responses are not supported; send Content-Length")
+                let value = String(decoding: inbox[(lineStart + 18)..<lineEnd], as: UTF8.self).lowercased()
+                guard value.trimmingCharacters(in: .whitespaces).hasSuffix("chunked") else {
+                    throw fail(.malformed, "unsupported Transfer-Encoding \(value.trimmingCharacters(in: .whitespaces))")
+                }
+                chunked = true
             } else if Self.hasPrefix(inbox, lineStart, lineEnd, "connection:") && String(decoding: inbox[lineStart..<lineEnd], as: UTF8.self).lowercased().contains("close") {
                 closeAfter = true
             }
             lineStart = lineEnd + 2
         }
         let bodyStart = headerEnd + 4
-        while filled < bodyStart + length {
-            if !(try fill()) {
-                close()
-                throw Failure(kind: .closed, message: "the connection closed in the middle of a response")
+        let body: Data
+        if chunked {
+            body = try readChunked(from: bodyStart, fill: fill, fail: fail)
+        } else if let length {
+            try need(bodyStart + length)
+            body = Data(inbox[bodyStart..<(bodyStart + length)])
+        } else if closeAfter {
+            // No length: the body runs to the end of the connection.
+            while try fill() {
+                if filled - bodyStart > maxBodyBytes { throw fail(.malformed, "a response body of more than \(maxBodyBytes >> 20) MiB") }
+            }
+            body = Data(inbox[bodyStart..<filled])
+        } else {
+            body = Data()
+        }
+        if closeAfter { close() }
+        return (status, body)
+    }
+
+    /// A chunked body: size lines in hex, data, CRLF, until a zero-size chunk and the trailers' empty line.
+    private func readChunked(from start: Int, fill: () throws(Failure) -> Bool,
+                             fail: (Failure.Kind, String) -> Failure) throws(Failure) -> Data {
+        var body = Data()
+        var pos = start
+        /// The end of the line starting at `pos` (index of its CR), reading more as needed.
+        func lineEnd() throws(Failure) -> Int {
+            var i = pos
+            while true {
+                while i + 1 < filled {
+                    if inbox[i] == 13 && inbox[i + 1] == 10 { return i }
+                    i += 1
+                }
+                if i - pos > 4096 { throw fail(.malformed, "a chunk-size line longer than 4 KiB") }
+                if !(try fill()) { throw fail(.closed, "the connection closed in the middle of a chunked response") }
             }
         }
-        let reply = (status, Data(inbox[bodyStart..<(bodyStart + length)]))
-        if closeAfter { close() }
-        return reply
+        while true {
+            let end = try lineEnd()
+            var size = 0, digits = 0, j = pos
+            while j < end, let d = Self.hexValue(inbox[j]) {
+                size = size * 16 + d
+                digits += 1
+                j += 1
+                if body.count + size > maxBodyBytes { throw fail(.malformed, "a chunked response body of more than \(maxBodyBytes >> 20) MiB") }
+            }
+            if digits == 0 { throw fail(.malformed, "a chunk-size line that is not hexadecimal") }
+            pos = end + 2
+            if size == 0 {
+                // Trailers, if any, then an empty line.
+                while true {
+                    let e = try lineEnd()
+                    let empty = e == pos
+                    pos = e + 2
+                    if empty { return body }
+                    if pos - start > maxBodyBytes + Self.maxHeaderBytes { throw fail(.malformed, "chunked trailers too long") }
+                }
+            }
+            while filled < pos + size + 2 {
+                if !(try fill()) { throw fail(.closed, "the connection closed in the middle of a chunk") }
+            }
+            body.append(contentsOf: inbox[pos..<(pos + size)])
+            guard inbox[pos + size] == 13, inbox[pos + size + 1] == 10 else { throw fail(.malformed, "a chunk not followed by CRLF") }
+            pos += size + 2
+        }
+    }
+
+    static func hexValue(_ b: UInt8) -> Int? {
+        switch b {
+        case 48...57: Int(b - 48)
+        case 65...70: Int(b - 55)
+        case 97...102: Int(b - 87)
+        default: nil
+        }
     }
 
     static func digits(_ b: [UInt8], _ from: Int, _ to: Int) -> Int? {

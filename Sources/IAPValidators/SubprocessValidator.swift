@@ -8,26 +8,35 @@ import Darwin
 
 /// A validator in any language, run as a subprocess speaking ``WireProtocol`` on stdin/stdout.
 ///
-/// Every request has a deadline: a validator that hangs is killed and reported (`timed-out`), one that exits is
-/// reported (`crashed`, with its exit status and last stderr), one that prints something other than the expected
-/// reply is reported (`bad-answer` / `protocol-violation`), each with the last messages exchanged. `reset` restarts
-/// a process that died, so one failure does not poison the next case.
+/// Every request has a deadline that holds whatever the validator does: a validator that hangs, drips a reply a
+/// byte at a time, stops reading its stdin or leaves a grandchild holding the pipe is killed and reported
+/// (`timed-out`); one that exits is reported at once (`crashed`, with its exit status and the tail of its stderr);
+/// a reply line longer than ``maxReplyBytes`` or that is not the expected reply is reported (`bad-answer` /
+/// `protocol-violation`), each with the last messages exchanged. Stderr is drained all the time into a bounded
+/// tail, so a validator that logs never blocks on a full pipe. After any failure the process is stopped; the
+/// next `reset` starts a fresh one, so one failure does not poison the next case.
 public final class SubprocessValidator: RestartableValidator {
     public let command: String
     public let timeout: TimeInterval
+    /// The longest reply line accepted (bytes); longer is `bad-answer`.
+    public let maxReplyBytes: Int
     public private(set) var name: String
     private var process: Process?
-    private var stdin: FileHandle?
+    private var stdinFD: Int32 = -1
     private var stdoutFD: Int32 = -1
-    private var stderrPipe: Pipe?
+    private var stderrTail: StderrTail?
+    private var pipes: [Pipe] = []
     private var buffer: [UInt8] = []
+    /// Bytes of `buffer` already searched for a newline.
+    private var scanned = 0
     private var nextId = 0
     private var transcript: [String] = []
     public private(set) var hello: WireProtocol.Reply?
 
-    public init(command: String, timeout: TimeInterval = 5) {
+    public init(command: String, timeout: TimeInterval = 5, maxReplyBytes: Int = 16 << 20) {
         self.command = command
         self.timeout = timeout
+        self.maxReplyBytes = maxReplyBytes
         self.name = "exec:\(command)"
     }
 
@@ -38,18 +47,11 @@ public final class SubprocessValidator: RestartableValidator {
         if transcript.count > 12 { transcript.removeFirst(transcript.count - 12) }
     }
 
+    /// A failure with the tail of stderr; the process is stopped so the next case starts from a fresh one.
     func fail(_ kind: ValidatorFailure.Kind, _ message: String) -> ValidatorFailure {
         var m = message
-        // Whatever the process wrote to stderr, without blocking (a child may still hold the pipe open).
-        if let fd = stderrPipe?.fileHandleForReading.fileDescriptor {
-            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            if poll(&pfd, 1, 0) > 0 {
-                var chunk = [UInt8](repeating: 0, count: 4096)
-                let n = read(fd, &chunk, chunk.count)
-                let tail = n > 0 ? String(decoding: chunk[0..<n].suffix(600), as: UTF8.self) : ""
-                if !tail.isEmpty { m += "; stderr: " + tail.trimmingCharacters(in: .whitespacesAndNewlines) }
-            }
-        }
+        if let tail = stderrTail?.text(last: 600), !tail.isEmpty { m += "; stderr: " + tail }
+        stop()
         return ValidatorFailure(kind, m, transcript: transcript)
     }
 
@@ -68,10 +70,14 @@ public final class SubprocessValidator: RestartableValidator {
             throw ValidatorFailure(.unavailable, "cannot start \(command): \(error)")
         }
         process = p
-        stdin = inPipe.fileHandleForWriting
+        pipes = [inPipe, outPipe, errPipe]
+        stdinFD = inPipe.fileHandleForWriting.fileDescriptor
+        // Writes must never block past a deadline (a validator that stops reading its stdin).
+        _ = fcntl(stdinFD, F_SETFL, fcntl(stdinFD, F_GETFL) | O_NONBLOCK)
         stdoutFD = outPipe.fileHandleForReading.fileDescriptor
-        stderrPipe = errPipe
+        stderrTail = StderrTail(fd: errPipe.fileHandleForReading.fileDescriptor)
         buffer = []
+        scanned = 0
         nextId = 0
         let h = try request(WireProtocol.Request(id: 0, type: "hello"))
         guard h.type == "hello", h.protocol == WireProtocol.version else {
@@ -81,16 +87,60 @@ public final class SubprocessValidator: RestartableValidator {
         if let n = h.name { name = "exec:\(n)" }
     }
 
-    /// Kills the process and everything it started (a shell's children would otherwise keep running).
+    /// Kills the process and everything it started (a shell's children would otherwise keep running), and closes
+    /// the pipes: a grandchild that still holds them cannot make iapcheck wait. The process leads its own process
+    /// group, so descendants that outlived their parent are killed with the group.
     public func stop() {
-        if let p = process, p.isRunning {
-            try? stdin?.close()
-            for child in Self.descendants(of: p.processIdentifier) { kill(child, SIGKILL) }
-            kill(p.processIdentifier, SIGKILL)
-            p.waitUntilExit()
+        if let p = process {
+            let pid = p.processIdentifier
+            if !Self.hasExited(pid) {
+                for child in Self.descendants(of: pid) { kill(child, SIGKILL) }
+                kill(-pid, SIGKILL)
+                kill(pid, SIGKILL)
+                // Bounded: Foundation's own wait also waits for the pipes, which a detached grandchild may hold.
+                let limit = Date().addingTimeInterval(2)
+                while !Self.hasExited(pid) && Date() < limit { usleep(2_000) }
+            }
         }
+        stderrTail?.stop()
+        stderrTail = nil
+        for pipe in pipes {
+            try? pipe.fileHandleForWriting.close()
+            try? pipe.fileHandleForReading.close()
+        }
+        pipes = []
+        stdinFD = -1
+        stdoutFD = -1
         process = nil
     }
+
+    /// Whether `pid` has terminated (a zombie or already reaped). Foundation's `isRunning` stays true until the
+    /// child's pipes are closed by everyone, which a grandchild can delay indefinitely.
+    static func hasExited(_ pid: Int32) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")") else { return true }
+        let state = stat[stat.index(after: close)...].split(separator: " ").first
+        return state == "Z" || state == "X"
+    }
+
+    /// "status N" or "killed by signal N" for a process that has exited.
+    func exitStatus() -> String? {
+        guard let p = process else { return nil }
+        let pid = p.processIdentifier
+        if let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let close = stat.lastIndex(of: ")") {
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            // Field 52 of stat (the 50th after the name): the wait status of a zombie.
+            if fields.first == "Z", fields.count > 49, let raw = Int(fields[49]) {
+                return raw & 0x7F != 0 ? "killed by signal \(raw & 0x7F)" : "status \(raw >> 8)"
+            }
+        }
+        if !p.isRunning {
+            return p.terminationReason == .uncaughtSignal ? "killed by signal \(p.terminationStatus)" : "status \(p.terminationStatus)"
+        }
+        return nil
+    }
+
+    var processGone: Bool { process.map { Self.hasExited($0.processIdentifier) } ?? true }
 
     /// Descendant pids from /proc (Linux); empty elsewhere.
     static func descendants(of pid: Int32) -> [Int32] {
@@ -114,53 +164,94 @@ public final class SubprocessValidator: RestartableValidator {
     }
 
     func request(_ r: WireProtocol.Request) throws(ValidatorFailure) -> WireProtocol.Reply {
-        guard let p = process, p.isRunning, let stdin else { throw fail(.crashed, "the validator process is not running") }
+        guard process != nil, !processGone, stdinFD >= 0 else { throw fail(.crashed, "the validator process is not running") }
         var r = r
         nextId += 1
         r.id = nextId
         guard var line = try? WireProtocol.encoder.encode(r) else { throw ValidatorFailure(.protocolViolation, "cannot encode request") }
         note("→ " + String(decoding: line, as: UTF8.self))
         line.append(0x0A)
+        let deadline = Date().addingTimeInterval(timeout)
+        try write(Array(line), deadline: deadline)
+        let replyLine = try readLine(deadline: deadline)
+        note("← " + String(decoding: replyLine.prefix(2000), as: UTF8.self))
+        let reply: WireProtocol.Reply
         do {
-            try stdin.write(contentsOf: line)
+            reply = try JSONDecoder().decode(WireProtocol.Reply.self, from: Data(replyLine))
         } catch {
-            throw fail(.crashed, "writing to the validator failed (\(error)); it exited with status \(p.isRunning ? "?" : String(p.terminationStatus))")
-        }
-        let replyLine = try readLine(deadline: Date().addingTimeInterval(timeout))
-        note("← " + String(decoding: replyLine, as: UTF8.self))
-        guard let reply = try? JSONDecoder().decode(WireProtocol.Reply.self, from: Data(replyLine)) else {
-            throw fail(.badAnswer, "the reply is not a protocol reply: \(String(decoding: replyLine.prefix(200), as: UTF8.self))")
+            throw fail(.badAnswer, "the reply is not a protocol reply (\(ValidatorFailure.decodingProblem(error))): \(String(decoding: replyLine.prefix(200), as: UTF8.self))")
         }
         guard reply.id == r.id else { throw fail(.protocolViolation, "reply id \(reply.id) does not answer request \(r.id)") }
         if reply.type == "error" { throw fail(.protocolViolation, "validator error \(reply.code ?? "?"): \(reply.message ?? "")") }
         return reply
     }
 
+    /// Writes all of `bytes` to the validator's stdin before `deadline`, or fails.
+    func write(_ bytes: [UInt8], deadline: Date) throws(ValidatorFailure) {
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes { Glibc.write(stdinFD, $0.baseAddress! + offset, $0.count - offset) }
+            if n > 0 {
+                offset += n
+                continue
+            }
+            if n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR {
+                throw exited("stopped reading its stdin (\(String(cString: strerror(errno))))")
+            }
+            let remaining = deadline.timeIntervalSinceNow
+            if remaining <= 0 { throw timedOut("it did not read the request within \(timeout) s") }
+            if processGone { throw exited("exited before reading the request") }
+            var pfd = pollfd(fd: stdinFD, events: Int16(POLLOUT), revents: 0)
+            _ = poll(&pfd, 1, Int32(min(remaining, 0.1) * 1000) + 1)
+        }
+    }
+
+    func timedOut(_ why: String) -> ValidatorFailure {
+        let pid = process?.processIdentifier ?? 0
+        return fail(.timedOut, "no reply within \(timeout) s (\(why)); killed process \(pid)")
+    }
+
+    /// The process has exited (or is about to): waits briefly for its status and reports it.
+    func exited(_ what: String) -> ValidatorFailure {
+        let limit = Date().addingTimeInterval(1)
+        var status: String?
+        while Date() < limit {
+            // A zombie shows its status in /proc; once reaped, Foundation has it (a moment later).
+            if processGone, let s = exitStatus() { status = s; break }
+            usleep(5_000)
+        }
+        if let status { return fail(.crashed, "the validator \(what); it exited (\(status))") }
+        return fail(.crashed, "the validator \(what)")
+    }
+
     func readLine(deadline: Date) throws(ValidatorFailure) -> [UInt8] {
+        var chunk = [UInt8](repeating: 0, count: 65536)
         while true {
-            if let nl = buffer.firstIndex(of: 0x0A) {
+            if let nl = buffer[scanned...].firstIndex(of: 0x0A) {
                 let line = Array(buffer[..<nl])
                 buffer.removeSubrange(...nl)
+                scanned = 0
                 return line
+            }
+            scanned = buffer.count
+            if buffer.count > maxReplyBytes {
+                throw fail(.badAnswer, "a reply line longer than \(maxReplyBytes >> 20) MiB (\(buffer.count) bytes without a newline)")
             }
             let remaining = deadline.timeIntervalSinceNow
             if remaining <= 0 {
-                let pid = process?.processIdentifier ?? 0
-                stop()
-                throw fail(.timedOut, "no reply within \(timeout) s; killed process \(pid)")
+                throw timedOut(buffer.isEmpty ? "nothing received" : "\(buffer.count) bytes of an unfinished line received")
             }
             var pfd = pollfd(fd: stdoutFD, events: Int16(POLLIN), revents: 0)
-            let n = poll(&pfd, 1, Int32(min(remaining, 1) * 1000))
-            if n <= 0 { continue }
-            var chunk = [UInt8](repeating: 0, count: 65536)
-            let got = read(stdoutFD, &chunk, chunk.count)
-            if got <= 0 {
-                process?.waitUntilExit()
-                let status = process?.terminationStatus ?? -1
-                throw fail(.crashed, "the validator exited (status \(status)) without replying")
+            let ready = poll(&pfd, 1, Int32(min(remaining, 0.1) * 1000) + 1)
+            if ready <= 0 {
+                // Nothing to read: a validator that exited (even if a grandchild still holds the pipe) is done.
+                if processGone { throw exited("exited without replying") }
+                continue
             }
+            let got = read(stdoutFD, &chunk, chunk.count)
+            if got < 0 && (errno == EINTR || errno == EAGAIN) { continue }
+            if got <= 0 { throw exited("closed its stdout without replying") }
             buffer += chunk[0..<got]
-            if buffer.count > 16 << 20 { throw fail(.badAnswer, "a reply line longer than 16 MiB") }
         }
     }
 
@@ -172,7 +263,7 @@ public final class SubprocessValidator: RestartableValidator {
     }
 
     public func reset(_ config: ValidatorConfig) throws(ValidatorFailure) {
-        if process == nil || !(process?.isRunning ?? false) { try start() }
+        if process == nil || processGone { try start() }
         let r = try request(WireProtocol.Request(id: 0, type: "reset", config: config))
         guard r.type == "ok" else { throw fail(.protocolViolation, "reset answered with \(r.type)") }
     }
@@ -186,6 +277,56 @@ public final class SubprocessValidator: RestartableValidator {
     public func entitlements(_ query: EntitlementQuery) throws(ValidatorFailure) -> EntitlementAnswer {
         let r = try request(WireProtocol.Request(id: 0, type: "query", query: query))
         guard r.type == "answer", let a = r.answer else { throw fail(.protocolViolation, "query answered with \(r.type)") }
-        return EntitlementAnswer(products: a.products, groups: a.groups, consumables: a.consumables)
+        let answer = EntitlementAnswer(products: a.products, groups: a.groups, consumables: a.consumables)
+        if let problem = answer.problems.first { throw fail(.badAnswer, "malformed answer: \(problem)") }
+        return answer
+    }
+}
+
+/// Drains a validator's stderr on a thread of its own into a bounded tail (the last 64 KiB), so a validator that
+/// logs can never fill the pipe and block; the tail goes into failure reports.
+final class StderrTail: @unchecked Sendable {
+    // Safe: `bytes` and `stopped` are only touched under `lock`; `fd` is read-only after init.
+    private let lock = NSLock()
+    private var bytes: [UInt8] = []
+    private var stopped = false
+    private let fd: Int32
+    private let done = DispatchSemaphore(value: 0)
+    static let keep = 64 << 10
+
+    init(fd: Int32) {
+        self.fd = fd
+        let thread = Thread { [self] in self.drain() }
+        thread.name = "iapcheck-stderr"
+        thread.start()
+    }
+
+    private func drain() {
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        defer { done.signal() }
+        while true {
+            if lock.withLock({ stopped }) { return }
+            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&pfd, 1, 100) > 0 else { continue }
+            let n = read(fd, &chunk, chunk.count)
+            if n < 0 && (errno == EINTR || errno == EAGAIN) { continue }
+            if n <= 0 { return }
+            lock.withLock {
+                bytes += chunk[0..<n]
+                if bytes.count > 2 * Self.keep { bytes.removeFirst(bytes.count - Self.keep) }
+            }
+        }
+    }
+
+    /// The last `n` bytes written, as text.
+    func text(last n: Int) -> String {
+        let tail = lock.withLock { bytes.suffix(n) }
+        return String(decoding: tail, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// Stops draining (before the pipe is closed) and waits for the thread to leave the descriptor.
+    func stop() {
+        lock.withLock { stopped = true }
+        done.wait()
     }
 }

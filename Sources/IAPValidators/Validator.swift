@@ -1,3 +1,4 @@
+import Foundation
 import IAPModel
 
 /// A validator under test, whatever transport reaches it (in-process, subprocess, HTTP).
@@ -33,6 +34,26 @@ public struct ValidatorFailure: Error, CustomStringConvertible, Sendable {
     }
 
     public var description: String { "\(kind.rawValue): \(message)" }
+
+    /// Where a reply failed to decode, as a field path (`answer.products[1].state: …`).
+    public static func decodingProblem(_ error: Error) -> String {
+        func path(_ p: [CodingKey]) -> String {
+            var out = ""
+            for k in p {
+                if let i = k.intValue { out += "[\(i)]" } else { out += (out.isEmpty ? "" : ".") + k.stringValue }
+            }
+            return out.isEmpty ? "the top level" : out
+        }
+        switch error as? DecodingError {
+        case .typeMismatch(let t, let c)?: return "\(path(c.codingPath)): expected \(t)"
+        case .valueNotFound(let t, let c)?: return "\(path(c.codingPath)): missing \(t)"
+        case .keyNotFound(let k, let c)?: return "\(path(c.codingPath + [k])): missing"
+        case .dataCorrupted(let c)?:
+            let why = (c.underlyingError as NSError?)?.userInfo[NSDebugDescriptionErrorKey] as? String ?? c.debugDescription
+            return "\(path(c.codingPath)): \(why)"
+        default: return "\(error)"
+        }
+    }
 }
 
 /// An in-process validator that can also take facts already decoded, skipping signature verification: the fast

@@ -65,7 +65,8 @@ public enum WireProtocol {
         var log: FileHandle?
         var pending: [Data] = []
         if let journal {
-            if let old = try? Data(contentsOf: URL(fileURLWithPath: journal)) {
+            let regular = (try? FileManager.default.attributesOfItem(atPath: journal)[.type] as? FileAttributeType) == .typeRegular
+            if regular, let old = try? Data(contentsOf: URL(fileURLWithPath: journal)) {
                 for line in old.split(separator: 0x0A) {
                     guard let req = try? decoder.decode(Request.self, from: line) else { continue }  // a torn last line
                     if req.type == "reset", let c = req.config { try? validator.reset(c) }
@@ -76,17 +77,26 @@ public enum WireProtocol {
             log = FileHandle(forWritingAtPath: journal)
             _ = try? log?.seekToEnd()
         }
-        func persist(_ line: Data, truncate: Bool = false) {
+        /// Appends to the journal and flushes it to disk before the reply; a failure fails the request (an
+        /// acknowledgement that would not survive a crash must not be sent).
+        func persist(_ line: Data, truncate: Bool = false) throws(JournalFailure) {
             guard let log else { return }
-            if truncate {
+            do {
+                if truncate {
+                    pending = []
+                    if (try? FileManager.default.attributesOfItem(atPath: journal ?? "")[.type] as? FileAttributeType) == .typeRegular {
+                        try log.truncate(atOffset: 0)
+                    }
+                }
+                pending.append(line + Data([0x0A]))
+                guard truncate || pending.count >= ackBeforePersist else { return }
+                let batch = pending.reduce(Data(), +)
                 pending = []
-                try? log.truncate(atOffset: 0)
+                try log.write(contentsOf: batch)
+                try log.synchronize()
+            } catch {
+                throw JournalFailure(message: "journal \(journal ?? ""): \(StrictJSON.reason(error))")
             }
-            pending.append(line + Data([0x0A]))
-            guard truncate || pending.count >= ackBeforePersist else { return }
-            try? log.write(contentsOf: pending.reduce(Data(), +))
-            try? log.synchronize()
-            pending = []
         }
         func reply(_ r: Reply) {
             var line = (try? encoder.encode(r)) ?? Data(#"{"type":"error","code":"internal","id":-1}"#.utf8)
@@ -119,11 +129,11 @@ public enum WireProtocol {
                     case "reset":
                         guard let c = req.config else { throw ValidatorFailure(.protocolViolation, "reset without config") }
                         try validator.reset(c)
-                        persist(Data(line), truncate: true)
+                        try persist(Data(line), truncate: true)
                     case "deliver":
                         guard let d = req.delivery else { throw ValidatorFailure(.protocolViolation, "deliver without delivery") }
                         let v = try validator.deliver(d, now: req.now ?? 0)
-                        persist(Data(line))
+                        try persist(Data(line))
                         r.type = "verdict"
                         r.accepted = v.isAccepted
                         if case .rejected(let why) = v { r.reason = why }
@@ -136,6 +146,10 @@ public enum WireProtocol {
                         r.code = "unknown-message"
                         r.message = "unknown message type \(req.type)"
                     }
+                } catch let e as JournalFailure {
+                    r = Reply(id: req.id, type: "error")
+                    r.code = "internal"
+                    r.message = "not persisted, so not acknowledged: \(e.message)"
                 } catch {
                     r.type = "error"
                     r.code = "bad-request"
@@ -145,4 +159,9 @@ public enum WireProtocol {
             }
         }
     }
+}
+
+/// Writing or flushing `serve --journal` failed (a full disk, a read-only file system).
+struct JournalFailure: Error {
+    var message: String
 }

@@ -1,0 +1,159 @@
+import Foundation
+import IAPModel
+import IAPValidators
+import Testing
+
+/// Whatever a validator or a backend sends back, the transports end each request by its deadline with a named
+/// failure, and never trap: the harness must be the most robust program in the room.
+@Suite struct HostileTransportTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let server = root.appendingPathComponent("Tests/Fixtures/hostile/http_server.py").path
+    static let binary = root.appendingPathComponent(".build/debug/iapcheck").path
+    let config = ValidatorConfig(catalog: .standard, policy: .default)
+
+    /// Starts the hostile server in `mode`; returns the process and its port.
+    static func start(_ mode: String) throws -> (Process, Int) {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = ["python3", server, mode]
+        let out = Pipe()
+        p.standardOutput = out
+        try p.run()
+        let line = String(decoding: out.fileHandleForReading.availableData, as: UTF8.self)
+        guard let port = Int(line.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+            kill(p.processIdentifier, SIGKILL)
+            throw CancellationError()
+        }
+        return (p, port)
+    }
+
+    static func request(_ mode: String, timeout: Double = 2) throws -> (Result<(status: Int, body: Data), LoopbackHTTPClient.Failure>, Double) {
+        let (p, port) = try start(mode)
+        defer { kill(p.processIdentifier, SIGKILL); p.waitUntilExit() }
+        let client = LoopbackHTTPClient(host: "127.0.0.1", port: port, timeout: timeout)
+        let start = Date()
+        let result: Result<(status: Int, body: Data), LoopbackHTTPClient.Failure>
+        do {
+            result = .success(try client.request("GET", "/"))
+        } catch {
+            result = .failure(error)
+        }
+        return (result, Date().timeIntervalSince(start))
+    }
+
+    @Test(arguments: ["ok-chunked", "ok-close"])
+    func correctResponsesInEveryFramingAreRead(_ mode: String) throws {
+        let (result, _) = try Self.request(mode)
+        let reply = try result.get()
+        #expect(reply.status == 200)
+        #expect(String(decoding: reply.body, as: UTF8.self) == #"{"ok":true}"#)
+    }
+
+    @Test(arguments: [
+        ("oversized", LoopbackHTTPClient.Failure.Kind.malformed),
+        ("endless-chunk", .malformed),
+        ("drip", .timedOut),
+        ("huge-length", .malformed),
+        ("endless-head", .malformed),
+        ("garbage", .malformed),
+    ])
+    func hostileResponsesEndByTheDeadlineWithANamedFailure(_ mode: String, _ kind: LoopbackHTTPClient.Failure.Kind) throws {
+        let (result, seconds) = try Self.request(mode, timeout: 2)
+        guard case .failure(let f) = result else {
+            Issue.record("\(mode) was accepted")
+            return
+        }
+        #expect(f.kind == kind, "\(mode): \(f.message)")
+        #expect(seconds < 6, "\(mode) took \(seconds) s")
+    }
+
+    // MARK: Subprocess validators
+
+    func failure(_ command: String, timeout: Double = 2, _ body: (SubprocessValidator) throws(ValidatorFailure) -> Void) -> ValidatorFailure? {
+        let v = SubprocessValidator(command: command, timeout: timeout)
+        defer { v.stop() }
+        do {
+            try body(v)
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    static let hello = #"{"id":1,"type":"hello","protocol":1}"#
+    static let ok = #"{"id":2,"type":"ok"}"#
+
+    /// A validator that answers hello and reset, then answers the first query with `answer` (an `answer` object).
+    func query(_ answer: String) -> ValidatorFailure? {
+        let script = "read l; echo '\(Self.hello)'; read l; echo '\(Self.ok)'; read l; echo '{\"id\":3,\"type\":\"answer\",\"answer\":\(answer)}'; sleep 5"
+        return failure(script) { v throws(ValidatorFailure) in
+            try v.reset(config)
+            _ = try v.entitlements(EntitlementQuery(userId: "u", at: 0))
+        }
+    }
+
+    @Test func anAnswerListingAProductTwiceIsABadAnswerNotACrash() {
+        let p = #"{"productId":"pro.monthly","active":true,"state":"active","expiresDate":1,"ownership":"PURCHASED"}"#
+        let f = query(#"{"products":[\#(p),\#(p)],"groups":[],"consumables":[]}"#)
+        #expect(f?.kind == .badAnswer)
+        #expect(f?.message.contains("products[].productId") == true)
+    }
+
+    @Test func anUnknownStateIsABadAnswerNamingTheField() {
+        let f = query(#"{"products":[{"productId":"p","active":true,"state":"zombie"}],"groups":[],"consumables":[]}"#)
+        #expect(f?.kind == .badAnswer)
+        #expect(f?.message.contains("answer.products[0].state") == true, "\(f?.message ?? "")")
+    }
+
+    @Test func aBalanceBeyondAnyIntegerIsABadAnswer() {
+        let f = query(#"{"products":[],"groups":[],"consumables":[{"productId":"c","balance":99999999999999999999999}]}"#)
+        #expect(f?.kind == .badAnswer)
+    }
+
+    @Test func aReplyLineBeyondTheLimitIsABadAnswerWithoutReadingItAll() {
+        let start = Date()
+        // 300 MB of 'x' without a newline after hello.
+        let f = failure("read l; echo '\(Self.hello)'; read l; head -c 300000000 /dev/zero | tr '\\0' x; sleep 5", timeout: 20) { v throws(ValidatorFailure) in
+            try v.reset(config)
+        }
+        #expect(f?.kind == .badAnswer)
+        #expect(Date().timeIntervalSince(start) < 20)
+    }
+
+    @Test func aHalfLineThenSilenceTimesOut() {
+        let f = failure(#"read l; printf '{"id":1,"type":"hel'; sleep 30"#, timeout: 1) { v throws(ValidatorFailure) in try v.reset(config) }
+        #expect(f?.kind == .timedOut)
+        #expect(f?.message.contains("unfinished line") == true)
+    }
+
+    /// 50 MB on stderr before the first reply: stderr is drained while iapcheck waits, so nothing blocks.
+    @Test func aFloodOfStderrDoesNotBlockTheValidator() throws {
+        let v = SubprocessValidator(command: "head -c 50000000 /dev/zero >&2; exec \(Self.binary) serve", timeout: 20)
+        defer { v.stop() }
+        try v.reset(config)
+        _ = try v.entitlements(EntitlementQuery(userId: "u", at: 0))
+    }
+
+    /// The validator exits but a grandchild it started keeps the pipes open: reported as a crash at once.
+    @Test func anExitWhileAGrandchildHoldsThePipeIsACrashNotAHang() {
+        let start = Date()
+        let f = failure("read l; (sleep 30 &) ; exit 4", timeout: 10) { v throws(ValidatorFailure) in try v.reset(config) }
+        #expect(f?.kind == .crashed)
+        #expect(Date().timeIntervalSince(start) < 5)
+    }
+
+    @Test func aValidatorThatClosesItsStdoutIsACrash() {
+        let start = Date()
+        let f = failure("read l; exec 1>&-; sleep 30", timeout: 10) { v throws(ValidatorFailure) in try v.reset(config) }
+        #expect(f?.kind == .crashed)
+        #expect(Date().timeIntervalSince(start) < 5)
+    }
+
+    /// A journal that cannot be written (a full disk) fails the request instead of acknowledging it.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: binary) && FileManager.default.fileExists(atPath: "/dev/full")))
+    func aJournalThatCannotBeFlushedIsNotAcknowledged() {
+        let f = failure("\(Self.binary) serve --journal /dev/full", timeout: 10) { v throws(ValidatorFailure) in try v.reset(config) }
+        #expect(f?.kind == .protocolViolation)
+        #expect(f?.message.contains("not persisted") == true, "\(f?.message ?? "")")
+    }
+}
