@@ -3,7 +3,6 @@ import PackageDescription
 
 let package = Package(
     name: "iapcheck",
-    platforms: [.macOS(.v14)],
     products: [
         .executable(name: "iapcheck", targets: ["iapcheck"]),
         .executable(name: "iapcheck-example-backend", targets: ["ExampleBackend"]),
@@ -23,7 +22,7 @@ let package = Package(
     targets: [
         // Wire types (Apple's names), product catalog, policies, answers. No I/O, no crypto.
         .target(name: "IAPModel"),
-        // The pure entitlement oracle (semantics §N). Imports only the model: a rendering or transport bug cannot hide in it.
+        // The pure entitlement oracle (docs/semantics.md#oracle-specification). Imports only the model: a rendering or transport bug cannot hide in it.
         .target(name: "IAPOracle", dependencies: ["IAPModel"]),
         // Domain-free property engine: seeded RNG, recorded choice sequences, generic shrinking.
         .target(name: "PropertyEngine"),

@@ -10,7 +10,7 @@ public enum Timeline {
             let s = CivilTime.relative(t - c.origin)
             return s.padding(toLength: max(s.count, 18), withPad: " ", startingAt: 0)
         }
-        let name = Dictionary(uniqueKeysWithValues: c.persons.map { ($0.accountId, $0.name) })
+        let name = Dictionary(c.persons.map { ($0.accountId, $0.name) }, uniquingKeysWith: { a, _ in a })
         let grace = c.config.catalog.gracePeriod.map { "grace \($0.days) d (\($0.eligibility.rawValue))" } ?? "grace off"
         out.append("\(indent)app: \(c.config.catalog.bundleId) \(c.config.catalog.environment), \(grace); people: "
             + c.persons.map { $0.name + ($0.familyId != nil ? " (family)" : "") }.joined(separator: ", "))

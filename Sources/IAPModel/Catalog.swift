@@ -38,7 +38,7 @@ public struct SubscriptionGroup: Codable, Hashable, Sendable {
     }
 }
 
-/// The app's Billing Grace Period configuration (semantics §E).
+/// The app's Billing Grace Period configuration (docs/semantics.md#grace-period).
 public struct GracePeriodSetting: Codable, Hashable, Sendable {
     public enum Eligibility: String, Codable, Sendable, CaseIterable {
         /// "only existing paid renewals": not after a free offer converting to paid.
@@ -131,5 +131,29 @@ public struct OfferSpec: Codable, Hashable, Sendable {
         self.discountType = discountType
         self.period = period
         self.periods = periods
+    }
+}
+
+extension Catalog {
+    /// The product a one-purchase probe uses (the certify forgery probe, `pki sample`): an auto-renewable
+    /// subscription when the catalog has one, else a non-renewing subscription, a non-consumable, a consumable.
+    public var probeProduct: CatalogProduct? {
+        for kind in [ProductKind.autoRenewable, .nonRenewing, .nonConsumable, .consumable] {
+            if let p = products.first(where: { $0.kind == kind }) { return p }
+        }
+        return nil
+    }
+
+    /// A genuine first purchase of `product` at `t` by `user`, as Apple signs it: a subscription carries its group
+    /// and (auto-renewable only) an `expiresDate`; one-time products carry neither.
+    public func probeTransaction(of product: CatalogProduct, at t: Millis, user: String) -> JWSTransactionDecodedPayload {
+        let renews = product.kind == .autoRenewable
+        return JWSTransactionDecodedPayload(
+            transactionId: "2000000000000001", originalTransactionId: "2000000000000001",
+            webOrderLineItemId: renews ? "2000000000000002" : nil, bundleId: bundleId, productId: product.id,
+            subscriptionGroupIdentifier: renews ? product.groupId : nil, purchaseDate: t, originalPurchaseDate: t,
+            expiresDate: renews ? product.period?.added(to: t) : nil, quantity: 1, type: product.kind.wireType,
+            appAccountToken: user, inAppOwnershipType: .purchased, signedDate: t, environment: environment,
+            transactionReason: .purchase)
     }
 }

@@ -13,6 +13,11 @@ public enum CatalogLoader {
             : try decodeNative(data, file: path)
     }
 
+    /// Whether the file at `path` is read as an Xcode StoreKit configuration.
+    public static func isStoreKit(path: String) -> Bool {
+        path.hasSuffix(".storekit") || ((try? Data(contentsOf: URL(fileURLWithPath: path))).map(looksLikeStoreKit) ?? false)
+    }
+
     static func looksLikeStoreKit(_ data: Data) -> Bool {
         guard let obj = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return false }
         return obj["subscriptionGroups"] != nil && obj["bundleId"] == nil
@@ -39,12 +44,13 @@ public enum CatalogLoader {
             if let id, let name { groups.append(SubscriptionGroup(id: id, name: name)) }
         }
         var products: [CatalogProduct] = []
+        var paths: [String] = []
         for p in root.objects("products") ?? [] {
             let id = p.string("id")
             let kind = p.choice("kind", ProductKind.allCases.map(\.rawValue)).flatMap(ProductKind.init(rawValue:))
             let groupId = p.string("groupId", required: kind == .autoRenewable)
             let level = p.int("level", required: kind == .autoRenewable, range: 1...1000)
-            let period = p.period("period", required: kind == .autoRenewable || kind == .nonRenewing)
+            let period = kind == .autoRenewable ? p.renewalPeriod("period") : p.period("period", required: kind == .nonRenewing)
             let shareable = p.bool("familyShareable", required: false) ?? false
             let intro = p.object("introductoryOffer", required: false).flatMap { offer($0, needsId: false) }
             let promos = (p.objects("promotionalOffers", required: false) ?? []).compactMap { offer($0, needsId: true) }
@@ -58,6 +64,7 @@ public enum CatalogLoader {
                 r.problem(p.keyPath("familyShareable"), "Family Sharing applies only to non-consumables and auto-renewable subscriptions")
             }
             if let id, let kind {
+                paths.append(p.keyPath("id"))
                 products.append(CatalogProduct(
                     id: id, kind: kind, groupId: kind == .autoRenewable ? groupId : nil,
                     level: kind == .autoRenewable ? level.map(Int.init) : nil, period: period,
@@ -66,7 +73,7 @@ public enum CatalogLoader {
             }
         }
         root.rejectUnknownKeys()
-        validate(products: products, reader: r)
+        validate(products: products, paths: paths, reader: r)
         try r.finish()
         return Catalog(
             bundleId: bundleId!, appAppleId: appAppleId!, environment: Environment(rawValue: env!), gracePeriod: grace,
@@ -84,10 +91,16 @@ public enum CatalogLoader {
     }
 
     /// Checks that apply to every catalog source: unique ids, at least one product.
-    static func validate(products: [CatalogProduct], reader r: StrictJSON) {
-        var seen: Set<String> = []
-        for p in products where !seen.insert(p.id).inserted {
-            r.problem("products", "product id \"\(p.id)\" appears more than once")
+    /// Checks the catalog as a whole; `paths[i]` is where product `i`'s id was read (for the problem's key).
+    static func validate(products: [CatalogProduct], paths: [String], reader r: StrictJSON) {
+        var first: [String: String] = [:]
+        for (i, p) in products.enumerated() {
+            let path = i < paths.count ? paths[i] : "products"
+            if let earlier = first[p.id] {
+                r.problem(path, "product id \"\(p.id)\" appears more than once (first at \(earlier))")
+            } else {
+                first[p.id] = path
+            }
         }
         if products.isEmpty { r.problem("products", "the catalog has no products") }
     }

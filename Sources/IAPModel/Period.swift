@@ -2,7 +2,7 @@
 /// write it.
 ///
 /// Only the store simulator adds periods to dates. The oracle and the reference validator never do: Apple says not
-/// to compute expiry as purchase + duration (semantics §B.1), and they use `expiresDate`.
+/// to compute expiry as purchase + duration (docs/semantics.md#product-types), and they use `expiresDate`.
 public struct Period: Hashable, Sendable, Codable, CustomStringConvertible {
     public enum Unit: String, Sendable, Codable { case day = "D", week = "W", month = "M", year = "Y" }
     public var count: Int
@@ -36,6 +36,10 @@ public struct Period: Hashable, Sendable, Codable, CustomStringConvertible {
     }
 
     public var description: String { "P\(count)\(unit.rawValue)" }
+    public var iso8601: String { description }
+
+    /// The durations App Store Connect offers for auto-renewable subscriptions.
+    public static let appleRenewalPeriods: [Period] = [Period(1, .week), Period(1, .month), Period(2, .month), Period(3, .month), Period(6, .month), Period(1, .year)]
 
     /// Rough length in days, for ordering periods (weekly < monthly < yearly) and for sizing generated gaps.
     public var approximateDays: Int {

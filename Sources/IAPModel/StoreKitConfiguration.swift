@@ -12,6 +12,7 @@ public enum StoreKitConfiguration {
         let r = StrictJSON(file: file)
         let root = try r.root(data)
         var products: [CatalogProduct] = []
+        var paths: [String] = []
         var groups: [SubscriptionGroup] = []
 
         for p in root.objects("products", required: false) ?? [] {
@@ -23,15 +24,19 @@ public enum StoreKitConfiguration {
                 if shareable && kind == .consumable {
                     r.problem(p.keyPath("familyShareable"), "a consumable cannot be family-shareable")
                 }
+                paths.append(p.keyPath("productID"))
                 products.append(CatalogProduct(id: id, kind: kind, familyShareable: shareable && kind == .nonConsumable))
             }
         }
         for p in root.objects("nonRenewingSubscriptions", required: false) ?? [] {
             let id = p.string("productID")
             _ = p.choice("type", ["NonRenewingSubscription"], required: false)
-            // Apple gives non-renewing subscriptions no duration; the app decides it (semantics §B.1). iapcheck's
+            // Apple gives non-renewing subscriptions no duration; the app decides it (docs/semantics.md#product-types). iapcheck's
             // default is one month; set `period` in an iapcheck catalog to change it.
-            if let id { products.append(CatalogProduct(id: id, kind: .nonRenewing, period: Period(1, .month))) }
+            if let id {
+                paths.append(p.keyPath("productID"))
+                products.append(CatalogProduct(id: id, kind: .nonRenewing, period: Period(1, .month)))
+            }
         }
         for g in root.objects("subscriptionGroups", required: false) ?? [] {
             let gid = g.string("id")
@@ -40,9 +45,15 @@ public enum StoreKitConfiguration {
             for s in g.objects("subscriptions") ?? [] {
                 let id = s.string("productID")
                 let level = s.int("groupNumber", range: 1...1000)
-                let period = s.period("recurringSubscriptionPeriod")
+                let period = s.renewalPeriod("recurringSubscriptionPeriod")
                 let shareable = s.bool("familyShareable", required: false) ?? false
+                // Older files have one `introductoryOffer`; newer ones an `introductoryOffers` array (one per
+                // eligibility rule). iapcheck models one introductory offer per product: the first.
                 let intro = s.object("introductoryOffer", required: false).flatMap { offer($0, idKey: nil) }
+                    ?? (s.objects("introductoryOffers", required: false) ?? []).compactMap { offer($0, idKey: nil) }.first
+                if s.has("billingPlans") {
+                    r.problem(s.keyPath("billingPlans"), "billing plans (a commitment billed in installments) are not modelled by iapcheck; remove them from a copy of the file to check the rest")
+                }
                 let promos = (s.objects("adHocOffers", required: false) ?? []).compactMap { offer($0, idKey: "offerID") }
                 let codes = (s.objects("codeOffers", required: false) ?? []).compactMap { offer($0, idKey: "referenceName") }
                 let winBack = (s.objects("winbackOffers", required: false) ?? []).compactMap { offer($0, idKey: "offerID") }
@@ -50,6 +61,7 @@ public enum StoreKitConfiguration {
                     r.problem(s.keyPath("subscriptionGroupID"), "\"\(sg)\" differs from the enclosing group id \"\(gid)\"")
                 }
                 if let id, let level, let period, let gid {
+                    paths.append(s.keyPath("productID"))
                     products.append(CatalogProduct(
                         id: id, kind: .autoRenewable, groupId: gid, level: Int(level), period: period,
                         familyShareable: shareable, introductoryOffer: intro, promotionalOffers: promos,
@@ -60,7 +72,7 @@ public enum StoreKitConfiguration {
         if !root.has("products") && !root.has("subscriptionGroups") && !root.has("nonRenewingSubscriptions") {
             r.problem("", "no products, nonRenewingSubscriptions or subscriptionGroups: is this a StoreKit configuration file?")
         } else {
-            CatalogLoader.validate(products: products, reader: r)
+            CatalogLoader.validate(products: products, paths: paths, reader: r)
         }
         try r.finish()
         var c = defaults

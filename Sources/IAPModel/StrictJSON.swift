@@ -19,15 +19,18 @@ public final class StrictJSON {
             problem("", "file is \(data.count) bytes, more than the \(maxBytes) allowed")
             return nil
         }
-        guard String(data: data, encoding: .utf8) != nil else {
-            problem("", "not valid UTF-8")
+        if let bad = Self.firstInvalidUTF8(data) {
+            problem("", "not valid UTF-8: byte \(bad) (\(Self.lineAndColumn(data, bad))) is 0x\(String(data[data.startIndex + bad], radix: 16))")
             return nil
         }
         let value: Any
         do {
             value = try JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])
         } catch {
-            problem("", "not valid JSON (\(Self.reason(error)))")
+            let trimmed = data.reversed().drop { [0x20, 0x0A, 0x0D, 0x09].contains($0) }
+            let ending = trimmed.first.map { $0 == UInt8(ascii: "}") || $0 == UInt8(ascii: "]") } ?? false
+            let hint = ending ? "" : "; the file ends at byte \(data.count) (\(Self.lineAndColumn(data, data.count))) inside an unfinished value: truncated?"
+            problem("", "not valid JSON (\(Self.reason(error)))\(hint)")
             return nil
         }
         guard let dict = value as? [String: Any] else {
@@ -37,6 +40,29 @@ public final class StrictJSON {
         return Object(dict, path: "", reader: self)
     }
 
+    /// Offset of the first byte that is not part of valid UTF-8, or nil.
+    static func firstInvalidUTF8(_ data: Data) -> Int? {
+        var parser = Unicode.UTF8.ForwardParser()
+        var bytes = data.makeIterator()
+        var offset = 0
+        while true {
+            switch parser.parseScalar(from: &bytes) {
+            case .valid(let encoded): offset += encoded.count
+            case .emptyInput: return nil
+            case .error: return offset
+            }
+        }
+    }
+
+    /// "line L, column C" of a byte offset (both from 1).
+    static func lineAndColumn(_ data: Data, _ offset: Int) -> String {
+        var line = 1, column = 1
+        for b in data.prefix(offset) {
+            if b == 0x0A { line += 1; column = 1 } else { column += 1 }
+        }
+        return "line \(line), column \(column)"
+    }
+
     public static func reason(_ error: any Error) -> String {
         let ns = error as NSError
         return (ns.userInfo["NSDebugDescription"] as? String) ?? ns.localizedDescription
@@ -44,6 +70,11 @@ public final class StrictJSON {
 
     /// Reads a configuration file; a missing or unreadable file is a ``ConfigError`` naming it.
     public static func readFile(_ path: String) throws(ConfigError) -> Data {
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+            throw ConfigError(file: path, key: "", "is a directory, not a file")
+        }
+        if !FileManager.default.fileExists(atPath: path) { throw ConfigError(file: path, key: "", "no such file") }
         do {
             return try Data(contentsOf: URL(fileURLWithPath: path))
         } catch {
@@ -153,6 +184,17 @@ public final class StrictJSON {
             guard let s = string(key, required: required) else { return nil }
             guard let p = Period(iso8601: s) else {
                 reader.problem(keyPath(key), "\"\(s)\" is not an ISO 8601 period such as P1W, P1M or P1Y")
+                return nil
+            }
+            return p
+        }
+
+        /// An auto-renewable subscription's period: one of the durations App Store Connect offers (P1W, P1M, P2M,
+        /// P3M, P6M, P1Y). Sandbox and Xcode accelerate renewals by their own settings, not by the period.
+        public func renewalPeriod(_ key: String) -> Period? {
+            guard let p = period(key) else { return nil }
+            guard Period.appleRenewalPeriods.contains(p) else {
+                reader.problem(keyPath(key), "\"\(p.iso8601)\" is not a period App Store Connect offers for auto-renewable subscriptions (\(Period.appleRenewalPeriods.map(\.iso8601).joined(separator: ", ")))")
                 return nil
             }
             return p

@@ -23,31 +23,29 @@ public enum PKIExport {
     public static func samples(_ pki: TestPKI, catalog: Catalog, at t: Millis, to directory: String) throws {
         let forgedDir = (directory as NSString).appendingPathComponent("forged")
         try FileManager.default.createDirectory(atPath: forgedDir, withIntermediateDirectories: true)
-        let product = catalog.products.first { $0.kind == .autoRenewable }!
-        var tx = JWSTransactionDecodedPayload(
-            transactionId: "2000000000000001", originalTransactionId: "2000000000000001", webOrderLineItemId: "2000000000000002",
-            bundleId: catalog.bundleId, productId: product.id, subscriptionGroupIdentifier: product.groupId, purchaseDate: t,
-            originalPurchaseDate: t, expiresDate: product.period!.added(to: t), quantity: 1, type: .autoRenewable,
-            appAccountToken: "a1b2c3d4-0000-4000-8000-000000000001", inAppOwnershipType: .purchased, signedDate: t,
-            environment: catalog.environment, transactionReason: .purchase)
+        guard let product = catalog.probeProduct else { throw PKIExportError("the catalog has no product to sign a sample for") }
+        var tx = catalog.probeTransaction(of: product, at: t, user: "a1b2c3d4-0000-4000-8000-000000000001")
         tx.storefront = "USA"
         tx.currency = "USD"
         tx.price = 4990
+        let renews = product.kind == .autoRenewable
         var renewal = JWSRenewalInfoDecodedPayload(
             originalTransactionId: tx.originalTransactionId, productId: product.id, autoRenewProductId: product.id,
             autoRenewStatus: .on, signedDate: t, environment: catalog.environment)
         renewal.renewalDate = tx.expiresDate
         renewal.isInBillingRetryPeriod = false
+        // One-time products are reported as ONE_TIME_CHARGE; subscriptions as SUBSCRIBED/INITIAL_BUY.
         let notification = ResponseBodyV2DecodedPayload(
-            notificationType: .subscribed, subtype: .initialBuy, notificationUUID: "5e1f0000-0000-4000-9000-000000000001",
+            notificationType: renews ? .subscribed : .oneTimeCharge, subtype: renews ? .initialBuy : nil, notificationUUID: "5e1f0000-0000-4000-9000-000000000001",
             signedDate: t, data: NotificationData(appAppleId: catalog.appAppleId, bundleId: catalog.bundleId,
-                                                  environment: catalog.environment, transactionInfo: tx, renewalInfo: renewal, status: .active))
+                                                  environment: catalog.environment, transactionInfo: tx, renewalInfo: renews ? renewal : nil,
+                                                  status: renews ? .active : nil))
         let renderer = ArtifactRenderer(pki: pki)
         func write(_ text: String, _ name: String, in dir: String = directory) throws {
             try Data(text.utf8).write(to: URL(fileURLWithPath: (dir as NSString).appendingPathComponent(name)), options: .atomic)
         }
         try write(renderer.transaction(tx), "transaction.jws")
-        try write(renderer.renewal(renewal), "renewal.jws")
+        if renews { try write(renderer.renewal(renewal), "renewal.jws") }
         try write(renderer.notification(notification), "notification.jws")
         let kit = ForgeryKit(pki: pki)
         var forged: [[String: String]] = []
@@ -66,10 +64,17 @@ public enum PKIExport {
         }
         let meta: [String: Any] = [
             "bundleId": catalog.bundleId, "appAppleId": catalog.appAppleId, "environment": catalog.environment.rawValue,
-            "root": "root.der", "genuine": ["transaction.jws", "renewal.jws", "notification.jws"], "forged": forged,
+            "root": "root.der", "genuine": ["transaction.jws"] + (renews ? ["renewal.jws"] : []) + ["notification.jws"],
+            "forged": forged, "product": product.id,
         ]
         try JSONSerialization.data(withJSONObject: meta, options: [.prettyPrinted, .sortedKeys])
             .write(to: URL(fileURLWithPath: (directory as NSString).appendingPathComponent("samples.json")), options: .atomic)
         _ = try export(pki, to: directory)
     }
+}
+
+/// `pki sample` cannot proceed (an empty catalog).
+public struct PKIExportError: Error, CustomStringConvertible {
+    public var description: String
+    public init(_ d: String) { description = d }
 }

@@ -18,7 +18,7 @@ struct Certify: ParsableCommand {
     @OptionGroup var options: CaseOptions
     @Option(help: "Multiply every case count (reports say so when not 1).") var scale: Double = 1
     @Option(help: "Directory for the report folder.") var results = "Results"
-    @Option(help: ArgumentHelp("Comma-separated properties or forgery classes where this validator is known to differ from the reference (e.g. oversized-token,replayed-notification-uuid for Apple's Python library, validators.md §0.8). They are listed in the report; the exit code is 0 when every divergence was declared.", valueName: "NAMES"))
+    @Option(help: ArgumentHelp("Comma-separated properties or forgery classes where this validator is known to differ from the reference (e.g. oversized-token,replayed-notification-uuid for Apple's Python library, docs/verifiers.md#what-is-left-to-the-application). They are listed in the report; the exit code is 0 when every divergence was declared.", valueName: "NAMES"))
     var knownDivergences: String?
     @Option(help: ArgumentHelp("Fault profile, as for check (kill, reset, webhook-5xx, slow-store): the suite runs under it; kill adds the durable-ack property.", valueName: "LIST"))
     var faults: String?
@@ -59,7 +59,9 @@ struct Certify: ParsableCommand {
             try CertificationHTML.render(report).write(toFile: (dir as NSString).appendingPathComponent("report.html"), atomically: true, encoding: .utf8)
         }
         print("\(verdict): \(dir)/report.html")
-        if report.properties.contains(where: { $0.validatorFailure != nil }) { throw ExitCode(Exit.validatorFailure) }
+        if report.properties.contains(where: { $0.validatorFailure != nil }) || report.forgeries.contains(where: { $0.validatorFailure != nil }) {
+            throw ExitCode(Exit.validatorFailure)
+        }
         if !report.passedWithDeclaredDivergences { throw ExitCode(Exit.discrepancy) }
     }
 }

@@ -16,7 +16,7 @@ struct Check: ParsableCommand {
         Exit codes: 0 pass; 1 discrepancy; 2 usage or configuration error; 3 validator failure.
         """)
 
-    @Option(help: "The validator: reference, mutant:NAME (see `iapcheck mutants --list`), or exec:'COMMAND' (any program speaking docs/wire-protocol.md on stdin/stdout).")
+    @Option(help: "The validator: reference, variant:keeps-history (a correct alternative), mutant:NAME (see `iapcheck mutants --list`), exec:'COMMAND' (any program speaking docs/wire-protocol.md on stdin/stdout).")
     var validator = "reference"
 
     @Option(help: "Seconds a subprocess validator may take to answer one request before it is killed and reported.")
@@ -45,8 +45,11 @@ struct Check: ParsableCommand {
     @Flag(help: "Do not replay or write the corpus.")
     var noCorpus = false
 
-    @Option(help: "Shrinking budget in seconds per failure.")
-    var shrinkSeconds: Double = 20
+    @Option(help: "Shrinking attempts per failure (deterministic: the same seed gives the same counterexample on any machine).")
+    var shrinkAttempts: Int = 2000
+
+    @Option(help: "Optional wall-clock cap on shrinking, in seconds, for very slow validators; with it the shrunk case may depend on the machine's speed.")
+    var shrinkSeconds: Double?
 
     @Flag(help: "No progress lines.")
     var quiet = false
@@ -118,7 +121,8 @@ struct Check: ParsableCommand {
         }
         opts.onlyCase = caseIndex
         opts.signed = !unsigned
-        opts.shrinkBudget.maxSeconds = shrinkSeconds
+        opts.shrinkBudget.maxAttempts = shrinkAttempts
+        opts.shrinkBudget.maxSeconds = shrinkSeconds ?? .infinity
         opts.shouldStop = { Interrupt.requested }
         Interrupt.install()
         var checker = Checker(options: opts, validator: v)
@@ -145,7 +149,8 @@ struct Check: ParsableCommand {
                     ?? "iapcheck check --validator '\(validator)' --seed \(options.seed) --case \(f.caseIndex)\(catalogArgs)"
                 let s = summarize(d, f.shrunk, caseIndex: f.caseIndex, corpusFile: file, replay: replay)
                 discrepancies.append(s)
-                print(render(s, headline: "FAIL \(d.property.rawValue): \(v.name) disagrees with the oracle (case \(f.caseIndex) of seed \(options.seed); shrunk from \(f.originalActions) to \(f.shrunk.actionCount) actions in \(f.shrinkAttempts) attempts)"))
+                print(render(s, headline: "FAIL \(f.property.rawValue): \(v.name) disagrees with the oracle (case \(f.caseIndex) of seed \(options.seed); shrunk from \(f.originalActions) to \(f.shrunk.actionCount) actions in \(f.shrinkAttempts) attempts)"
+                    + (d.property != f.property ? "\n  (the difference shows before any of this property's perturbations: plain \(d.property.rawValue))" : "")))
                 if file != nil { print("  rerun:    iapcheck check --validator '\(validator)' --seed \(options.seed) --case \(f.caseIndex)\(catalogArgs)  (the unshrunk case)") }
             } else if let vf = f.validatorFailure {
                 failures.append(Reports.ValidatorFailureSummary(kind: vf.kind.rawValue, message: vf.message, caseIndex: f.caseIndex, transcript: vf.transcript))
@@ -166,8 +171,7 @@ struct Check: ParsableCommand {
         print("\(v.name): \(report.passed)/\(report.cases) cases passed, \(report.questions) questions, corpus \(replayed) replayed, \(String(format: "%.1f", report.seconds)) s (\(Int(rate)) cases/s)")
         if report.failure == nil && caseIndex == nil && !report.interrupted {
             let forged = summary.forgeries
-            if unsigned { print("forgeries: not checked (--unsigned)") } else { print("forgeries: \(forged.filter(\.rejected).count)/\(forged.count) classes all rejected (\(forged.map(\.sent).reduce(0, +)) forged artifacts)"
-                + (forged.contains { !$0.rejected } ? "; not rejected or not sent: " + forged.filter { !$0.rejected }.map(\.name).joined(separator: ", ") : "")) }
+            if unsigned { print("forgeries: not checked (--unsigned)") } else { print(Self.forgeryLine(forged)) }
             let missing = report.coverage.missingFamilies
             if !missing.isEmpty { print("not exercised: \(missing.joined(separator: ", "))") }
         }
@@ -176,6 +180,18 @@ struct Check: ParsableCommand {
         if !failures.isEmpty { throw ExitCode(Exit.validatorFailure) }
         if !discrepancies.isEmpty { throw ExitCode(Exit.discrepancy) }
         if report.interrupted { throw ExitCode(130) }
+    }
+
+    /// Sent classes all rejected, and separately those never sent (the property mix or the catalog had no room for
+    /// them): a class that was not sent did not fail.
+    static func forgeryLine(_ forged: [Reports.ForgerySummary]) -> String {
+        let sent = forged.filter { $0.sent > 0 }
+        let accepted = sent.filter { !$0.rejected }.map(\.name)
+        var line = "forgeries: \(sent.count - accepted.count)/\(sent.count) classes sent were all rejected (\(sent.map(\.sent).reduce(0, +)) forged artifacts)"
+        if !accepted.isEmpty { line += "; NOT all rejected: " + accepted.joined(separator: ", ") }
+        let unsent = forged.filter { $0.sent == 0 }.map(\.name)
+        if !unsent.isEmpty { line += "; not sent in this run: " + (unsent.count == forged.count ? "all \(unsent.count) classes" : unsent.joined(separator: ", ")) }
+        return line
     }
 
     var catalogArgs: String {

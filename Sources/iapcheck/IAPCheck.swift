@@ -38,7 +38,7 @@ struct CaseOptions: ParsableArguments {
     @Option(name: .long, help: "Catalog: an iapcheck catalog JSON or an Xcode .storekit file (default: the built-in catalog).")
     var catalog: String?
 
-    @Option(name: .long, help: "Bundle id to use with a .storekit catalog (it has none of its own).")
+    @Option(name: .long, help: "The app's bundle id: required with a .storekit catalog (it has none of its own); overrides an iapcheck catalog's.")
     var bundleId: String?
 
     @Option(name: .long, help: "Policy file (JSON) for the ambiguous points of Apple's semantics; see docs/policies.md.")
@@ -57,14 +57,26 @@ struct CaseOptions: ParsableArguments {
     }
 
     func load() throws(ConfigError) -> (Catalog, Policy) {
+        try Self.load(catalog: catalog, bundleId: bundleId, policy: policy)
+    }
+
+    /// The catalog and policy named by these options (any command that takes them).
+    static func load(catalog: String?, bundleId: String?, policy: String? = nil) throws(ConfigError) -> (Catalog, Policy) {
         var defaults = Catalog.standard
         if let b = bundleId { defaults.bundleId = b }
+        let catalogPath = catalog
         var catalog = defaults
-        if let path = self.catalog { catalog = try CatalogLoader.load(path: path, defaults: defaults) }
+        if let path = catalogPath {
+            catalog = try CatalogLoader.load(path: path, defaults: defaults)
+            // A .storekit file names no app: checking it under a made-up bundle id would test the wrong thing.
+            if bundleId == nil && CatalogLoader.isStoreKit(path: path) {
+                throw ConfigError(file: path, problems: [.init(key: "bundleId", message: "a .storekit file has no bundle id; give the app's with --bundle-id com.your.app")])
+            }
+        }
         if let b = bundleId { catalog.bundleId = b }
-        var policy = Policy.default
-        if let path = self.policy { policy = try Policy.load(path: path) }
-        return (catalog, policy)
+        var loaded = Policy.default
+        if let path = policy { loaded = try Policy.load(path: path) }
+        return (catalog, loaded)
     }
 }
 
@@ -106,7 +118,14 @@ func makeValidator(_ spec: String, timeout: Double = 5, faults: FaultProfile = F
         }
         return m.make()
     }
-    throw ValidationError("unknown validator \"\(spec)\": use reference, mutant:NAME, exec:'COMMAND' or http:TARGET.json")
+    if spec.hasPrefix("variant:") {
+        let name = String(spec.dropFirst("variant:".count))
+        guard let v = Variants.named(name) else {
+            throw ValidationError("no variant named \"\(name)\"; variants: \(Variants.all.map(\.name).joined(separator: ", "))")
+        }
+        return v.make()
+    }
+    throw ValidationError("unknown validator \"\(spec)\": use reference, variant:NAME, mutant:NAME, exec:'COMMAND' or http:TARGET.json")
 }
 
 /// Before a run: the place its results go must be writable (created if missing), or exit 2 naming it — a long run

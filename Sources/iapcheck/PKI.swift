@@ -31,9 +31,23 @@ struct PKI: ParsableCommand {
             abstract: "Write a genuine signed transaction, renewal info and notification, one forged artifact per forgery class, the root, and samples.json into DIR.")
         @Argument(help: "Output directory.") var directory: String
         @Option(help: "Signing instant (epoch ms); default 2026-03-01T00:00:00Z.") var at: Int64 = CivilTime.days(fromCivil: 2026, 3, 1) * CivilTime.msPerDay
+        @Option(help: "Catalog whose product the samples buy (iapcheck JSON or .storekit; default: the built-in catalog). Its first auto-renewable subscription, else a non-renewing one, a non-consumable, a consumable.")
+        var catalog: String?
+        @Option(help: "The app's bundle id (required with a .storekit catalog).") var bundleId: String?
         func run() throws {
-            try PKIExport.samples(CaseRunner.pki, catalog: .standard, at: at, to: directory)
-            print("wrote \(directory)/samples.json, 3 genuine and \(ForgeryClass.allCases.count) forged artifacts, root.der")
+            let catalog: Catalog
+            do {
+                catalog = try CaseOptions.load(catalog: self.catalog, bundleId: bundleId).0
+            } catch {
+                throw fail("error: \(error)", code: Exit.usage)
+            }
+            do {
+                try PKIExport.samples(CaseRunner.pki, catalog: catalog, at: at, to: directory)
+            } catch let e as PKIExportError {
+                throw fail("error: \(e)", code: Exit.usage)
+            }
+            let genuine = catalog.probeProduct?.kind == .autoRenewable ? 3 : 2
+            print("wrote \(directory)/samples.json, \(genuine) genuine and \(ForgeryClass.allCases.count) forged artifacts, root.der")
         }
     }
 }

@@ -134,4 +134,65 @@ import Testing
         #expect(throws: ConfigError.self) { try Policy.load(path: Self.write(#"{"refundScope":"all"}"#)) }
         #expect(throws: ConfigError.self) { try Policy.load(path: Self.write(#"{"refundscope":"chain"}"#)) }
     }
+
+    /// App Store Connect offers six durations for auto-renewable subscriptions; anything else would make the
+    /// simulator invent renewals Apple never makes.
+    @Test(arguments: ["P3D", "P1D", "P2W", "P10Y", "P5M"])
+    func aRenewalPeriodAppleDoesNotOfferIsRefusedWithItsKey(_ period: String) {
+        let native = Self.write(#"{"bundleId":"b","appAppleId":1,"environment":"Production","groups":[{"id":"g","name":"G"}],"products":[{"id":"s","kind":"auto-renewable","groupId":"g","level":1,"period":"\#(period)"}]}"#)
+        let storekit = Self.write(#"{"subscriptionGroups":[{"id":"g","subscriptions":[{"productID":"s","groupNumber":1,"recurringSubscriptionPeriod":"\#(period)"}]}]}"#, ext: "storekit")
+        for (path, key) in [(native, "products[0].period"), (storekit, "subscriptionGroups[0].subscriptions[0].recurringSubscriptionPeriod")] {
+            #expect {
+                try CatalogLoader.load(path: path)
+            } throws: { error in
+                (error as? ConfigError)?.problems.contains { $0.key == key && $0.message.contains(period) } == true
+            }
+        }
+    }
+
+    @Test func newerStoreKitFilesReadThePluralIntroOfferAndRefuseBillingPlans() throws {
+        let path = Self.write(#"{"subscriptionGroups":[{"id":"g","subscriptions":[{"productID":"s","groupNumber":1,"recurringSubscriptionPeriod":"P1M","introductoryOffers":[{"paymentMode":"free","subscriptionPeriod":"P1W"}]}]}]}"#, ext: "storekit")
+        let c = try CatalogLoader.load(path: path)
+        #expect(c.product("s")?.introductoryOffer == OfferSpec(discountType: .freeTrial, period: Period(1, .week)))
+        let plans = Self.write(#"{"subscriptionGroups":[{"id":"g","subscriptions":[{"productID":"s","groupNumber":1,"recurringSubscriptionPeriod":"P1Y","billingPlans":[{"billingPeriod":"P1M"}]}]}]}"#, ext: "storekit")
+        #expect {
+            try CatalogLoader.load(path: plans)
+        } throws: { error in
+            (error as? ConfigError)?.problems.contains { $0.key == "subscriptionGroups[0].subscriptions[0].billingPlans" } == true
+        }
+    }
+
+    @Test func aDuplicateProductIdIsReportedWhereItIs() {
+        let path = Self.write(#"{"products":[{"productID":"x","type":"Consumable"}],"subscriptionGroups":[{"id":"g","subscriptions":[{"productID":"x","groupNumber":1,"recurringSubscriptionPeriod":"P1M"}]}]}"#, ext: "storekit")
+        #expect {
+            try CatalogLoader.load(path: path)
+        } throws: { error in
+            (error as? ConfigError)?.problems.contains { $0.key == "subscriptionGroups[0].subscriptions[0].productID" && $0.message.contains("products[0].productID") } == true
+        }
+    }
+
+    @Test func invalidUTF8AndTruncationAreLocated() {
+        let bytes = Data(#"{"bundleId":"b","#.utf8) + Data([0xC3, 0x28]) + Data(#""}"#.utf8)
+        let path = NSTemporaryDirectory() + "iapcheck-\(UUID().uuidString).json"
+        FileManager.default.createFile(atPath: path, contents: bytes)
+        #expect {
+            try CatalogLoader.load(path: path)
+        } throws: { error in
+            (error as? ConfigError)?.description.contains("byte 16 (line 1, column 17)") == true
+        }
+        let truncated = Self.write("{\n  \"bundleId\": \"b\",\n  \"products\": [")
+        #expect {
+            try CatalogLoader.load(path: truncated)
+        } throws: { error in
+            (error as? ConfigError)?.description.contains("line 3") == true
+        }
+    }
+
+    @Test func aDirectoryIsNamedAsSuch() {
+        #expect {
+            try CatalogLoader.load(path: NSTemporaryDirectory())
+        } throws: { error in
+            (error as? ConfigError)?.description.contains("is a directory") == true
+        }
+    }
 }
