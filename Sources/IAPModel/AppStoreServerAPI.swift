@@ -1,4 +1,4 @@
-/// Response bodies of the App Store Server API, with Apple's field names (semantics §A.5).
+/// Response bodies of the App Store Server API, with Apple's field names (docs/semantics.md#app-store-server-api).
 
 /// Get Transaction History (v2): one page of up to 20 signed transactions.
 /// https://developer.apple.com/documentation/appstoreserverapi/historyresponse
@@ -101,7 +101,7 @@ public struct SendAttemptItem: Codable, Hashable, Sendable {
 }
 
 extension SubscriptionStatus {
-    /// Apple's status of a chain at `t` reconstructed from its latest transaction and renewal info (semantics §A.4).
+    /// Apple's status of a chain at `t` reconstructed from its latest transaction and renewal info (docs/semantics.md#subscription-status).
     public static func derive(latest: JWSTransactionDecodedPayload, renewal: JWSRenewalInfoDecodedPayload?, at t: Millis) -> SubscriptionStatus {
         if latest.isRevoked(at: t) { return .revoked }
         if let e = latest.expiresDate, e > t { return .active }

@@ -1,5 +1,5 @@
 /// base64url without padding (RFC 7515 §2), hand-written: the string-replacing route through Foundation costs
-/// about twice a signature verification (reference/limits.md), and this sits on the verification hot path.
+/// about twice a signature verification (docs/performance-notes.md#targets-for-the-hot-path), and this sits on the verification hot path.
 public enum Base64URL {
     static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
     static let reverse: [UInt8] = {

@@ -1,6 +1,6 @@
 import Foundation
 
-/// What reaches a validator, through the channels a real backend has (DESIGN §2).
+/// What reaches a validator, through the channels a real backend has (docs/semantics.md#knowledge-model).
 ///
 /// Facts travel decoded for now; the signing layer will carry the same facts as JWS strings without changing what
 /// each message means.

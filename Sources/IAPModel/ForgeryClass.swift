@@ -1,4 +1,4 @@
-/// The attacks of the forgery kit (DESIGN §5). Each forged artifact must be rejected and change no answer
+/// The attacks of the forgery kit (docs/verifiers.md#forgery-classes). Each forged artifact must be rejected and change no answer
 /// (property `forgery-rejected`). The names appear in timelines and in the `forgeries` section of `check --json`.
 public enum ForgeryClass: String, Codable, Hashable, Sendable, CaseIterable {
     case tamperedPayload = "tampered-payload"
@@ -27,7 +27,7 @@ public enum ForgeryClass: String, Codable, Hashable, Sendable, CaseIterable {
     case oversizedToken = "oversized-token"
     case replayedNotificationUUID = "replayed-notification-uuid"
     /// A validly signed notification whose nested `signedTransactionInfo` is forged: Apple's libraries do not verify
-    /// nested JWS for you (reference/validators.md §1.1).
+    /// nested JWS for you (docs/verifiers.md#the-public-api).
     case forgedNestedTransaction = "forged-nested-transaction"
 
     /// Classes that only make sense for a notification (`appAppleId` and the UUID live there).

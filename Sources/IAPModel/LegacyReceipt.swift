@@ -1,5 +1,5 @@
 /// The legacy `verifyReceipt` response body (deprecated by Apple, still used by older validators): every number
-/// and date is a string, dates come as `_ms` epoch milliseconds plus formatted variants (semantics §I).
+/// and date is a string, dates come as `_ms` epoch milliseconds plus formatted variants (docs/semantics.md#receipt-fields).
 /// https://developer.apple.com/documentation/appstorereceipts/responsebody
 public struct LegacyReceiptResponse: Codable, Hashable, Sendable {
     /// 0 valid; 21000–21010 errors (21007: a sandbox receipt sent to production; 21008 the reverse).

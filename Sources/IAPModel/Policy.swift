@@ -1,7 +1,7 @@
 import Foundation
 
 /// Named policies for the points where Apple is ambiguous or the answer is the app's business
-/// (semantics §Q). The oracle takes them as a parameter and the validator is told them in `reset`, so both
+/// (docs/semantics.md#ambiguities-and-policies). The oracle takes them as a parameter and the validator is told them in `reset`, so both
 /// answer the same question. Defaults follow the documented or field-semantics reading.
 public struct Policy: Codable, Hashable, Sendable {
     /// Q1(a): what a refund of one transaction revokes.

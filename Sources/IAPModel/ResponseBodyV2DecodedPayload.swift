@@ -33,7 +33,7 @@ public struct NotificationData: Codable, Hashable, Sendable {
     public var environment: Environment
     public var transactionInfo: JWSTransactionDecodedPayload?
     public var renewalInfo: JWSRenewalInfoDecodedPayload?
-    /// "current as of the signedDate" (semantics §A.4); auto-renewable subscriptions only.
+    /// "current as of the signedDate" (docs/semantics.md#subscription-status); auto-renewable subscriptions only.
     public var status: SubscriptionStatus?
 
     public init(

@@ -10,7 +10,7 @@ public enum SignedDelivery: Codable, Hashable, Sendable {
     /// What the backend got when it reconciled one chain through the App Store Server API: the pages of Get
     /// Transaction History (v2) and, for a subscription, the Get All Subscription Statuses answer.
     case apiSnapshot(originalTransactionId: String, history: [HistoryResponse], statuses: StatusResponse?)
-    /// A legacy app sent its receipt; this is the JSON body `verifyReceipt` returned for it (semantics §I).
+    /// A legacy app sent its receipt; this is the JSON body `verifyReceipt` returned for it (docs/semantics.md#legacy-verifyreceipt).
     case legacyReceipt(userId: String, responseBody: String)
 
 }

@@ -4,7 +4,7 @@ import IAPModel
 import SwiftASN1
 import X509
 
-/// A deterministic test PKI shaped like Apple's (reference/validators.md §0.3): a P-384 root and intermediate, P-256
+/// A deterministic test PKI shaped like Apple's (docs/verifiers.md#test-pki-profile): a P-384 root and intermediate, P-256
 /// leaves signing with ES256, Apple's OIDs as non-critical extensions (`05 00`), AKI/SKI on every certificate.
 /// Keys derive from the seed; certificate validity comes from the scenario clock (parameters), never from today.
 /// ECDSA signatures are randomised, so certificates differ byte for byte between runs while keys, names and

@@ -287,7 +287,7 @@ public struct HistoryGenerator: Sendable {
         }
     }
 
-    /// Apple's rule for selling an introductory offer: never received one in the group (semantics §F).
+    /// Apple's rule for selling an introductory offer: never received one in the group (docs/semantics.md#offers-and-intro-eligibility).
     func usedIntro(_ sim: StoreSimulator, person: Int, group: String) -> Bool {
         sim.chains(of: person).contains { c in
             c.groupId == group && c.txIds.contains { sim.latest($0)?.offerType == .introductory }

@@ -19,7 +19,7 @@ public struct Person: Codable, Hashable, Sendable {
     }
 }
 
-/// The scenario families of semantics §N.4; each simulated action belongs to one, and coverage counts them.
+/// The scenario families of docs/semantics.md#scenario-families; each simulated action belongs to one, and coverage counts them.
 public enum ScenarioFamily: String, Codable, Hashable, Sendable, CaseIterable {
     case buySubscription = "buy-subscription"
     case buyConsumable = "buy-consumable"
@@ -64,7 +64,7 @@ public struct StoreEvent: Codable, Hashable, Sendable {
     public var summary: String
 }
 
-/// A truth interval: person may use product during `[start, end)` (semantics §N.2), as the simulator knows it.
+/// A truth interval: person may use product during `[start, end)` (docs/semantics.md#grant-intervals), as the simulator knows it.
 public struct TruthSegment: Codable, Hashable, Sendable {
     public enum Kind: String, Codable, Sendable { case paid, grace }
     public var person: Int

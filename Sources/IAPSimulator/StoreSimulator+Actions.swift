@@ -19,7 +19,7 @@ public enum PurchaseOffer: Codable, Hashable, Sendable {
     }
 }
 
-/// How a change of product within a group takes effect (semantics §B.2).
+/// How a change of product within a group takes effect (docs/semantics.md#levels-and-classification).
 public enum ProductChange: String, Codable, Sendable {
     case upgrade, downgrade, crossgradeImmediate, crossgradeDeferred
 
@@ -223,7 +223,7 @@ extension StoreSimulator {
         }
     }
 
-    /// Billing recovers during retry: inside grace the cycle is kept, after it a new cycle starts now (§E).
+    /// Billing recovers during retry: inside grace the cycle is kept, after it a new cycle starts now (docs/semantics.md#billing-recovery).
     public mutating func recover(_ cid: String, at t: Millis) {
         advance(to: t)
         guard case .retry(let e0, let g, _) = chains[cid]!.phase else { preconditionFailure("not in retry") }

@@ -78,7 +78,7 @@ public struct StoreSimulator: Sendable {
 
     func product(_ id: String) -> CatalogProduct { catalog.product(id)! }
 
-    /// Subscription status of a chain at `t`, as the store would put in a notification's `data.status` (§A.4).
+    /// Subscription status of a chain at `t`, as the store would put in a notification's `data.status` (docs/semantics.md#subscription-status).
     public func status(_ c: SimChain, at t: Millis) -> SubscriptionStatus {
         switch c.phase {
         case .active: return (c.expires ?? 0) > t ? .active : .expired

@@ -177,7 +177,7 @@ public final class MockAppStore: AppStoreBridge, @unchecked Sendable {
         if let nested = claims?.data?.signedTransactionInfo, let t = Self.claims(nested, as: ChainClaims.self) {
             sent.transactionIds = Set([t.transactionId, t.originalTransactionId].compactMap { $0 })
         }
-        // Apple retries production notifications only (semantics A, notifications); a sandbox one gets one attempt.
+        // Apple retries production notifications only (docs/semantics.md#delivery-and-retries); a sandbox one gets one attempt.
         let retries = lock.withLock { catalog?.environment == .sandbox } ? 0 : Self.retryHours.count
         defer { lock.withLock { notifications.append(sent) } }
         // Fault webhook-5xx: this notification's first attempt reaches the backend, but a gateway answers 503.

@@ -9,7 +9,7 @@ import IAPModel
 import SwiftASN1
 import X509
 
-/// Verifies App Store JWS the way Apple's `SignedDataVerifier` does offline (reference/validators.md §1.2), with a
+/// Verifies App Store JWS the way Apple's `SignedDataVerifier` does offline (docs/verifiers.md#verification-steps-in-order), with a
 /// bounded cache of verified chains so the hot path is one ECDSA verification plus decoding.
 ///
 /// Steps: size limit; three base64url segments; payload decoded strictly by type (unknown fields and enum values

@@ -15,7 +15,7 @@ struct Bench: ParsableCommand {
     struct Verify: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Reference JWS verification (warm chain cache, and without cache) against raw P-256 ECDSA verification of the same signing inputs, one thread and all cores, in one run.",
-            discussion: "Build with -c release for meaningful figures. The goal (reference/limits.md): warm-cache verification at ≥ 0.75 of raw verify throughput.")
+            discussion: "Build with -c release for meaningful figures. The goal (docs/performance-notes.md#targets-for-the-hot-path): warm-cache verification at ≥ 0.75 of raw verify throughput.")
 
         @Option(help: "Seconds per measurement.") var seconds: Double = 2
         @Option(help: "Distinct tokens in the pool.") var tokens: Int = 512

@@ -32,7 +32,7 @@ import Testing
         #expect(v.hello?.name == "apple-app-store-server-library-python")
     }
 
-    /// The library has no token size limit (a documented divergence, reference/validators.md §0.8): the harness
+    /// The library has no token size limit (a documented divergence, docs/verifiers.md#what-is-left-to-the-application): the harness
     /// reports it as a forgery it accepted.
     @Test(.enabled(if: available, "python3 with app-store-server-library is not installed"))
     func theSizeLimitDivergenceIsFound() throws {

@@ -97,7 +97,7 @@ import Testing
         #expect(bad.forgeries.contains { $0.name == ForgeryClass.foreignKeySignature.rawValue && !$0.rejected })
     }
 
-    /// Apple's Python library has no size limit (validators.md §0.8): a validator like it is certified with that
+    /// Apple's Python library has no size limit (docs/verifiers.md#what-is-left-to-the-application): a validator like it is certified with that
     /// divergence declared, and not without the declaration.
     @Test func declaredDivergencesAreListedAndOnlyThoseAreForgiven() {
         let declared = CertificationSuite.run(Mutants.named("no-size-limit")!.make(), scale: 0.1, knownDivergences: ["oversized-token"])

@@ -24,7 +24,7 @@ import Testing
 
     static let available = run(["-c", "import appstoreserverlibrary"]).status == 0
 
-    /// Known, documented differences (reference/validators.md §0.8): the library has no size limit, and it is
+    /// Known, documented differences (docs/verifiers.md#what-is-left-to-the-application): the library has no size limit, and it is
     /// stateless, so a replayed notification UUID is the application's to catch.
     static let acceptedByDesign: Set<String> = [ForgeryClass.oversizedToken.rawValue, ForgeryClass.replayedNotificationUUID.rawValue]
 

@@ -5,7 +5,7 @@ import IAPTesting
 import Foundation
 import Testing
 
-/// The two independent derivations of DESIGN §1 must agree: the simulator's truth intervals and the oracle over
+/// The two independent derivations of docs/semantics.md#three-derivations-that-must-agree must agree: the simulator's truth intervals and the oracle over
 /// every fact signed so far.
 @Suite struct OracleMatchesTruthTests {
     /// `IAPCHECK_LONG=1 swift test` runs ten times as many seeds.

@@ -2,7 +2,7 @@ import IAPModel
 import IAPValidators
 import Testing
 
-/// Hand-written scenarios for the reference validator, each a rule of semantics §0.
+/// Hand-written scenarios for the reference validator, each a rule of docs/semantics.md#core-rules.
 @Suite struct ReferenceValidatorTests {
     let catalog = Catalog.standard
     let user = "a1b2c3d4-0000-4000-8000-000000000001"
