@@ -86,10 +86,10 @@ public struct EntitlementAnswer: Codable, Hashable, Sendable {
     ///
     /// Total on any input: an answer that lists an id twice is compared through its first entry (transports
     /// reject such answers before they get here, see ``problems``).
-    public func answerDifferences(from expected: EntitlementAnswer, ignoring: Set<AnswerSubject> = []) -> [AnswerDifference] {
+    public func answerDifferences(from expected: EntitlementAnswer, ignoring: Set<AnswerDifference.Key> = []) -> [AnswerDifference] {
         var out: [AnswerDifference] = []
         func add(_ s: AnswerSubject, _ f: AnswerDifference.Field, _ text: String) {
-            if !ignoring.contains(s) { out.append(AnswerDifference(subject: s, field: f, text: text)) }
+            if !ignoring.contains(AnswerDifference.Key(subject: s, field: f)) { out.append(AnswerDifference(subject: s, field: f, text: text)) }
         }
         let mine = Self.firstById(products, \.productId), theirs = Self.firstById(expected.products, \.productId)
         for id in Set(mine.keys).union(theirs.keys).sorted() {
@@ -183,9 +183,19 @@ public struct AnswerDifference: Hashable, Sendable, CustomStringConvertible {
     public enum Field: String, Hashable, Sendable {
         case active, state, expiresDate, ownership, effectiveProductId, introEligible, balance, missing
     }
+    /// A field of one subject: what a difference is about, without the values.
+    public struct Key: Hashable, Sendable {
+        public var subject: AnswerSubject
+        public var field: Field
+        public init(subject: AnswerSubject, field: Field) {
+            self.subject = subject
+            self.field = field
+        }
+    }
     public var subject: AnswerSubject
     public var field: Field
     /// The human-readable line (`pro.monthly: active expected true, got false`).
     public var text: String
     public var description: String { text }
+    public var key: Key { Key(subject: subject, field: field) }
 }

@@ -27,8 +27,9 @@ public enum Oracle {
     /// The expected answer and the parts of it that the known facts do not decide.
     public struct Judgement: Sendable {
         public var answer: EntitlementAnswer
-        /// Products, groups and balances on which two readings of the facts disagree: not compared.
-        public var undetermined: Set<AnswerSubject>
+        /// Fields of products, groups and balances on which two readings of the facts disagree: not compared
+        /// (the fields on which they agree still are).
+        public var undetermined: Set<AnswerDifference.Key>
     }
 
     /// The answer at `t` and what of it is undetermined. Two things are left open by the facts themselves:
@@ -36,12 +37,20 @@ public enum Oracle {
     ///   newest version of a transaction or renewal info and the version in force at `t` are both defensible;
     /// - a transaction flagged `isUpgraded` without its upgrading transaction: when the upgrade happened is
     ///   known only to be before the flagged version was signed.
-    /// Both readings of each are computed; where they differ, that product (and its group) is not compared.
+    /// Both readings of each are computed; the fields where they differ (a product's state, a group's effective
+    /// product) are not compared, every other field is.
     public static func judge(_ k: Knowledge, user: String, at t: Millis) -> Judgement {
         let primary = answer(k, user: user, at: t)
-        var undetermined: Set<AnswerSubject> = []
+        var undetermined: Set<AnswerDifference.Key> = []
         func consider(_ other: EntitlementAnswer) {
-            for d in other.answerDifferences(from: primary) { undetermined.insert(d.subject) }
+            for d in other.answerDifferences(from: primary) {
+                undetermined.insert(d.key)
+                // A product active in one reading only: its expiry and ownership are open too.
+                if d.field == .active {
+                    undetermined.insert(.init(subject: d.subject, field: .expiresDate))
+                    undetermined.insert(.init(subject: d.subject, field: .ownership))
+                }
+            }
         }
         let flagged = k.transactions.values.contains { $0.isUpgraded == true }
         let nothing = Reading(upgradedGrantsNothing: true)

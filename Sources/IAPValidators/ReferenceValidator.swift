@@ -355,7 +355,13 @@ open class ReferenceValidator: DecodedDeliveryValidator {
     /// transaction known, the upgraded one is simply no longer the latest once the upgrade's `purchaseDate` is
     /// reached.)
     open func upgradedAway(_ latest: JWSTransactionDecodedPayload, chain all: [JWSTransactionDecodedPayload]) -> Bool {
-        latest.isUpgraded == true && !all.contains { $0.purchaseDate > latest.purchaseDate }
+        guard latest.isUpgraded == true else { return false }
+        let expires = latest.expiresDate ?? .max
+        // The upgrade is a purchase inside the upgraded period (legacy receipts carry no reason).
+        return !all.contains { y in
+            (y.transactionReason == .purchase || y.transactionReason == nil)
+                && y.purchaseDate > latest.purchaseDate && y.purchaseDate < expires
+        }
     }
 
     /// The chain's transactions as used at `t`: the newest signed version of each. (Keeping every version and

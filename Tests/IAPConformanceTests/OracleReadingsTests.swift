@@ -39,7 +39,7 @@ import Testing
         #expect(after.undetermined.isEmpty)
 
         let before = Oracle.judge(k, user: Self.user, at: flaggedAt - Self.day)
-        #expect(before.undetermined.contains(AnswerSubject.product("pro.monthly")))
+        #expect(before.undetermined.contains { $0.subject == .product("pro.monthly") && $0.field == .active })
 
         // The reference agrees where the facts decide.
         let v = ReferenceValidator()
@@ -82,7 +82,14 @@ import Testing
         k.merge(gaveUp)
 
         let past = Oracle.judge(k, user: Self.user, at: expiry + Self.day - 30_000)
-        #expect(past.undetermined.contains(AnswerSubject.product("pro.monthly")))
+        // Billing retry (in force then) or expired (the newest): the state is open, but both say "not active".
+        #expect(past.undetermined.contains(AnswerDifference.Key(subject: .product("pro.monthly"), field: .state)))
+        #expect(!past.undetermined.contains(AnswerDifference.Key(subject: .product("pro.monthly"), field: .active)))
+        let wrong = EntitlementAnswer(
+            products: [ProductEntitlement(productId: "pro.monthly", active: true, state: .grace, expiresDate: expiry + 10 * Self.day, ownership: .purchased)],
+            groups: past.answer.groups, consumables: [])
+        #expect(wrong.answerDifferences(from: past.answer, ignoring: past.undetermined).contains { $0.field == .active },
+                "a validator granting access in billing retry must still be caught")
         let now = Oracle.judge(k, user: Self.user, at: expiry + Self.day)
         #expect(now.undetermined.isEmpty)
         #expect(now.answer.products.first { $0.productId == "pro.monthly" }?.state == .expired)
