@@ -126,7 +126,8 @@ public struct Checker {
         switch o {
         case .passed: "passed"
         case .discrepancy(let d): "step \(d.step): \(d.kind.rawValue) expected \(d.expected), observed \(d.observed)"
-        case .validatorFailed(let f, let step): "step \(step): \(f)"
+        // Kind and step only: messages carry pids and stderr tails that differ between identical failures.
+        case .validatorFailed(let f, let step): "step \(step): \(f.kind.rawValue)"
         }
     }
 
@@ -155,10 +156,18 @@ public struct Checker {
         let signed = options.signed && !decodedReproduces
         var budget = options.shrinkBudget
         if signed { budget.maxAttempts = min(budget.maxAttempts, 400) }
+        // A validator that fails as a program (a hang, a crash, garbage) costs up to --timeout per attempt, and its
+        // failure rarely depends on the history's details: a few attempts, still deterministic.
+        if case .validatorFailed(let f, _) = outcome { budget.maxAttempts = min(budget.maxAttempts, f.kind == .timedOut ? 8 : 40) }
+        // Candidates that hang cost --timeout each: after a few, stop trying (the rest are refused unrun).
+        var hangs = 0
         let result = Shrinker(budget: budget, zeroOnlyLabels: ["entropy"]).shrink(source.choices, spans: source.spans) { candidate in
             let src = ChoiceSource(replaying: candidate)
+            guard hangs < 4 else { return Shrinker.Outcome(failing: false, spans: [], consumed: candidate) }
             let (c, _) = generator.generate(property, src)
-            let failing = Self.sameFailure(CaseRunner.run(c, against: validator, signed: signed), outcome)
+            let run = CaseRunner.run(c, against: validator, signed: signed)
+            if case .validatorFailed(let f, _) = run, f.kind == .timedOut { hangs += 1 }
+            let failing = Self.sameFailure(run, outcome)
             return Shrinker.Outcome(failing: failing, spans: src.spans, consumed: Array(src.choices.prefix(src.drawCount)))
         }
         // Regenerate from the final sequence and confirm the failure with signed artifacts, as the run saw it.

@@ -119,6 +119,8 @@ public enum CivilTime {
 
     /// `2026-03-01T12:00:00.000Z`
     public static func iso8601(_ t: Millis) -> String {
+        // Total on any Int64 (a validator may send anything): beyond years 0–9999 the raw number is shown.
+        guard t >= -62_167_219_200_000 && t <= 253_402_300_799_999 else { return "epoch-ms \(t)" }
         let dayNumber = floorDiv(t, msPerDay)
         var rest = t - dayNumber * msPerDay
         let (y, m, d) = civil(fromDays: dayNumber)

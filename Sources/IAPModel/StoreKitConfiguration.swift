@@ -51,8 +51,12 @@ public enum StoreKitConfiguration {
                 // eligibility rule). iapcheck models one introductory offer per product: the first.
                 let intro = s.object("introductoryOffer", required: false).flatMap { offer($0, idKey: nil) }
                     ?? (s.objects("introductoryOffers", required: false) ?? []).compactMap { offer($0, idKey: nil) }.first
-                if s.has("billingPlans") {
-                    r.problem(s.keyPath("billingPlans"), "billing plans (a commitment billed in installments) are not modelled by iapcheck; remove them from a copy of the file to check the rest")
+                // Xcode writes the ordinary plan (BILLED_UPFRONT) on every subscription; only installment plans
+                // (a commitment billed monthly) are outside what iapcheck models.
+                for (i, plan) in (s.objects("billingPlans", required: false) ?? []).enumerated() {
+                    if let type = plan.string("billingPlanType", required: false), type != "BILLED_UPFRONT" {
+                        r.problem(s.keyPath("billingPlans[\(i)].billingPlanType"), "\"\(type)\": plans billed in installments are not modelled by iapcheck; remove them from a copy of the file to check the rest")
+                    }
                 }
                 let promos = (s.objects("adHocOffers", required: false) ?? []).compactMap { offer($0, idKey: "offerID") }
                 let codes = (s.objects("codeOffers", required: false) ?? []).compactMap { offer($0, idKey: "referenceName") }

@@ -259,7 +259,7 @@ public class HTTPValidator: Validator {
         do {
             a = try JSONDecoder().decode(EntitlementAnswer.self, from: body)
         } catch {
-            throw ValidatorFailure(.badAnswer, "the entitlements body is not an answer (\(ValidatorFailure.decodingProblem(error))): \(String(decoding: body.prefix(200), as: UTF8.self))", transcript: transcript)
+            throw ValidatorFailure(.badAnswer, "the entitlements body is not an answer (\(ValidatorFailure.decodingProblem(error, in: body))): \(String(decoding: body.prefix(200), as: UTF8.self))", transcript: transcript)
         }
         let answer = EntitlementAnswer(products: a.products, groups: a.groups, consumables: a.consumables)
         if let problem = answer.problems.first { throw ValidatorFailure(.badAnswer, "malformed answer: \(problem)", transcript: transcript) }

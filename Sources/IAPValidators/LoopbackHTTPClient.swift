@@ -52,6 +52,20 @@ public final class LoopbackHTTPClient {
         self.timeout = timeout
     }
 
+    /// A client over an already connected socket, which it owns (for tests and the fuzzer: a socket pair whose
+    /// other end holds a canned response).
+    public init(connectedSocket fd: Int32, timeout: TimeInterval) {
+        self.host = "127.0.0.1"
+        self.port = 0
+        self.timeout = timeout
+        self.fd = fd
+    }
+
+    /// Reads one response from the connection without sending anything; nil when it closed before any byte.
+    public func readOneResponse() throws(Failure) -> (status: Int, body: Data)? {
+        try readResponse(deadline: Date().addingTimeInterval(timeout)).map { (status: $0.0, body: $0.1) }
+    }
+
     deinit { if fd >= 0 { Glibc.close(fd) } }
 
     public func close() {
@@ -137,9 +151,13 @@ public final class LoopbackHTTPClient {
     private func sendAll(deadline: Date) throws(Failure) -> Bool {
         var offset = 0
         while offset < request.count {
+            if deadline.timeIntervalSinceNow <= 0 {
+                close()
+                throw Failure(kind: .timedOut, message: "the server did not read the request within \(timeout) s")
+            }
             let n = request.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
             if n > 0 {
-                offset += n
+                offset += n  // a partial send after SO_SNDTIMEO: the deadline above bounds the whole request
                 continue
             }
             if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
@@ -241,14 +259,15 @@ public final class LoopbackHTTPClient {
         } else if let length {
             try need(bodyStart + length)
             body = Data(inbox[bodyStart..<(bodyStart + length)])
-        } else if closeAfter {
-            // No length: the body runs to the end of the connection.
+        } else if status < 200 || status == 204 || status == 304 {
+            body = Data()  // no body by definition
+        } else {
+            // Neither a length nor chunked: the body runs to the end of the connection (HTTP/1.0 style).
             while try fill() {
                 if filled - bodyStart > maxBodyBytes { throw fail(.malformed, "a response body of more than \(maxBodyBytes >> 20) MiB") }
             }
             body = Data(inbox[bodyStart..<filled])
-        } else {
-            body = Data()
+            closeAfter = true
         }
         if closeAfter { close() }
         return (status, body)
@@ -272,6 +291,8 @@ public final class LoopbackHTTPClient {
             }
         }
         while true {
+            // Framing too is bounded: chunk extensions and tiny chunks must not grow the buffer without end.
+            if pos - start > maxBodyBytes + Self.maxHeaderBytes { throw fail(.malformed, "a chunked response of more than \(maxBodyBytes >> 20) MiB on the wire") }
             let end = try lineEnd()
             var size = 0, digits = 0, j = pos
             while j < end, let d = Self.hexValue(inbox[j]) {

@@ -57,6 +57,8 @@ public final class SubprocessValidator: RestartableValidator {
 
     public func start() throws(ValidatorFailure) {
         stop()
+        // A validator that closes its stdin must give iapcheck EPIPE (reported as a crash), not SIGPIPE (iapcheck dies).
+        signal(SIGPIPE, SIG_IGN)
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/bin/sh")
         p.arguments = ["-c", command]
@@ -93,9 +95,10 @@ public final class SubprocessValidator: RestartableValidator {
     public func stop() {
         if let p = process {
             let pid = p.processIdentifier
+            // The group outlives its leader while any member lives; its id cannot be reused until then.
+            kill(-pid, SIGKILL)
             if !Self.hasExited(pid) {
                 for child in Self.descendants(of: pid) { kill(child, SIGKILL) }
-                kill(-pid, SIGKILL)
                 kill(pid, SIGKILL)
                 // Bounded: Foundation's own wait also waits for the pipes, which a detached grandchild may hold.
                 let limit = Date().addingTimeInterval(2)
@@ -179,7 +182,7 @@ public final class SubprocessValidator: RestartableValidator {
         do {
             reply = try JSONDecoder().decode(WireProtocol.Reply.self, from: Data(replyLine))
         } catch {
-            throw fail(.badAnswer, "the reply is not a protocol reply (\(ValidatorFailure.decodingProblem(error))): \(String(decoding: replyLine.prefix(200), as: UTF8.self))")
+            throw fail(.badAnswer, "the reply is not a protocol reply (\(ValidatorFailure.decodingProblem(error, in: Data(replyLine)))): \(String(decoding: replyLine.prefix(200), as: UTF8.self))")
         }
         guard reply.id == r.id else { throw fail(.protocolViolation, "reply id \(reply.id) does not answer request \(r.id)") }
         if reply.type == "error" { throw fail(.protocolViolation, "validator error \(reply.code ?? "?"): \(reply.message ?? "")") }

@@ -36,7 +36,7 @@ public struct ValidatorFailure: Error, CustomStringConvertible, Sendable {
     public var description: String { "\(kind.rawValue): \(message)" }
 
     /// Where a reply failed to decode, as a field path (`answer.products[1].state: …`).
-    public static func decodingProblem(_ error: Error) -> String {
+    public static func decodingProblem(_ error: Error, in data: Data? = nil) -> String {
         func path(_ p: [CodingKey]) -> String {
             var out = ""
             for k in p {
@@ -50,6 +50,10 @@ public struct ValidatorFailure: Error, CustomStringConvertible, Sendable {
         case .keyNotFound(let k, let c)?: return "\(path(c.codingPath + [k])): missing"
         case .dataCorrupted(let c)?:
             let why = (c.underlyingError as NSError?)?.userInfo[NSDebugDescriptionErrorKey] as? String ?? c.debugDescription
+            if let data, why.contains("not valid JSON"), (try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])) != nil {
+                // Well-formed JSON that JSONDecoder refuses: a number that does not fit its field.
+                return "\(path(c.codingPath)): a number does not fit its field (a fraction or exponent where an integer belongs, or an integer beyond 64 bits)"
+            }
             return "\(path(c.codingPath)): \(why)"
         default: return "\(error)"
         }

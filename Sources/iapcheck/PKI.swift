@@ -35,6 +35,8 @@ struct PKI: ParsableCommand {
         var catalog: String?
         @Option(help: "The app's bundle id (required with a .storekit catalog).") var bundleId: String?
         func run() throws {
+            // The test PKI's certificates are valid for a window of years; far outside it nothing can be signed.
+            guard at >= 0 && at <= 253_402_300_799_999 else { throw ValidationError("--at must be epoch milliseconds between 1970 and 9999") }
             let catalog: Catalog
             do {
                 catalog = try CaseOptions.load(catalog: self.catalog, bundleId: bundleId).0

@@ -154,11 +154,14 @@ import Testing
         let path = Self.write(#"{"subscriptionGroups":[{"id":"g","subscriptions":[{"productID":"s","groupNumber":1,"recurringSubscriptionPeriod":"P1M","introductoryOffers":[{"paymentMode":"free","subscriptionPeriod":"P1W"}]}]}]}"#, ext: "storekit")
         let c = try CatalogLoader.load(path: path)
         #expect(c.product("s")?.introductoryOffer == OfferSpec(discountType: .freeTrial, period: Period(1, .week)))
-        let plans = Self.write(#"{"subscriptionGroups":[{"id":"g","subscriptions":[{"productID":"s","groupNumber":1,"recurringSubscriptionPeriod":"P1Y","billingPlans":[{"billingPeriod":"P1M"}]}]}]}"#, ext: "storekit")
+        // Xcode's format 5 puts the ordinary plan on every subscription: read as usual.
+        let upfront = Self.write(#"{"subscriptionGroups":[{"id":"g","subscriptions":[{"productID":"s","groupNumber":1,"recurringSubscriptionPeriod":"P1Y","billingPlans":[{"billingPlanType":"BILLED_UPFRONT","displayPrice":"49.99"}]}]}]}"#, ext: "storekit")
+        #expect(try CatalogLoader.load(path: upfront).product("s")?.period == Period(1, .year))
+        let installments = Self.write(#"{"subscriptionGroups":[{"id":"g","subscriptions":[{"productID":"s","groupNumber":1,"recurringSubscriptionPeriod":"P1Y","billingPlans":[{"billingPlanType":"BILLED_UPFRONT"},{"billingPlanType":"MONTHLY_INSTALLMENTS","billingPeriod":"P1M"}]}]}]}"#, ext: "storekit")
         #expect {
-            try CatalogLoader.load(path: plans)
+            try CatalogLoader.load(path: installments)
         } throws: { error in
-            (error as? ConfigError)?.problems.contains { $0.key == "subscriptionGroups[0].subscriptions[0].billingPlans" } == true
+            (error as? ConfigError)?.problems.contains { $0.key == "subscriptionGroups[0].subscriptions[0].billingPlans[1].billingPlanType" } == true
         }
     }
 

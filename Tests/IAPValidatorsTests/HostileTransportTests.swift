@@ -41,7 +41,7 @@ import Testing
         return (result, Date().timeIntervalSince(start))
     }
 
-    @Test(arguments: ["ok-chunked", "ok-close"])
+    @Test(arguments: ["ok-chunked", "ok-close", "ok-http10"])
     func correctResponsesInEveryFramingAreRead(_ mode: String) throws {
         let (result, _) = try Self.request(mode)
         let reply = try result.get()
@@ -147,6 +147,26 @@ import Testing
         let f = failure("read l; exec 1>&-; sleep 30", timeout: 10) { v throws(ValidatorFailure) in try v.reset(config) }
         #expect(f?.kind == .crashed)
         #expect(Date().timeIntervalSince(start) < 5)
+    }
+
+    /// Writing to a validator that closed its stdin is EPIPE, reported as a crash; SIGPIPE must not kill iapcheck.
+    @Test func aValidatorThatClosesItsStdinIsReportedNotFatal() {
+        let f = failure("exec 0<&-; sleep 5", timeout: 5) { v throws(ValidatorFailure) in try v.reset(config) }
+        #expect(f?.kind == .crashed || f?.kind == .timedOut)
+    }
+
+    /// Children a validator leaves behind when it exits are killed with its process group.
+    @Test func whatTheValidatorStartedDiesWithIt() throws {
+        let marker = "31\(Int.random(in: 100_000...999_999))"
+        let f = failure("read l; echo '\(Self.hello)'; sleep \(marker) & read l; exit 4", timeout: 5) { v throws(ValidatorFailure) in
+            try v.reset(config)
+        }
+        #expect(f?.kind == .crashed)
+        usleep(200_000)
+        let alive = (try FileManager.default.contentsOfDirectory(atPath: "/proc")).contains { pid in
+            Int(pid) != nil && ((try? String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8)) ?? "").contains(marker)
+        }
+        #expect(!alive, "a child of the validator outlived it")
     }
 
     /// A journal that cannot be written (a full disk) fails the request instead of acknowledging it.

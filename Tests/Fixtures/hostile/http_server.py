@@ -6,6 +6,7 @@ after another in MODE until killed or 60 s have passed:
 
   ok-chunked     a valid chunked response (must be read)
   ok-close       a response without length, ended by closing the connection (must be read)
+  ok-http10      an HTTP/1.0 response with neither a length nor Connection: close, ended by closing (must be read)
   oversized      Content-Length of 100 MB, then streams bytes as fast as it can
   endless-chunk  an endless chunked body of 1 KiB chunks
   drip           a valid response, one byte per second
@@ -36,6 +37,9 @@ def serve(conn):
                          b"4\r\n{\"ok\r\n7;ext=1\r\n\":true}\r\n0\r\nX-Trailer: 1\r\n\r\n")
         elif MODE == "ok-close":
             conn.sendall(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n" + BODY)
+            conn.close()
+        elif MODE == "ok-http10":
+            conn.sendall(b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n" + BODY)
             conn.close()
         elif MODE == "oversized":
             conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100000000\r\n\r\n")
