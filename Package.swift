@@ -6,6 +6,7 @@ let package = Package(
     products: [
         .executable(name: "iapcheck", targets: ["iapcheck"]),
         .executable(name: "iapcheck-example-backend", targets: ["ExampleBackend"]),
+        .executable(name: "iapcheck-fuzz", targets: ["IAPFuzz"]),
         .library(name: "IAPConformance", targets: ["IAPConformance"]),
     ],
     dependencies: [
@@ -71,6 +72,10 @@ let package = Package(
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "SQLiteNIO", package: "sqlite-nio"),
             .product(name: "Logging", package: "swift-log"),
+        ]),
+        // Fuzz targets for every reader of outside input; a replay tool without the fuzzer (see Fuzz/README.md).
+        .executableTarget(name: "IAPFuzz", dependencies: [
+            "IAPModel", "IAPValidators", "IAPConformance", "IAPLoad", "IAPSigning",
         ]),
         // Test support shared by the test targets.
         .target(name: "IAPTesting", dependencies: ["IAPModel", "IAPOracle", "IAPSimulator", "IAPValidators", "IAPConformance", "PropertyEngine", "IAPSigning"]),

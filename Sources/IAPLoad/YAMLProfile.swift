@@ -13,21 +13,47 @@ enum YAMLProfile {
             if c == UInt8(ascii: "]") || c == UInt8(ascii: "}") { depth -= 1 }
         }
         if deepest > 64 { throw ConfigError(file: file, key: "", "nested \(deepest) levels deep") }
-        let value: Any?
+        // Composed into nodes and converted here, never through Yams' own constructor: it traps on a mapping whose
+        // key is itself a mapping or a sequence (found by fuzzing).
+        let node: Node?
         do {
-            value = try Yams.load(yaml: text)
+            node = try Yams.compose(yaml: text)
         } catch {
             throw ConfigError(file: file, key: "", "not valid YAML: \(error)")
         }
-        guard let value else { throw ConfigError(file: file, key: "", "the file is empty") }
+        guard let node else { throw ConfigError(file: file, key: "", "the file is empty") }
         var problems: [ConfigError.Problem] = []
-        let plain = convert(value, path: "", problems: &problems)
+        let plain = convert(node: node, path: "", problems: &problems)
         if !problems.isEmpty { throw ConfigError(file: file, problems: problems) }
         guard let object = plain as? [String: Any] else { throw ConfigError(file: file, key: "", "expected a mapping at the top") }
         do {
             return try JSONSerialization.data(withJSONObject: object)
         } catch {
             throw ConfigError(file: file, key: "", "cannot be read as a profile: \(error)")
+        }
+    }
+
+    /// YAML nodes as JSON values: plain scalar keys only; aliases refused.
+    static func convert(node: Node, path: String, problems: inout [ConfigError.Problem]) -> Any {
+        func sub(_ k: String) -> String { path.isEmpty ? k : "\(path).\(k)" }
+        switch node {
+        case .scalar:
+            return convert(node.any, path: path, problems: &problems)  // constructing a scalar is total
+        case .mapping(let m):
+            var out: [String: Any] = [:]
+            for (k, v) in m {
+                guard case .scalar(let key) = k else {
+                    problems.append(.init(key: sub("?"), message: "keys must be plain strings, not a mapping or a sequence"))
+                    continue
+                }
+                out[key.string] = convert(node: v, path: sub(key.string), problems: &problems)
+            }
+            return out
+        case .sequence(let items):
+            return items.enumerated().map { convert(node: $0.element, path: "\(path)[\($0.offset)]", problems: &problems) }
+        case .alias:
+            problems.append(.init(key: path, message: "YAML aliases are not supported in profiles"))
+            return NSNull()
         }
     }
 

@@ -99,4 +99,13 @@ import Testing
             }
         }
     }
+
+    /// Found by fuzzing (Fuzz/crashes/readers/yaml-mapping-as-key): a YAML mapping used as a key trapped inside
+    /// the YAML library. Every non-scalar key is a ConfigError naming it.
+    @Test(arguments: ["{a: 1}: 2\n", "[x, y]: 3\n", "name: smoke\n? [k]\n: v\n", "a: &x 1\nb: *x\n"])
+    func yamlKeysThatAreNotStringsAreErrors(_ text: String) throws {
+        let path = NSTemporaryDirectory() + "hostile-\(UUID().uuidString).yaml"
+        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+        #expect(throws: ConfigError.self) { try LoadProfile.load(path: path) }
+    }
 }
