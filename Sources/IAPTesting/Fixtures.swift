@@ -31,3 +31,20 @@ public enum Fixtures {
         return k
     }
 }
+
+extension Fixtures {
+    /// Runs `body` against a subprocess validator started from `command`, stops it, and returns the failure it
+    /// reported (nil when `body` succeeded).
+    public static func subprocessFailure(
+        _ command: String, timeout: Double, _ body: (SubprocessValidator) throws(ValidatorFailure) -> Void
+    ) -> ValidatorFailure? {
+        let v = SubprocessValidator(command: command, timeout: timeout)
+        defer { v.stop() }
+        do {
+            try body(v)
+            return nil
+        } catch {
+            return error
+        }
+    }
+}

@@ -1,5 +1,6 @@
 import Foundation
 import IAPModel
+import IAPTesting
 import IAPValidators
 import Testing
 
@@ -70,14 +71,7 @@ import Testing
     // MARK: Subprocess validators
 
     func failure(_ command: String, timeout: Double = 2, _ body: (SubprocessValidator) throws(ValidatorFailure) -> Void) -> ValidatorFailure? {
-        let v = SubprocessValidator(command: command, timeout: timeout)
-        defer { v.stop() }
-        do {
-            try body(v)
-            return nil
-        } catch {
-            return error
-        }
+        Fixtures.subprocessFailure(command, timeout: timeout, body)
     }
 
     static let hello = #"{"id":1,"type":"hello","protocol":1}"#

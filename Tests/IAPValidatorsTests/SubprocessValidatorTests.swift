@@ -1,5 +1,6 @@
 import Foundation
 import IAPModel
+import IAPTesting
 import IAPValidators
 import Testing
 
@@ -9,14 +10,7 @@ import Testing
     let config = ValidatorConfig(catalog: .standard, policy: .default)
 
     func failure(_ command: String, timeout: Double = 1, _ body: (SubprocessValidator) throws(ValidatorFailure) -> Void) -> ValidatorFailure? {
-        let v = SubprocessValidator(command: command, timeout: timeout)
-        defer { v.stop() }
-        do {
-            try body(v)
-            return nil
-        } catch {
-            return error
-        }
+        Fixtures.subprocessFailure(command, timeout: timeout, body)
     }
 
     @Test func aHangingValidatorIsTimedOut() {
