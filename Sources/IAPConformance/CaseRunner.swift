@@ -177,17 +177,29 @@ public enum CaseRunner {
             }
             knowledge.learn(deliveries[k].1.delivery)
         }
+        // Two real threads, not `concurrentPerform` (which may run both iterations on one busy thread and so never
+        // race): they meet at a barrier before every artifact, so both deliver the same one at the same moment.
         let failure = LockedBox<ValidatorFailure?>(nil)
-        DispatchQueue.concurrentPerform(iterations: 2) { _ in
-            for k in mid..<deliveries.count {
-                do {
-                    _ = try send(k)
-                } catch {
-                    failure.set((error as? ValidatorFailure) ?? ValidatorFailure(.crashed, "\(error)"))
-                    return
+        let barrier = Barrier(parties: 2)
+        let done = DispatchGroup()
+        for _ in 0..<2 {
+            done.enter()
+            let client = Thread {
+                for k in mid..<deliveries.count {
+                    barrier.arrive()
+                    guard failure.value == nil else { continue }  // keep meeting the other client, send nothing
+                    do {
+                        _ = try send(k)
+                    } catch {
+                        failure.set((error as? ValidatorFailure) ?? ValidatorFailure(.crashed, "\(error)"))
+                    }
                 }
+                done.leave()
             }
+            client.stackSize = 1 << 20
+            client.start()
         }
+        done.wait()
         if let f = failure.value { return .validatorFailed(f, step: deliveries.last?.0 ?? 0) }
         for k in mid..<deliveries.count { knowledge.learn(deliveries[k].1.delivery) }
         let end = (deliveries.map(\.1.arrival).max() ?? c.origin) + CivilTime.msPerMinute
@@ -244,6 +256,29 @@ public enum CaseRunner {
         let coins = a.consumables.filter { $0.balance != 0 }.map { "\($0.productId)×\($0.balance)" }
         let all = active + coins
         return all.isEmpty ? "nothing" : all.joined(separator: ", ")
+    }
+}
+
+/// Where the two clients of a parallel delivery wait for each other before each artifact.
+final class Barrier: @unchecked Sendable {
+    private let condition = NSCondition()
+    private let parties: Int
+    private var waiting = 0
+    private var generation = 0
+    init(parties: Int) { self.parties = parties }
+
+    func arrive() {
+        condition.lock()
+        defer { condition.unlock() }
+        let mine = generation
+        waiting += 1
+        if waiting == parties {
+            waiting = 0
+            generation += 1
+            condition.broadcast()
+            return
+        }
+        while generation == mine { condition.wait() }
     }
 }
 
