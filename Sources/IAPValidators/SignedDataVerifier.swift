@@ -14,8 +14,10 @@ import X509
 ///
 /// Steps: size limit; three base64url segments; payload decoded strictly by type (unknown fields and enum values
 /// tolerated); header `alg` must be ES256 and `x5c` hold three certificates; the leaf and intermediate chain to a
-/// configured root, both Apple OIDs present, no unhandled critical extension, CA flags right, every certificate
-/// valid at the payload's `signedDate`; ES256 signature by the leaf's P-256 key. `x5c[2]` is never trusted.
+/// configured root under swift-certificates' `Verifier` (RFC 5280 and Apple's OID policy: `ChainVerification`),
+/// every certificate valid at the payload's `signedDate`; ES256 signature by the leaf's P-256 key. `x5c[2]` is never
+/// trusted. Statuses follow Apple's Swift library (a bad signature is `INVALID_JWT_FORMAT` there too); `reason` says
+/// precisely which step refused.
 public final class SignedDataVerifier: @unchecked Sendable {
     /// Switches that exist only so mutants can get verification wrong in one specific way.
     public struct Options: Sendable {
@@ -33,12 +35,16 @@ public final class SignedDataVerifier: @unchecked Sendable {
 
     public struct Failure: Error, CustomStringConvertible, Sendable {
         public enum Kind: String, Sendable { case invalidFormat = "INVALID_JWT_FORMAT", invalidCertificate = "INVALID_CERTIFICATE", verificationFailure = "VERIFICATION_FAILURE" }
+        /// The step that refused, finer than Apple's status.
+        public enum Reason: String, Sendable { case format, certificate, chain, date, signature }
         public var kind: Kind
+        public var reason: Reason
         public var message: String
-        public var description: String { "\(kind.rawValue): \(message)" }
-        init(_ kind: Kind, _ message: String) {
+        public var description: String { "\(kind.rawValue) (\(reason.rawValue)): \(message)" }
+        init(_ kind: Kind, _ message: String, reason: Reason? = nil) {
             self.kind = kind
             self.message = message
+            self.reason = reason ?? [.invalidFormat: .format, .invalidCertificate: .certificate, .verificationFailure: .chain][kind]!
         }
     }
 
@@ -108,15 +114,15 @@ public final class SignedDataVerifier: @unchecked Sendable {
         case .failure(let f): return .failure(f)
         }
         if options.checkValidityDates, let t = instant, t < chain.notBefore || t > chain.notAfter {
-            return .failure(Failure(.verificationFailure, "certificate chain not valid at signedDate \(CivilTime.iso8601(t))"))
+            return .failure(Failure(.verificationFailure, "certificate chain not valid at signedDate \(CivilTime.iso8601(t))", reason: .date))
         }
         if options.verifySignature {
             guard let sigBytes = Base64URL.decode(utf8: signature.assumingMemoryBound(to: UInt8.self)), sigBytes.count == 64,
                 let sig = try? P256.Signing.ECDSASignature(rawRepresentation: sigBytes)
-            else { return .failure(Failure(.invalidFormat, "signature is not a 64-byte ES256 signature")) }
+            else { return .failure(Failure(.invalidFormat, "signature is not a 64-byte ES256 signature", reason: .signature)) }
             let input = UnsafeRawBufferPointer(rebasing: buf[0..<dots[1]])
             guard chain.key.isValidSignature(sig, for: input) else {
-                return .failure(Failure(.invalidFormat, "ES256 signature does not verify"))
+                return .failure(Failure(.invalidFormat, "ES256 signature does not verify", reason: .signature))
             }
         }
         return .success(value)
@@ -166,12 +172,6 @@ public final class SignedDataVerifier: @unchecked Sendable {
         return h
     }
 
-    static let handledCriticalExtensions: Set<ASN1ObjectIdentifier> = [
-        .X509ExtensionID.basicConstraints, .X509ExtensionID.keyUsage, .X509ExtensionID.nameConstraints,
-    ]
-    static let receiptSigningOID: ASN1ObjectIdentifier = [1, 2, 840, 113635, 100, 6, 11, 1]
-    static let wwdrIntermediateOID: ASN1ObjectIdentifier = [1, 2, 840, 113635, 100, 6, 2, 1]
-
     func verifyChain(header segment: UnsafeRawBufferPointer) -> Result<VerifiedChain, Failure> {
         guard let bytes = Base64URL.decode(utf8: segment.assumingMemoryBound(to: UInt8.self)), let header = try? Self.decoder.decode(Header.self, from: Data(bytes)) else {
             return .failure(Failure(.invalidFormat, "header is not base64url JSON"))
@@ -187,44 +187,20 @@ public final class SignedDataVerifier: @unchecked Sendable {
             certs.append(c)
         }
         let leaf = certs[0], intermediate = certs[1]
-        guard let key = P256.Signing.PublicKey(leaf.publicKey) else {
-            return .failure(Failure(.verificationFailure, "leaf key is not P-256"))
-        }
         var root: Certificate?
         if options.verifyChain {
             let anchors = options.trustEmbeddedRoot ? roots + [certs[2]] : roots
+            if let refusal = ChainVerification.refusal(leaf: leaf, intermediate: intermediate, roots: anchors, checkOIDs: options.checkOIDs) {
+                return .failure(Failure(.verificationFailure, refusal))
+            }
             root = anchors.first { $0.subject == intermediate.issuer && $0.publicKey.isValidSignature(intermediate.signature, for: intermediate) }
-            guard let root else { return .failure(Failure(.verificationFailure, "intermediate is not issued by a trusted root")) }
-            guard leaf.issuer == intermediate.subject, intermediate.publicKey.isValidSignature(leaf.signature, for: leaf) else {
-                return .failure(Failure(.verificationFailure, "leaf is not issued by the intermediate"))
-            }
-            for (name, c) in [("leaf", leaf), ("intermediate", intermediate), ("root", root)] {
-                for e in c.extensions where e.critical && !Self.handledCriticalExtensions.contains(e.oid) {
-                    return .failure(Failure(.verificationFailure, "\(name) has an unhandled critical extension \(e.oid)"))
-                }
-            }
-            guard Self.isCA(intermediate), Self.isCA(root) else {
-                return .failure(Failure(.verificationFailure, "an issuer in the chain is not a CA"))
-            }
-            if Self.isCA(leaf) { return .failure(Failure(.verificationFailure, "leaf is a CA")) }
-            if options.checkOIDs {
-                guard leaf.extensions[oid: Self.receiptSigningOID] != nil else {
-                    return .failure(Failure(.verificationFailure, "leaf certificate does not contain the Receipt Signing OID"))
-                }
-                guard intermediate.extensions[oid: Self.wwdrIntermediateOID] != nil else {
-                    return .failure(Failure(.verificationFailure, "intermediate certificate does not contain the WWDR OID"))
-                }
-            }
+        }
+        guard let key = P256.Signing.PublicKey(leaf.publicKey) else {
+            return .failure(Failure(.verificationFailure, "leaf key is not P-256"))
         }
         let chain = [leaf, intermediate] + (root.map { [$0] } ?? [])
         let notBefore = chain.map { Millis($0.notValidBefore.timeIntervalSince1970 * 1000) }.max()!
         let notAfter = chain.map { Millis($0.notValidAfter.timeIntervalSince1970 * 1000) }.min()!
         return .success(VerifiedChain(key: key, notBefore: notBefore, notAfter: notAfter))
-    }
-
-    static func isCA(_ c: Certificate) -> Bool {
-        guard let bc = try? c.extensions.basicConstraints else { return false }
-        if case .isCertificateAuthority = bc { return true }
-        return false
     }
 }

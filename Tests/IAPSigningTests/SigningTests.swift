@@ -56,6 +56,30 @@ import Testing
         let jws = ForgeryKit(pki: pki).jws(forgery, transaction(), Self.t)
         let result = verifier().verify(jws, as: JWSTransactionDecodedPayload.self) { $0.signedDate }
         #expect(throws: SignedDataVerifier.Failure.self, "\(forgery.rawValue) verified") { try result.get() }
+        // The precise step that refuses each class (the status alone lumps a bad signature with a bad header).
+        let step: [ForgeryClass: SignedDataVerifier.Failure.Reason] = [
+            .tamperedPayload: .signature, .tamperedHeader: .signature, .foreignKeySignature: .signature, .truncatedSegment: .signature,
+            .reorderedChain: .chain, .untrustedRoot: .chain, .leafWithoutOID: .chain, .intermediateWithoutOID: .chain,
+            .oidCritical: .chain, .intermediateNotCA: .chain, .leafExpired: .date, .leafNotYetValid: .date,
+            .x5cNotBase64: .certificate,
+        ]
+        if case .failure(let f) = result { #expect(f.reason == step[forgery] ?? .format, "\(forgery.rawValue): \(f)") }
+    }
+
+    /// The chain is judged by swift-certificates' `Verifier`: each refusal names its cause without quoting whole
+    /// certificates, and a chain that meets every rule is accepted whatever the signedDate inside its window.
+    @Test func chainRefusalsNameTheirCause() throws {
+        let kit = ForgeryKit(pki: pki)
+        let cases: [(ForgeryClass, String)] = [
+            (.reorderedChain, "leaf is not issued by the intermediate"), (.untrustedRoot, "not issued by a trusted root"),
+            (.oidCritical, "critical extension"), (.intermediateNotCA, "intermediate is not marked as a CA"),
+            (.leafWithoutOID, "Receipt Signing OID"),
+        ]
+        for (forgery, words) in cases {
+            let result = verifier().verify(kit.jws(forgery, transaction(), Self.t), as: JWSTransactionDecodedPayload.self) { $0.signedDate }
+            guard case .failure(let f) = result else { Issue.record("\(forgery.rawValue) verified"); continue }
+            #expect(f.message.contains(words) && f.message.count < 300, "\(forgery.rawValue): \(f.message)")
+        }
     }
 
     @Test func base64urlRoundTrips() {
