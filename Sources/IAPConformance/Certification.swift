@@ -47,6 +47,30 @@ public enum CertificationSuite {
         public var validatorFailure: String?
     }
 
+    /// The catalog the suite ran on, so a report says what it certifies and can be reproduced.
+    public struct CatalogRecord: Codable, Sendable, Hashable {
+        /// The file as given on the command line; nil for the built-in catalog.
+        public var file: String?
+        /// SHA-256 of the file's bytes, hex; nil for the built-in catalog.
+        public var sha256: String?
+        public var bundleId: String
+        public var environment: String
+        public var products: Int
+        /// The options that select this catalog again (`--catalog F --bundle-id B`, or nothing).
+        public var arguments: String
+
+        public init(file: String?, sha256: String?, catalog: Catalog, arguments: String) {
+            self.file = file
+            self.sha256 = sha256
+            self.bundleId = catalog.bundleId
+            self.environment = catalog.environment.rawValue
+            self.products = catalog.products.count
+            self.arguments = arguments
+        }
+
+        public static func builtIn(_ catalog: Catalog) -> CatalogRecord { CatalogRecord(file: nil, sha256: nil, catalog: catalog, arguments: "") }
+    }
+
     public struct Report: Codable, Sendable {
         public var suite = CertificationSuite.version
         public var iapcheckVersion = IAPCheckVersion.current
@@ -56,6 +80,7 @@ public enum CertificationSuite {
         public var scale: Double
         /// The fault profile the suite ran under (`--faults`), if any.
         public var faults: String?
+        public var catalog: CatalogRecord?
         /// Every property held and every forgery class was rejected.
         public var passed: Bool
         public var properties: [PropertyResult]
@@ -81,8 +106,9 @@ public enum CertificationSuite {
     /// `spec` is how the command line names the validator, for the replay commands in the report.
     public static func run(_ validator: any Validator, spec: String = "reference", catalog: Catalog = .standard, policy: Policy = .default, scale: Double = 1,
                            knownDivergences: Set<String> = [], faults: String? = nil, durableAck: Bool = false,
-                           progress: ((String) -> Void)? = nil) -> Report {
-        let faultArgs = faults.map { " --faults \($0)" } ?? ""
+                           catalogRecord: CatalogRecord? = nil, progress: ((String) -> Void)? = nil) -> Report {
+        let record = catalogRecord ?? .builtIn(catalog)
+        let faultArgs = (faults.map { " --faults \($0)" } ?? "") + record.arguments
         var results: [PropertyResult] = []
         for e in entries + (durableAck ? [durableAckEntry] : []) {
             progress?("\(e.property.rawValue): \(max(1, Int(Double(e.cases) * scale))) cases, seed \(e.seed)")
@@ -126,6 +152,7 @@ public enum CertificationSuite {
                             scale: scale, passed: results.allSatisfy(\.passed) && forgeries.allSatisfy(\.rejected),
                             properties: results, forgeries: forgeries)
         report.faults = faults
+        report.catalog = record
         for p in results where !p.passed {
             // A property failing on a forged artifact of a declared class is that declared divergence, seen again.
             let declared = knownDivergences.contains(p.property) || p.forgeryClass.map(knownDivergences.contains) == true

@@ -44,7 +44,8 @@ public enum CertificationHTML {
         </style></head><body>
         <h1>iapcheck certification</h1>
         <p><b>\(esc(r.hello ?? r.validator))</b> <small>(\(esc(r.validator)))</small><br>
-        suite \(esc(r.suite)) · iapcheck \(esc(r.iapcheckVersion)) · \(esc(r.date))\(r.scale != 1 ? " · scale \(r.scale) (not the certified size)" : "")\(r.faults.map { " · under faults: \(esc($0))" } ?? "")</p>
+        suite \(esc(r.suite)) · iapcheck \(esc(r.iapcheckVersion)) · \(esc(r.date))\(r.scale != 1 ? " · scale \(r.scale) (not the certified size)" : "")\(r.faults.map { " · under faults: \(esc($0))" } ?? "")<br>
+        \(catalogLine(r.catalog))</p>
         <p class="verdict \(r.passed || r.passedWithDeclaredDivergences ? "pass" : "fail")">\(r.passed ? "Certified: every property held and every forgery was rejected" : r.passedWithDeclaredDivergences ? "Certified with declared divergences (below)" : "Not certified")</p>
         \(divergenceSection(r))
         <h2>Properties</h2>
@@ -60,6 +61,12 @@ public enum CertificationHTML {
         </body></html>
 
         """
+    }
+
+    static func catalogLine(_ c: CertificationSuite.CatalogRecord?) -> String {
+        guard let c else { return "" }
+        let file = c.file.map { "catalog <code>\(esc($0))</code> (SHA-256 <code>\(esc(c.sha256 ?? "?"))</code>)" } ?? "built-in catalog"
+        return "\(file) · bundle id <code>\(esc(c.bundleId))</code> · \(esc(c.environment)) · \(c.products) products"
     }
 
     static func divergenceSection(_ r: CertificationSuite.Report) -> String {

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Crypto
 import Foundation
 import IAPConformance
 import IAPModel
@@ -36,8 +37,9 @@ struct Certify: ParsableCommand {
         if let unknown = known.subtracting(names).sorted().first {
             throw ValidationError("--known-divergences: \"\(unknown)\" is neither a certified property nor a forgery class")
         }
+        let record = try catalogRecord(catalog)
         let report = CertificationSuite.run(v, spec: validator, catalog: catalog, policy: policy, scale: scale, knownDivergences: known,
-                                            faults: faultProfile.isEmpty ? nil : faults, durableAck: faultProfile.kill) { line in
+                                            faults: faultProfile.isEmpty ? nil : faults, durableAck: faultProfile.kill, catalogRecord: record) { line in
             FileHandle.standardError.write(Data("certify: \(line)\n".utf8))
         }
         let stamp = report.date.replacingOccurrences(of: ":", with: "").replacingOccurrences(of: ".", with: "")
@@ -58,10 +60,23 @@ struct Certify: ParsableCommand {
             try Reports.writeJSON(report, to: (dir as NSString).appendingPathComponent("report.json"))
             try CertificationHTML.render(report).write(toFile: (dir as NSString).appendingPathComponent("report.html"), atomically: true, encoding: .utf8)
         }
+        print("catalog: " + (record.file.map { "\($0) (sha256 \(record.sha256 ?? "?"))" } ?? "built-in") + ", bundle id \(record.bundleId)")
         print("\(verdict): \(dir)/report.html")
         if report.properties.contains(where: { $0.validatorFailure != nil }) || report.forgeries.contains(where: { $0.validatorFailure != nil }) {
             throw ExitCode(Exit.validatorFailure)
         }
         if !report.passedWithDeclaredDivergences { throw ExitCode(Exit.discrepancy) }
+    }
+
+    /// What the report records about the catalog: the file and a hash of the bytes that were read.
+    func catalogRecord(_ catalog: Catalog) throws -> CertificationSuite.CatalogRecord {
+        var args = ""
+        if let c = options.catalog { args += " --catalog \(c)" }
+        if let b = options.bundleId { args += " --bundle-id \(b)" }
+        if let p = options.policy { args += " --policy \(p)" }
+        guard let path = options.catalog else { return CertificationSuite.CatalogRecord(file: nil, sha256: nil, catalog: catalog, arguments: args) }
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+        let hash = SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
+        return CertificationSuite.CatalogRecord(file: path, sha256: hash, catalog: catalog, arguments: args)
     }
 }

@@ -92,9 +92,17 @@ import Testing
         let html = CertificationHTML.render(good)
         #expect(html.contains("Certified") && html.contains("entitlement-agreement") && html.contains("oversized-token"))
 
-        let bad = CertificationSuite.run(Mutants.named("skip-signature")!.make(), scale: 0.1)
+        #expect(good.catalog == .builtIn(.standard))
+
+        // The report names the catalog it certifies, and its replay commands select that catalog again.
+        let record = CertificationSuite.CatalogRecord(file: "app.storekit", sha256: "0123abcd", catalog: .standard, arguments: " --catalog app.storekit --bundle-id com.example.iapcheck")
+        let bad = CertificationSuite.run(Mutants.named("skip-signature")!.make(), scale: 0.1, catalogRecord: record)
         #expect(!bad.passed)
         #expect(bad.forgeries.contains { $0.name == ForgeryClass.foreignKeySignature.rawValue && !$0.rejected })
+        #expect(bad.catalog == record)
+        let replays = bad.properties.compactMap(\.counterexample?.replay)
+        #expect(!replays.isEmpty && replays.allSatisfy { $0.hasSuffix(record.arguments) }, "\(replays)")
+        #expect(CertificationHTML.render(bad).contains("0123abcd"))
     }
 
     /// Apple's Python library has no size limit (docs/verifiers.md#what-is-left-to-the-application): a validator like it is certified with that
