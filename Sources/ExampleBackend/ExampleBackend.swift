@@ -131,14 +131,24 @@ final class Backend: @unchecked Sendable {
         try await db.query("PRAGMA synchronous=NORMAL", []) { _ in }
         try await db.query("CREATE TABLE IF NOT EXISTS journal_v2 (seq INTEGER PRIMARY KEY, record TEXT NOT NULL)", []) { _ in }
         let rows = LockedRows()
-        try await db.query("SELECT record FROM journal_v2 ORDER BY seq", []) { row in rows.append(row.column("record")?.string ?? "") }
-        for text in rows.all {
-            guard let r = Record(line: text) else { continue }
-            if let c = r.reset {
-                try? validator.reset(c)
-                bundleId = c.catalog.bundleId
+        try await db.query("SELECT seq, record FROM journal_v2 ORDER BY seq", []) { row in
+            rows.append("\(row.column("seq")?.integer ?? -1)\t" + (row.column("record")?.string ?? ""))
+        }
+        // Replaying the journal rebuilds what was acknowledged; a row that cannot be read or applied means state
+        // would be lost, so the backend refuses to start rather than answer from less than it acknowledged.
+        for entry in rows.all {
+            let parts = entry.split(separator: "\t", maxSplits: 1, omittingEmptySubsequences: false)
+            let seq = parts[0], text = parts.count > 1 ? String(parts[1]) : ""
+            guard let r = Record(line: text) else { throw JournalError(message: "journal row \(seq) cannot be read: \(text.prefix(80))") }
+            do {
+                if let c = r.reset {
+                    try validator.reset(c)
+                    bundleId = c.catalog.bundleId
+                }
+                if let d = r.delivery { _ = try validator.deliver(d, now: r.now ?? 0) }
+            } catch {
+                throw JournalError(message: "journal row \(seq) cannot be applied: \(error)")
             }
-            if let d = r.delivery { _ = try? validator.deliver(d, now: r.now ?? 0) }
         }
     }
 
@@ -188,6 +198,11 @@ final class LockedValidator: @unchecked Sendable {
     func entitlements(_ q: EntitlementQuery) throws -> EntitlementAnswer { try lock.withLock { try inner.entitlements(q) } }
 }
 
+struct JournalError: Error, CustomStringConvertible {
+    let message: String
+    var description: String { message }
+}
+
 final class LockedRows: @unchecked Sendable {
     private var rows: [String] = []
     private let lock = NSLock()
@@ -226,7 +241,12 @@ struct ExampleBackend {
             logic = m.make()
         }
         let backend = Backend(db: db, ackBeforePersist: options.ackBeforePersist, store: try AppStoreClient(options.store), logic: logic)
-        try await backend.open()
+        do {
+            try await backend.open()
+        } catch {
+            FileHandle.standardError.write(Data("example-backend: cannot open \(options.database): \(error)\n".utf8))
+            exit(1)
+        }
 
         let router = Router()
         router.post("/iapcheck/reset") { request, _ -> Response in

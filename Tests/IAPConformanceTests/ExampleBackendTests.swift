@@ -147,6 +147,42 @@ import Testing
         #expect(store.sentNotifications.contains { $0.attempts.first == "UNSUCCESSFUL_HTTP_RESPONSE_CODE" && $0.attempts.last == "SUCCESS" })
     }
 
+    /// A journal row the backend cannot read or apply would silently lose acknowledged state: it refuses to start,
+    /// naming the row, instead of answering from less than it acknowledged.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: binary), "the example backend is not built"))
+    func anUnreadableJournalRowStopsTheBackendNamingTheRow() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("journal-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let db = dir.appendingPathComponent("j.db").path
+        let setup = Process()
+        setup.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        setup.arguments = ["python3", "-c", """
+            import sqlite3, sys
+            c = sqlite3.connect(sys.argv[1])
+            c.execute("CREATE TABLE journal_v2 (seq INTEGER PRIMARY KEY, record TEXT NOT NULL)")
+            c.execute("INSERT INTO journal_v2 (record) VALUES ('R\t0\tnot json')")
+            c.commit()
+            """, db]
+        try setup.run()
+        setup.waitUntilExit()
+        try #require(setup.terminationStatus == 0)
+        let backend = Process()
+        backend.executableURL = URL(fileURLWithPath: Self.binary)
+        backend.arguments = ["--port", "0", "--database", db]
+        let err = Pipe()
+        backend.standardError = err
+        backend.standardOutput = FileHandle.nullDevice
+        try backend.run()
+        let deadline = Date().addingTimeInterval(30)
+        while backend.isRunning && Date() < deadline { usleep(50_000) }
+        if backend.isRunning { kill(backend.processIdentifier, SIGKILL) }
+        backend.waitUntilExit()
+        let text = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(backend.terminationStatus == 1, "\(text)")
+        #expect(text.contains("journal row 1 cannot be read"), "\(text)")
+    }
+
     @Test func targetFilesAreStrictAndLoopbackOnly() throws {
         let path = NSTemporaryDirectory() + "bad-target-\(UUID().uuidString).json"
         try Data(#"{"baseURL":"http://10.0.0.5:80","routes":{"reset":{"method":"DELETE","path":"reset"}},"extra":1}"#.utf8).write(to: URL(fileURLWithPath: path))
