@@ -8,18 +8,43 @@ public enum Base64URL {
         return t
     }()
 
+    /// Contiguous bytes (arrays, `Data`, buffers) go straight to the byte loop; anything else is copied once.
+    @inlinable
     public static func encode<Bytes: Collection>(_ bytes: Bytes) -> String where Bytes.Element == UInt8 {
-        var out = [UInt8]()
-        out.reserveCapacity((bytes.count * 4 + 2) / 3)
-        var it = bytes.makeIterator()
-        while let a = it.next() {
-            let b = it.next(), c = it.next()
-            out.append(alphabet[Int(a >> 2)])
-            out.append(alphabet[Int((a & 0x03) << 4 | (b ?? 0) >> 4)])
-            if let b { out.append(alphabet[Int((b & 0x0F) << 2 | (c ?? 0) >> 6)]) }
-            if let c { out.append(alphabet[Int(c & 0x3F)]) }
+        if let s = bytes.withContiguousStorageIfAvailable({ encode(raw: UnsafeRawBufferPointer($0)) }) { return s }
+        return Array(bytes).withUnsafeBytes { encode(raw: $0) }
+    }
+
+    /// The encoder proper: three bytes to four characters, written straight into the string's storage.
+    public static func encode(raw bytes: UnsafeRawBufferPointer) -> String {
+        let n = bytes.count
+        let length = n / 3 * 4 + [0, 2, 3][n % 3]
+        guard length > 0 else { return "" }
+        return String(unsafeUninitializedCapacity: length) { out in
+            alphabet.withUnsafeBufferPointer { abc in
+                var i = 0, o = 0
+                while i + 3 <= n {
+                    let w = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2])
+                    out[o] = abc[Int(w >> 18)]
+                    out[o + 1] = abc[Int(w >> 12 & 0x3F)]
+                    out[o + 2] = abc[Int(w >> 6 & 0x3F)]
+                    out[o + 3] = abc[Int(w & 0x3F)]
+                    i += 3
+                    o += 4
+                }
+                if n - i == 1 {
+                    let a = bytes[i]
+                    out[o] = abc[Int(a >> 2)]
+                    out[o + 1] = abc[Int((a & 0x03) << 4)]
+                } else if n - i == 2 {
+                    let a = bytes[i], b = bytes[i + 1]
+                    out[o] = abc[Int(a >> 2)]
+                    out[o + 1] = abc[Int((a & 0x03) << 4 | b >> 4)]
+                    out[o + 2] = abc[Int((b & 0x0F) << 2)]
+                }
+            }
+            return length
         }
-        return String(decoding: out, as: UTF8.self)
     }
 
     /// Decodes base64url without padding; nil on any character outside the alphabet or an impossible length.

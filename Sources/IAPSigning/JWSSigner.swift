@@ -24,19 +24,29 @@ public struct JWSSigner: Sendable {
     }
 
     public static func payload<T: Encodable>(_ value: T) -> String {
-        Base64URL.encode(Array(try! encoder.encode(value)))
+        Base64URL.encode(try! encoder.encode(value))
     }
 
     /// ES256 over `header.payload` with `key`.
     public static func es256(_ header: String, _ payload: String, key: P256.Signing.PrivateKey) -> String {
-        let input = header + "." + payload
-        let sig = try! key.signature(for: Data(input.utf8))
-        return input + "." + Base64URL.encode(Array(sig.rawRepresentation))
+        var token = header
+        token.reserveCapacity(header.utf8.count + payload.utf8.count + 88)
+        token += "."
+        token += payload
+        let sig = token.withUTF8 { try! key.signature(for: UnsafeRawBufferPointer($0)) }
+        token += "."
+        sig.rawRepresentation.withUnsafeBytes { token += Base64URL.encode(raw: $0) }
+        return token
     }
 
     /// A genuine JWS: signed by the leaf in rotation at `signedDate`, with the full chain in `x5c`.
     public func sign<T: Encodable>(_ value: T, signedDate: Millis) -> String {
+        sign(json: try! Self.encoder.encode(value), signedDate: signedDate)
+    }
+
+    /// A genuine JWS over payload bytes already encoded as JSON.
+    public func sign(json: Data, signedDate: Millis) -> String {
         let leaf = pki.leaf(at: signedDate)
-        return Self.es256(Self.header(alg: "ES256", x5c: leaf.chain), Self.payload(value), key: leaf.key)
+        return Self.es256(leaf.es256Header, Base64URL.encode(json), key: leaf.key)
     }
 }

@@ -32,6 +32,15 @@ public final class TestPKI: @unchecked Sendable {
         public let key: P256.Signing.PrivateKey
         /// x5c as it appears in the JWS header: leaf, intermediate, root.
         public let chain: [String]
+        /// The encoded ES256 header with this chain: the same for every token the leaf signs, so built once.
+        public let es256Header: String
+
+        init(issued: Issued, key: P256.Signing.PrivateKey, chain: [String]) {
+            self.issued = issued
+            self.key = key
+            self.chain = chain
+            self.es256Header = JWSSigner.header(alg: "ES256", x5c: chain)
+        }
     }
 
     public let seed: UInt64

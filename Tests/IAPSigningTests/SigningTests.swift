@@ -86,6 +86,11 @@ import Testing
         for n in 0..<40 {
             let bytes = (0..<n).map { UInt8(($0 * 37 + n) & 0xFF) }
             #expect(Base64URL.decode(Base64URL.encode(bytes)) == bytes)
+            // The same text whether the bytes are contiguous or not, and as Foundation's base64 without padding.
+            #expect(Base64URL.encode(bytes.lazy.map { $0 }) == Base64URL.encode(Data(bytes)))
+            let foundation = Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-")
+                .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+            #expect(Base64URL.encode(bytes) == foundation)
         }
         #expect(Base64URL.decode("ab*c") == nil)
         #expect(Base64URL.decode("a") == nil)
