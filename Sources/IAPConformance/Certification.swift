@@ -106,7 +106,8 @@ public enum CertificationSuite {
     /// `spec` is how the command line names the validator, for the replay commands in the report.
     public static func run(_ validator: any Validator, spec: String = "reference", catalog: Catalog = .standard, policy: Policy = .default, scale: Double = 1,
                            knownDivergences: Set<String> = [], faults: String? = nil, durableAck: Bool = false,
-                           catalogRecord: CatalogRecord? = nil, progress: ((String) -> Void)? = nil) -> Report {
+                           catalogRecord: CatalogRecord? = nil, jobs: Int = 1, makeWorker: (() throws -> any Validator)? = nil,
+                           progress: ((String) -> Void)? = nil) -> Report {
         let record = catalogRecord ?? .builtIn(catalog)
         let faultArgs = (faults.map { " --faults \($0)" } ?? "") + record.arguments
         var results: [PropertyResult] = []
@@ -119,7 +120,10 @@ public enum CertificationSuite {
             o.catalog = catalog
             o.policy = policy
             o.shrinkBudget = .init(maxAttempts: 300)  // attempts only: the report is the same on any machine
-            let r = Checker(options: o, validator: validator).run()
+            o.jobs = jobs
+            var checker = Checker(options: o, validator: validator)
+            checker.makeWorker = makeWorker
+            let r = checker.run()
             var cx: Reports.DiscrepancySummary?
             var vf: Reports.ValidatorFailureSummary?
             var forgeryClass: String?

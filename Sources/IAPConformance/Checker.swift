@@ -21,6 +21,8 @@ public struct CheckOptions: Sendable {
     public var shouldStop: @Sendable () -> Bool = { false }
     /// Deliver signed artifacts (the default). Off: decoded facts, in-process validators only, no forgeries.
     public var signed = true
+    /// Validators checked at once (`--jobs`); more than 1 needs `Checker.makeWorker`. The report does not depend on it.
+    public var jobs = 1
     public init() {}
 }
 
@@ -67,6 +69,8 @@ public struct Checker {
     public var validator: any Validator
     /// Called after every case with (cases done, total) so long runs can show progress.
     public var progress: ((Int, Int) -> Void)?
+    /// Makes the validator of each further job (`options.jobs` > 1): another instance, or process, of the same.
+    public var makeWorker: (() throws -> any Validator)?
 
     public init(options: CheckOptions, validator: any Validator) {
         self.options = options
@@ -96,6 +100,11 @@ public struct Checker {
         var coverage = Coverage()
         var passed = 0, questions = 0
         var forgeries = ForgeryTally()
+        if options.jobs > 1, options.onlyCase == nil, options.cases > 1, let make = makeWorker {
+            var workers: [any Validator] = [validator]
+            for _ in 1..<options.jobs { if let w = try? make() { workers.append(w) } }
+            if workers.count > 1 { return runJobs(workers, start: start) }
+        }
         let indices: [Int] = options.onlyCase.map { [$0] } ?? Array(0..<options.cases)
         for (n, i) in indices.enumerated() {
             if options.shouldStop() {

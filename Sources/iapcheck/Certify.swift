@@ -23,6 +23,8 @@ struct Certify: ParsableCommand {
     var knownDivergences: String?
     @Option(help: ArgumentHelp("Fault profile, as for check (kill, reset, webhook-5xx, slow-store): the suite runs under it; kill adds the durable-ack property.", valueName: "LIST"))
     var faults: String?
+    @Option(help: ArgumentHelp("Validators checked at once; the report is the same for any N. Default: the number of cores for built-in validators, 1 for exec: and http: (see check --help).", valueName: "N"))
+    var jobs: Int?
 
     func run() throws {
         let (catalog, policy) = try options.loadOrExit()
@@ -39,7 +41,9 @@ struct Certify: ParsableCommand {
         }
         let record = try catalogRecord(catalog)
         let report = CertificationSuite.run(v, spec: validator, catalog: catalog, policy: policy, scale: scale, knownDivergences: known,
-                                            faults: faultProfile.isEmpty ? nil : faults, durableAck: faultProfile.kill, catalogRecord: record) { line in
+                                            faults: faultProfile.isEmpty ? nil : faults, durableAck: faultProfile.kill, catalogRecord: record,
+                                            jobs: try resolveJobs(jobs, for: validator),
+                                            makeWorker: { [validator, timeout] in try makeValidator(validator, timeout: timeout, faults: faultProfile) }) { line in
             FileHandle.standardError.write(Data("certify: \(line)\n".utf8))
         }
         let stamp = report.date.replacingOccurrences(of: ":", with: "").replacingOccurrences(of: ".", with: "")

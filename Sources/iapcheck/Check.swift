@@ -63,6 +63,9 @@ struct Check: ParsableCommand {
     @Flag(help: "Deliver decoded facts instead of signed artifacts (in-process validators only; no forgery checks). Much faster.")
     var unsigned = false
 
+    @Option(help: ArgumentHelp("Validators checked at once, each with its own cases; the report and the counterexample are the same for any N. Default: the number of cores for built-in validators, 1 for exec: (give --jobs to start N processes: they must not share files or ports) and http: (one backend).", valueName: "N"))
+    var jobs: Int?
+
     func run() throws {
         let (catalog, policy) = try options.loadOrExit()
         if let json { try requireWritable(file: json) }
@@ -125,7 +128,11 @@ struct Check: ParsableCommand {
         opts.shrinkBudget.maxSeconds = shrinkSeconds ?? .infinity
         opts.shouldStop = { Interrupt.requested }
         Interrupt.install()
+        opts.jobs = try resolveJobs(jobs, for: validator)
         var checker = Checker(options: opts, validator: v)
+        checker.makeWorker = { [validator, timeout, parallel] in
+            parallel && validator == "reference" ? SynchronizedReferenceValidator() : try makeValidator(validator, timeout: timeout, faults: faultProfile)
+        }
         let progress = Progress("check \(v.name)", quiet: quiet)
         checker.progress = { progress.update($0, $1) }
         let report = checker.run()

@@ -80,6 +80,19 @@ struct CaseOptions: ParsableArguments {
     }
 }
 
+/// `--jobs`: as asked, or one per core for validators that live in this process. A program (`exec:`) runs N copies
+/// only when asked, since copies of a correct validator that share a file would fail each other; an `http:` target is
+/// one backend, so one job.
+func resolveJobs(_ asked: Int?, for spec: String) throws -> Int {
+    let inProcess = spec == "reference" || spec.hasPrefix("mutant:") || spec.hasPrefix("variant:")
+    if let asked {
+        guard asked >= 1 else { throw ValidationError("--jobs must be at least 1") }
+        if asked > 1 && spec.hasPrefix("http:") { throw ValidationError("--jobs > 1 is not available for http: targets (one backend, one job)") }
+        return asked
+    }
+    return inProcess ? max(1, ProcessInfo.processInfo.activeProcessorCount) : 1
+}
+
 func makeValidator(_ spec: String, timeout: Double = 5, faults: FaultProfile = FaultProfile()) throws -> any Validator {
     if spec == "reference" { return ReferenceValidator() }
     if spec.hasPrefix("http:") {

@@ -35,6 +35,9 @@ struct Mutants: ParsableCommand {
     @Option(help: "Optional wall-clock cap on shrinking, in seconds, for very slow validators; with it the shrunk case may depend on the machine's speed.")
     var shrinkSeconds: Double?
 
+    @Option(help: ArgumentHelp("Mutants checked at once (default: the number of cores); the table and the counterexamples are the same for any N.", valueName: "N"))
+    var jobs: Int?
+
     func run() throws {
         if list {
             for m in IAPValidators.Mutants.all { print("\(m.name.padding(toLength: 36, withPad: " ", startingAt: 0)) \(m.pitfall.padding(toLength: 4, withPad: " ", startingAt: 0)) \(m.description)") }
@@ -46,18 +49,34 @@ struct Mutants: ParsableCommand {
             for n in only where IAPValidators.Mutants.named(n) == nil { throw ValidationError("no mutant named \"\(n)\"") }
             entries = entries.filter { only.contains($0.name) }
         }
+        var opts = CheckOptions()
+        opts.cases = cases
+        opts.seed = options.seed
+        opts.catalog = catalog
+        opts.policy = policy
+        opts.shrinkBudget.maxAttempts = shrinkAttempts
+        opts.shrinkBudget.maxSeconds = shrinkSeconds ?? .infinity
+        // Each mutant is one deterministic run on one thread; several run at once and rows print in list order.
+        let results = MutantResults(count: entries.count)
+        let workers = min(try resolveJobs(jobs, for: "reference"), entries.count)
+        nonisolated(unsafe) let list = entries
+        let group = DispatchGroup()
+        for _ in 0..<workers {
+            group.enter()
+            let t = Thread { [opts] in
+                defer { group.leave() }
+                while let k = results.take() {
+                    let v = list[k].make()
+                    results.put(k, (Checker(options: opts, validator: v).run(), v.name))
+                }
+            }
+            t.stackSize = 8 << 20
+            t.start()
+        }
         var rows: [Reports.MutantSummary] = []
         print("mutant                               killed  cases  shrunk  property")
-        for m in entries {
-            var opts = CheckOptions()
-            opts.cases = cases
-            opts.seed = options.seed
-            opts.catalog = catalog
-            opts.policy = policy
-            opts.shrinkBudget.maxAttempts = shrinkAttempts
-            opts.shrinkBudget.maxSeconds = shrinkSeconds ?? .infinity
-            let v = m.make()
-            let report = Checker(options: opts, validator: v).run()
+        for (k, m) in entries.enumerated() {
+            let (report, foundWith) = results.wait(k)
             let f = report.failure
             let row = Reports.MutantSummary(
                 name: m.name, description: m.description, pitfall: m.pitfall, killed: f != nil,
@@ -66,9 +85,10 @@ struct Mutants: ParsableCommand {
             rows.append(row)
             print("\(m.name.padding(toLength: 36, withPad: " ", startingAt: 0)) \((row.killed ? "yes" : "NO").padding(toLength: 6, withPad: " ", startingAt: 0)) \(String(row.casesToKill.map(String.init) ?? "-").leftPad(5))  \(String(row.shrunkEvents.map(String.init) ?? "-").leftPad(6))  \(row.property ?? "-")")
             if let dir = saveCorpus, let f, let d = f.discrepancy {
-                try IAPConformance.Corpus.save(CorpusCase(foundWith: v.name, seed: options.seed, caseIndex: f.caseIndex, failure: d, testCase: f.shrunk), in: dir)
+                try IAPConformance.Corpus.save(CorpusCase(foundWith: foundWith, seed: options.seed, caseIndex: f.caseIndex, failure: d, testCase: f.shrunk), in: dir)
             }
         }
+        group.wait()
         let sizes = rows.compactMap(\.shrunkEvents).sorted()
         let median: Double? = sizes.isEmpty ? nil : sizes.count % 2 == 1 ? Double(sizes[sizes.count / 2]) : Double(sizes[sizes.count / 2 - 1] + sizes[sizes.count / 2]) / 2
         let killed = rows.filter(\.killed).count
@@ -77,6 +97,37 @@ struct Mutants: ParsableCommand {
             try Reports.writeJSON(Reports.MutantsSummary(seed: options.seed, casesPerMutant: cases, total: rows.count, killed: killed, medianShrunkEvents: median, mutants: rows), to: json)
         }
         if killed < rows.count { throw ExitCode(Exit.discrepancy) }
+    }
+}
+
+/// Mutant runs handed out to worker threads and collected in list order.
+final class MutantResults: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var next = 0
+    private let count: Int
+    private var results: [Int: (CheckReport, String)] = [:]
+    init(count: Int) { self.count = count }
+
+    func take() -> Int? {
+        condition.lock()
+        defer { condition.unlock() }
+        guard next < count else { return nil }
+        next += 1
+        return next - 1
+    }
+
+    func put(_ k: Int, _ r: (CheckReport, String)) {
+        condition.lock()
+        results[k] = r
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    func wait(_ k: Int) -> (CheckReport, String) {
+        condition.lock()
+        defer { condition.unlock() }
+        while results[k] == nil { condition.wait() }
+        return results.removeValue(forKey: k)!
     }
 }
 

@@ -30,6 +30,32 @@ import Testing
         #expect(report.failure == nil, "\(report.failure.map { Timeline.render($0.shrunk, failingStep: $0.failingStep) } ?? "")")
     }
 
+    /// `--jobs`: the report and the shrunk counterexample do not depend on how many validators ran the cases.
+    @Test(arguments: ["entitlement-agreement-mutant", "passing-reference"])
+    func jobsDoNotChangeTheReport(_ which: String) throws {
+        func report(jobs: Int) -> CheckReport {
+            var o = CheckOptions()
+            o.cases = 300
+            o.seed = 77
+            o.jobs = jobs
+            let make: () -> any Validator = which == "passing-reference" ? { CountingReference() } : { Mutants.named("old-period-refund-kills-current")!.make() }
+            var checker = Checker(options: o, validator: make())
+            checker.makeWorker = make
+            return checker.run()
+        }
+        let one = report(jobs: 1)
+        CountingReference.busy.removeAll()
+        let four = report(jobs: 4)
+        if which == "passing-reference" { #expect(CountingReference.busy.count >= 2, "the cases ran on \(CountingReference.busy.count) validator(s)") }
+        #expect(one.cases == four.cases && one.passed == four.passed && one.questions == four.questions)
+        #expect(one.coverage == four.coverage)
+        #expect(one.forgeries == four.forgeries)
+        #expect(one.failure?.caseIndex == four.failure?.caseIndex)
+        #expect(one.failure?.shrunk == four.failure?.shrunk)
+        #expect((one.failure != nil) == (which != "passing-reference"))
+        if which != "passing-reference" { #expect(one.cases < 300, "the mutant should fail before the end") }
+    }
+
     @Test func aMutantIsCaughtShrunkAndReplayableFromTheCorpus() throws {
         var o = CheckOptions()
         o.cases = 500
@@ -116,6 +142,18 @@ import Testing
         let undeclared = CertificationSuite.run(Mutants.named("no-size-limit")!.make(), scale: 0.1, knownDivergences: ["replayed-notification-uuid"])
         #expect(!undeclared.passedWithDeclaredDivergences)
         #expect(undeclared.declaredButNotObserved == ["replayed-notification-uuid"])
+    }
+}
+
+/// The reference, remembering which instances checked cases (to see that jobs really ran side by side).
+final class CountingReference: ReferenceValidator, @unchecked Sendable {
+    nonisolated(unsafe) static var busy: Set<ObjectIdentifier> = []
+    static let lock = NSLock()
+    override func reset(_ config: ValidatorConfig) throws(ValidatorFailure) {
+        Self.lock.lock()
+        Self.busy.insert(ObjectIdentifier(self))
+        Self.lock.unlock()
+        try super.reset(config)
     }
 }
 

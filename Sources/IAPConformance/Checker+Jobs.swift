@@ -1,0 +1,96 @@
+import Foundation
+import IAPSimulator
+import IAPValidators
+import PropertyEngine
+
+/// `--jobs N`: cases run on N validators at once, and the report is the one a single job would give.
+///
+/// Cases are independent (each is generated from `seed` and its index, and the validator is reset before it), so
+/// they can run anywhere in any order. What must not depend on N is the report: the lowest failing index wins
+/// (workers stop taking indices above a known failure, and finish those below it), the counts, coverage and
+/// forgery tallies are summed over the indices up to that one in index order, and the failure is shrunk on the
+/// first validator, alone, exactly as a single job would.
+extension Checker {
+    /// What one case left behind, kept until the run knows which cases count.
+    struct CaseResult {
+        var questions = 0
+        var coverage = Coverage()
+        var tally = ForgeryTally()
+        /// Set when the case failed: what the shrinker needs.
+        var failure: (GeneratedCase, ChoiceSource, CaseOutcome)?
+    }
+
+    /// Shared by the workers of one run.
+    final class JobBoard: @unchecked Sendable {
+        let lock = NSLock()
+        var next = 0
+        var lowestFailure: Int?
+        var stopped = false
+        var results: [Int: CaseResult] = [:]
+        var done = 0
+    }
+
+    func runJobs(_ workers: [any Validator], start: UInt64) -> CheckReport {
+        let total = options.cases
+        let board = JobBoard()
+        let group = DispatchGroup()
+        nonisolated(unsafe) let checker = self
+        for worker in workers {
+            nonisolated(unsafe) let v = worker
+            group.enter()
+            let thread = Thread {
+                defer { group.leave() }
+                while true {
+                    board.lock.lock()
+                    if !board.stopped && checker.options.shouldStop() { board.stopped = true }
+                    let i = board.next
+                    let take = !board.stopped && i < total && (board.lowestFailure.map { i < $0 } ?? true)
+                    if take { board.next += 1 }
+                    board.lock.unlock()
+                    guard take else { return }
+                    let (c, src) = checker.generate(caseIndex: i)
+                    var r = CaseResult()
+                    r.coverage.add(c)
+                    let outcome = CaseRunner.run(c, against: v, signed: checker.options.signed, tally: &r.tally)
+                    if case .passed(let q) = outcome { r.questions = q } else { r.failure = (c, src, outcome) }
+                    board.lock.lock()
+                    board.results[i] = r
+                    if r.failure != nil { board.lowestFailure = min(board.lowestFailure ?? i, i) }
+                    board.done += 1
+                    checker.progress?(board.done, total)
+                    board.lock.unlock()
+                }
+            }
+            thread.stackSize = 8 << 20
+            thread.start()
+        }
+        group.wait()
+
+        // The cases that count: up to the lowest failure; when stopped early, the unbroken prefix that finished.
+        var counted = 0
+        var coverage = Coverage(), forgeries = ForgeryTally()
+        var passed = 0, questions = 0
+        while counted < total, let r = board.results[counted] {
+            coverage.merge(r.coverage)
+            forgeries.merge(r.tally)
+            counted += 1
+            if let (c, src, outcome) = r.failure {
+                let failure = shrink(caseIndex: counted - 1, original: c, source: src, outcome: outcome)
+                return CheckReport(validator: validator.name, cases: counted, passed: passed, questions: questions,
+                                   failure: failure, coverage: coverage, seconds: Self.seconds(since: start), forgeries: forgeries)
+            }
+            passed += 1
+            questions += r.questions
+        }
+        return CheckReport(validator: validator.name, cases: counted, passed: passed, questions: questions, failure: nil,
+                           coverage: coverage, seconds: Self.seconds(since: start), forgeries: forgeries, interrupted: counted < total)
+    }
+}
+
+extension Coverage {
+    public mutating func merge(_ o: Coverage) {
+        for (k, v) in o.families { families[k, default: 0] += v }
+        for (k, v) in o.notifications { notifications[k, default: 0] += v }
+        for (k, v) in o.properties { properties[k, default: 0] += v }
+    }
+}
