@@ -66,23 +66,43 @@ public final class LoadDriver: @unchecked Sendable {
         }
     }
 
-    /// `segment` (i of n) runs a deterministic slice of the schedule — every n-th intended send, starting at i —
-    /// so n processes or machines together send the whole profile (k6's execution segments).
+    /// The validators of the workers, made on the first run and kept for the next (a warm-up warms the validators
+    /// that are then measured); stopped at the end of a recorded run.
+    private var prepared: [Int: any Validator] = [:]
+
+    /// The workers a segment runs: all of a rate executor's (they share the segment's slice of the schedule); for
+    /// the closed executor, worker w belongs to segment w mod n, so n segments together run the profile's workers.
+    public static func workers(of executor: LoadProfile.Executor, segment: (index: Int, count: Int)) -> [Int] {
+        let all = Array(0..<executor.workers)
+        guard case .closed = executor else { return all }
+        return all.filter { $0 % segment.count == segment.index }
+    }
+
+    public struct SegmentError: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// `segment` (i of n) runs a deterministic slice of the profile — every n-th intended send starting at i, or
+    /// every n-th worker of a closed executor — so n processes or machines together send the whole profile (k6's
+    /// execution segments). Artifacts keep their place in the whole profile: send k uses pool item k in every segment.
     public func run(seconds: Double, record: Bool, segment: (index: Int, count: Int) = (0, 1)) throws -> [WorkerResult] {
-        let workers = profile.executor.workers
-        let schedule = Self.schedule(profile.executor, seconds: seconds).map { full in
-            stride(from: segment.index, to: full.count, by: segment.count).map { full[$0] }
+        let ids = Self.workers(of: profile.executor, segment: segment)
+        guard !ids.isEmpty else {
+            throw SegmentError(description: "segment \(segment.index)/\(segment.count) has no worker: the closed executor has \(profile.executor.workers) workers, fewer than \(segment.count) segments")
         }
-        var validators: [any Validator] = []
-        for _ in 0..<workers {
+        let schedule: [(index: Int, offset: UInt64)]? = Self.schedule(profile.executor, seconds: seconds).map { full in
+            stride(from: segment.index, to: full.count, by: segment.count).map { ($0, full[$0]) }
+        }
+        for w in ids where prepared[w] == nil {
             let v = try makeValidator()
             try v.reset(pool.config)
             // The sampled histories, before the clock: their questions are checked against the oracle while loaded.
             for (d, now) in pool.samples.deliveries { _ = try v.deliver(d, now: now) }
-            validators.append(v)
+            prepared[w] = v
         }
+        let validators = ids.map { prepared[$0]! }
         nonisolated(unsafe) let vs = validators
-        nonisolated(unsafe) var results = [WorkerResult](repeating: WorkerResult(), count: workers)
+        nonisolated(unsafe) var results = [WorkerResult](repeating: WorkerResult(), count: ids.count)
         let counter = Counter()
         let start = DispatchTime.now().uptimeNanoseconds
         let end = start + UInt64(seconds * 1e9)
@@ -118,12 +138,12 @@ public final class LoadDriver: @unchecked Sendable {
         // One thread per worker: a worker blocks on its connection, so the pool must not be limited to the cores
         // (DispatchQueue.concurrentPerform would run only as many workers at once as there are cores).
         let group = DispatchGroup()
-        for w in 0..<workers {
+        for (slot, w) in ids.enumerated() {
             group.enter()
             let thread = Thread {
-                let r = self.work(w, validator: vs[w], schedule: schedule, start: start, end: end, maxLag: maxLag, items: items,
-                                  counter: counter, stop: stop)
-                resultsLock.withLock { results[w] = r }
+                let r = self.work(w, slot: slot, of: ids.count, validator: vs[slot], schedule: schedule, start: start, end: end, maxLag: maxLag,
+                                  items: items, counter: counter, stop: stop)
+                resultsLock.withLock { results[slot] = r }
                 group.leave()
             }
             thread.stackSize = 1 << 20
@@ -132,16 +152,20 @@ public final class LoadDriver: @unchecked Sendable {
         group.wait()
         done.add(1)
         faultsInjected = injected.value
-        for v in validators { (v as? SubprocessValidator)?.stop() }
+        if record {
+            for v in validators { (v as? SubprocessValidator)?.stop() }
+            prepared = [:]
+        }
         return results
     }
 
-    /// One worker's loop; everything it records is its own until the end.
-    func work(_ w: Int, validator v: any Validator, schedule: [UInt64]?, start: UInt64, end: UInt64, maxLag: UInt64,
-          items: [ArtifactPool.Item], counter: Counter, stop: @Sendable () -> Bool) -> WorkerResult {
+    /// One worker's loop; everything it records is its own until the end. Worker `w` of the profile is the
+    /// `slot`-th of the segment's `slots` workers: it takes every `slots`-th send of the segment's schedule, and on
+    /// the closed executor the items w, w + W, w + 2W, … (W the profile's workers), whichever segment runs it.
+    func work(_ w: Int, slot: Int, of slots: Int, validator v: any Validator, schedule: [(index: Int, offset: UInt64)]?, start: UInt64,
+              end: UInt64, maxLag: UInt64, items: [ArtifactPool.Item], counter: Counter, stop: @Sendable () -> Bool) -> WorkerResult {
         let workers = profile.executor.workers
         var r = WorkerResult()
-        var k = w
         let questions = pool.samples.questions
         let sampleEvery = questions.isEmpty || profile.answerSamplePercent <= 0 ? Int.max : max(1, Int((100 / profile.answerSamplePercent).rounded()))
         var queriesSent = 0
@@ -186,9 +210,10 @@ public final class LoadDriver: @unchecked Sendable {
             if r.sent & 63 == 0 { counter.add(64) }
         }
         if let schedule {
+            var k = slot
             while k < schedule.count {
-                if (k / workers) % 32 == 0 && stop() { break }
-                let intended = start + schedule[k]
+                if (k / slots) % 32 == 0 && stop() { break }
+                let intended = start + schedule[k].offset
                 var now = DispatchTime.now().uptimeNanoseconds
                 while now < intended {
                     let wait = intended - now
@@ -196,15 +221,19 @@ public final class LoadDriver: @unchecked Sendable {
                     now = DispatchTime.now().uptimeNanoseconds
                 }
                 if now - intended > maxLag {
+                    // Too late to send: not sent, but its wait is real, so it is in the corrected histogram at the
+                    // latency it already has (as wrk2 counts it), and counted as dropped.
                     r.dropped += 1
+                    _ = r.corrected.record(min(max((now - intended) / 1000, 1), 120_000_000))
                 } else {
-                    let error = perform(items[k % items.count])
+                    let error = perform(items[schedule[k].index % items.count])
                     let finished = DispatchTime.now().uptimeNanoseconds
                     note(finished - intended, finished - now, intended, error)
                 }
-                k += workers
+                k += slots
             }
         } else {
+            var k = w
             while true {
                 let sent = DispatchTime.now().uptimeNanoseconds
                 if sent >= end || ((k / workers) % 32 == 0 && stop()) { break }

@@ -31,6 +31,8 @@ public struct LoadResults: Sendable {
         public var faults: String? = nil
         /// Set when the run was stopped early (Ctrl-C): the figures cover `durationSeconds` only.
         public var interrupted: Bool? = nil
+        /// `i/N` when this is one segment of a run split with `--segment`.
+        public var segment: String? = nil
     }
 
     public struct ThresholdResult: Codable, Sendable {
@@ -73,9 +75,21 @@ public struct LoadResults: Sendable {
     public static func merge(_ directories: [String], profile: LoadProfile) throws -> LoadResults {
         var workers: [LoadDriver.WorkerResult] = []
         var seconds = 0.0
+        var seen: [Int: String] = [:]
+        var count: Int?
         for dir in directories {
             func read(_ name: String) throws -> Data { try Data(contentsOf: URL(fileURLWithPath: (dir as NSString).appendingPathComponent(name))) }
             let summary = try JSONDecoder().decode(Summary.self, from: read("summary.json"))
+            // Only the segments of this profile, each once, all of them: anything else would be counted wrong.
+            guard summary.profile == profile.name, summary.executor == "\(profile.executor)" else {
+                throw MergeError(description: "\(dir) is a run of profile \(summary.profile) (\(summary.executor)), not of \(profile.name) (\(profile.executor))")
+            }
+            let parts = (summary.segment ?? "").split(separator: "/").compactMap { Int($0) }
+            guard parts.count == 2 else { throw MergeError(description: "\(dir) is not a segment (run with --segment i/N)") }
+            if let count, count != parts[1] { throw MergeError(description: "\(dir) is segment \(summary.segment!) of a run split in \(parts[1]), the others in \(count)") }
+            count = parts[1]
+            if let other = seen[parts[0]] { throw MergeError(description: "segment \(summary.segment!) is given twice: \(other) and \(dir)") }
+            seen[parts[0]] = dir
             var w = LoadDriver.WorkerResult()
             w.corrected = try JSONDecoder().decode(Histogram<UInt64>.self, from: read("histogram.json"))
             w.uncorrected = try JSONDecoder().decode(Histogram<UInt64>.self, from: read("histogram-uncorrected.json"))
@@ -89,7 +103,15 @@ public struct LoadResults: Sendable {
             workers.append(w)
             seconds = max(seconds, summary.durationSeconds)
         }
+        if let count {
+            let missing = (0..<count).filter { seen[$0] == nil }
+            if !missing.isEmpty { throw MergeError(description: "missing segment\(missing.count > 1 ? "s" : "") \(missing.map { "\($0)/\(count)" }.joined(separator: ", ")): the merge would under-count") }
+        }
         return LoadResults(profile: profile, workers: workers, seconds: seconds)
+    }
+
+    public struct MergeError: Error, CustomStringConvertible {
+        public var description: String
     }
 
     /// Relative regressions against an earlier summary beyond `tolerance`: lower throughput, higher p50/p99/p99.9,

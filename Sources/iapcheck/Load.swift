@@ -78,6 +78,8 @@ struct Load: ParsableCommand {
             if Interrupt.requested { elapsed = max(0.001, min(p.durationSeconds, Date().timeIntervalSince(started))) }
         } catch let e as ValidatorFailure {
             throw fail("validator failure: \(e)", code: Exit.validatorFailure)
+        } catch let e as LoadDriver.SegmentError {
+            throw fail("error: \(e)", code: Exit.usage)
         }
         if Interrupt.requested && workers.allSatisfy({ $0.sent == 0 }) {
             print("interrupted during warm-up, before any measured request; nothing written")
@@ -85,6 +87,7 @@ struct Load: ParsableCommand {
         }
         var r = LoadResults(profile: p, workers: workers, seconds: elapsed)
         if Interrupt.requested { r.summary.interrupted = true }
+        if segment != nil { r.summary.segment = "\(seg.index)/\(seg.count)" }
         if !faultProfile.isEmpty { r.summary.faults = "\(faultProfile)" + (driver.faultsInjected > 0 ? "; backend killed \(driver.faultsInjected) times" : "") }
         let stamp = CivilTime.iso8601(Millis(Date().timeIntervalSince1970 * 1000)).replacingOccurrences(of: ":", with: "").replacingOccurrences(of: ".", with: "")
         let dir = (results as NSString).appendingPathComponent("\(p.name)-\(stamp)\(segment.map { "-segment-" + $0.replacingOccurrences(of: "/", with: "of") } ?? "")")

@@ -151,24 +151,141 @@ final class SlowValidator: Validator {
         """#.utf8), file: "seg.json")
         let pool = ArtifactPool.build(profile)
         var dirs: [String] = []
-        var total = 0
+        var total = 0, dropped = 0
         for i in 0..<3 {
             let w = try LoadDriver(profile: profile, pool: pool) { ReferenceValidator() }.run(seconds: 1, record: true, segment: (i, 3))
-            let r = LoadResults(profile: profile, workers: w, seconds: 1)
+            var r = LoadResults(profile: profile, workers: w, seconds: 1)
+            r.summary.segment = "\(i)/3"
             #expect(r.summary.requests + r.summary.dropped == 100)
             total += r.summary.requests
+            dropped += r.summary.dropped
             let dir = NSTemporaryDirectory() + "iapcheck-seg-\(UUID().uuidString)"
             try r.write(to: dir)
             dirs.append(dir)
         }
         let merged = try LoadResults.merge(dirs, profile: profile)
         #expect(merged.summary.requests == total)
-        #expect(merged.corrected.totalCount == UInt64(total))
+        #expect(merged.corrected.totalCount == UInt64(total + dropped))
+        // Only the complete set of this profile's segments merges.
+        #expect(throws: LoadResults.MergeError.self) { try LoadResults.merge(Array(dirs.prefix(2)), profile: profile) }
+        #expect(throws: LoadResults.MergeError.self) { try LoadResults.merge(dirs + [dirs[0]], profile: profile) }
+        var other = profile
+        other.name = "another"
+        #expect(throws: LoadResults.MergeError.self) { try LoadResults.merge(dirs, profile: other) }
+        do {
+            _ = try LoadResults.merge(Array(dirs.prefix(2)), profile: profile)
+        } catch {
+            #expect("\(error)".contains("missing segment 2/3"), "\(error)")
+        }
         #expect(merged.summary.thresholds.first?.passed == true)
         // A baseline far better than this run is a regression; itself is not.
         var better = merged.summary
         better.throughputPerSecond *= 2
         #expect(!merged.regressions(against: better, tolerance: 0.1).isEmpty)
         #expect(merged.regressions(against: merged.summary, tolerance: 0.1).isEmpty)
+    }
+
+    static func profile(_ executor: String, extra: String = "") throws -> LoadProfile {
+        try LoadProfile.decode(Data(#"""
+        {"name":"seg","mix":{"query":50,"notification":50},"pool":{"size":40},"executor":\#(executor),
+         "warmupSeconds":0,"durationSeconds":1\#(extra)}
+        """#.utf8), file: "seg.json")
+    }
+
+    /// A closed executor's workers are split between the segments (each segment used to run all of them).
+    @Test func aClosedExecutorSplitsItsWorkersBetweenSegments() throws {
+        let profile = try Self.profile(#"{"type":"closed","workers":3}"#)
+        let pool = ArtifactPool.build(profile)
+        let made = Counter()
+        for i in 0..<2 {
+            let driver = LoadDriver(profile: profile, pool: pool) { made.add(1); return ReferenceValidator() }
+            let w = try driver.run(seconds: 0.2, record: true, segment: (i, 2))
+            #expect(w.count == (i == 0 ? 2 : 1))
+        }
+        #expect(made.value == 3)
+        #expect(throws: LoadDriver.SegmentError.self) {
+            _ = try LoadDriver(profile: profile, pool: pool) { ReferenceValidator() }.run(seconds: 0.1, record: true, segment: (3, 4))
+        }
+    }
+
+    /// Segments send, between them, exactly the artifacts one whole run sends (each used to start from item 0).
+    @Test func segmentsSendTheArtifactsOfTheWholeRun() throws {
+        var profile = try Self.profile(#"{"type":"constant-rate","rate":120,"workers":2}"#, extra: #","maxLagMilliseconds":60000"#)
+        profile.answerSamplePercent = 0  // sampled questions replace questions per worker, differently per segment
+        let pool = ArtifactPool.build(profile)
+        let preparation = pool.samples.deliveries.map { "\($0.0)@\($0.1)" }
+        func sent(_ segment: (Int, Int)) throws -> [String] {
+            let log = RecordingReference.Log()
+            _ = try LoadDriver(profile: profile, pool: pool) { RecordingReference(log) }.run(seconds: 1, record: true, segment: segment)
+            var items = log.items
+            for _ in 0..<2 {  // each worker's validator first gets the sampled histories
+                for p in preparation { if let i = items.firstIndex(of: p) { items.remove(at: i) } }
+            }
+            return items
+        }
+        let whole = try sent((0, 1)).sorted()
+        let parts = try (0..<3).flatMap { try sent(($0, 3)) }.sorted()
+        #expect(whole.count == 120)
+        #expect(parts == whole)
+    }
+
+    /// The warm-up warms the validators that are then measured (it used to make throwaway ones).
+    @Test func theWarmUpWarmsTheMeasuredValidators() throws {
+        let profile = try Self.profile(#"{"type":"constant-rate","rate":50,"workers":2}"#)
+        let pool = ArtifactPool.build(profile)
+        let made = Counter()
+        let driver = LoadDriver(profile: profile, pool: pool) { made.add(1); return ReferenceValidator() }
+        _ = try driver.run(seconds: 0.2, record: false)
+        _ = try driver.run(seconds: 0.2, record: true)
+        #expect(made.value == 2)
+    }
+
+    /// A request dropped for lag is in the corrected histogram at the latency it already had (as wrk2 counts it),
+    /// not in the uncorrected one, and still counted as dropped.
+    @Test func droppedRequestsAreInTheCorrectedHistogram() throws {
+        let profile = try Self.profile(#"{"type":"constant-rate","rate":100,"workers":1}"#, extra: #","maxLagMilliseconds":5"#)
+        let pool = ArtifactPool.build(profile)
+        let w = try LoadDriver(profile: profile, pool: pool) { SlowReference() }.run(seconds: 0.5, record: true)
+        let r = LoadResults(profile: profile, workers: w, seconds: 0.5)
+        #expect(r.summary.dropped > 0)
+        #expect(r.corrected.totalCount == UInt64(r.summary.requests + r.summary.dropped))
+        #expect(r.uncorrected.totalCount == UInt64(r.summary.requests))
+    }
+}
+
+/// The reference, writing down every artifact and question it gets (in the load driver's threads).
+final class RecordingReference: Validator, @unchecked Sendable {
+    final class Log: @unchecked Sendable {
+        let lock = NSLock()
+        var items: [String] = []
+        func add(_ s: String) { lock.lock(); items.append(s); lock.unlock() }
+    }
+    let log: Log
+    let inner = ReferenceValidator()
+    init(_ log: Log) { self.log = log }
+    var name: String { "recording" }
+    func reset(_ config: ValidatorConfig) throws(ValidatorFailure) { try inner.reset(config) }
+    func deliver(_ d: SignedDelivery, now: Millis) throws(ValidatorFailure) -> DeliveryVerdict {
+        log.add("\(d)@\(now)")
+        return try inner.deliver(d, now: now)
+    }
+    func entitlements(_ q: EntitlementQuery) throws(ValidatorFailure) -> EntitlementAnswer {
+        log.add("\(q)")
+        return try inner.entitlements(q)
+    }
+}
+
+/// The reference, 30 ms late on every question and notification: at 100 requests/s with a 5 ms lag allowance it falls behind.
+final class SlowReference: Validator, @unchecked Sendable {
+    let inner = ReferenceValidator()
+    var name: String { "slow" }
+    func reset(_ config: ValidatorConfig) throws(ValidatorFailure) { try inner.reset(config) }
+    func deliver(_ d: SignedDelivery, now: Millis) throws(ValidatorFailure) -> DeliveryVerdict {
+        if case .notification = d { usleep(30_000) }
+        return try inner.deliver(d, now: now)
+    }
+    func entitlements(_ q: EntitlementQuery) throws(ValidatorFailure) -> EntitlementAnswer {
+        usleep(30_000)
+        return try inner.entitlements(q)
     }
 }
