@@ -1,6 +1,7 @@
 import Foundation
 import IAPModel
 import SwiftASN1
+import Synchronization
 @_spi(DisableValidityCheck) import X509
 
 /// The certificate-chain half of JWS verification, done as Apple's Swift library does it: swift-certificates'
@@ -108,7 +109,10 @@ enum BlockingAsync {
         }
     }
 
-    static let executor = ThreadExecutor()
+    /// One executor thread per core, taken in turn, so cold chain checks on several threads do not queue on one.
+    static let executors = (0..<max(1, ProcessInfo.processInfo.activeProcessorCount)).map { _ in ThreadExecutor() }
+    static let turn = Atomic<Int>(0)
+    static var executor: ThreadExecutor { executors[turn.add(1, ordering: .relaxed).oldValue % executors.count] }
 
     final class Box<T>: @unchecked Sendable { var value: T? }
 

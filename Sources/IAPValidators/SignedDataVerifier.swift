@@ -121,6 +121,7 @@ public final class SignedDataVerifier: @unchecked Sendable {
                 let sig = try? P256.Signing.ECDSASignature(rawRepresentation: sigBytes)
             else { return .failure(Failure(.invalidFormat, "signature is not a 64-byte ES256 signature", reason: .signature)) }
             let input = UnsafeRawBufferPointer(rebasing: buf[0..<dots[1]])
+            CryptoCounters.verifications.add(1, ordering: .relaxed)
             guard chain.key.isValidSignature(sig, for: input) else {
                 return .failure(Failure(.invalidFormat, "ES256 signature does not verify", reason: .signature))
             }

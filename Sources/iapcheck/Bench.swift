@@ -10,7 +10,7 @@ import IAPValidators
 struct Bench: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Benchmarks of the hot paths.",
-        subcommands: [Verify.self, Transport.self, Driver.self, Endpoint.self])
+        subcommands: [Verify.self, Check.self, Transport.self, Driver.self, Endpoint.self])
 
     struct Verify: ParsableCommand {
         static let configuration = CommandConfiguration(

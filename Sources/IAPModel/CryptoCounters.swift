@@ -1,0 +1,13 @@
+import Synchronization
+
+/// How many ES256 signatures iapcheck made and checked, for `bench check`'s crypto-limit ratio (the share of a
+/// check's time that is unavoidable cryptography). Relaxed atomic counts: nothing waits on them.
+public enum CryptoCounters {
+    public static let signatures = Atomic<Int>(0)
+    public static let verifications = Atomic<Int>(0)
+
+    public static func reset() {
+        signatures.store(0, ordering: .relaxed)
+        verifications.store(0, ordering: .relaxed)
+    }
+}
