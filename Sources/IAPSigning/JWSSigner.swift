@@ -9,9 +9,11 @@ public struct JWSSigner: Sendable {
 
     public init(pki: TestPKI) { self.pki = pki }
 
+    /// Keys sorted: the encoder's own key order is not stable between encodings of one value, and the same fact
+    /// must render to the same bytes every time (a retry is byte-identical to its first attempt, as Apple's are).
     static let encoder: JSONEncoder = {
         let e = JSONEncoder()
-        e.outputFormatting = [.withoutEscapingSlashes]
+        e.outputFormatting = [.withoutEscapingSlashes, .sortedKeys]
         return e
     }()
 

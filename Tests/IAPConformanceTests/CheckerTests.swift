@@ -1,6 +1,7 @@
 import Foundation
 import IAPConformance
 import IAPModel
+import IAPSigning
 import IAPSimulator
 import IAPTesting
 import IAPValidators
@@ -230,5 +231,30 @@ final class CoinFlipValidator: ReferenceValidator {
         let d = try #require(racy.failure?.discrepancy)
         #expect(d.property == .parallelDelivery)
         #expect(d.differences.contains { $0.contains("balance") })
+    }
+}
+
+@Suite struct RetryBytesTests {
+    /// Apple re-sends a notification it could not deliver with the same `signedPayload`, byte for byte: every
+    /// repeat of a notification UUID in a case reaches the validator as the same bytes (a careful validator may
+    /// treat "same UUID, other bytes" as tampering, and must not fail for it).
+    @Test func aRepeatedNotificationIsByteIdenticalToTheFirst() throws {
+        var repeats = 0
+        for seed in UInt64(0)..<300 where repeats < 5 {
+            let (c, _) = Fixtures.generated(seed: seed, property: .idempotentDelivery)
+            let renderer = ArtifactRenderer(pki: CaseRunner.pki, appAppleId: c.config.catalog.appAppleId)
+            var first: [String: String] = [:]
+            for step in c.steps {
+                guard case .deliver(let d) = step, d.forgery == nil, case .notification(let n) = d.delivery,
+                    case .notification(let bytes) = renderer.render(d.delivery) else { continue }
+                if let earlier = first[n.notificationUUID] {
+                    #expect(earlier == bytes, "seed \(seed): \(d.label) of \(n.notificationUUID) differs from its first delivery")
+                    repeats += 1
+                } else {
+                    first[n.notificationUUID] = bytes
+                }
+            }
+        }
+        #expect(repeats >= 5, "too few repeated notifications to judge")
     }
 }
