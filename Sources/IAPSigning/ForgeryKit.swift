@@ -117,7 +117,7 @@ public struct ForgeryKit: Sendable {
             return JWSSigner.es256(JWSSigner.header(alg: "ES256", x5c: [genuine.chain[0]], extra: ",\"kid\":\"Apple_Xcode_Key\""), payload, key: xcodeKey)
         case .truncatedSegment:
             let good = signed(by: genuine)
-            return String(good.prefix(good.count - 20))
+            return String(decoding: good.utf8.prefix(good.utf8.count - 20), as: UTF8.self)
         case .nonBase64Segment:
             let good = signed(by: genuine)
             let parts = good.split(separator: ".", omittingEmptySubsequences: false)
@@ -125,9 +125,14 @@ public struct ForgeryKit: Sendable {
         case .x5cNotBase64:
             return signed(by: genuine, chain: ["not*base64", genuine.chain[1], genuine.chain[2]])
         case .oversizedToken:
-            let json = String(decoding: (try? JWSSigner.encoder.encode(value)) ?? Data(), as: UTF8.self)
-            let padded = String(json.dropLast()) + ",\"padding\":\"" + String(repeating: "A", count: Self.oversizedBytes) + "\"}"
-            return JWSSigner.es256(es256, Base64URL.encode(Array(padded.utf8)), key: genuine.key)
+            // Built as bytes: string concatenation of the 400 KB padding cost more than the rest of a case.
+            var padded = [UInt8]((try? JWSSigner.encoder.encode(value)) ?? Data("{}".utf8))
+            padded.removeLast()
+            padded.reserveCapacity(padded.count + Self.oversizedBytes + 16)
+            padded += Array(",\"padding\":\"".utf8)
+            padded += repeatElement(UInt8(ascii: "A"), count: Self.oversizedBytes)
+            padded += Array("\"}".utf8)
+            return JWSSigner.es256(es256, Base64URL.encode(padded), key: genuine.key)
         }
     }
 }
