@@ -44,7 +44,11 @@ public final class SignedDataVerifier: @unchecked Sendable {
         init(_ kind: Kind, _ message: String, reason: Reason? = nil) {
             self.kind = kind
             self.message = message
-            self.reason = reason ?? [.invalidFormat: .format, .invalidCertificate: .certificate, .verificationFailure: .chain][kind]!
+            switch kind {
+            case .invalidFormat: self.reason = reason ?? .format
+            case .invalidCertificate: self.reason = reason ?? .certificate
+            case .verificationFailure: self.reason = reason ?? .chain
+            }
         }
     }
 
