@@ -74,10 +74,7 @@ struct Certify: ParsableCommand {
 
     /// What the report records about the catalog: the file and a hash of the bytes that were read.
     func catalogRecord(_ catalog: Catalog) throws -> CertificationSuite.CatalogRecord {
-        var args = ""
-        if let c = options.catalog { args += " --catalog \(c)" }
-        if let b = options.bundleId { args += " --bundle-id \(b)" }
-        if let p = options.policy { args += " --policy \(p)" }
+        let args = options.selectionArguments
         guard let path = options.catalog else { return CertificationSuite.CatalogRecord(file: nil, sha256: nil, catalog: catalog, arguments: args) }
         let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
         let hash = SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()

@@ -71,7 +71,11 @@ struct Check: ParsableCommand {
         if let json { try requireWritable(file: json) }
         if let junit { try requireWritable(file: junit) }
         let faultProfile = try parseFaults(faults)
-        let v = parallel && validator == "reference" ? SynchronizedReferenceValidator() : try makeValidator(validator, timeout: timeout, faults: faultProfile)
+        // One per job: the built-in reference runs synchronized when checked with concurrent clients.
+        let make = { [validator, timeout, parallel] () throws -> any Validator in
+            parallel && validator == "reference" ? SynchronizedReferenceValidator() : try makeValidator(validator, timeout: timeout, faults: faultProfile)
+        }
+        let v = try make()
         var props: [PropertyName] = []
         for p in property {
             guard let n = PropertyName(rawValue: p) else {
@@ -130,9 +134,7 @@ struct Check: ParsableCommand {
         Interrupt.install()
         opts.jobs = try resolveJobs(jobs, for: validator)
         var checker = Checker(options: opts, validator: v)
-        checker.makeWorker = { [validator, timeout, parallel] in
-            parallel && validator == "reference" ? SynchronizedReferenceValidator() : try makeValidator(validator, timeout: timeout, faults: faultProfile)
-        }
+        checker.makeWorker = make
         let progress = Progress("check \(v.name)", quiet: quiet)
         checker.progress = { progress.update($0, $1) }
         let report = checker.run()
@@ -202,10 +204,7 @@ struct Check: ParsableCommand {
     }
 
     var catalogArgs: String {
-        var s = ""
-        if let c = options.catalog { s += " --catalog \(c)" }
-        if let b = options.bundleId { s += " --bundle-id \(b)" }
-        if let p = options.policy { s += " --policy \(p)" }
+        var s = options.selectionArguments
         if let f = faults { s += " --faults \(f)" }
         for p in property { s += " --property \(p)" }
         if parallel { s += " --parallel" }

@@ -47,6 +47,15 @@ struct CaseOptions: ParsableArguments {
     @Option(name: .long, help: "Seed of the run; the same seed and version reproduce the same cases.")
     var seed: UInt64 = 1
 
+    /// The options that select the same catalog and policy again, for replay commands.
+    var selectionArguments: String {
+        var s = ""
+        if let catalog { s += " --catalog \(catalog)" }
+        if let bundleId { s += " --bundle-id \(bundleId)" }
+        if let policy { s += " --policy \(policy)" }
+        return s
+    }
+
     /// The catalog and policy, or exit code 2 with every problem named.
     func loadOrExit() throws -> (Catalog, Policy) {
         do {
