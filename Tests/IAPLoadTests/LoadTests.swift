@@ -261,7 +261,7 @@ final class RecordingReference: Validator, @unchecked Sendable {
         func add(_ s: String) { lock.lock(); items.append(s); lock.unlock() }
     }
     let log: Log
-    let inner = ReferenceValidator()
+    let inner = SynchronizedReferenceValidator()  // the load driver calls it from several workers at once
     init(_ log: Log) { self.log = log }
     var name: String { "recording" }
     func reset(_ config: ValidatorConfig) throws(ValidatorFailure) { try inner.reset(config) }
@@ -277,7 +277,7 @@ final class RecordingReference: Validator, @unchecked Sendable {
 
 /// The reference, 30 ms late on every question and notification: at 100 requests/s with a 5 ms lag allowance it falls behind.
 final class SlowReference: Validator, @unchecked Sendable {
-    let inner = ReferenceValidator()
+    let inner = SynchronizedReferenceValidator()  // the load driver calls it from several workers at once
     var name: String { "slow" }
     func reset(_ config: ValidatorConfig) throws(ValidatorFailure) { try inner.reset(config) }
     func deliver(_ d: SignedDelivery, now: Millis) throws(ValidatorFailure) -> DeliveryVerdict {
