@@ -162,38 +162,49 @@ public struct Checker {
         // then cost milliseconds. Signature-dependent failures shrink signed.
         let decodedReproduces = options.signed && validator is any DecodedDeliveryValidator
             && Self.sameFailure(CaseRunner.run(original, against: validator, signed: false), outcome)
-        let signed = options.signed && !decodedReproduces
-        var budget = options.shrinkBudget
-        if signed { budget.maxAttempts = min(budget.maxAttempts, 400) }
-        // A validator that fails as a program (a hang, a crash, garbage) costs up to --timeout per attempt, and its
-        // failure rarely depends on the history's details: a few attempts, still deterministic.
-        if case .validatorFailed(let f, _) = outcome { budget.maxAttempts = min(budget.maxAttempts, f.kind == .timedOut ? 8 : 40) }
         // Candidates that hang cost --timeout each: after a few, stop trying (the rest are refused unrun).
         var hangs = 0
-        let result = Shrinker(budget: budget, zeroOnlyLabels: ["entropy"]).shrink(source.choices, spans: source.spans) { candidate in
-            let src = ChoiceSource(replaying: candidate)
-            guard hangs < 4 else { return Shrinker.Outcome(failing: false, spans: [], consumed: candidate) }
-            let (c, _) = generator.generate(property, src)
-            let run = CaseRunner.run(c, against: validator, signed: signed)
-            if case .validatorFailed(let f, _) = run, f.kind == .timedOut { hangs += 1 }
-            let failing = Self.sameFailure(run, outcome)
-            return Shrinker.Outcome(failing: failing, spans: src.spans, consumed: Array(src.choices.prefix(src.drawCount)))
+        func shrunk(signed: Bool) -> Shrinker.Result {
+            var budget = options.shrinkBudget
+            if signed { budget.maxAttempts = min(budget.maxAttempts, 400) }
+            // A validator that fails as a program (a hang, a crash, garbage) costs up to --timeout per attempt, and
+            // its failure rarely depends on the history's details: a few attempts, still deterministic.
+            if case .validatorFailed(let f, _) = outcome { budget.maxAttempts = min(budget.maxAttempts, f.kind == .timedOut ? 8 : 40) }
+            return Shrinker(budget: budget, zeroOnlyLabels: ["entropy"]).shrink(source.choices, spans: source.spans) { candidate in
+                let src = ChoiceSource(replaying: candidate)
+                guard hangs < 4 else { return Shrinker.Outcome(failing: false, spans: [], consumed: candidate) }
+                let (c, _) = generator.generate(property, src)
+                let run = CaseRunner.run(c, against: validator, signed: signed)
+                if case .validatorFailed(let f, _) = run, f.kind == .timedOut { hangs += 1 }
+                let failing = Self.sameFailure(run, outcome)
+                return Shrinker.Outcome(failing: failing, spans: src.spans, consumed: Array(src.choices.prefix(src.drawCount)))
+            }
         }
         // Regenerate from the final sequence and confirm the failure with signed artifacts, as the run saw it.
-        var best = (original, outcome)
-        let (c, _) = generator.generate(property, ChoiceSource(replaying: result.choices))
-        let o = CaseRunner.run(c, against: validator, signed: options.signed)
-        if Self.sameFailure(o, outcome) { best = (c, o) }
-        let step: Int? = switch best.1 {
+        func confirmed(_ r: Shrinker.Result) -> (GeneratedCase, CaseOutcome)? {
+            let (c, _) = generator.generate(property, ChoiceSource(replaying: r.choices))
+            let o = CaseRunner.run(c, against: validator, signed: options.signed)
+            return Self.sameFailure(o, outcome) ? (c, o) : nil
+        }
+        var result = shrunk(signed: options.signed && !decodedReproduces)
+        var best = confirmed(result)
+        if best == nil && options.signed && decodedReproduces {
+            // The shortcut shrank to a history whose failure needs the decoded form (signed artifacts are rendered
+            // in Apple's form, e.g. receipt entries in Apple's order): shrink again, signed.
+            result = shrunk(signed: true)
+            best = confirmed(result)
+        }
+        let bestCase = best ?? (original, outcome)
+        let step: Int? = switch bestCase.1 {
         case .discrepancy(let d): d.step
         case .validatorFailed(_, let s): s
         case .passed: nil
         }
         // Replay the counterexample a few times: different outcomes mean a flaky validator, reported as such.
-        var outcomes = [Self.describe(best.1)]
-        for _ in 1..<max(options.flakinessReplays, 1) { outcomes.append(Self.describe(CaseRunner.run(best.0, against: validator, signed: options.signed))) }
+        var outcomes = [Self.describe(bestCase.1)]
+        for _ in 1..<max(options.flakinessReplays, 1) { outcomes.append(Self.describe(CaseRunner.run(bestCase.0, against: validator, signed: options.signed))) }
         let flaky = Set(outcomes).count > 1 ? FlakyReport(runs: outcomes.count, outcomes: outcomes) : nil
         return FailureReport(caseIndex: i, seed: options.seed, property: property, originalActions: original.actionCount,
-                             shrunk: best.0, outcome: best.1, shrinkAttempts: result.attempts, failingStep: step, flaky: flaky)
+                             shrunk: bestCase.0, outcome: bestCase.1, shrinkAttempts: result.attempts, failingStep: step, flaky: flaky)
     }
 }

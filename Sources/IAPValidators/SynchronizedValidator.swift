@@ -51,11 +51,14 @@ final class CheckThenActCredit: SynchronizedReferenceValidator, @unchecked Senda
     }
 
     override func creditConsumable(_ tx: JWSTransactionDecodedPayload, via channel: String) {
-        let alreadyCredited = ledger.contains { $0.transactionId == tx.transactionId }  // check, under the lock
+        if let i = ledger.firstIndex(where: { $0.transactionId == tx.transactionId }) {  // check, under the lock
+            if tx.signedDate > ledger[i].signedDate { ledger[i] = tx }  // a newer version (a refund) replaces it
+            return
+        }
         lock.unlock()
         usleep(200)  // the window: a call to another service
         lock.lock()
-        if !alreadyCredited { ledger.append(tx) }  // act, on a stale check
+        ledger.append(tx)  // act, on a stale check: its one mistake
     }
 
     override func consumableBalance(userId: String, at t: Millis) -> [String: Int] {
