@@ -94,9 +94,30 @@ class Entitlements:
     def revoked(tx, t):
         return tx.get("revocationDate") is not None and tx["revocationDate"] <= t
 
+    def purchases(self):
+        # One purchase can arrive under several transactionIds (a restore, a second device, a re-grant): the ids
+        # of a billing period share webOrderLineItemId, those of a non-consumable its originalTransactionId. The
+        # newest signed version under any of them is what is known of the purchase.
+        def key(tx):
+            if tx["type"] == "Auto-Renewable Subscription" and tx.get("webOrderLineItemId"):
+                return "period " + tx["webOrderLineItemId"]
+            if tx["type"] == "Non-Consumable":
+                return "non-consumable " + tx["originalTransactionId"]
+            return None
+        newest = {}
+        for tx in self.transactions.values():
+            k = key(tx)
+            if k is not None and (k not in newest or (tx["signedDate"], tx["transactionId"]) > (newest[k]["signedDate"], newest[k]["transactionId"])):
+                newest[k] = tx
+        out = []
+        for tx in self.transactions.values():
+            k = key(tx)
+            out.append(tx if k is None else dict(newest[k], transactionId=tx["transactionId"]))
+        return out
+
     def answer(self, user, t):
         chains = {}
-        for tx in self.transactions.values():
+        for tx in self.purchases():
             if tx["originalTransactionId"] in self.linked(user) and tx["purchaseDate"] <= t:
                 chains.setdefault(tx["originalTransactionId"], []).append(tx)
         held = {}  # productId -> (state, expires, ownership, since)
@@ -220,7 +241,7 @@ def legacy_facts(body, products):
         if not p:
             continue
         tx = {"transactionId": e["transaction_id"], "originalTransactionId": e["original_transaction_id"],
-              "productId": e["product_id"], "type": types[p["kind"]], "purchaseDate": int(e["purchase_date_ms"]),
+              "webOrderLineItemId": e.get("web_order_line_item_id"), "productId": e["product_id"], "type": types[p["kind"]], "purchaseDate": int(e["purchase_date_ms"]),
               "quantity": int(e.get("quantity", "1")), "signedDate": when, "environment": env,
               "bundleId": receipt["bundle_id"], "inAppOwnershipType": e.get("in_app_ownership_type", "PURCHASED"),
               "subscriptionGroupIdentifier": e.get("subscription_group_identifier"), "appAccountToken": e.get("app_account_token")}

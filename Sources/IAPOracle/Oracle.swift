@@ -63,9 +63,32 @@ public enum Oracle {
         return Judgement(answer: primary, undetermined: undetermined)
     }
 
+    /// One purchase can reach a validator under several transactionIds — a restore, a second device, a re-grant
+    /// (docs/answers.md#one-purchase-several-transactionids). A billing period keeps its `webOrderLineItemId`, a
+    /// non-consumable purchase its `originalTransactionId`; whatever of the purchase was signed last, under any of
+    /// its ids (a refund, an upgrade flag, an extension), is what is known of it, and every id of it says so.
+    static func samePurchase(_ txs: [JWSTransactionDecodedPayload]) -> [JWSTransactionDecodedPayload] {
+        func purchase(_ x: JWSTransactionDecodedPayload) -> String? {
+            if x.type == ProductKind.autoRenewable.wireType { return x.webOrderLineItemId.map { "period " + $0 } }
+            if x.type == ProductKind.nonConsumable.wireType { return "non-consumable " + x.originalTransactionId }
+            return nil
+        }
+        var newest: [String: JWSTransactionDecodedPayload] = [:]
+        for x in txs.sorted(by: { ($0.signedDate, $0.transactionId) < ($1.signedDate, $1.transactionId) }) {
+            if let p = purchase(x) { newest[p] = x }
+        }
+        guard newest.count < txs.count else { return txs }
+        return txs.map { x in
+            guard let p = purchase(x), let n = newest[p], n.transactionId != x.transactionId else { return x }
+            var y = n
+            y.transactionId = x.transactionId
+            return y
+        }
+    }
+
     public static func answer(_ k: Knowledge, user: String, at t: Millis, reading: Reading = Reading()) -> EntitlementAnswer {
         let catalog = k.config.catalog, policy = k.config.policy
-        let all = k.transactions(of: user)
+        let all = samePurchase(k.transactions(of: user))
         let known = all.filter { $0.purchaseDate <= t }
         var byChain: [String: [JWSTransactionDecodedPayload]] = [:]
         for tx in known { byChain[tx.originalTransactionId, default: []].append(tx) }

@@ -29,7 +29,7 @@ public struct HistoryGenerator: Sendable {
     public static let epoch: Millis = CivilTime.days(fromCivil: 2026, 3, 1) * CivilTime.msPerDay
 
     enum Category: Int, CaseIterable {
-        case purchase, advance, productChange, autoRenew, refund, recover, family, extend, priceIncrease, offer
+        case purchase, advance, productChange, autoRenew, refund, recover, family, extend, priceIncrease, offer, restore
         var weight: Int {
             switch self {
             case .purchase: 20
@@ -42,6 +42,7 @@ public struct HistoryGenerator: Sendable {
             case .extend: 4
             case .priceIncrease: 4
             case .offer: 2
+            case .restore: 3
             }
         }
     }
@@ -96,12 +97,14 @@ public struct HistoryGenerator: Sendable {
     func act(_ sim: inout StoreSimulator, _ src: ChoiceSource) {
         let boundary = nextBoundary(sim)
         let userTime = userActionTime(sim, boundary: boundary, src: src)
-        var weights = Category.allCases.map { _ in 0 }
-        for c in Category.allCases where available(c, sim, boundary: boundary, userTime: userTime) {
-            weights[c.rawValue] = c.weight
-        }
-        guard weights.contains(where: { $0 > 0 }) else { return }
-        let category = Category(rawValue: src.weighted(weights))!
+        // The draw maps to a category by fixed weights, whatever is available now; an unavailable category gives
+        // way to the next available one. So the same draw keeps naming the same action when the shrinker deletes
+        // an earlier action and changes what is available (weights over the available categories only would
+        // shift every later choice onto another category).
+        let open = Category.allCases.filter { available($0, sim, boundary: boundary, userTime: userTime) }
+        guard !open.isEmpty else { return }
+        let drawn = Category(rawValue: src.weighted(Category.allCases.map(\.weight)))!
+        let category = open.first { $0.rawValue >= drawn.rawValue } ?? open[0]
         switch category {
         case .purchase: purchase(&sim, src, at: userTime!)
         case .advance: advance(&sim, src, boundary: boundary!)
@@ -125,6 +128,7 @@ public struct HistoryGenerator: Sendable {
         case .offer:
             let c = src.pick(offerable(sim))
             sim.redeemPromotionalOffer(c.id, offer: src.pick(catalog.product(c.productId)!.promotionalOffers), at: userTime!)
+        case .restore: sim.restore(src.pick(restorable(sim, at: userTime!)).id, at: userTime!)
         }
     }
 
@@ -181,6 +185,7 @@ public struct HistoryGenerator: Sendable {
         case .priceIncrease:
             return activeSubscriptions(sim).contains { $0.priceIncrease != .customerConsentedOrWasNotifiedWithoutNeedingConsent }
         case .offer: return !offerable(sim).isEmpty
+        case .restore: return !restorable(sim, at: t).isEmpty
         }
     }
 
@@ -214,6 +219,19 @@ public struct HistoryGenerator: Sendable {
         activeSubscriptions(sim).filter { $0.nextOffer == nil && !(catalog.product($0.productId)?.promotionalOffers.isEmpty ?? true) }
     }
 
+    /// Purchases that can be issued again under a new id: a paid-up subscription period or a non-consumable, not
+    /// revoked, at most twice per chain.
+    func restorable(_ sim: StoreSimulator, at t: Millis) -> [SimChain] {
+        purchasers(sim).filter { c in
+            guard c.restoredTxIds.count < 2, let id = c.currentTx, let tx = sim.latest(id), tx.revocationDate == nil else { return false }
+            switch c.kind {
+            case .autoRenewable: return c.phase == .active && (c.expires ?? 0) > t
+            case .nonConsumable: return true
+            default: return false
+            }
+        }
+    }
+
     func sharing(_ sim: StoreSimulator) -> [SimChain] { purchasers(sim).filter { !$0.members.isEmpty } }
 
     func leavers(_ sim: StoreSimulator) -> [Int] {
@@ -223,7 +241,7 @@ public struct HistoryGenerator: Sendable {
     /// Transactions a customer could get refunded: not yet revoked, bought by them, not in a chain in billing retry.
     func refundable(_ sim: StoreSimulator) -> [String] {
         sim.txOrder.reversed().filter { id in
-            guard let tx = sim.latest(id), tx.revocationDate == nil, tx.inAppOwnershipType == .purchased,
+            guard sim.restoredFrom[id] == nil, let tx = sim.latest(id), tx.revocationDate == nil, tx.inAppOwnershipType == .purchased,
                 let c = sim.chains[tx.originalTransactionId]
             else { return false }
             if case .retry = c.phase { return false }
@@ -234,7 +252,7 @@ public struct HistoryGenerator: Sendable {
     /// Refunded transactions whose refund can be reversed: the chain has not moved on since.
     func reversible(_ sim: StoreSimulator) -> [String] {
         sim.txOrder.reversed().filter { id in
-            guard let tx = sim.latest(id), tx.revocationDate != nil, tx.revocationType != .familyRevoke,
+            guard sim.restoredFrom[id] == nil, let tx = sim.latest(id), tx.revocationDate != nil, tx.revocationType != .familyRevoke,
                 let c = sim.chains[tx.originalTransactionId]
             else { return false }
             return tx.type != .autoRenewable || c.currentTx == id

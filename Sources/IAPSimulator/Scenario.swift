@@ -54,6 +54,7 @@ public enum ScenarioFamily: String, Codable, Hashable, Sendable, CaseIterable {
     case offerCode = "offer-code"
     case winBackOffer = "win-back-offer"
     case resubscribe
+    case restore
 }
 
 /// One line of the store's history: what happened, when (Apple time), to whom.

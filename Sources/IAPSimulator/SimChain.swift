@@ -27,6 +27,9 @@ public struct SimChain: Codable, Hashable, Sendable {
     public var groupId: String?
     public var productId: String
     public var txIds: [String] = []
+    /// Further transactionIds under which the App Store re-issued a purchase of this chain (a restore, a second
+    /// device, a re-grant): each mirrors the transaction it copies (`StoreSimulator.restoredFrom`).
+    public var restoredTxIds: [String] = []
     public var phase: Phase = .active
     public var expires: Millis?
     public var autoRenew = true

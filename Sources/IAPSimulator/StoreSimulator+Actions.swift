@@ -407,6 +407,29 @@ extension StoreSimulator {
         if p.familyShareable && p.kind == .nonConsumable { shareWithFamily(cid, mates: familyMates) }
     }
 
+    // MARK: Restores
+
+    /// The App Store issues the chain's current purchase again under a new transactionId: the customer restores
+    /// purchases or signs in on a second device, or Apple re-grants the transaction. The new id names the same
+    /// purchase — same `originalTransactionId`, same `webOrderLineItemId` (one billing period), same dates — so it
+    /// grants nothing new, and what happens to the purchase later (a refund, an upgrade, an extension) is signed
+    /// under every id of it. The app submits the new id at once; no notification is sent.
+    public mutating func restore(_ cid: String, at t: Millis) {
+        advance(to: t)
+        let c = chains[cid]!
+        let original = c.currentTx!
+        var tx = latest(original)!
+        let id = newId()
+        tx.transactionId = id
+        tx.signedDate = now
+        chains[cid]!.restoredTxIds.append(id)
+        restoredFrom[id] = original
+        txVersions[id] = [tx]
+        txOrder.append(id)
+        creations.append(TransactionCreation(transactionId: id, chainId: cid, person: c.person, time: now, inApp: true))
+        log(c.person, .restore, "\(name(c.person)) restores \(tx.productId): transaction \(short(original)) is issued again as \(short(id))")
+    }
+
     // MARK: Refunds and revocation
 
     public mutating func refund(_ txId: String, reason: RevocationReason, prorated: Bool, at t: Millis) {

@@ -22,6 +22,8 @@ public struct StoreSimulator: Sendable {
     public internal(set) var chainOrder: [String] = []
     public internal(set) var txVersions: [String: [JWSTransactionDecodedPayload]] = [:]
     public internal(set) var txOrder: [String] = []
+    /// A re-issued transactionId → the transaction it re-issues (see ``restore(_:at:)``).
+    public internal(set) var restoredFrom: [String: String] = [:]
     public internal(set) var renewalVersions: [String: [JWSRenewalInfoDecodedPayload]] = [:]
     public internal(set) var notifications: [EmittedNotification] = []
     public internal(set) var creations: [TransactionCreation] = []
@@ -172,11 +174,15 @@ public struct StoreSimulator: Sendable {
         return (i, old)
     }
 
+    /// Signs a new version of `txId`, and the same change of every transactionId that re-issues it: the App
+    /// Store keeps one purchase's facts under all its ids (its notifications name only the original one).
     mutating func updateTransaction(_ txId: String, _ change: (inout JWSTransactionDecodedPayload) -> Void) {
-        var tx = latest(txId)!
-        change(&tx)
-        tx.signedDate = now
-        txVersions[txId]!.append(tx)
+        for id in [txId] + restoredFrom.filter({ $0.value == txId }).keys.sorted() {
+            var tx = latest(id)!
+            change(&tx)
+            tx.signedDate = now
+            txVersions[id]!.append(tx)
+        }
     }
 
     /// Records the chain's renewal info as of now (auto-renewable chains only).
@@ -223,7 +229,7 @@ public struct StoreSimulator: Sendable {
     /// signed at `t`.
     public func snapshot(chain cid: String, at t: Millis) -> APISnapshot {
         let c = chains[cid]!
-        let txs = c.txIds.compactMap { latest($0, at: t) }.map { v -> JWSTransactionDecodedPayload in
+        let txs = (c.txIds + c.restoredTxIds).compactMap { latest($0, at: t) }.map { v -> JWSTransactionDecodedPayload in
             var v = v
             v.signedDate = t
             return v

@@ -18,6 +18,7 @@ public enum Mutants {
     public static let all: [Entry] = [
         Entry(name: "ignore-revocation", pitfall: "J1", description: "treats a transaction as entitling even when revocationDate is set", make: { IgnoreRevocation() }),
         Entry(name: "expiry-from-duration", pitfall: "J2", description: "computes expiry as purchaseDate + product period instead of expiresDate", make: { ExpiryFromDuration() }),
+        Entry(name: "period-per-transaction-id", pitfall: "J45", description: "keeps each transactionId of a restored or re-granted purchase apart, so a refund under one id still grants through another", make: { PeriodPerTransactionId() }),
         Entry(name: "array-order-latest", pitfall: "J3", description: "takes the first transaction of an API history page as the chain's latest", make: { ArrayOrderLatest() }),
         Entry(name: "device-clock", pitfall: "J4", description: "evaluates expiry at the time the device claims, not the server's", make: { DeviceClock() }),
         Entry(name: "no-grace", pitfall: "J5", description: "ends access at expiresDate even during a billing grace period", make: { NoGrace() }),
@@ -37,6 +38,7 @@ public enum Mutants {
         Entry(name: "crossgrade-deferred", pitfall: "J20", description: "treats a same-level, same-duration crossgrade as deferred to renewal", make: { CrossgradeDeferred() }),
         Entry(name: "cancel-is-expiry", pitfall: "J21", description: "ends access when auto-renew is turned off instead of at expiresDate", make: { CancelIsExpiry() }),
         Entry(name: "refund-irreversible", pitfall: "J22", description: "ignores REFUND_REVERSED: a revoked transaction stays revoked", make: { RefundIrreversible() }),
+        Entry(name: "refund-retroactive", pitfall: "J23", description: "treats a refunded transaction as never having granted, also before its revocationDate", make: { RefundRetroactive() }),
         Entry(name: "old-period-refund-kills-current", pitfall: "J24", description: "ends the whole chain when any earlier period is refunded", make: { OldPeriodRefundKillsCurrent() }),
         Entry(name: "intro-per-product", pitfall: "J25", description: "checks intro eligibility per product, not per subscription group", make: { IntroPerProduct() }),
         Entry(name: "intro-trial-flag-only", pitfall: "J26", description: "counts only free trials as a used introductory offer", make: { IntroTrialFlagOnly() }),
@@ -249,6 +251,16 @@ final class RefundIrreversible: ReferenceValidator {
         if let old, let new, old.revocationDate != nil, new.revocationDate == nil { return false }
         return super.shouldReplace(oldSigned, with: newSigned, old: old, new: new)
     }
+}
+
+final class RefundRetroactive: ReferenceValidator {
+    override var name: String { "mutant:refund-retroactive" }
+    override func isRevoked(_ tx: JWSTransactionDecodedPayload, at t: Millis) -> Bool { tx.revocationDate != nil }
+}
+
+final class PeriodPerTransactionId: ReferenceValidator {
+    override var name: String { "mutant:period-per-transaction-id" }
+    override func onePerPurchase(_ txs: [JWSTransactionDecodedPayload]) -> [JWSTransactionDecodedPayload] { txs }
 }
 
 final class OldPeriodRefundKillsCurrent: ReferenceValidator {

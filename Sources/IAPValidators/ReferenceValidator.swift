@@ -370,6 +370,33 @@ open class ReferenceValidator: DecodedDeliveryValidator {
         Array(chain.transactions.values)
     }
 
+    /// A purchase known under several transactionIds (restored, re-granted, seen on a second device) is one
+    /// purchase: the ids of one billing period share a `webOrderLineItemId`, the ids of one non-consumable purchase
+    /// its chain. Each id takes the content of the purchase's newest signed version, whichever id it came under,
+    /// so a refund or upgrade Apple signs under one id holds for all of them.
+    open func onePerPurchase(_ txs: [JWSTransactionDecodedPayload]) -> [JWSTransactionDecodedPayload] {
+        let groups = Dictionary(grouping: txs) { tx -> String in
+            switch tx.type {
+            case .autoRenewable: tx.webOrderLineItemId ?? tx.transactionId
+            case .nonConsumable: tx.originalTransactionId
+            default: tx.transactionId
+            }
+        }
+        var out: [JWSTransactionDecodedPayload] = []
+        for members in groups.values {
+            guard members.count > 1, let newest = members.max(by: { ($0.signedDate, $0.transactionId) < ($1.signedDate, $1.transactionId) }) else {
+                out += members
+                continue
+            }
+            for m in members {
+                var same = newest
+                same.transactionId = m.transactionId
+                out.append(same)
+            }
+        }
+        return out
+    }
+
     /// The renewal info used at `t`: the newest signed.
     open func renewalInfo(of chain: Chain, chain otid: String, at t: Millis) -> JWSRenewalInfoDecodedPayload? {
         chain.renewal
@@ -463,7 +490,7 @@ open class ReferenceValidator: DecodedDeliveryValidator {
         var nonRenewing: [String: [JWSTransactionDecodedPayload]] = [:]
         for otid in chains.keys.sorted() where user(ofChain: otid) == q.userId {
             let chain = chains[otid]!
-            let everything = transactions(of: chain, chain: otid, at: t)
+            let everything = onePerPurchase(transactions(of: chain, chain: otid, at: t))
             let renewal = renewalInfo(of: chain, chain: otid, at: t)
             let txs = everything.filter { $0.purchaseDate <= t && includes($0) }
                 .sorted { ($0.purchaseDate, $0.transactionId) < ($1.purchaseDate, $1.transactionId) }

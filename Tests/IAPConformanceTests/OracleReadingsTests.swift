@@ -117,4 +117,43 @@ import Testing
         #expect((report.forgeries.sent["wrong-environment"] ?? 0) > 0)
         #expect(report.forgeries.sent["wrong-environment"] == report.forgeries.rejected["wrong-environment"])
     }
+
+    /// One billing period under two transactionIds (a restore): the app submitted the restored id, the refund
+    /// arrives under the original one only. The purchase is refunded, whichever id a validator looks at; the
+    /// reference says so too, and the mutant that keeps the ids apart does not.
+    @Test func aRefundUnderOneIdOfAPurchaseEndsEveryIdOfIt() throws {
+        let refundAt = Self.t0 + 3 * Self.day
+        var original = Self.monthly("2000000000000001", purchased: Self.t0, signed: Self.t0)
+        original.webOrderLineItemId = "2000000000000009"
+        var restored = original
+        restored.transactionId = "2000000000000005"
+        restored.signedDate = Self.t0 + Self.day
+        var refunded = original
+        refunded.signedDate = refundAt
+        refunded.revocationDate = refundAt
+        refunded.revocationReason = .refundedDueToIssue
+        refunded.revocationType = .refundFull
+        let deliveries: [Delivery] = [
+            .appTransaction(AppTransactionSubmission(userId: Self.user, transaction: original, deviceTime: nil)),
+            .appTransaction(AppTransactionSubmission(userId: Self.user, transaction: restored, deviceTime: nil)),
+            .appTransaction(AppTransactionSubmission(userId: Self.user, transaction: refunded, deviceTime: nil)),
+        ]
+        var k = Knowledge(config: ValidatorConfig(catalog: .standard, policy: .default))
+        for d in deliveries { k.learn(d) }
+
+        let after = Oracle.judge(k, user: Self.user, at: refundAt + 1)
+        let product = try #require(after.answer.products.first { $0.productId == "pro.monthly" })
+        #expect(!product.active && product.state == .revoked, "the restored id kept granting a refunded period: \(product)")
+        let before = Oracle.judge(k, user: Self.user, at: refundAt - 1)
+        #expect(before.answer.products.first { $0.productId == "pro.monthly" }?.active == true)
+
+        func answer(_ v: ReferenceValidator) throws -> EntitlementAnswer {
+            try v.reset(ValidatorConfig(catalog: .standard, policy: .default))
+            for d in deliveries { _ = try v.deliver(decoded: d, now: refundAt) }
+            return try v.entitlements(EntitlementQuery(userId: Self.user, at: refundAt + 1))
+        }
+        #expect(try answer(ReferenceValidator()).answerDifferences(from: after.answer, ignoring: after.undetermined).isEmpty)
+        let mutant = try #require(Mutants.named("period-per-transaction-id")).make()
+        #expect(!(try answer(mutant)).answerDifferences(from: after.answer, ignoring: after.undetermined).isEmpty)
+    }
 }

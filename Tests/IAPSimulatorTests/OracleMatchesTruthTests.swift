@@ -70,4 +70,26 @@ import Testing
         let missing = Set(ScenarioFamily.allCases).subtracting(seen).map(\.rawValue).sorted()
         #expect(missing.isEmpty, "never generated: \(missing)")
     }
+
+    /// A restore issues the current period again under a new id of the same period; a later refund is signed
+    /// under both ids, the refund notification names the original only, and the API history lists both.
+    @Test func aRestoredPeriodIsOnePurchaseUnderTwoIds() throws {
+        let start = HistoryGenerator.epoch
+        var sim = StoreSimulator(catalog: .standard, policy: .default, persons: [Person(index: 0, familyId: nil)], start: start)
+        sim.buySubscription(person: 0, productId: "pro.monthly", offer: .none, at: start, familyMates: [])
+        let cid = try #require(sim.chainOrder.first)
+        sim.restore(cid, at: start + CivilTime.msPerDay)
+        let original = try #require(sim.chains[cid]?.currentTx)
+        let copy = try #require(sim.chains[cid]?.restoredTxIds.first)
+        let a = try #require(sim.latest(original)), b = try #require(sim.latest(copy))
+        #expect(copy != original && b.webOrderLineItemId == a.webOrderLineItemId && b.originalTransactionId == a.originalTransactionId)
+        #expect(b.purchaseDate == a.purchaseDate && b.expiresDate == a.expiresDate)
+        #expect(sim.creations.last?.transactionId == copy && sim.creations.last?.inApp == true)
+
+        let refundAt = start + 2 * CivilTime.msPerDay
+        sim.refund(original, reason: .refundedForOtherReason, prorated: false, at: refundAt)
+        #expect(sim.latest(copy)?.revocationDate == refundAt, "the refund was not signed under the restored id")
+        #expect(sim.notifications.last?.payload.data?.transactionInfo?.transactionId == original)
+        #expect(Set(sim.snapshot(chain: cid, at: refundAt + 1).transactions.map(\.transactionId)) == [original, copy])
+    }
 }
