@@ -107,11 +107,22 @@ public struct Knowledge: Sendable {
     /// Equal to `self` unless something was signed after `t`, which happens only when a question is about an
     /// instant before facts the validator already has (a validator clock behind Apple's). There, "the newest
     /// version" and "the version in force at `t`" are both defensible readings (docs/answers.md).
-    public func asOf(_ t: Millis) -> Knowledge {
+    ///
+    /// `perPurchase`: read a purchase known under several transactionIds (a restore) as one: an id first signed
+    /// after `t` did not exist at `t`, so when another id of the same purchase did, the purchase is what that one
+    /// said at `t` (a validator that keeps versions per purchase reads it so; one that keeps them per id reads
+    /// the newer id's oldest version: both are defensible).
+    public func asOf(_ t: Millis, perPurchase: Bool = false) -> Knowledge {
         guard newestSignedDate > t else { return self }
         var k = self
         for (id, versions) in transactionVersions {
             k.transactions[id] = versions.last { $0.signedDate <= t } ?? versions[0]
+        }
+        if perPurchase {
+            let existed = Set(transactionVersions.values.compactMap { v in v[0].signedDate <= t ? Oracle.purchase(of: v[0]) : nil })
+            for (id, versions) in transactionVersions where versions[0].signedDate > t {
+                if let p = Oracle.purchase(of: versions[0]), existed.contains(p) { k.transactions[id] = nil }
+            }
         }
         for (id, versions) in renewalVersions {
             k.renewals[id] = versions.last { $0.signedDate <= t } ?? versions[0]

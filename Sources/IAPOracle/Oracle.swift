@@ -56,9 +56,10 @@ public enum Oracle {
         let nothing = Reading(upgradedGrantsNothing: true)
         if flagged { consider(answer(k, user: user, at: t, reading: nothing)) }
         if k.newestSignedDate > t {
-            let past = k.asOf(t)
-            consider(answer(past, user: user, at: t))
-            if flagged { consider(answer(past, user: user, at: t, reading: nothing)) }
+            for past in [k.asOf(t), k.asOf(t, perPurchase: true)] {
+                consider(answer(past, user: user, at: t))
+                if flagged { consider(answer(past, user: user, at: t, reading: nothing)) }
+            }
         }
         return Judgement(answer: primary, undetermined: undetermined)
     }
@@ -68,22 +69,25 @@ public enum Oracle {
     /// non-consumable purchase its `originalTransactionId`; whatever of the purchase was signed last, under any of
     /// its ids (a refund, an upgrade flag, an extension), is what is known of it, and every id of it says so.
     static func samePurchase(_ txs: [JWSTransactionDecodedPayload]) -> [JWSTransactionDecodedPayload] {
-        func purchase(_ x: JWSTransactionDecodedPayload) -> String? {
-            if x.type == ProductKind.autoRenewable.wireType { return x.webOrderLineItemId.map { "period " + $0 } }
-            if x.type == ProductKind.nonConsumable.wireType { return "non-consumable " + x.originalTransactionId }
-            return nil
-        }
         var newest: [String: JWSTransactionDecodedPayload] = [:]
         for x in txs.sorted(by: { ($0.signedDate, $0.transactionId) < ($1.signedDate, $1.transactionId) }) {
-            if let p = purchase(x) { newest[p] = x }
+            if let p = purchase(of: x) { newest[p] = x }
         }
         guard newest.count < txs.count else { return txs }
         return txs.map { x in
-            guard let p = purchase(x), let n = newest[p], n.transactionId != x.transactionId else { return x }
+            guard let p = purchase(of: x), let n = newest[p], n.transactionId != x.transactionId else { return x }
             var y = n
             y.transactionId = x.transactionId
             return y
         }
+    }
+
+    /// The purchase a transaction belongs to, when it can be known under several ids: its billing period, or
+    /// its non-consumable purchase (nil for consumables and non-renewing subscriptions).
+    static func purchase(of x: JWSTransactionDecodedPayload) -> String? {
+        if x.type == ProductKind.autoRenewable.wireType { return x.webOrderLineItemId.map { x.originalTransactionId + " period " + $0 } }
+        if x.type == ProductKind.nonConsumable.wireType { return "non-consumable " + x.originalTransactionId }
+        return nil
     }
 
     public static func answer(_ k: Knowledge, user: String, at t: Millis, reading: Reading = Reading()) -> EntitlementAnswer {

@@ -20,8 +20,10 @@ public enum LegacyReceiptRenderer {
                 e.expires_date = t.expiresDate.map(gmt)
                 e.expires_date_ms = t.expiresDate.map { String($0) }
                 e.expires_date_pst = t.expiresDate.map(pst)
-                // Legacy receipts put the upgrade instant in cancellation_date on the upgraded-from entry.
-                let upgradedAt: Millis? = t.isUpgraded == true ? ordered.dropFirst(i + 1).first?.purchaseDate : nil
+                // Legacy receipts put the upgrade instant in cancellation_date on the upgraded-from entry: the
+                // purchase of the next later entry (a restored copy of the same period has the same purchaseDate).
+                let upgradedAt: Millis? = t.isUpgraded == true
+                    ? ordered.dropFirst(i + 1).first { $0.purchaseDate > t.purchaseDate }?.purchaseDate : nil
                 if let c = t.revocationDate ?? upgradedAt {
                     e.cancellation_date = gmt(c)
                     e.cancellation_date_ms = String(c)

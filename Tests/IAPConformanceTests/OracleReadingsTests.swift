@@ -156,4 +156,35 @@ import Testing
         let mutant = try #require(Mutants.named("period-per-transaction-id")).make()
         #expect(!(try answer(mutant)).answerDifferences(from: after.answer, ignoring: after.undetermined).isEmpty)
     }
+
+    /// A question about an instant when a purchase was refunded, asked after the refund was reversed and the
+    /// purchase restored under a new id: per purchase, the version in force then is the refunded one; per id, the
+    /// new id's only version says it is not. Both readings are defensible, so the product is left open.
+    @Test func aRestoredIdSignedAfterTheQuestionLeavesThePurchaseOpen() throws {
+        let refundAt = Self.t0 + Self.day, reversedAt = refundAt + 2 * CivilTime.msPerHour
+        var bought = JWSTransactionDecodedPayload(
+            transactionId: "2000000000000001", originalTransactionId: "2000000000000001", bundleId: Catalog.standard.bundleId,
+            productId: "lifetime.unlock", purchaseDate: Self.t0, type: .nonConsumable, signedDate: Self.t0,
+            environment: Catalog.standard.environment, transactionReason: .purchase)
+        var refunded = bought
+        refunded.signedDate = refundAt
+        refunded.revocationDate = refundAt
+        refunded.revocationReason = .refundedDueToIssue
+        var reversed = bought
+        reversed.signedDate = reversedAt
+        var restored = reversed
+        restored.transactionId = "2000000000000007"
+        restored.signedDate = reversedAt + 2 * CivilTime.msPerMinute
+        bought.signedDate = Self.t0
+        var k = Knowledge(config: ValidatorConfig(catalog: .standard, policy: .default))
+        for tx in [bought, refunded, reversed, restored] {
+            k.learn(.appTransaction(AppTransactionSubmission(userId: Self.user, transaction: tx, deviceTime: nil)))
+        }
+        let during = Oracle.judge(k, user: Self.user, at: refundAt + CivilTime.msPerHour)
+        #expect(during.undetermined.contains { $0.subject == .product("lifetime.unlock") && $0.field == .active },
+                "a validator reading the purchase as it was at t (refunded) would be failed")
+        let after = Oracle.judge(k, user: Self.user, at: restored.signedDate + 1)
+        #expect(after.undetermined.isEmpty)
+        #expect(after.answer.products.first { $0.productId == "lifetime.unlock" }?.active == true)
+    }
 }
