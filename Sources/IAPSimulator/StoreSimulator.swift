@@ -177,7 +177,8 @@ public struct StoreSimulator: Sendable {
     /// Signs a new version of `txId`, and the same change of every transactionId that re-issues it: the App
     /// Store keeps one purchase's facts under all its ids (its notifications name only the original one).
     mutating func updateTransaction(_ txId: String, _ change: (inout JWSTransactionDecodedPayload) -> Void) {
-        for id in [txId] + restoredFrom.filter({ $0.value == txId }).keys.sorted() {
+        let copies = latest(txId).flatMap { chains[$0.originalTransactionId]?.restoredTxIds.filter { restoredFrom[$0] == txId } } ?? []
+        for id in [txId] + copies {
             var tx = latest(id)!
             change(&tx)
             tx.signedDate = now

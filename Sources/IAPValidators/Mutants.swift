@@ -18,7 +18,6 @@ public enum Mutants {
     public static let all: [Entry] = [
         Entry(name: "ignore-revocation", pitfall: "J1", description: "treats a transaction as entitling even when revocationDate is set", make: { IgnoreRevocation() }),
         Entry(name: "expiry-from-duration", pitfall: "J2", description: "computes expiry as purchaseDate + product period instead of expiresDate", make: { ExpiryFromDuration() }),
-        Entry(name: "period-per-transaction-id", pitfall: "J45", description: "keeps each transactionId of a restored or re-granted purchase apart, so a refund under one id still grants through another", make: { PeriodPerTransactionId() }),
         Entry(name: "array-order-latest", pitfall: "J3", description: "takes the first transaction of an API history page as the chain's latest", make: { ArrayOrderLatest() }),
         Entry(name: "device-clock", pitfall: "J4", description: "evaluates expiry at the time the device claims, not the server's", make: { DeviceClock() }),
         Entry(name: "no-grace", pitfall: "J5", description: "ends access at expiresDate even during a billing grace period", make: { NoGrace() }),
@@ -53,6 +52,7 @@ public enum Mutants {
         Entry(name: "unknown-type-rejected", pitfall: "J40", description: "rejects notifications with an unknown type or subtype, so Apple retries forever", make: { UnknownTypeRejected() }),
         Entry(name: "consumables-only-from-notifications", pitfall: "J42", description: "never credits consumables submitted by the app, waiting for a notification", make: { ConsumablesOnlyFromNotifications() }),
         Entry(name: "appaccounttoken-required", pitfall: "J44", description: "rejects app transactions without appAccountToken (family shares, offer codes)", make: { AppAccountTokenRequired() }),
+        Entry(name: "period-per-transaction-id", pitfall: "J45", description: "keeps each transactionId of a restored or re-granted purchase apart, so a refund under one id still grants through another", make: { PeriodPerTransactionId() }),
         Entry(name: "skip-signature", pitfall: "J31", description: "checks the certificate chain but never the JWS signature", make: { VerifierMutant("skip-signature") { $0.verifySignature = false } }),
         Entry(name: "skip-chain", pitfall: "J31", description: "verifies the signature with the x5c leaf key without checking the chain", make: { VerifierMutant("skip-chain") { $0.verifyChain = false } }),
         Entry(name: "trust-embedded-root", pitfall: "J31", description: "trusts the root certificate carried in x5c[2]", make: { VerifierMutant("trust-embedded-root") { $0.trustEmbeddedRoot = true } }),

@@ -21,6 +21,8 @@ open class ReferenceValidator: DecodedDeliveryValidator {
         public var transactions: [String: JWSTransactionDecodedPayload] = [:]
         public var renewal: JWSRenewalInfoDecodedPayload?
         public var user: String?
+        /// Some purchase of the chain is known under more than one transactionId (see `onePerPurchase`).
+        public var severalIdsPerPurchase = false
     }
 
     open var name: String { "reference" }
@@ -295,6 +297,10 @@ open class ReferenceValidator: DecodedDeliveryValidator {
         if let old = chain.transactions[tx.transactionId] {
             if shouldReplace(old.signedDate, with: tx.signedDate, old: old, new: tx) { chain.transactions[tx.transactionId] = tx }
         } else {
+            if tx.type == .nonConsumable ? !chain.transactions.isEmpty
+                : tx.webOrderLineItemId.map({ w in chain.transactions.values.contains { $0.webOrderLineItemId == w } }) ?? false {
+                chain.severalIdsPerPurchase = true
+            }
             chain.transactions[tx.transactionId] = tx
         }
         chains[tx.originalTransactionId] = chain
@@ -490,7 +496,8 @@ open class ReferenceValidator: DecodedDeliveryValidator {
         var nonRenewing: [String: [JWSTransactionDecodedPayload]] = [:]
         for otid in chains.keys.sorted() where user(ofChain: otid) == q.userId {
             let chain = chains[otid]!
-            let everything = onePerPurchase(transactions(of: chain, chain: otid, at: t))
+            let listed = transactions(of: chain, chain: otid, at: t)
+            let everything = chain.severalIdsPerPurchase ? onePerPurchase(listed) : listed
             let renewal = renewalInfo(of: chain, chain: otid, at: t)
             let txs = everything.filter { $0.purchaseDate <= t && includes($0) }
                 .sorted { ($0.purchaseDate, $0.transactionId) < ($1.purchaseDate, $1.transactionId) }
