@@ -155,7 +155,8 @@ class Entitlements:
                     status = "revoked"
                 elif latest.get("expiresDate") is not None and latest["purchaseDate"] <= t < latest["expiresDate"]:
                     status = "active"
-                elif renewal.get("isInBillingRetryPeriod"):
+                elif renewal.get("isInBillingRetryPeriod") or (
+                        self.policy.get("graceWithoutRetryFlag") == "grant" and renewal.get("gracePeriodExpiresDate") is not None):
                     grace = renewal.get("gracePeriodExpiresDate")
                     status = "grace" if grace is not None and latest.get("expiresDate") is not None and latest["expiresDate"] <= t < grace else "billing-retry"
                 else:

@@ -41,7 +41,8 @@ def main(directory):
             status = getattr(e, "status", None)
             return "rejected: " + (status.name if status is not None else type(e).__name__)
 
-    kinds = {"transaction.jws": "transaction", "renewal.jws": "renewal", "notification.jws": "notification"}
+    kinds = {"transaction.jws": "transaction", "renewal.jws": "renewal"}
+    kinds.update({name: "notification" for name in meta["genuine"] if name.endswith("notification.jws")})
     genuine = {name: check(kinds[name], name) for name in meta["genuine"]}
     forged = {f["class"]: check(f["kind"], f["file"]) for f in meta["forged"]}
     print(json.dumps({"genuine": genuine, "forged": forged}, indent=2, sort_keys=True))

@@ -37,14 +37,38 @@ public enum CaseOutcome: Sendable {
     public var isPass: Bool { if case .passed = self { true } else { false } }
 }
 
-/// How each forgery class fared: how many were sent and how many the validator rejected.
+/// How each forgery class fared: how many were sent and how many the validator rejected, in all and per channel.
 public struct ForgeryTally: Codable, Hashable, Sendable {
+    public struct Count: Codable, Hashable, Sendable {
+        public var sent = 0
+        public var rejected = 0
+    }
     public var sent: [String: Int] = [:]
     public var rejected: [String: Int] = [:]
+    /// Class → channel → count.
+    public var channels: [String: [DeliveryChannel: Count]] = [:]
     public init() {}
+
+    public mutating func record(_ f: ForgeryClass, on channel: DeliveryChannel, rejected wasRejected: Bool) {
+        sent[f.rawValue, default: 0] += 1
+        channels[f.rawValue, default: [:]][channel, default: Count()].sent += 1
+        if wasRejected { reject(f, on: channel) }
+    }
+
+    public mutating func reject(_ f: ForgeryClass, on channel: DeliveryChannel) {
+        rejected[f.rawValue, default: 0] += 1
+        channels[f.rawValue, default: [:]][channel, default: Count()].rejected += 1
+    }
+
     public mutating func merge(_ o: ForgeryTally) {
         for (k, v) in o.sent { sent[k, default: 0] += v }
         for (k, v) in o.rejected { rejected[k, default: 0] += v }
+        for (k, byChannel) in o.channels {
+            for (ch, c) in byChannel {
+                channels[k, default: [:]][ch, default: Count()].sent += c.sent
+                channels[k, default: [:]][ch, default: Count()].rejected += c.rejected
+            }
+        }
     }
 }
 
@@ -75,7 +99,7 @@ public enum CaseRunner {
         var questions = 0
         let restartable = c.property == .durableAck ? v as? any RestartableValidator : nil
         var deliveries = 0
-        var acknowledged: [ForgeryClass] = []
+        var acknowledged: [(ForgeryClass, DeliveryChannel)] = []
         for (i, step) in c.steps.enumerated() {
             switch step {
             case .deliver(let d):
@@ -92,10 +116,10 @@ public enum CaseRunner {
                     return .validatorFailed(error, step: i)
                 }
                 if let f = d.forgery {
-                    tally.sent[f.rawValue, default: 0] += 1
                     // A replayed UUID may be acknowledged as a duplicate; it counts as rejected only if the answers
                     // show it changed nothing (the case passes to its end).
-                    if !verdict.isAccepted { tally.rejected[f.rawValue, default: 0] += 1 } else if f.mayBeAcknowledged { acknowledged.append(f) }
+                    tally.record(f, on: d.delivery.channel, rejected: !verdict.isAccepted)
+                    if verdict.isAccepted && f.mayBeAcknowledged { acknowledged.append((f, d.delivery.channel)) }
                 }
                 if verdict.isAccepted != expectedAccept && !(d.forgery?.mayBeAcknowledged ?? false) {
                     let property: PropertyName = expectedAccept ? .robustInput : .forgeryRejected
@@ -133,7 +157,7 @@ public enum CaseRunner {
                 }
             }
         }
-        for f in acknowledged { tally.rejected[f.rawValue, default: 0] += 1 }
+        for (f, channel) in acknowledged { tally.reject(f, on: channel) }
         return .passed(questions: questions)
     }
 

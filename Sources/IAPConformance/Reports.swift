@@ -37,11 +37,16 @@ public enum Reports {
         public var sent: Int
         /// True when every forged artifact of the class was rejected (never true for a class that was never sent).
         public var rejected: Bool
+        /// Per channel the class applies to (`app`, `notification`, `api`, `legacy`): forged artifacts sent and
+        /// rejected. A channel the class cannot travel on is absent.
+        public var channels: [String: ForgeryTally.Count]?
 
         public static func all(_ t: ForgeryTally) -> [ForgerySummary] {
             ForgeryClass.allCases.map { f in
                 let sent = t.sent[f.rawValue] ?? 0
-                return ForgerySummary(name: f.rawValue, sent: sent, rejected: sent > 0 && (t.rejected[f.rawValue] ?? 0) == sent)
+                var channels: [String: ForgeryTally.Count] = [:]
+                for ch in f.channels { channels[ch.rawValue] = t.channels[f.rawValue]?[ch] ?? ForgeryTally.Count() }
+                return ForgerySummary(name: f.rawValue, sent: sent, rejected: sent > 0 && (t.rejected[f.rawValue] ?? 0) == sent, channels: channels)
             }
         }
     }

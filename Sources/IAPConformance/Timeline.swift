@@ -47,13 +47,21 @@ public enum Timeline {
             return "app: \(names[s.userId] ?? s.userId) submits \(t.productId) …\(t.transactionId.suffix(4))\(t.inAppOwnershipType == .familyShared ? " (family)" : "")\(tag)"
         case .notification(let n):
             let kind = n.notificationType.rawValue + (n.subtype.map { "/" + $0.rawValue } ?? "")
-            let product = n.data?.transactionInfo.map { " \($0.productId) …\($0.transactionId.suffix(4))" } ?? ""
+            var product = ""
+            if let t = n.data?.transactionInfo {
+                product = " \(t.productId) …\(t.transactionId.suffix(4))"
+            } else if let s = n.summary {
+                let done: Int64 = s.succeededCount ?? 0, failed: Int64 = s.failedCount ?? 0
+                product = " summary: \(s.productId ?? "?"), \(done) extended, \(failed) failed"
+            } else if let e = n.externalPurchaseToken {
+                product = " token " + (e.externalPurchaseId ?? "?")
+            }
             return "notification \(kind)\(product)\(tag)"
         case .apiSnapshot(let s):
             return "API: chain …\(s.originalTransactionId.suffix(4)) (\(s.transactions.count) transactions)\(tag)"
         case .legacyReceipt(let l):
             let n = l.chains.map(\.transactions.count).reduce(0, +)
-            return "legacy: \(names[l.userId] ?? l.userId)'s receipt via verifyReceipt (\(l.chains.count) chains, \(n) transactions)"
+            return "legacy: \(names[l.userId] ?? l.userId)'s receipt via verifyReceipt (\(l.chains.count) chains, \(n) transactions)\(tag)"
         }
     }
 }

@@ -21,6 +21,16 @@ public enum Delivery: Codable, Hashable, Sendable {
 
     enum Key: String, CodingKey { case appTransaction, notification, apiSnapshot, legacyReceipt }
 
+    /// The channel this delivery travels on.
+    public var channel: DeliveryChannel {
+        switch self {
+        case .appTransaction: .app
+        case .notification: .notification
+        case .apiSnapshot: .api
+        case .legacyReceipt: .legacy
+        }
+    }
+
     // Encoded as `{"notification": {...}}` (one key naming the channel) so corpus files read naturally.
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: Key.self)
@@ -87,6 +97,12 @@ public struct APISnapshot: Codable, Hashable, Sendable {
 }
 
 /// A validator's answer to a delivery.
+/// The four ways facts reach a validator: the app's submission, a notification, App Store Server API answers,
+/// a legacy `verifyReceipt` response.
+public enum DeliveryChannel: String, Codable, CodingKeyRepresentable, Hashable, Sendable, CaseIterable {
+    case app, notification, api, legacy
+}
+
 public enum DeliveryVerdict: Codable, Hashable, Sendable {
     case accepted
     case rejected(reason: String)

@@ -33,6 +33,16 @@ public enum ForgeryClass: String, Codable, Hashable, Sendable, CaseIterable {
     /// Classes that only make sense for a notification (`appAppleId` and the UUID live there).
     public var notificationOnly: Bool { self == .wrongAppAppleId || self == .replayedNotificationUUID || self == .forgedNestedTransaction }
 
+    /// The channels a forged artifact of this class can travel on. Signed artifacts (app transactions,
+    /// notifications, API answers) take every cryptographic and identity forgery; the notification-only classes
+    /// stay there; a legacy `verifyReceipt` response is unsigned JSON (its trust is the TLS connection to Apple),
+    /// so only the app it names can be wrong.
+    public var channels: [DeliveryChannel] {
+        if notificationOnly { return [.notification] }
+        if self == .wrongBundleId || self == .wrongEnvironment { return DeliveryChannel.allCases }
+        return [.app, .notification, .api]
+    }
+
     /// A replay of a known notification UUID may be acknowledged as a duplicate instead of rejected; what matters is
     /// that it changes nothing.
     public var mayBeAcknowledged: Bool { self == .replayedNotificationUUID }

@@ -19,21 +19,48 @@ public struct Policy: Codable, Hashable, Sendable {
         case neverSubscribed = "never-subscribed"
     }
 
+    /// A renewal info with a `gracePeriodExpiresDate` still ahead but `isInBillingRetryPeriod` false. Apple documents
+    /// the flag as true throughout a grace period, and such payloads have been seen in production
+    /// (docs/semantics.md#q4-malformed-grace-and-expiry-payloads): the payload contradicts itself.
+    public enum GraceWithoutRetryFlag: String, Codable, Sendable, CaseIterable {
+        /// Either reading is accepted: while such a renewal info is the one in force, the chain's state and
+        /// whether it entitles are not compared (default).
+        case either
+        /// The grace date decides: the chain is in billing retry, in grace until `gracePeriodExpiresDate`.
+        case grant
+        /// The flag decides: not in billing retry, so no grace; the subscription is expired after `expiresDate`.
+        case deny
+    }
+
     public var refundScope: RefundScope
     /// Consumable refunds take back the credited quantity (a business choice; default on).
     public var consumableClawback: Bool
     public var introEligibility: IntroEligibility
     /// Back-to-back purchases of a non-renewing subscription extend each other instead of overlapping (default off).
     public var nonRenewingStacking: Bool
+    public var graceWithoutRetryFlag: GraceWithoutRetryFlag
 
     public init(
         refundScope: RefundScope = .transaction, consumableClawback: Bool = true,
-        introEligibility: IntroEligibility = .neverReceivedIntro, nonRenewingStacking: Bool = false
+        introEligibility: IntroEligibility = .neverReceivedIntro, nonRenewingStacking: Bool = false,
+        graceWithoutRetryFlag: GraceWithoutRetryFlag = .either
     ) {
         self.refundScope = refundScope
         self.consumableClawback = consumableClawback
         self.introEligibility = introEligibility
         self.nonRenewingStacking = nonRenewingStacking
+        self.graceWithoutRetryFlag = graceWithoutRetryFlag
+    }
+
+    /// Decoding accepts policies written before a key existed: a missing key takes its default.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init()
+        refundScope = try c.decodeIfPresent(RefundScope.self, forKey: .refundScope) ?? refundScope
+        consumableClawback = try c.decodeIfPresent(Bool.self, forKey: .consumableClawback) ?? consumableClawback
+        introEligibility = try c.decodeIfPresent(IntroEligibility.self, forKey: .introEligibility) ?? introEligibility
+        nonRenewingStacking = try c.decodeIfPresent(Bool.self, forKey: .nonRenewingStacking) ?? nonRenewingStacking
+        graceWithoutRetryFlag = try c.decodeIfPresent(GraceWithoutRetryFlag.self, forKey: .graceWithoutRetryFlag) ?? graceWithoutRetryFlag
     }
 
     public static let `default` = Policy()
@@ -52,6 +79,9 @@ public struct Policy: Codable, Hashable, Sendable {
             p.introEligibility = IntroEligibility(rawValue: s)!
         }
         if let b = o.bool("nonRenewingStacking", required: false) { p.nonRenewingStacking = b }
+        if let s = o.choice("graceWithoutRetryFlag", GraceWithoutRetryFlag.allCases.map(\.rawValue), required: false) {
+            p.graceWithoutRetryFlag = GraceWithoutRetryFlag(rawValue: s)!
+        }
         o.rejectUnknownKeys()
         try r.finish()
         return p

@@ -25,6 +25,8 @@ public struct ResponseBodyV2SignedPayload: Codable, Hashable, Sendable {
     public var version: String?
     public var signedDate: Millis
     public var data: Data?
+    public var summary: NotificationSummary?
+    public var externalPurchaseToken: ExternalPurchaseToken?
 
     /// https://developer.apple.com/documentation/appstoreservernotifications/data
     public struct Data: Codable, Hashable, Sendable {
@@ -45,12 +47,15 @@ public struct ResponseBodyV2SignedPayload: Codable, Hashable, Sendable {
         }
     }
 
-    public init(notificationType: NotificationTypeV2, subtype: Subtype?, notificationUUID: String, version: String?, signedDate: Millis, data: Data?) {
+    public init(notificationType: NotificationTypeV2, subtype: Subtype?, notificationUUID: String, version: String?, signedDate: Millis, data: Data?,
+                summary: NotificationSummary? = nil, externalPurchaseToken: ExternalPurchaseToken? = nil) {
         self.notificationType = notificationType
         self.subtype = subtype
         self.notificationUUID = notificationUUID
         self.version = version
         self.signedDate = signedDate
         self.data = data
+        self.summary = summary
+        self.externalPurchaseToken = externalPurchaseToken
     }
 }

@@ -33,11 +33,12 @@ public struct Knowledge: Sendable {
         switch d {
         case .appTransaction(let s): return check(s.transaction)
         case .notification(let n):
-            guard let data = n.data else { return nil }
-            if data.bundleId != c.bundleId { return "bundleId \(data.bundleId) is not \(c.bundleId)" }
-            if data.environment != c.environment { return "environment \(data.environment) is not \(c.environment)" }
-            if let id = data.appAppleId, id != c.appAppleId { return "appAppleId \(id) is not \(c.appAppleId)" }
-            return data.transactionInfo.flatMap(check) ?? data.renewalInfo.flatMap(check)
+            // The app is named in `data`, or in `summary` / `externalPurchaseToken` when there is no `data`.
+            guard let app = n.app else { return "names no app" }
+            if app.bundleId != c.bundleId { return "bundleId \(app.bundleId ?? "none") is not \(c.bundleId)" }
+            if app.environment != c.environment { return "environment \(app.environment.map { "\($0)" } ?? "none") is not \(c.environment)" }
+            if let id = app.appAppleId, id != c.appAppleId { return "appAppleId \(id) is not \(c.appAppleId)" }
+            return n.data?.transactionInfo.flatMap(check) ?? n.data?.renewalInfo.flatMap(check)
         case .apiSnapshot(let s):
             return s.transactions.lazy.compactMap(check).first ?? s.renewalInfo.flatMap(check)
         case .legacyReceipt(let l):

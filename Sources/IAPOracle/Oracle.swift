@@ -21,7 +21,33 @@ public enum Oracle {
         /// instant between its purchase and the signing of the flagged version. `false`: it grants until that
         /// signing; `true`: it grants nothing.
         public var upgradedGrantsNothing = false
-        public init(upgradedGrantsNothing: Bool = false) { self.upgradedGrantsNothing = upgradedGrantsNothing }
+        /// A renewal info with a `gracePeriodExpiresDate` but `isInBillingRetryPeriod` false contradicts itself
+        /// (policy `graceWithoutRetryFlag`). `true`: the grace date says the chain is in billing retry, in grace
+        /// until that date; `false`: only the flag says so.
+        public var graceDateMeansRetry = true
+        public init(upgradedGrantsNothing: Bool = false, graceDateMeansRetry: Bool = true) {
+            self.upgradedGrantsNothing = upgradedGrantsNothing
+            self.graceDateMeansRetry = graceDateMeansRetry
+        }
+
+        /// The reading a policy asks for where it decides (the first of several where it leaves the choice open).
+        public init(policy: Policy) {
+            self.init(graceDateMeansRetry: policy.graceWithoutRetryFlag != .deny)
+        }
+
+        /// Every reading of the facts in `k`: the policy's first, then the others where the facts or the policy
+        /// leave a choice.
+        static func all(_ k: Knowledge) -> [Reading] {
+            var rs = [Reading(policy: k.config.policy)]
+            if k.transactions.values.contains(where: { $0.isUpgraded == true }) {
+                rs += rs.map { var r = $0; r.upgradedGrantsNothing = true; return r }
+            }
+            if k.config.policy.graceWithoutRetryFlag == .either,
+                k.renewals.values.contains(where: { $0.isInBillingRetryPeriod != true && $0.gracePeriodExpiresDate != nil }) {
+                rs += rs.map { var r = $0; r.graceDateMeansRetry.toggle(); return r }
+            }
+            return rs
+        }
     }
 
     /// The expected answer and the parts of it that the known facts do not decide.
@@ -32,15 +58,18 @@ public enum Oracle {
         public var undetermined: Set<AnswerDifference.Key>
     }
 
-    /// The answer at `t` and what of it is undetermined. Two things are left open by the facts themselves:
+    /// The answer at `t` and what of it is undetermined. Three things are left open by the facts themselves:
     /// - a question about an instant before some fact was signed (the validator's clock is behind Apple's): the
     ///   newest version of a transaction or renewal info and the version in force at `t` are both defensible;
     /// - a transaction flagged `isUpgraded` without its upgrading transaction: when the upgrade happened is
-    ///   known only to be before the flagged version was signed.
-    /// Both readings of each are computed; the fields where they differ (a product's state, a group's effective
+    ///   known only to be before the flagged version was signed;
+    /// - a renewal info with a grace date but without the billing-retry flag, under the policy that accepts
+    ///   either reading of it.
+    /// Every reading of each is computed; the fields where they differ (a product's state, a group's effective
     /// product) are not compared, every other field is.
     public static func judge(_ k: Knowledge, user: String, at t: Millis) -> Judgement {
-        let primary = answer(k, user: user, at: t)
+        let readings = Reading.all(k)
+        let primary = answer(k, user: user, at: t, reading: readings[0])
         var undetermined: Set<AnswerDifference.Key> = []
         func consider(_ other: EntitlementAnswer) {
             for d in other.answerDifferences(from: primary) {
@@ -52,13 +81,10 @@ public enum Oracle {
                 }
             }
         }
-        let flagged = k.transactions.values.contains { $0.isUpgraded == true }
-        let nothing = Reading(upgradedGrantsNothing: true)
-        if flagged { consider(answer(k, user: user, at: t, reading: nothing)) }
+        for r in readings.dropFirst() { consider(answer(k, user: user, at: t, reading: r)) }
         if k.newestSignedDate > t {
             for past in [k.asOf(t), k.asOf(t, perPurchase: true)] {
-                consider(answer(past, user: user, at: t))
-                if flagged { consider(answer(past, user: user, at: t, reading: nothing)) }
+                for r in Reading.all(past) { consider(answer(past, user: user, at: t, reading: r)) }
             }
         }
         return Judgement(answer: primary, undetermined: undetermined)
@@ -90,7 +116,9 @@ public enum Oracle {
         return nil
     }
 
-    public static func answer(_ k: Knowledge, user: String, at t: Millis, reading: Reading = Reading()) -> EntitlementAnswer {
+    /// The answer at `t` under one reading of the facts (by default the policy's).
+    public static func answer(_ k: Knowledge, user: String, at t: Millis, reading: Reading? = nil) -> EntitlementAnswer {
+        let reading = reading ?? Reading(policy: k.config.policy)
         let catalog = k.config.catalog, policy = k.config.policy
         let all = samePurchase(k.transactions(of: user))
         let known = all.filter { $0.purchaseDate <= t }
@@ -148,7 +176,7 @@ public enum Oracle {
             // The latest purchased at or before t (an isUpgraded flag signed after t must not hide it; see docs/semantics.md#subscription-status).
             guard let latest = subs.last else { continue }
             let renewal = k.renewals[otid]
-            let inRetry = renewal?.isInBillingRetryPeriod == true
+            let inRetry = renewal?.isInBillingRetryPeriod == true || (reading.graceDateMeansRetry && renewal?.gracePeriodExpiresDate != nil)
             if !void(latest), inRetry, let e = latest.expiresDate, let g = renewal?.gracePeriodExpiresDate, e <= t, t < g {
                 grants.append(Grant(productId: latest.productId, end: g, ownership: latest.inAppOwnershipType, grace: true))
             }

@@ -36,7 +36,8 @@ public final class ArtifactRenderer {
                     appAppleId: d.appAppleId, bundleId: d.bundleId, environment: d.environment,
                     signedTransactionInfo: d.transactionInfo.map(transaction), signedRenewalInfo: d.renewalInfo.map(renewal),
                     status: d.status)
-            })
+            },
+            summary: n.summary, externalPurchaseToken: n.externalPurchaseToken)
     }
 
     public func notification(_ n: ResponseBodyV2DecodedPayload) -> String { jws(wire(n), signedDate: n.signedDate) }

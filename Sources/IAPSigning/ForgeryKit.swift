@@ -54,7 +54,8 @@ public struct ForgeryKit: Sendable {
                     .init(appAppleId: data.appAppleId, bundleId: data.bundleId, environment: data.environment,
                           signedTransactionInfo: data.transactionInfo.map { jws(forgery, $0, $0.signedDate) },
                           signedRenewalInfo: data.renewalInfo.map { jws(forgery, $0, $0.signedDate) }, status: data.status)
-                })
+                },
+                summary: n.summary, externalPurchaseToken: n.externalPurchaseToken)
             return .notification(signedPayload: jws(forgery, nested, n.signedDate))
         case .legacyReceipt:
             return ArtifactRenderer(pki: pki).render(d)  // not signed: nothing to forge cryptographically

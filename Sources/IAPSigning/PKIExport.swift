@@ -47,6 +47,22 @@ public enum PKIExport {
         try write(renderer.transaction(tx), "transaction.jws")
         if renews { try write(renderer.renewal(renewal), "renewal.jws") }
         try write(renderer.notification(notification), "notification.jws")
+        // Notifications without `data`: the app is named in `summary` / `externalPurchaseToken` instead.
+        let summary = ResponseBodyV2DecodedPayload(
+            notificationType: .renewalExtension, subtype: .summary, notificationUUID: "5e1f0000-0000-4000-9000-000000000002",
+            signedDate: t, data: nil,
+            summary: NotificationSummary(requestIdentifier: "5e1f0000-0000-4000-9000-000000000003", environment: catalog.environment,
+                                         appAppleId: catalog.appAppleId, bundleId: catalog.bundleId, productId: product.id,
+                                         failedCount: 0, succeededCount: 1))
+        let token = ResponseBodyV2DecodedPayload(
+            notificationType: .externalPurchaseToken, subtype: .unreported, notificationUUID: "5e1f0000-0000-4000-9000-000000000004",
+            signedDate: t, data: nil,
+            externalPurchaseToken: ExternalPurchaseToken(
+                externalPurchaseId: (catalog.environment == .production ? "" : "SANDBOX") + "5e1f0000-0000-4000-9000-000000000005",
+                tokenCreationDate: t, appAppleId: catalog.appAppleId, bundleId: catalog.bundleId))
+        try write(renderer.notification(summary), "summary-notification.jws")
+        let writesToken = [Environment.production, .sandbox].contains(catalog.environment)
+        if writesToken { try write(renderer.notification(token), "external-purchase-token-notification.jws") }
         let kit = ForgeryKit(pki: pki)
         var forged: [[String: String]] = []
         for f in ForgeryClass.allCases {
@@ -64,7 +80,8 @@ public enum PKIExport {
         }
         let meta: [String: Any] = [
             "bundleId": catalog.bundleId, "appAppleId": catalog.appAppleId, "environment": catalog.environment.rawValue,
-            "root": "root.der", "genuine": ["transaction.jws"] + (renews ? ["renewal.jws"] : []) + ["notification.jws"],
+            "root": "root.der", "genuine": ["transaction.jws"] + (renews ? ["renewal.jws"] : []) + ["notification.jws", "summary-notification.jws"]
+                + (writesToken ? ["external-purchase-token-notification.jws"] : []),
             "forged": forged, "product": product.id,
         ]
         try JSONSerialization.data(withJSONObject: meta, options: [.prettyPrinted, .sortedKeys])

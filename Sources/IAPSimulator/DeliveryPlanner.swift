@@ -67,10 +67,28 @@ public struct DeliveryPlanner: Sendable {
                     add(at, .legacyReceipt(Self.legacyReceipt(sim, person: c.person, at: at)), "legacy-receipt", c.person)
                 }
                 if perturbations.foreign && src.chance(30) {
-                    let forgery = src.pick(ForgeryClass.allCases.filter { !$0.notificationOnly })
+                    let forgery = src.pick(ForgeryClass.allCases.filter { $0.channels.contains(.app) })
                     var forged = sub
                     forged.transaction = Self.forge(forgery, sub.transaction)
                     add(submit + 1, .appTransaction(forged), "", c.person, forgery: forgery)
+                }
+                if perturbations.foreign && src.chance(20) {
+                    // A forged App Store Server API answer about this chain (history pages and statuses, every JWS
+                    // in them forged the same way), as a backend reconciling it would receive from a forger.
+                    let forgery = src.pick(ForgeryClass.allCases.filter { $0.channels.contains(.api) })
+                    var snap = sim.snapshot(chain: c.chainId, at: submit + 3)
+                    snap.transactions = snap.transactions.map { Self.forge(forgery, $0) }
+                    snap.renewalInfo = snap.renewalInfo.map { Self.forge(forgery, $0) }
+                    add(submit + 3, .apiSnapshot(snap), "", c.person, forgery: forgery)
+                }
+                if perturbations.foreign && c.inApp && src.chance(15) {
+                    // A verifyReceipt response for another app or environment (a sandbox receipt answered by the
+                    // sandbox endpoint after a 21007, or a receipt of another app) presented as this user's.
+                    let forgery = src.pick(ForgeryClass.allCases.filter { $0.channels.contains(.legacy) })
+                    var receipt = Self.legacyReceipt(sim, person: c.person, at: submit + 4)
+                    if forgery == .wrongBundleId { receipt.bundleId = "com.example.other-app" }
+                    if forgery == .wrongEnvironment { receipt.environment = sim.catalog.environment.counterpart }
+                    add(submit + 4, .legacyReceipt(receipt), "", c.person, forgery: forgery)
                 }
             }
         }
@@ -88,11 +106,14 @@ public struct DeliveryPlanner: Sendable {
                     label = "retry+\(Self.retryOffsetsHours[k])h"
                 }
                 if perturbations.drops && src.chance(15) {
-                    // Lost for good; the backend reconciles the chain from the API later.
+                    // Lost for good; the backend reconciles the chain from the API later (a notification about the
+                    // app has no chain to reconcile: it is just lost).
                     let at = signed + Millis(1 + src.int(below: 48)) * h
-                    var snap = sim.snapshot(chain: n.chainId, at: at)
-                    snap.transactions = shuffled(snap.transactions, src)
-                    add(at, .apiSnapshot(snap), "api-reconcile (notification \(n.payload.notificationType) lost)", n.person)
+                    if let chain = n.chainId {
+                        var snap = sim.snapshot(chain: chain, at: at)
+                        snap.transactions = shuffled(snap.transactions, src)
+                        add(at, .apiSnapshot(snap), "api-reconcile (notification \(n.payload.notificationType) lost)", n.person)
+                    }
                 } else {
                     add(first, .notification(n.payload), label, n.person)
                 }
@@ -100,9 +121,9 @@ public struct DeliveryPlanner: Sendable {
                     let later = first + Self.retryOffsetsHours[1 + src.int(below: 5)] * h
                     add(later, .notification(n.payload), "duplicate", n.person)
                 }
-                if perturbations.duplicates && src.chance(10) {
+                if perturbations.duplicates && src.chance(10), let chain = n.chainId {
                     let at = signed + Millis(1 + src.int(below: 12)) * h
-                    var snap = sim.snapshot(chain: n.chainId, at: at)
+                    var snap = sim.snapshot(chain: chain, at: at)
                     snap.transactions = shuffled(snap.transactions, src)
                     add(at, .apiSnapshot(snap), "api-reconcile", n.person)
                 }
@@ -114,14 +135,34 @@ public struct DeliveryPlanner: Sendable {
                         data.renewalInfo = data.renewalInfo.map { Self.forge(forgery, $0) }
                         forged.data = data
                     }
+                    // The app a notification names is in `data`, `summary` or `externalPurchaseToken`: the forger
+                    // changes whichever it carries.
+                    var applies = true
                     switch forgery {
-                    case .wrongAppAppleId: forged.data?.appAppleId = 999_999_999
-                    case .wrongBundleId: forged.data?.bundleId = "com.example.other-app"
-                    case .wrongEnvironment: forged.data?.environment = sim.catalog.environment.counterpart
-                    case .xcodeEnvironment: forged.data?.environment = sim.catalog.environment.xcodeForgery
+                    case .wrongAppAppleId:
+                        forged.data?.appAppleId = 999_999_999
+                        forged.summary?.appAppleId = 999_999_999
+                        forged.externalPurchaseToken?.appAppleId = 999_999_999
+                    case .wrongBundleId:
+                        forged.data?.bundleId = "com.example.other-app"
+                        forged.summary?.bundleId = "com.example.other-app"
+                        forged.externalPurchaseToken?.bundleId = "com.example.other-app"
+                    case .wrongEnvironment:
+                        forged.data?.environment = sim.catalog.environment.counterpart
+                        forged.summary?.environment = sim.catalog.environment.counterpart
+                        if let id = forged.externalPurchaseToken?.externalPurchaseId {
+                            forged.externalPurchaseToken?.externalPurchaseId = id.hasPrefix("SANDBOX") ? String(id.dropFirst(7)) : "SANDBOX" + id
+                        }
+                    case .xcodeEnvironment:
+                        forged.data?.environment = sim.catalog.environment.xcodeForgery
+                        forged.summary?.environment = sim.catalog.environment.xcodeForgery
+                        applies = forged.externalPurchaseToken == nil  // a token's id can only say Sandbox or Production
+                    case .forgedNestedTransaction: applies = forged.data?.transactionInfo != nil
                     default: break
                     }
-                    if forgery == .replayedNotificationUUID {
+                    if !applies {
+                        // Nothing to forge in this notification's shape.
+                    } else if forgery == .replayedNotificationUUID {
                         // The same UUID again, later, with other content signed later: must be recognised as already
                         // seen (a validator that only keeps "the newest signedDate" would take it).
                         forged.signedDate += CivilTime.msPerMinute

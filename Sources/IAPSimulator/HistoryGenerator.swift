@@ -30,6 +30,7 @@ public struct HistoryGenerator: Sendable {
 
     enum Category: Int, CaseIterable {
         case purchase, advance, productChange, autoRenew, refund, recover, family, extend, priceIncrease, offer, restore
+        case externalPurchase
         var weight: Int {
             switch self {
             case .purchase: 20
@@ -43,6 +44,7 @@ public struct HistoryGenerator: Sendable {
             case .priceIncrease: 4
             case .offer: 2
             case .restore: 3
+            case .externalPurchase: 1
             }
         }
     }
@@ -104,7 +106,9 @@ public struct HistoryGenerator: Sendable {
         let open = Category.allCases.filter { available($0, sim, boundary: boundary, userTime: userTime) }
         guard !open.isEmpty else { return }
         let drawn = Category(rawValue: src.weighted(Category.allCases.map(\.weight)))!
-        let category = open.first { $0.rawValue >= drawn.rawValue } ?? open[0]
+        // A category that is always available (an external purchase token) must not collect the draws of every
+        // unavailable one before it: it never stands in for another.
+        let category = open.contains(drawn) ? drawn : open.first { $0.rawValue > drawn.rawValue && $0 != .externalPurchase } ?? open[0]
         switch category {
         case .purchase: purchase(&sim, src, at: userTime!)
         case .advance: advance(&sim, src, boundary: boundary!)
@@ -117,7 +121,16 @@ public struct HistoryGenerator: Sendable {
         case .family: familyChange(&sim, src, at: userTime!)
         case .extend:
             let c = src.pick(extendable(sim, at: userTime!))
-            sim.extendRenewal(c.id, days: src.int(in: 1...90), at: userTime!)
+            let days = src.int(in: 1...90)
+            if src.chance(30) {
+                // The mass endpoint: every eligible subscriber of the product.
+                let all = extendable(sim, at: userTime!).filter { $0.productId == c.productId }.map(\.id)
+                sim.extendRenewalForAll(productId: c.productId, chains: all, days: days, at: userTime!)
+            } else {
+                sim.extendRenewal(c.id, days: days, at: userTime!)
+            }
+        case .externalPurchase:
+            sim.unreportedExternalPurchase(person: src.int(below: sim.persons.count), at: userTime!)
         case .priceIncrease:
             let c = src.pick(activeSubscriptions(sim).filter { $0.priceIncrease != .customerConsentedOrWasNotifiedWithoutNeedingConsent })
             if c.priceIncrease == .customerHasNotResponded {
@@ -186,6 +199,7 @@ public struct HistoryGenerator: Sendable {
             return activeSubscriptions(sim).contains { $0.priceIncrease != .customerConsentedOrWasNotifiedWithoutNeedingConsent }
         case .offer: return !offerable(sim).isEmpty
         case .restore: return !restorable(sim, at: t).isEmpty
+        case .externalPurchase: return [.production, .sandbox].contains(sim.catalog.environment)
         }
     }
 
@@ -318,12 +332,19 @@ public struct HistoryGenerator: Sendable {
         case .graceEnd: sim.expireGrace(c.id)
         case .retryEnd: sim.exhaustRetry(c.id)
         case .periodEnd:
+            // A draw of 1 in 5 gives the renewal info signed now a flaw seen in production payloads. It comes
+            // first, whatever happens at the period's end, so that it keeps its meaning when the shrinker's
+            // deletion of an earlier action makes this advance reach another chain.
+            // A free trial that grace does not cover fails to convert more often, and more often with the flaw
+            // (the case behind the GRACE_PERIOD-without-date reports, rare otherwise).
+            let roll = src.int(below: 100)
+            let trialWithoutGrace = c.currentIsFreeTrial && sim.catalog.gracePeriod?.eligibility == .paidRenewalsOnly
             if !c.autoRenew || c.priceIncrease == .customerHasNotResponded {
-                sim.expire(c.id)
-            } else if src.weighted([7, 3]) == 0 {
+                sim.expire(c.id, quirk: roll < 20)
+            } else if src.weighted(trialWithoutGrace ? [1, 1] : [7, 3]) == 0 {
                 sim.renew(c.id)
             } else {
-                sim.failBilling(c.id, retryDays: src.int(in: 1...60))
+                sim.failBilling(c.id, retryDays: src.int(in: 1...60), quirk: roll < (trialWithoutGrace ? 60 : 20))
             }
         }
     }

@@ -28,6 +28,10 @@ public enum ScenarioFamily: String, Codable, Hashable, Sendable, CaseIterable {
     case renew
     case billingFailureGrace = "billing-failure-grace"
     case billingFailureNoGrace = "billing-failure-no-grace"
+    /// Grace given, but the renewal info says `isInBillingRetryPeriod: false`.
+    case graceWithoutRetryFlag = "grace-without-retry-flag"
+    /// No grace given, but the notification's subtype says `GRACE_PERIOD` (and the renewal info has no grace date).
+    case gracePeriodWithoutDate = "grace-period-without-date"
     case recoverInGrace = "recover-in-grace"
     case recoverAfterGrace = "recover-after-grace"
     case graceExpired = "grace-expired"
@@ -35,6 +39,8 @@ public enum ScenarioFamily: String, Codable, Hashable, Sendable, CaseIterable {
     case cancel
     case reenable
     case expireVoluntary = "expire-voluntary"
+    /// Expires (auto-renew off) with renewal info that has no `expirationIntent`.
+    case expiredWithoutIntent = "expired-without-intent"
     case upgrade
     case downgrade
     case crossgradeImmediate = "crossgrade-immediate"
@@ -47,6 +53,10 @@ public enum ScenarioFamily: String, Codable, Hashable, Sendable, CaseIterable {
     case familyStopSharing = "family-stop-sharing"
     case familyLeave = "family-leave"
     case extendRenewal = "extend-renewal"
+    /// The developer extends every eligible subscriber of a product; a `RENEWAL_EXTENSION`/`SUMMARY` follows.
+    case extendRenewalForAll = "extend-renewal-for-all"
+    /// An `EXTERNAL_PURCHASE_TOKEN`/`UNREPORTED` notification (no `data`; nothing to grant).
+    case externalPurchaseToken = "external-purchase-token"
     case priceIncreaseConsent = "price-increase-consent"
     case priceIncreaseNoConsent = "price-increase-no-consent"
     case introOffer = "intro-offer"
@@ -101,6 +111,7 @@ public struct TransactionCreation: Codable, Hashable, Sendable {
 /// A notification the store emitted, with the chain and person it concerns.
 public struct EmittedNotification: Codable, Hashable, Sendable {
     public var payload: ResponseBodyV2DecodedPayload
-    public var chainId: String
+    /// Nil for a notification about the app rather than one subscription (`summary`, `externalPurchaseToken`).
+    public var chainId: String?
     public var person: Int
 }

@@ -49,7 +49,21 @@ public struct SimChain: Codable, Hashable, Sendable {
     public var extensions: [Millis] = []
     /// GRACE_PERIOD_EXPIRED was sent for the current retry.
     public var graceExpiredSent = false
+    /// A flaw the next signed renewal info carries, as seen in production payloads (only that one version).
+    public var renewalQuirk: RenewalQuirk?
 
     public var currentTx: String? { txIds.last }
     public var isMember: Bool { source != nil }
+}
+
+/// Self-contradicting or incomplete renewal info Apple has been seen to send
+/// (docs/semantics.md#q4-malformed-grace-and-expiry-payloads). A validator must accept it and answer sensibly.
+public enum RenewalQuirk: String, Codable, Hashable, Sendable {
+    /// `gracePeriodExpiresDate` ahead, but `isInBillingRetryPeriod` false.
+    case graceWithoutRetryFlag
+    /// A `DID_FAIL_TO_RENEW` with subtype `GRACE_PERIOD` whose renewal info has no `gracePeriodExpiresDate` (seen
+    /// after a free trial when grace applies to paid renewals only: the App Store gave no grace).
+    case gracePeriodWithoutDate
+    /// An `EXPIRED` renewal info without `expirationIntent`.
+    case expiredWithoutIntent
 }

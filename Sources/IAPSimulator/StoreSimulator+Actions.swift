@@ -192,8 +192,10 @@ extension StoreSimulator {
         log(c.person, .renew, "\(c.productId) renews for \(name(c.person)) until \(CivilTime.relative(c.expires! - (origin ?? 0)))")
     }
 
-    /// The renewal charge fails: billing retry, with grace if the app has it and it applies.
-    public mutating func failBilling(_ cid: String, retryDays: Int) {
+    /// The renewal charge fails: billing retry, with grace if the app has it and it applies. With `quirk`, the
+    /// renewal info signed now is flawed as production payloads have been: grace given without the retry flag, or
+    /// (when grace does not apply to this period) a `GRACE_PERIOD` subtype with no grace date.
+    public mutating func failBilling(_ cid: String, retryDays: Int, quirk: Bool = false) {
         let c0 = chains[cid]!
         let e = c0.expires!
         advance(to: e)
@@ -202,23 +204,32 @@ extension StoreSimulator {
         if let g = catalog.gracePeriod, g.eligibility == .allRenewals || !c0.currentIsFreeTrial {
             graceEnd = e + Int64(g.days(forPeriod: product.period!)) * Self.day
         }
+        let flaw: RenewalQuirk? = !quirk ? nil : graceEnd != nil ? .graceWithoutRetryFlag : catalog.gracePeriod != nil ? .gracePeriodWithoutDate : nil
+        // Under the policy that reads the flag, a grace without it is no grace for the app.
+        let grants = graceEnd != nil && !(flaw == .graceWithoutRetryFlag && policy.graceWithoutRetryFlag == .deny)
         let retryEnd = max(e + Int64(retryDays) * Self.day, (graceEnd ?? e) + Self.day)
         withMembers(cid) { sim, id in
             var c = sim.chains[id]!
             c.phase = .retry(e0: e, graceEnd: graceEnd, retryEnd: retryEnd)
             c.expirationIntent = .billingError
+            c.renewalQuirk = flaw
             sim.chains[id] = c
             // A period voided by a chain-scope refund (policy) grants no grace either.
-            if let graceEnd, !sim.voided.contains(c.currentTx!) {
+            if grants, let graceEnd, !sim.voided.contains(c.currentTx!) {
                 sim.graceSegment[id] = sim.segments.count
                 sim.segments.append(TruthSegment(person: c.person, productId: c.productId, chainId: id, start: e, end: graceEnd, kind: .grace, ownership: c.ownership))
             }
             sim.signRenewal(id)
-            sim.notify(id, .didFailToRenew, graceEnd == nil ? nil : .gracePeriod)
+            sim.notify(id, .didFailToRenew, graceEnd == nil && flaw == nil ? nil : .gracePeriod)
         }
-        if let graceEnd {
-            log(c0.person, .billingFailureGrace, "billing fails for \(name(c0.person))'s \(c0.productId); grace until \(CivilTime.relative(graceEnd - (origin ?? 0)))")
-        } else {
+        switch (graceEnd, flaw) {
+        case (let g?, .graceWithoutRetryFlag?):
+            log(c0.person, .graceWithoutRetryFlag, "billing fails for \(name(c0.person))'s \(c0.productId); grace until \(CivilTime.relative(g - (origin ?? 0))), but the renewal info says not in billing retry")
+        case (let g?, _):
+            log(c0.person, .billingFailureGrace, "billing fails for \(name(c0.person))'s \(c0.productId); grace until \(CivilTime.relative(g - (origin ?? 0)))")
+        case (nil, .gracePeriodWithoutDate?):
+            log(c0.person, .gracePeriodWithoutDate, "billing fails for \(name(c0.person))'s \(c0.productId); no grace after a free trial, but the notification says GRACE_PERIOD (no grace date)")
+        case (nil, _):
             log(c0.person, .billingFailureNoGrace, "billing fails for \(name(c0.person))'s \(c0.productId); billing retry without grace")
         }
     }
@@ -277,7 +288,8 @@ extension StoreSimulator {
     }
 
     /// The period ends without renewal: auto-renew was off (VOLUNTARY) or a price increase was not accepted.
-    public mutating func expire(_ cid: String) {
+    /// With `quirk`, the renewal info signed now lacks `expirationIntent`, as production payloads have.
+    public mutating func expire(_ cid: String, quirk: Bool = false) {
         let c0 = chains[cid]!
         advance(to: c0.expires!)
         let priceIncrease = c0.autoRenew && c0.priceIncrease == .customerHasNotResponded
@@ -285,13 +297,14 @@ extension StoreSimulator {
             var c = sim.chains[id]!
             if case .revoked = c.phase {} else { c.phase = .expired }
             c.expirationIntent = priceIncrease ? .customerDidNotConsentToPriceIncrease : .customerCancelled
+            if quirk { c.renewalQuirk = .expiredWithoutIntent }
             c.autoRenew = false
             sim.chains[id] = c
             sim.signRenewal(id)
             sim.notify(id, .expired, priceIncrease ? .priceIncrease : .voluntary)
         }
-        log(c0.person, priceIncrease ? .priceIncreaseNoConsent : .expireVoluntary,
-            "\(name(c0.person))'s \(c0.productId) expires (\(priceIncrease ? "price increase not accepted" : "auto-renew off"))")
+        log(c0.person, priceIncrease ? .priceIncreaseNoConsent : quirk ? .expiredWithoutIntent : .expireVoluntary,
+            "\(name(c0.person))'s \(c0.productId) expires (\(priceIncrease ? "price increase not accepted" : "auto-renew off"))\(quirk ? "; the renewal info has no expirationIntent" : "")")
     }
 
     public mutating func setAutoRenew(_ cid: String, on: Bool, at t: Millis) {
@@ -368,6 +381,33 @@ extension StoreSimulator {
             sim.notify(id, .renewalExtended)
         }
         log(c0.person, .extendRenewal, "developer extends \(name(c0.person))'s \(c0.productId) by \(days) days")
+    }
+
+    /// The mass endpoint (extend the renewal date for all active subscribers of a product): each eligible chain is
+    /// extended as by ``extendRenewal(_:days:at:)``, then the store reports the request done in a
+    /// `RENEWAL_EXTENSION`/`SUMMARY` notification that carries a `summary` instead of `data`.
+    public mutating func extendRenewalForAll(productId: String, chains ids: [String], days: Int, at t: Millis) {
+        precondition(!ids.isEmpty, "no subscriber to extend")
+        for id in ids { extendRenewal(id, days: days, at: t) }
+        let summary = NotificationSummary(
+            requestIdentifier: newUUID(), environment: catalog.environment, appAppleId: catalog.appAppleId,
+            bundleId: catalog.bundleId, productId: productId, failedCount: 0, succeededCount: Int64(ids.count))
+        let person = chains[ids[0]]!.person
+        emit(.renewalExtension, .summary, person: person, summary: summary)
+        log(person, .extendRenewalForAll, "the extension of every \(productId) subscriber is done (\(ids.count) extended): RENEWAL_EXTENSION/SUMMARY")
+    }
+
+    /// An external purchase token (External Purchase API) that was not reported in time: an
+    /// `EXTERNAL_PURCHASE_TOKEN`/`UNREPORTED` notification with `externalPurchaseToken` instead of `data`. It grants
+    /// nothing; a validator must accept it (it is Apple's, for this app) and change nothing.
+    public mutating func unreportedExternalPurchase(person: Int, at t: Millis) {
+        advance(to: t)
+        let id = newUUID()
+        let token = ExternalPurchaseToken(
+            externalPurchaseId: catalog.environment == .production ? id : "SANDBOX" + id, tokenCreationDate: t - Self.day,
+            appAppleId: catalog.appAppleId, bundleId: catalog.bundleId)
+        emit(.externalPurchaseToken, .unreported, person: person, externalPurchaseToken: token)
+        log(person, .externalPurchaseToken, "an external purchase token from \(name(person))'s device goes unreported: EXTERNAL_PURCHASE_TOKEN/UNREPORTED")
     }
 
     public mutating func priceIncrease(_ cid: String, consentRequired: Bool, at t: Millis) {

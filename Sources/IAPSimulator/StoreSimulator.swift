@@ -204,6 +204,13 @@ public struct StoreSimulator: Sendable {
         } else {
             r.isInBillingRetryPeriod = false
         }
+        switch c.renewalQuirk {
+        case .graceWithoutRetryFlag: r.isInBillingRetryPeriod = false
+        case .gracePeriodWithoutDate: r.gracePeriodExpiresDate = nil
+        case .expiredWithoutIntent: r.expirationIntent = nil
+        case nil: break
+        }
+        chains[cid]!.renewalQuirk = nil
         if let o = c.nextOffer {
             r.offerType = o.type
             r.offerIdentifier = o.spec.id
@@ -224,6 +231,16 @@ public struct StoreSimulator: Sendable {
         let n = ResponseBodyV2DecodedPayload(
             notificationType: type, subtype: subtype, notificationUUID: newUUID(), signedDate: now, data: data)
         notifications.append(EmittedNotification(payload: n, chainId: cid, person: c.person))
+    }
+
+    /// Emits a notification about the app rather than a subscription: no `data`, but a `summary` or an
+    /// `externalPurchaseToken`.
+    mutating func emit(_ type: NotificationTypeV2, _ subtype: Subtype, person: Int, summary: NotificationSummary? = nil,
+                       externalPurchaseToken: ExternalPurchaseToken? = nil) {
+        let n = ResponseBodyV2DecodedPayload(
+            notificationType: type, subtype: subtype, notificationUUID: newUUID(), signedDate: now, data: nil,
+            summary: summary, externalPurchaseToken: externalPurchaseToken)
+        notifications.append(EmittedNotification(payload: n, chainId: nil, person: person))
     }
 
     /// A chain as the API would return it at `t`: every transaction's and the renewal info's latest version,

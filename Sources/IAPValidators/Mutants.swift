@@ -45,12 +45,15 @@ public enum Mutants {
         Entry(name: "env-mixup-accept", pitfall: "J28", description: "accepts transactions and notifications from another environment", make: { EnvMixupAccept() }),
         Entry(name: "bundle-unchecked", pitfall: "J30", description: "accepts artifacts of another bundleId or appAppleId", make: { BundleUnchecked() }),
         Entry(name: "wait-for-expired", pitfall: "J32", description: "keeps access until an EXPIRED notification arrives", make: { WaitForExpired() }),
+        Entry(name: "incomplete-renewal-info-rejected", pitfall: "J33", description: "rejects a GRACE_PERIOD notification without gracePeriodExpiresDate and an EXPIRED one without expirationIntent", make: { IncompleteRenewalInfoRejected() }),
         Entry(name: "extension-ignored", pitfall: "J34", description: "ignores RENEWAL_EXTENDED notifications", make: { ExtensionIgnored() }),
         Entry(name: "price-pending-revokes", pitfall: "J35", description: "revokes access while a price increase awaits consent", make: { PricePendingRevokes() }),
         Entry(name: "nonrenewing-lifetime", pitfall: "J37", description: "treats a non-renewing subscription without expiresDate as lifetime access", make: { NonRenewingLifetime() }),
         Entry(name: "boundary-inclusive", pitfall: "J39", description: "treats t == expiresDate as still active (closed interval)", make: { BoundaryInclusive() }),
+        Entry(name: "data-required", pitfall: "J40", description: "rejects notifications without data (RENEWAL_EXTENSION/SUMMARY, EXTERNAL_PURCHASE_TOKEN), so Apple retries them", make: { DataRequired() }),
         Entry(name: "unknown-type-rejected", pitfall: "J40", description: "rejects notifications with an unknown type or subtype, so Apple retries forever", make: { UnknownTypeRejected() }),
         Entry(name: "consumables-only-from-notifications", pitfall: "J42", description: "never credits consumables submitted by the app, waiting for a notification", make: { ConsumablesOnlyFromNotifications() }),
+        Entry(name: "grace-assumed-after-trial", pitfall: "J43", description: "in billing retry without a grace date, assumes the app's grace period applies (also after a free trial when grace is for paid renewals only)", make: { GraceAssumedAfterTrial() }),
         Entry(name: "appaccounttoken-required", pitfall: "J44", description: "rejects app transactions without appAccountToken (family shares, offer codes)", make: { AppAccountTokenRequired() }),
         Entry(name: "period-per-transaction-id", pitfall: "J45", description: "keeps each transactionId of a restored or re-granted purchase apart, so a refund under one id still grants through another", make: { PeriodPerTransactionId() }),
         Entry(name: "skip-signature", pitfall: "J31", description: "checks the certificate chain but never the JWS signature", make: { VerifierMutant("skip-signature") { $0.verifySignature = false } }),
@@ -59,6 +62,7 @@ public enum Mutants {
         Entry(name: "skip-oid-check", pitfall: "J31", description: "does not require Apple's OIDs on the leaf and intermediate", make: { VerifierMutant("skip-oid-check") { $0.checkOIDs = false } }),
         Entry(name: "ignore-certificate-dates", pitfall: "J31", description: "does not check certificate validity at signedDate", make: { VerifierMutant("ignore-certificate-dates") { $0.checkValidityDates = false } }),
         Entry(name: "no-size-limit", pitfall: "J31", description: "accepts tokens of any size", make: { VerifierMutant("no-size-limit") { $0.maxTokenBytes = .max } }),
+        Entry(name: "api-answers-unverified", pitfall: "J31", description: "trusts App Store Server API answers without verifying the JWS in them (they came over TLS from Apple)", make: { APIAnswersUnverified() }),
         Entry(name: "nested-jws-unverified", pitfall: "J31", description: "verifies a notification's envelope but decodes its nested transaction unverified", make: { NestedUnverified() }),
         Entry(name: "upgrade-as-refund", pitfall: "J17", description: "legacy: reads cancellation_date on an upgraded entry as a refund of the whole subscription", make: { UpgradeAsRefund() }),
         Entry(name: "legacy-first-entry-latest", pitfall: "J3", description: "legacy: takes the first latest_receipt_info entry of a chain as its latest transaction", make: { LegacyFirstEntryLatest() }),
@@ -363,6 +367,33 @@ final class UnknownTypeRejected: ReferenceValidator {
     }
 }
 
+final class DataRequired: ReferenceValidator {
+    override var name: String { "mutant:data-required" }
+    override func ingestNotification(_ n: ResponseBodyV2DecodedPayload) -> DeliveryVerdict {
+        n.data == nil ? .rejected(reason: "notification without data") : super.ingestNotification(n)
+    }
+}
+
+final class IncompleteRenewalInfoRejected: ReferenceValidator {
+    override var name: String { "mutant:incomplete-renewal-info-rejected" }
+    override func ingestNotification(_ n: ResponseBodyV2DecodedPayload) -> DeliveryVerdict {
+        let r = n.data?.renewalInfo
+        if n.subtype == .gracePeriod, r?.gracePeriodExpiresDate == nil { return .rejected(reason: "GRACE_PERIOD without gracePeriodExpiresDate") }
+        if n.notificationType == .expired, r != nil, r?.expirationIntent == nil { return .rejected(reason: "EXPIRED without expirationIntent") }
+        return super.ingestNotification(n)
+    }
+}
+
+final class GraceAssumedAfterTrial: ReferenceValidator {
+    override var name: String { "mutant:grace-assumed-after-trial" }
+    override func graceEnd(_ renewal: JWSRenewalInfoDecodedPayload?, latest: JWSTransactionDecodedPayload) -> Millis? {
+        if let g = renewal?.gracePeriodExpiresDate { return g }
+        guard let setting = config.catalog.gracePeriod, let e = latest.expiresDate,
+            let period = product(latest.productId)?.period else { return nil }
+        return e + Int64(setting.days(forPeriod: period)) * 86_400_000
+    }
+}
+
 final class ConsumablesOnlyFromNotifications: ReferenceValidator {
     override var name: String { "mutant:consumables-only-from-notifications" }
     override func creditConsumable(_ tx: JWSTransactionDecodedPayload, via channel: String) {
@@ -403,14 +434,36 @@ final class VerifierMutant: ReferenceValidator {
     }
 }
 
+/// The payload of a compact JWS, decoded without any verification (what the mistakes below do).
+func unverifiedPayload<T: Decodable>(_ jws: String, as: T.Type) -> T? {
+    let parts = jws.split(separator: ".", omittingEmptySubsequences: false)
+    guard parts.count == 3, let bytes = Base64URL.decode(parts[1]) else { return nil }
+    return try? JSONDecoder().decode(T.self, from: Data(bytes))
+}
+
 final class NestedUnverified: ReferenceValidator {
     override var name: String { "mutant:nested-jws-unverified" }
     override func verifyNestedTransaction(_ jws: String) -> Result<JWSTransactionDecodedPayload, SignedDataVerifier.Failure> {
-        let parts = jws.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, let bytes = Base64URL.decode(parts[1]),
-            let tx = try? JSONDecoder().decode(JWSTransactionDecodedPayload.self, from: Data(bytes))
-        else { return verifyTransaction(jws) }
-        return .success(tx)
+        unverifiedPayload(jws, as: JWSTransactionDecodedPayload.self).map { .success($0) } ?? verifyTransaction(jws)
+    }
+}
+
+/// Decodes the JWS of API answers without verifying them; app submissions and notifications are still verified.
+final class APIAnswersUnverified: ReferenceValidator {
+    override var name: String { "mutant:api-answers-unverified" }
+    private var inAPIAnswer = false
+    override func ingestAPIResponses(originalTransactionId otid: String, history: [HistoryResponse], statuses: StatusResponse?) -> DeliveryVerdict {
+        inAPIAnswer = true
+        defer { inAPIAnswer = false }
+        return super.ingestAPIResponses(originalTransactionId: otid, history: history, statuses: statuses)
+    }
+    override func verifyTransaction(_ jws: String) -> Result<JWSTransactionDecodedPayload, SignedDataVerifier.Failure> {
+        if inAPIAnswer, let tx = unverifiedPayload(jws, as: JWSTransactionDecodedPayload.self) { return .success(tx) }
+        return super.verifyTransaction(jws)
+    }
+    override func verifyRenewal(_ jws: String) -> Result<JWSRenewalInfoDecodedPayload, SignedDataVerifier.Failure> {
+        if inAPIAnswer, let r = unverifiedPayload(jws, as: JWSRenewalInfoDecodedPayload.self) { return .success(r) }
+        return super.verifyRenewal(jws)
     }
 }
 

@@ -238,7 +238,8 @@ open class ReferenceValidator: DecodedDeliveryValidator {
         }
         var decoded = ResponseBodyV2DecodedPayload(
             notificationType: envelope.notificationType, subtype: envelope.subtype,
-            notificationUUID: envelope.notificationUUID, signedDate: envelope.signedDate, data: data)
+            notificationUUID: envelope.notificationUUID, signedDate: envelope.signedDate, data: data,
+            summary: envelope.summary, externalPurchaseToken: envelope.externalPurchaseToken)
         decoded.version = envelope.version ?? "2.0"
         return ingestNotification(decoded)
     }
@@ -252,10 +253,13 @@ open class ReferenceValidator: DecodedDeliveryValidator {
     }
 
     open func ingestNotification(_ n: ResponseBodyV2DecodedPayload) -> DeliveryVerdict {
+        // Every notification names its app: in `data`, or in `summary` / `externalPurchaseToken` (no `data`).
+        guard let app = n.app else { return .rejected(reason: "notification names no app (no data, summary or externalPurchaseToken)") }
+        guard let bundleId = app.bundleId, let environment = app.environment else {
+            return .rejected(reason: "notification without bundleId or environment")
+        }
+        if let why = rejectApp(bundleId: bundleId, appAppleId: app.appAppleId, environment: environment) { return .rejected(reason: why) }
         if let data = n.data {
-            if let why = rejectApp(bundleId: data.bundleId, appAppleId: data.appAppleId, environment: data.environment) {
-                return .rejected(reason: why)
-            }
             if let tx = data.transactionInfo, let why = rejectTransaction(tx) { return .rejected(reason: why) }
             if let r = data.renewalInfo, let why = rejectRenewal(r) { return .rejected(reason: why) }
         }
@@ -412,6 +416,14 @@ open class ReferenceValidator: DecodedDeliveryValidator {
         renewal?.gracePeriodExpiresDate
     }
 
+    /// In billing retry: the flag says so, or (unless the policy reads the flag only) a grace date does
+    /// (policy `graceWithoutRetryFlag`, docs/policies.md).
+    open func inBillingRetry(_ renewal: JWSRenewalInfoDecodedPayload?) -> Bool {
+        guard let renewal else { return false }
+        if renewal.isInBillingRetryPeriod == true { return true }
+        return config.policy.graceWithoutRetryFlag != .deny && renewal.gracePeriodExpiresDate != nil
+    }
+
     /// Apple's subscription status of a chain at `t` (docs/semantics.md#subscription-status), honouring the refund-scope policy.
     open func status(latest: JWSTransactionDecodedPayload, all txs: [JWSTransactionDecodedPayload], renewal: JWSRenewalInfoDecodedPayload?, chain otid: String, at t: Millis) -> SubscriptionStatus {
         if isRevoked(latest, at: t) { return .revoked }
@@ -420,7 +432,7 @@ open class ReferenceValidator: DecodedDeliveryValidator {
             return .revoked
         }
         if let e = expiry(of: latest), covers(start: latest.purchaseDate, end: e, at: t) { return .active }
-        if renewal?.isInBillingRetryPeriod == true {
+        if inBillingRetry(renewal) {
             if let g = graceEnd(renewal, latest: latest), let e = expiry(of: latest), covers(start: e, end: g, at: t) {
                 return .billingGracePeriod
             }

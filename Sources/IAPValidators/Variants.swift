@@ -17,7 +17,21 @@ public enum Variants {
             name: "keeps-history",
             description: "keeps every signed version of transactions and renewal info and answers for t from the versions signed at or before t",
             make: { KeepsHistory() }),
+        Entry(
+            name: "retry-flag-only",
+            description: "takes a subscription to be in billing retry (and so in grace) only when isInBillingRetryPeriod says so, never from a grace date alone (the reference reads the date)",
+            make: { RetryFlagOnly() }),
     ]
+}
+
+/// Reads `isInBillingRetryPeriod` alone: a renewal info with a grace date but without the flag is no grace.
+/// Differs from the reference only on such self-contradicting renewal info, which the default policy
+/// (`graceWithoutRetryFlag: either`) leaves open.
+public final class RetryFlagOnly: ReferenceValidator {
+    override public var name: String { "variant:retry-flag-only" }
+    override public func inBillingRetry(_ renewal: JWSRenewalInfoDecodedPayload?) -> Bool {
+        renewal?.isInBillingRetryPeriod == true
+    }
 }
 
 /// Keeps every version of each transaction and of each chain's renewal info, and answers a question about `t`

@@ -21,7 +21,7 @@ import Testing
 
     @Test(arguments: [
         Policy(refundScope: .chain), Policy(consumableClawback: false), Policy(introEligibility: .neverSubscribed),
-        Policy(nonRenewingStacking: true),
+        Policy(nonRenewingStacking: true), Policy(graceWithoutRetryFlag: .grant), Policy(graceWithoutRetryFlag: .deny),
     ])
     func theReferenceValidatorFollowsEveryPolicy(_ policy: Policy) {
         var o = CheckOptions()
@@ -55,6 +55,28 @@ import Testing
         #expect(one.failure?.shrunk == four.failure?.shrunk)
         #expect((one.failure != nil) == (which != "passing-reference"))
         if which != "passing-reference" { #expect(one.cases < 300, "the mutant should fail before the end") }
+    }
+
+    /// Every forgery class travels on every channel it applies to — app, notification, API answers, legacy
+    /// receipts — and the summary counts it per channel; the reference rejects them all, a validator that trusts
+    /// API answers does not.
+    @Test func forgeriesTravelEveryChannelTheyApplyTo() throws {
+        var o = CheckOptions()
+        o.cases = 300
+        o.properties = [.forgeryRejected]
+        let report = Checker(options: o, validator: ReferenceValidator()).run()
+        #expect(report.failure == nil)
+        for s in Reports.ForgerySummary.all(report.forgeries) {
+            let f = try #require(ForgeryClass(rawValue: s.name))
+            let channels = try #require(s.channels)
+            #expect(Set(channels.keys) == Set(f.channels.map(\.rawValue)))
+            for (channel, count) in channels {
+                #expect(count.sent > 0, "\(s.name) was never sent on \(channel)")
+                #expect(count.rejected == count.sent, "\(s.name) on \(channel)")
+            }
+        }
+        let trusting = Checker(options: o, validator: Mutants.named("api-answers-unverified")!.make()).run()
+        #expect(trusting.failure?.discrepancy?.kind == .verdict)
     }
 
     @Test func aMutantIsCaughtShrunkAndReplayableFromTheCorpus() throws {

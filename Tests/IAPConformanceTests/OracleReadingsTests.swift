@@ -95,6 +95,62 @@ import Testing
         #expect(now.answer.products.first { $0.productId == "pro.monthly" }?.state == .expired)
     }
 
+    /// A renewal info with a grace date ahead but `isInBillingRetryPeriod` false: policy `graceWithoutRetryFlag`
+    /// decides, and by default leaves it open. The reference follows each policy; a validator that reads only the
+    /// flag passes the default and fails `grant`.
+    @Test func aGraceDateWithoutTheRetryFlagFollowsThePolicy() throws {
+        let tx = Self.monthly("2000000000000001", purchased: Self.t0, signed: Self.t0)
+        let expiry = tx.expiresDate!
+        var r = JWSRenewalInfoDecodedPayload(
+            originalTransactionId: tx.originalTransactionId, productId: "pro.monthly", autoRenewProductId: "pro.monthly",
+            autoRenewStatus: .on, signedDate: expiry, environment: tx.environment)
+        r.isInBillingRetryPeriod = false
+        r.gracePeriodExpiresDate = expiry + 16 * Self.day
+        r.expirationIntent = .billingError
+        let at = expiry + Self.day
+        let product = AnswerDifference.Key(subject: .product("pro.monthly"), field: .active)
+        func judge(_ p: Policy.GraceWithoutRetryFlag) -> Oracle.Judgement {
+            var k = Knowledge(config: ValidatorConfig(catalog: .standard, policy: Policy(graceWithoutRetryFlag: p)))
+            k.learn(.appTransaction(AppTransactionSubmission(userId: Self.user, transaction: tx, deviceTime: nil)))
+            k.merge(r)
+            return Oracle.judge(k, user: Self.user, at: at)
+        }
+        func answer(_ v: ReferenceValidator, _ p: Policy.GraceWithoutRetryFlag) throws -> EntitlementAnswer {
+            try v.reset(ValidatorConfig(catalog: .standard, policy: Policy(graceWithoutRetryFlag: p)))
+            _ = try v.deliver(decoded: .appTransaction(AppTransactionSubmission(userId: Self.user, transaction: tx, deviceTime: nil)), now: Self.t0)
+            let n = ResponseBodyV2DecodedPayload(
+                notificationType: .didFailToRenew, subtype: .gracePeriod, notificationUUID: "u-1", signedDate: expiry,
+                data: NotificationData(appAppleId: Catalog.standard.appAppleId, bundleId: Catalog.standard.bundleId,
+                                       environment: tx.environment, transactionInfo: tx, renewalInfo: r, status: nil))
+            #expect(try v.deliver(decoded: .notification(n), now: expiry).isAccepted)
+            return try v.entitlements(EntitlementQuery(userId: Self.user, at: at))
+        }
+
+        let grant = judge(.grant), deny = judge(.deny), either = judge(.either)
+        #expect(grant.answer.products.first { $0.productId == "pro.monthly" }?.state == .grace)
+        #expect(grant.undetermined.isEmpty)
+        #expect(deny.answer.products.first { $0.productId == "pro.monthly" }?.state == .expired)
+        #expect(deny.undetermined.isEmpty)
+        #expect(either.undetermined.contains(product))
+
+        for p in Policy.GraceWithoutRetryFlag.allCases {
+            let j = judge(p)
+            #expect(try answer(ReferenceValidator(), p).answerDifferences(from: j.answer, ignoring: j.undetermined).isEmpty, "reference under \(p)")
+        }
+        let flagOnly = RetryFlagOnly()
+        #expect(try answer(flagOnly, .either).answerDifferences(from: either.answer, ignoring: either.undetermined).isEmpty)
+        #expect(try !answer(flagOnly, .grant).answerDifferences(from: grant.answer, ignoring: grant.undetermined).isEmpty)
+    }
+
+    /// A validator that reads only the retry flag passes the default policy over generated cases.
+    @Test func aValidatorThatReadsOnlyTheRetryFlagPasses() {
+        var o = CheckOptions()
+        o.cases = 300
+        let report = Checker(options: o, validator: RetryFlagOnly()).run()
+        #expect(report.failure == nil, "\(report.failure.map { Timeline.render($0.shrunk, failingStep: $0.failingStep) } ?? "")")
+        #expect((report.coverage.families["grace-without-retry-flag"] ?? 0) > 0)
+    }
+
     /// A validator that keeps every version and answers from the one in force is as right as the reference.
     @Test func aValidatorThatKeepsHistoryPassesClockSkew() {
         for seed in UInt64(1)...2 {
@@ -114,8 +170,13 @@ import Testing
         o.catalog.environment = .sandbox
         let report = Checker(options: o, validator: ReferenceValidator()).run()
         #expect(report.failure == nil, "\(report.failure.map { Timeline.render($0.shrunk, failingStep: $0.failingStep) } ?? "")")
-        #expect((report.forgeries.sent["wrong-environment"] ?? 0) > 0)
-        #expect(report.forgeries.sent["wrong-environment"] == report.forgeries.rejected["wrong-environment"])
+        // Forgeries travel only in forgery-rejected cases: enough of them that every class is sent.
+        o.properties = [.forgeryRejected]
+        o.cases = 150
+        let forged = Checker(options: o, validator: ReferenceValidator()).run()
+        #expect(forged.failure == nil)
+        #expect((forged.forgeries.sent["wrong-environment"] ?? 0) > 0)
+        #expect(forged.forgeries.sent["wrong-environment"] == forged.forgeries.rejected["wrong-environment"])
     }
 
     /// One billing period under two transactionIds (a restore): the app submitted the restored id, the refund

@@ -36,6 +36,9 @@ import Testing
         #expect(status == 0, "\(output)")
         let json = try #require(try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: [String: String]])
         #expect(json["genuine"]?.values.allSatisfy { $0 == "accepted" } == true, "\(output)")
+        // Notifications without `data` name the app in `summary` / `externalPurchaseToken`; the library checks it there.
+        #expect(json["genuine"]?["summary-notification.jws"] == "accepted")
+        #expect(json["genuine"]?["external-purchase-token-notification.jws"] == "accepted")
         for (name, verdict) in json["forged"] ?? [:] where !Self.acceptedByDesign.contains(name) {
             #expect(verdict.hasPrefix("rejected"), "Apple's verifier accepted forgery \(name)")
         }

@@ -43,6 +43,7 @@ import Testing
         Policy(consumableClawback: false),
         Policy(introEligibility: .neverSubscribed),
         Policy(nonRenewingStacking: true),
+        Policy(graceWithoutRetryFlag: .deny),
     ])
     func oracleEqualsTruthUnderEveryPolicy(_ policy: Policy) {
         var failures: [String] = []
