@@ -37,7 +37,12 @@ public struct ForgeryKit: Sendable {
         }
     }
 
+    /// How far a `leaf-not-yet-valid-at-signed-date` forgery backdates its `signedDate`s: its leaf becomes valid an
+    /// hour after the claimed signing, so it is valid when the forgery arrives and not at the instant it claims.
+    public static let backdating: Millis = CivilTime.msPerDay
+
     public func render(_ forgery: ForgeryClass, _ d: Delivery) -> SignedDelivery {
+        let d = forgery == .leafNotYetValid ? Self.backdated(d) : d
         switch d {
         case .appTransaction(let s):
             return .appTransaction(userId: s.userId, signedTransaction: jws(forgery, s.transaction, s.transaction.signedDate), deviceTime: s.deviceTime)
@@ -107,7 +112,11 @@ public struct ForgeryKit: Sendable {
         case .intermediateWithoutOID: return signed(by: broken.intermediateWithoutOID)
         case .oidCritical: return signed(by: broken.leafOIDCritical)
         case .leafExpired: return signed(by: broken.leafExpired)
-        case .leafNotYetValid: return signed(by: broken.leafNotYetValid)
+        case .leafNotYetValid:
+            // Valid from an hour after the claimed signedDate on: a verifier that checks the chain at the time of
+            // delivery (or against its wall clock) accepts it; at signedDate, as Apple's rule says, it is not valid.
+            return signed(by: pki.leaf(validFrom: TestPKI.date(signedDate + CivilTime.msPerHour),
+                                       until: TestPKI.date(signedDate + 2 * 365 * CivilTime.msPerDay)))
         case .intermediateNotCA: return signed(by: broken.intermediateNotCA)
         case .wrongBundleId, .wrongAppAppleId, .wrongEnvironment, .replayedNotificationUUID, .forgedNestedTransaction:
             // Validly signed: the content itself is what is wrong (or already seen).
@@ -134,6 +143,31 @@ public struct ForgeryKit: Sendable {
             padded += repeatElement(UInt8(ascii: "A"), count: Self.oversizedBytes)
             padded += Array("\"}".utf8)
             return JWSSigner.es256(es256, Base64URL.encode(padded), key: genuine.key)
+        }
+    }
+
+    /// The delivery with every `signedDate` moved back by ``backdating``.
+    static func backdated(_ d: Delivery) -> Delivery {
+        func tx(_ t: JWSTransactionDecodedPayload) -> JWSTransactionDecodedPayload { var t = t; t.signedDate -= backdating; return t }
+        func rn(_ r: JWSRenewalInfoDecodedPayload) -> JWSRenewalInfoDecodedPayload { var r = r; r.signedDate -= backdating; return r }
+        switch d {
+        case .appTransaction(var s):
+            s.transaction = tx(s.transaction)
+            return .appTransaction(s)
+        case .notification(var n):
+            n.signedDate -= backdating
+            if var data = n.data {
+                data.transactionInfo = data.transactionInfo.map(tx)
+                data.renewalInfo = data.renewalInfo.map(rn)
+                n.data = data
+            }
+            return .notification(n)
+        case .apiSnapshot(var s):
+            s.transactions = s.transactions.map(tx)
+            s.renewalInfo = s.renewalInfo.map(rn)
+            return .apiSnapshot(s)
+        case .legacyReceipt:
+            return d
         }
     }
 }

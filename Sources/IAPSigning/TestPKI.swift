@@ -11,7 +11,10 @@ import X509
 /// validity do not.
 ///
 /// It also holds the deliberately broken certificates the forgery kit needs (a foreign root, leaves without or with
-/// critical OIDs, expired and not-yet-valid leaves, a non-CA intermediate).
+/// critical OIDs, an expired leaf, a non-CA intermediate).
+///
+/// `@unchecked Sendable`: everything is immutable after `init` except the leaves made on first use (per 30-day
+/// slot, per forgery window) and the broken chains, each guarded by its lock.
 public final class TestPKI: @unchecked Sendable {
     public static let receiptSigningOID: ASN1ObjectIdentifier = [1, 2, 840, 113635, 100, 6, 11, 1]
     public static let wwdrIntermediateOID: ASN1ObjectIdentifier = [1, 2, 840, 113635, 100, 6, 2, 1]
@@ -129,10 +132,50 @@ public final class TestPKI: @unchecked Sendable {
         }
     }
 
-    /// The leaf that signs at `signedDate`: leaves rotate every 30 days, so a long history uses several chains.
+    /// The leaf that signs at `signedDate`. As Apple's signing certificates are replaced over time, each 30-day
+    /// slot has a leaf of its own, valid only from a day before the slot to a day after it: an artifact delivered
+    /// after its leaf expired (a late retry, a re-submitted old transaction, a nested transaction signed months
+    /// before its notification) is genuine, because a certificate counts at the token's `signedDate`, and a
+    /// verifier that checks the chain against its own clock rejects it (docs/verifiers.md#certificate-dates).
     public func leaf(at signedDate: Millis) -> Leaf {
-        let slot = Int((signedDate / (30 * CivilTime.msPerDay)) % Int64(leaves.count))
-        return leaves[(slot + leaves.count) % leaves.count]
+        let slot = signedDate >= 0 ? signedDate / Self.slotLength : (signedDate - Self.slotLength + 1) / Self.slotLength
+        slotLock.lock()
+        defer { slotLock.unlock() }
+        if let l = slotLeaves[slot] { return l }
+        let start = slot * Self.slotLength
+        let l = try! issueLeaf(label: "slot-leaf-\(slot)", serial: 10_000 + slot,
+                               from: Self.date(start - CivilTime.msPerDay), until: Self.date(start + Self.slotLength + CivilTime.msPerDay))
+        slotLeaves[slot] = l
+        return l
+    }
+
+    /// A genuine leaf under the intermediate, valid from `from` to `until` (for the forgery kit's leaves whose
+    /// validity is chosen per token).
+    public func leaf(validFrom from: Date, until: Date) -> Leaf {
+        let key = Int64((from.timeIntervalSince1970 / 60).rounded(.down))
+        slotLock.lock()
+        defer { slotLock.unlock() }
+        if let l = windowLeaves[key] { return l }
+        let l = try! issueLeaf(label: "window-leaf-\(key)", serial: 1_000_000 + key % 1_000_000_000, from: from, until: until)
+        windowLeaves[key] = l
+        return l
+    }
+
+    static let slotLength: Millis = 30 * CivilTime.msPerDay
+    public static func date(_ t: Millis) -> Date { Date(timeIntervalSince1970: Double(t) / 1000) }
+
+    private let slotLock = NSLock()
+    private var slotLeaves: [Int64: Leaf] = [:]
+    private var windowLeaves: [Int64: Leaf] = [:]
+
+    private func issueLeaf(label: String, serial: Int64, from: Date, until: Date) throws -> Leaf {
+        var kd = KeyDerivation(seed: seed)
+        let key = kd.p256(label)
+        let issued = try Self.issue(
+            serial: serial, publicKey: .init(key.publicKey), subject: try Self.leafName(Int(serial)), issuer: intermediate.certificate.subject,
+            issuerKey: .init(intermediateKey), issuerPublic: .init(intermediateKey.publicKey), from: from, until: until,
+            kind: .leaf(oid: true, oidCritical: false), ocspURL: ocspURL)
+        return Leaf(issued: issued, key: key, chain: [issued.x5c, intermediate.x5c, root.x5c])
     }
 
     enum Kind {
@@ -198,7 +241,6 @@ public final class TestPKI: @unchecked Sendable {
         public let intermediateWithoutOID: Leaf
         public let leafOIDCritical: Leaf
         public let leafExpired: Leaf
-        public let leafNotYetValid: Leaf
         public let intermediateNotCA: Leaf
     }
 
@@ -245,7 +287,6 @@ public final class TestPKI: @unchecked Sendable {
             intermediateWithoutOID: try chainUnder("inter-no-oid", serial: 910, oid: false, ca: true),
             leafOIDCritical: try leafUnder("oid-critical", serial: 920, from: validFrom, until: validUntil, oid: true, critical: true),
             leafExpired: try leafUnder("expired", serial: 930, from: validFrom.addingTimeInterval(-3 * year), until: validFrom.addingTimeInterval(-2 * year), oid: true, critical: false),
-            leafNotYetValid: try leafUnder("not-yet-valid", serial: 940, from: validUntil.addingTimeInterval(year / 2), until: validUntil.addingTimeInterval(year), oid: true, critical: false),
             intermediateNotCA: try chainUnder("inter-not-ca", serial: 950, oid: true, ca: false))
     }
 }

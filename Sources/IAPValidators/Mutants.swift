@@ -61,6 +61,7 @@ public enum Mutants {
         Entry(name: "trust-embedded-root", pitfall: "J31", description: "trusts the root certificate carried in x5c[2]", make: { VerifierMutant("trust-embedded-root") { $0.trustEmbeddedRoot = true } }),
         Entry(name: "skip-oid-check", pitfall: "J31", description: "does not require Apple's OIDs on the leaf and intermediate", make: { VerifierMutant("skip-oid-check") { $0.checkOIDs = false } }),
         Entry(name: "ignore-certificate-dates", pitfall: "J31", description: "does not check certificate validity at signedDate", make: { VerifierMutant("ignore-certificate-dates") { $0.checkValidityDates = false } }),
+        Entry(name: "certificate-dates-at-delivery", pitfall: "J31", description: "checks certificate validity at the time of delivery, not at the token's signedDate", make: { CertificateDatesAtDelivery() }),
         Entry(name: "no-size-limit", pitfall: "J31", description: "accepts tokens of any size", make: { VerifierMutant("no-size-limit") { $0.maxTokenBytes = .max } }),
         Entry(name: "api-answers-unverified", pitfall: "J31", description: "trusts App Store Server API answers without verifying the JWS in them (they came over TLS from Apple)", make: { APIAnswersUnverified() }),
         Entry(name: "nested-jws-unverified", pitfall: "J31", description: "verifies a notification's envelope but decodes its nested transaction unverified", make: { NestedUnverified() }),
@@ -432,6 +433,29 @@ final class VerifierMutant: ReferenceValidator {
         loosen(&o)
         return o
     }
+}
+
+/// Checks the chain's validity at its own clock when the artifact arrives: an artifact whose leaf expired since it
+/// was signed is refused, a leaf that became valid after the claimed signing is taken.
+final class CertificateDatesAtDelivery: ReferenceValidator {
+    override var name: String { "mutant:certificate-dates-at-delivery" }
+    /// The clock of the delivery being verified (set before each one; the validator is called one at a time).
+    final class Clock: @unchecked Sendable {
+        private let lock = NSLock()
+        private var value: Millis = 0
+        var now: Millis {
+            get { lock.withLock { value } }
+            set { lock.withLock { value = newValue } }
+        }
+    }
+    let clock = Clock()
+    override var verifierOptions: SignedDataVerifier.Options {
+        var o = SignedDataVerifier.Options()
+        let clock = clock
+        o.validityInstant = { _ in clock.now }
+        return o
+    }
+    override func willVerify(now: Millis) { clock.now = now }
 }
 
 /// The payload of a compact JWS, decoded without any verification (what the mistakes below do).

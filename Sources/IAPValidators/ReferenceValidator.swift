@@ -57,7 +57,11 @@ open class ReferenceValidator: DecodedDeliveryValidator {
 
     // MARK: Ingestion
 
+    /// Called with the validator's clock before each signed delivery is verified (a hook for mutants).
+    open func willVerify(now: Millis) {}
+
     public func deliver(_ delivery: SignedDelivery, now: Millis) throws(ValidatorFailure) -> DeliveryVerdict {
+        willVerify(now: now)
         switch delivery {
         case let .appTransaction(userId, jws, deviceTime):
             switch verifyTransaction(jws) {

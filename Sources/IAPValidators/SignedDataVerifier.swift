@@ -27,6 +27,9 @@ public final class SignedDataVerifier: @unchecked Sendable {
         public var trustEmbeddedRoot = false
         public var checkOIDs = true
         public var checkValidityDates = true
+        /// The instant certificate validity is checked at, given the token's `signedDate`: that date itself (Apple's
+        /// rule) unless a mutant puts another clock here.
+        public var validityInstant: (@Sendable (Millis?) -> Millis?)?
         public var maxTokenBytes = 256 * 1024
         /// Keep verified chains (the hot path then costs one signature check); off only for benchmarks.
         public var cacheChains = true
@@ -110,7 +113,7 @@ public final class SignedDataVerifier: @unchecked Sendable {
         } catch {
             return .failure(Failure(.invalidFormat, "payload does not decode: \(error)"))
         }
-        let instant = signedDate(value)
+        let instant = options.validityInstant.map { $0(signedDate(value)) } ?? signedDate(value)
 
         let chain: VerifiedChain
         switch verifiedChain(header: header) {

@@ -101,12 +101,23 @@ import Testing
         #expect(timeline.contains("ask: what may"))
     }
 
-    @Test func theSameSeedReproducesTheSameRun() {
+    /// The same seed gives the same run: the same questions, coverage and forgeries when it passes, and when it
+    /// fails the same case shrunk to the same bytes in the same number of attempts (shrinking counts attempts, not
+    /// seconds).
+    @Test func theSameSeedReproducesTheSameRun() throws {
         var o = CheckOptions()
         o.cases = 60
         let a = Checker(options: o, validator: ReferenceValidator()).run()
         let b = Checker(options: o, validator: ReferenceValidator()).run()
-        #expect(a.questions == b.questions && a.coverage == b.coverage)
+        #expect(a.questions == b.questions && a.coverage == b.coverage && a.forgeries == b.forgeries)
+        o.cases = 300
+        let m = Mutants.named("old-period-refund-kills-current")!
+        let x = try #require(Checker(options: o, validator: m.make()).run().failure)
+        let y = try #require(Checker(options: o, validator: m.make()).run().failure)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        #expect(x.caseIndex == y.caseIndex && x.shrinkAttempts == y.shrinkAttempts)
+        #expect(try encoder.encode(x.shrunk) == encoder.encode(y.shrunk))
     }
 
     @Test(arguments: ["", "{}", #"{"schema":"iapcheck.corpus/99"}"#, #"{"schema":"iapcheck.corpus/1","case":{"property":"nope"}}"#, "\u{0}\u{1}"])

@@ -42,6 +42,29 @@ import Testing
         #expect(v.cacheHits == 1)
     }
 
+    /// A certificate counts at the token's signedDate. A genuine token whose leaf expired since it was signed is
+    /// accepted, and one claiming a signedDate before its leaf became valid is refused, whatever the clock says
+    /// when it arrives; a verifier that checks at the time of delivery gets both wrong.
+    @Test func certificatesCountAtSignedDateNotAtDelivery() throws {
+        let old = transaction(signed: Self.t)
+        let genuine = JWSSigner(pki: pki).sign(old, signedDate: Self.t)
+        let leaf = try #require(pki.leaf(at: Self.t).issued.certificate)
+        let later = Millis(leaf.notValidAfter.timeIntervalSince1970 * 1000) + 10 * CivilTime.msPerDay
+        #expect(Millis(leaf.notValidBefore.timeIntervalSince1970 * 1000) <= Self.t)
+        let forged = ForgeryKit(pki: pki).render(.leafNotYetValid, .appTransaction(.init(userId: "u", transaction: old, deviceTime: nil)))
+        guard case .appTransaction(_, let forgedJWS, _) = forged else { Issue.record("not an app transaction"); return }
+
+        let reference = ReferenceValidator()
+        try reference.reset(ValidatorConfig(catalog: .standard, policy: .default, trustedRoots: pki.trustedRoots))
+        #expect(try reference.deliver(.appTransaction(userId: "u", signedTransaction: genuine, deviceTime: nil), now: later).isAccepted)
+        #expect(try !reference.deliver(.appTransaction(userId: "u", signedTransaction: forgedJWS, deviceTime: nil), now: Self.t).isAccepted)
+
+        let atDelivery = try #require(Mutants.named("certificate-dates-at-delivery")).make()
+        try atDelivery.reset(ValidatorConfig(catalog: .standard, policy: .default, trustedRoots: pki.trustedRoots))
+        #expect(try !atDelivery.deliver(.appTransaction(userId: "u", signedTransaction: genuine, deviceTime: nil), now: later).isAccepted)
+        #expect(try atDelivery.deliver(.appTransaction(userId: "u", signedTransaction: forgedJWS, deviceTime: nil), now: Self.t).isAccepted)
+    }
+
     @Test func anUntrustedVerifierRejectsTheChain() {
         let jws = JWSSigner(pki: pki).sign(transaction(), signedDate: Self.t)
         let other = try! TestPKI(seed: 77, validFrom: TestPKI.defaultValidity.0, validUntil: TestPKI.defaultValidity.1, leafCount: 1)
