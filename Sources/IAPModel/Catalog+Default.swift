@@ -32,6 +32,11 @@ extension Catalog {
                 id: "plus.monthly", kind: .autoRenewable, groupId: "21000001", level: 2, period: Period(1, .month),
                 familyShareable: true,
                 introductoryOffer: OfferSpec(discountType: .payAsYouGo, period: Period(1, .month), periods: 2)),
+            // A yearly product below the top level: moving from it to a monthly one of a higher level is an
+            // upgrade after which the upgraded-from transaction still has the later expiresDate.
+            CatalogProduct(
+                id: "plus.yearly", kind: .autoRenewable, groupId: "21000001", level: 2, period: Period(1, .year),
+                familyShareable: true),
             CatalogProduct(
                 id: "plus.weekly", kind: .autoRenewable, groupId: "21000001", level: 2, period: Period(1, .week),
                 introductoryOffer: OfferSpec(discountType: .payUpFront, period: Period(2, .week))),

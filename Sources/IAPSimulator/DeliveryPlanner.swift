@@ -47,9 +47,12 @@ public struct DeliveryPlanner: Sendable {
                 } else if tx.transactionReason == .renewal && !chain.isMember {
                     submit = src.chance(25) ? c.time + Millis(1 + src.int(below: 48)) * h : nil
                 } else {
-                    // First sight of a chain the app did not buy: opens the app later (or never).
+                    // First sight of a chain the app did not buy (a family share, an offer code redeemed in the App
+                    // Store): the person opens the app within hours, or days to weeks later (meanwhile the chain
+                    // belongs to no user, and its notifications must still be kept), or never.
                     let seenBefore = sim.creations.contains { $0.chainId == c.chainId && $0.time < c.time }
-                    submit = seenBefore ? nil : (src.chance(90) ? c.time + Millis(1 + src.int(below: 72)) * h / 4 : nil)
+                    let later = src.chance(50) ? Millis(1 + src.int(below: 72)) * h / 4 : Millis(1 + src.int(below: 30)) * CivilTime.msPerDay
+                    submit = seenBefore ? nil : (src.chance(90) ? c.time + later : nil)
                 }
                 guard let submit else { continue }
                 let person = sim.persons[c.person]

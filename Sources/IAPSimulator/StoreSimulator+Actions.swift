@@ -342,7 +342,8 @@ extension StoreSimulator {
                 sim.notify(id, .didChangeRenewalPref, .downgrade)
             }
         }
-        log(c0.person, kind.family, "\(name(c0.person)) changes \(c0.productId) → \(q) (\(kind.isImmediate ? "now" : "at renewal"))")
+        log(c0.person, kind.family, "\(name(c0.person)) changes \(c0.productId) → \(q) (\(kind.isImmediate ? "now" : "at renewal"))",
+            change: ProductMove(from: c0.productId, to: q))
     }
 
     public mutating func revertChange(_ cid: String, at t: Millis) {

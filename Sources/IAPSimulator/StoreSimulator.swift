@@ -103,8 +103,8 @@ public struct StoreSimulator: Sendable {
         return "5e1f0000-0000-4000-9000-" + String(repeating: "0", count: 12 - hex.count) + hex
     }
 
-    mutating func log(_ person: Int, _ family: ScenarioFamily, _ summary: String) {
-        events.append(StoreEvent(time: now, person: person, family: family, summary: summary))
+    mutating func log(_ person: Int, _ family: ScenarioFamily, _ summary: String, change: ProductMove? = nil) {
+        events.append(StoreEvent(time: now, person: person, family: family, summary: summary, change: change))
     }
 
     /// Creates a transaction in chain `cid` (the chain must exist), records its first version and truth.

@@ -19,6 +19,7 @@ public enum Mutants {
         Entry(name: "ignore-revocation", pitfall: "J1", description: "treats a transaction as entitling even when revocationDate is set", make: { IgnoreRevocation() }),
         Entry(name: "expiry-from-duration", pitfall: "J2", description: "computes expiry as purchaseDate + product period instead of expiresDate", make: { ExpiryFromDuration() }),
         Entry(name: "array-order-latest", pitfall: "J3", description: "takes the first transaction of an API history page as the chain's latest", make: { ArrayOrderLatest() }),
+        Entry(name: "latest-by-max-expires", pitfall: "J3", description: "takes the transaction with the latest expiresDate as the chain's latest, so an upgrade from a longer lower tier keeps the old product", make: { LatestByMaxExpires() }),
         Entry(name: "device-clock", pitfall: "J4", description: "evaluates expiry at the time the device claims, not the server's", make: { DeviceClock() }),
         Entry(name: "no-grace", pitfall: "J5", description: "ends access at expiresDate even during a billing grace period", make: { NoGrace() }),
         Entry(name: "retry-as-active", pitfall: "J6", description: "keeps entitling during billing retry without grace", make: { RetryAsActive() }),
@@ -102,6 +103,13 @@ class PinnedLatestMutant: ReferenceValidator {
     override func latestTransaction(_ txs: [JWSTransactionDecodedPayload], chain otid: String, at t: Millis) -> JWSTransactionDecodedPayload? {
         if let id = pinned[otid], let tx = txs.first(where: { $0.transactionId == id }) { return tx }
         return super.latestTransaction(txs, chain: otid, at: t)
+    }
+}
+
+final class LatestByMaxExpires: ReferenceValidator {
+    override var name: String { "mutant:latest-by-max-expires" }
+    override func latestTransaction(_ txs: [JWSTransactionDecodedPayload], chain otid: String, at t: Millis) -> JWSTransactionDecodedPayload? {
+        txs.max { ($0.expiresDate ?? 0, $0.purchaseDate) < ($1.expiresDate ?? 0, $1.purchaseDate) }
     }
 }
 
