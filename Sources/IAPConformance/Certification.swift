@@ -149,7 +149,7 @@ public enum CertificationSuite {
                                           casesRun: r.cases, counterexample: cx, validatorFailure: vf, coverage: r.coverage,
                                           forgeryClass: forgeryClass))
         }
-        progress?("forgery probe: \(ForgeryClass.allCases.count) classes")
+        progress?("forgery probe: \(ForgeryClass.allCases.filter { $0.applies(in: catalog.environment) }.count) classes")
         let forgeries = probeForgeries(validator, catalog: catalog, policy: policy)
         let name = (validator as? SubprocessValidator)?.hello?.name ?? validator.name
         var report = Report(validator: validator.name, hello: name, date: CivilTime.iso8601(Millis(Date().timeIntervalSince1970 * 1000)),
@@ -198,7 +198,7 @@ public enum CertificationSuite {
         config.trustedRoots = pki.trustedRoots
         let renderer = ArtifactRenderer(pki: pki, appAppleId: catalog.appAppleId)
         let kit = ForgeryKit(pki: pki)
-        return ForgeryClass.allCases.map { f in
+        return ForgeryClass.allCases.filter { $0.applies(in: catalog.environment) }.map { f in
             do {
                 try v.reset(config)
                 _ = try v.deliver(.appTransaction(userId: user, signedTransaction: renderer.transaction({ var x = tx; x.revocationDate = nil; x.revocationReason = nil; x.signedDate = t; return x }()), deviceTime: nil), now: t)

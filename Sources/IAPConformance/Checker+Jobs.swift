@@ -92,6 +92,6 @@ extension Coverage {
         for (k, v) in o.families { families[k, default: 0] += v }
         for (k, v) in o.notifications { notifications[k, default: 0] += v }
         for (k, v) in o.properties { properties[k, default: 0] += v }
-        for (k, v) in o.productChanges ?? [:] { productChanges![k, default: 0] += v }
+        for (k, v) in o.productChanges { productChanges[k, default: 0] += v }
     }
 }

@@ -1,3 +1,4 @@
+import IAPModel
 import IAPSimulator
 
 /// How many cases exercised each scenario family and each notification type/subtype (the check's own
@@ -6,24 +7,42 @@ public struct Coverage: Codable, Hashable, Sendable {
     public var families: [String: Int] = [:]
     public var notifications: [String: Int] = [:]
     public var properties: [String: Int] = [:]
-    /// Cases with a product change in each direction (``ProductMove/directions``: level × duration).
-    public var productChanges: [String: Int]? = [:]
+    /// Cases with a product change in each direction (``ProductMove/directions``: level × duration) that the
+    /// catalog allows; a direction no pair of its products makes is absent.
+    public var productChanges: [String: Int] = [:]
 
     public init() {}
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        families = try c.decode([String: Int].self, forKey: .families)
+        notifications = try c.decode([String: Int].self, forKey: .notifications)
+        properties = try c.decode([String: Int].self, forKey: .properties)
+        productChanges = try c.decodeIfPresent([String: Int].self, forKey: .productChanges) ?? [:]
+    }
 
     public mutating func add(_ c: GeneratedCase) {
         for f in c.families { families[f.rawValue, default: 0] += 1 }
         for k in Set(c.notificationKinds) { notifications[k, default: 0] += 1 }
         properties[c.property.rawValue, default: 0] += 1
-        for d in Set(c.events.compactMap { $0.change?.direction(in: c.config.catalog) }) { productChanges![d, default: 0] += 1 }
+        for d in Self.possibleDirections(c.config.catalog) where productChanges[d] == nil { productChanges[d] = 0 }
+        for d in Set(c.events.compactMap { $0.change?.direction(in: c.config.catalog) }) { productChanges[d, default: 0] += 1 }
     }
 
-    /// Scenario families no case exercised, then product-change directions none made (when the catalog allows
-    /// any product change at all).
+    /// The directions some pair of auto-renewable products of one group makes.
+    static func possibleDirections(_ catalog: Catalog) -> Set<String> {
+        var out: Set<String> = []
+        for g in catalog.groups {
+            let ps = catalog.products(inGroup: g.id).filter { $0.kind == .autoRenewable }
+            for p in ps { for q in ps where q.id != p.id { if let d = ProductMove(from: p.id, to: q.id).direction(in: catalog) { out.insert(d) } } }
+        }
+        return out
+    }
+
+    /// Scenario families no case exercised, then the product-change directions the catalog allows that no case
+    /// made.
     public var missingFamilies: [String] {
-        let families = ScenarioFamily.allCases.map(\.rawValue).filter { (self.families[$0] ?? 0) == 0 }
-        let changes = productChanges ?? [:]
-        guard !changes.isEmpty else { return families }
-        return families + ProductMove.directions.filter { (changes[$0] ?? 0) == 0 }.map { "product change " + $0 }
+        ScenarioFamily.allCases.map(\.rawValue).filter { (families[$0] ?? 0) == 0 }
+            + ProductMove.directions.filter { productChanges[$0] == 0 }.map { "product change " + $0 }
     }
 }

@@ -96,13 +96,13 @@ public struct APISnapshot: Codable, Hashable, Sendable {
     }
 }
 
-/// A validator's answer to a delivery.
 /// The four ways facts reach a validator: the app's submission, a notification, App Store Server API answers,
 /// a legacy `verifyReceipt` response.
 public enum DeliveryChannel: String, Codable, CodingKeyRepresentable, Hashable, Sendable, CaseIterable {
     case app, notification, api, legacy
 }
 
+/// A validator's answer to a delivery.
 public enum DeliveryVerdict: Codable, Hashable, Sendable {
     case accepted
     case rejected(reason: String)

@@ -35,12 +35,19 @@ public enum ForgeryClass: String, Codable, Hashable, Sendable, CaseIterable {
 
     /// The channels a forged artifact of this class can travel on. Signed artifacts (app transactions,
     /// notifications, API answers) take every cryptographic and identity forgery; the notification-only classes
-    /// stay there; a legacy `verifyReceipt` response is unsigned JSON (its trust is the TLS connection to Apple),
-    /// so only the app it names can be wrong.
+    /// stay there. A legacy `verifyReceipt` response is unsigned JSON (its trust is the TLS connection to Apple), so
+    /// only the app it names can be wrong — not its environment: a sandbox receipt answered by the sandbox endpoint
+    /// after a 21007 is Apple's genuine answer, and Apple tells production servers to accept it (App Review).
     public var channels: [DeliveryChannel] {
         if notificationOnly { return [.notification] }
-        if self == .wrongBundleId || self == .wrongEnvironment { return DeliveryChannel.allCases }
+        if self == .wrongBundleId { return DeliveryChannel.allCases }
         return [.app, .notification, .api]
+    }
+
+    /// Whether the class is a forgery for an app in `environment`. Apple's verifiers compare `appAppleId` only in
+    /// Production (an app in development may have none), so another `appAppleId` is no forgery elsewhere.
+    public func applies(in environment: Environment) -> Bool {
+        self != .wrongAppAppleId || environment == .production
     }
 
     /// A replay of a known notification UUID may be acknowledged as a duplicate instead of rejected; what matters is

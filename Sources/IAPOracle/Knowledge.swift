@@ -14,6 +14,9 @@ public struct Knowledge: Sendable {
     /// Every version seen, oldest signed first: what a validator that keeps history has (see ``asOf(_:)``).
     private var transactionVersions: [String: [JWSTransactionDecodedPayload]] = [:]
     private var renewalVersions: [String: [JWSRenewalInfoDecodedPayload]] = [:]
+    /// Renewal info (chain → `signedDate`s) that came in a `GRACE_PERIOD` notification without a grace date: the
+    /// notification says grace, the renewal info gives none (see ``Oracle/Reading/graceFromSubtype``).
+    public private(set) var graceClaims: [String: Set<Millis>] = [:]
     /// The latest `signedDate` of anything merged.
     public private(set) var newestSignedDate: Millis = .min
 
@@ -60,7 +63,12 @@ public struct Knowledge: Sendable {
             }
         case .notification(let n):
             if let tx = n.data?.transactionInfo { merge(tx) }
-            if let r = n.data?.renewalInfo { merge(r) }
+            if let r = n.data?.renewalInfo {
+                merge(r)
+                if n.subtype == .gracePeriod && r.gracePeriodExpiresDate == nil {
+                    graceClaims[r.originalTransactionId, default: []].insert(r.signedDate)
+                }
+            }
         case .apiSnapshot(let s):
             for tx in s.transactions { merge(tx) }
             if let r = s.renewalInfo { merge(r) }

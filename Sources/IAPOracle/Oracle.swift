@@ -25,9 +25,14 @@ public enum Oracle {
         /// (policy `graceWithoutRetryFlag`). `true`: the grace date says the chain is in billing retry, in grace
         /// until that date; `false`: only the flag says so.
         public var graceDateMeansRetry = true
-        public init(upgradedGrantsNothing: Bool = false, graceDateMeansRetry: Bool = true) {
+        /// A `GRACE_PERIOD` notification whose renewal info has no grace date. `false` (the rule): no date, no
+        /// grace. `true`: the subtype's word ("continue to provide service through the grace period") grants it
+        /// while that renewal info is the one in force — a reading a notification-driven validator may take.
+        public var graceFromSubtype = false
+        public init(upgradedGrantsNothing: Bool = false, graceDateMeansRetry: Bool = true, graceFromSubtype: Bool = false) {
             self.upgradedGrantsNothing = upgradedGrantsNothing
             self.graceDateMeansRetry = graceDateMeansRetry
+            self.graceFromSubtype = graceFromSubtype
         }
 
         /// The reading a policy asks for where it decides (the first of several where it leaves the choice open).
@@ -46,6 +51,9 @@ public enum Oracle {
                 k.renewals.values.contains(where: { $0.isInBillingRetryPeriod != true && $0.gracePeriodExpiresDate != nil }) {
                 rs += rs.map { var r = $0; r.graceDateMeansRetry.toggle(); return r }
             }
+            if !k.graceClaims.isEmpty {
+                rs += rs.map { var r = $0; r.graceFromSubtype = true; return r }
+            }
             return rs
         }
     }
@@ -58,13 +66,13 @@ public enum Oracle {
         public var undetermined: Set<AnswerDifference.Key>
     }
 
-    /// The answer at `t` and what of it is undetermined. Three things are left open by the facts themselves:
+    /// The answer at `t` and what of it is undetermined. Four things are left open by the facts themselves:
     /// - a question about an instant before some fact was signed (the validator's clock is behind Apple's): the
     ///   newest version of a transaction or renewal info and the version in force at `t` are both defensible;
     /// - a transaction flagged `isUpgraded` without its upgrading transaction: when the upgrade happened is
     ///   known only to be before the flagged version was signed;
     /// - a renewal info with a grace date but without the billing-retry flag, under the policy that accepts
-    ///   either reading of it.
+    ///   either reading of it; a `GRACE_PERIOD` notification whose renewal info has no grace date.
     /// Every reading of each is computed; the fields where they differ (a product's state, a group's effective
     /// product) are not compared, every other field is.
     public static func judge(_ k: Knowledge, user: String, at t: Millis) -> Judgement {
@@ -177,8 +185,12 @@ public enum Oracle {
             guard let latest = subs.last else { continue }
             let renewal = k.renewals[otid]
             let inRetry = renewal?.isInBillingRetryPeriod == true || (reading.graceDateMeansRetry && renewal?.gracePeriodExpiresDate != nil)
-            if !void(latest), inRetry, let e = latest.expiresDate, let g = renewal?.gracePeriodExpiresDate, e <= t, t < g {
-                grants.append(Grant(productId: latest.productId, end: g, ownership: latest.inAppOwnershipType, grace: true))
+            if !void(latest), inRetry, let e = latest.expiresDate, e <= t {
+                if let g = renewal?.gracePeriodExpiresDate {
+                    if t < g { grants.append(Grant(productId: latest.productId, end: g, ownership: latest.inAppOwnershipType, grace: true)) }
+                } else if reading.graceFromSubtype, let r = renewal, k.graceClaims[otid]?.contains(r.signedDate) == true {
+                    grants.append(Grant(productId: latest.productId, end: nil, ownership: latest.inAppOwnershipType, grace: true))
+                }
             }
             let state: EntitlementState = void(latest) ? .revoked : inRetry ? .billingRetry : .expired
             if let prev = inactiveState[latest.productId], prev.1 > latest.purchaseDate { continue }

@@ -115,8 +115,8 @@ public struct ForgeryKit: Sendable {
         case .leafNotYetValid:
             // Valid from an hour after the claimed signedDate on: a verifier that checks the chain at the time of
             // delivery (or against its wall clock) accepts it; at signedDate, as Apple's rule says, it is not valid.
-            return signed(by: pki.leaf(validFrom: TestPKI.date(signedDate + CivilTime.msPerHour),
-                                       until: TestPKI.date(signedDate + 2 * 365 * CivilTime.msPerDay)))
+            return signed(by: pki.leaf(validFrom: TestPKI.date(signedDate &+ CivilTime.msPerHour),
+                                       until: TestPKI.date(signedDate &+ 2 * 365 * CivilTime.msPerDay)))
         case .intermediateNotCA: return signed(by: broken.intermediateNotCA)
         case .wrongBundleId, .wrongAppAppleId, .wrongEnvironment, .replayedNotificationUUID, .forgedNestedTransaction:
             // Validly signed: the content itself is what is wrong (or already seen).
@@ -148,14 +148,14 @@ public struct ForgeryKit: Sendable {
 
     /// The delivery with every `signedDate` moved back by ``backdating``.
     static func backdated(_ d: Delivery) -> Delivery {
-        func tx(_ t: JWSTransactionDecodedPayload) -> JWSTransactionDecodedPayload { var t = t; t.signedDate -= backdating; return t }
-        func rn(_ r: JWSRenewalInfoDecodedPayload) -> JWSRenewalInfoDecodedPayload { var r = r; r.signedDate -= backdating; return r }
+        func tx(_ t: JWSTransactionDecodedPayload) -> JWSTransactionDecodedPayload { var t = t; t.signedDate = t.signedDate &- backdating; return t }
+        func rn(_ r: JWSRenewalInfoDecodedPayload) -> JWSRenewalInfoDecodedPayload { var r = r; r.signedDate = r.signedDate &- backdating; return r }
         switch d {
         case .appTransaction(var s):
             s.transaction = tx(s.transaction)
             return .appTransaction(s)
         case .notification(var n):
-            n.signedDate -= backdating
+            n.signedDate = n.signedDate &- backdating
             if var data = n.data {
                 data.transactionInfo = data.transactionInfo.map(tx)
                 data.renewalInfo = data.renewalInfo.map(rn)

@@ -20,7 +20,9 @@ public enum PKIExport {
 
     /// A genuine signed transaction, renewal info and notification for `catalog`, plus one forged transaction (or
     /// notification) per forgery class under `forged/`, and `samples.json` describing them.
-    public static func samples(_ pki: TestPKI, catalog: Catalog, at t: Millis, to directory: String) throws {
+    /// Returns how many genuine and forged samples it wrote.
+    @discardableResult
+    public static func samples(_ pki: TestPKI, catalog: Catalog, at t: Millis, to directory: String) throws -> (genuine: Int, forged: Int) {
         let forgedDir = (directory as NSString).appendingPathComponent("forged")
         try FileManager.default.createDirectory(atPath: forgedDir, withIntermediateDirectories: true)
         guard let product = catalog.probeProduct else { throw PKIExportError("the catalog has no product to sign a sample for") }
@@ -65,7 +67,7 @@ public enum PKIExport {
         if writesToken { try write(renderer.notification(token), "external-purchase-token-notification.jws") }
         let kit = ForgeryKit(pki: pki)
         var forged: [[String: String]] = []
-        for f in ForgeryClass.allCases {
+        for f in ForgeryClass.allCases where f.applies(in: catalog.environment) {
             var tempting = tx
             tempting.expiresDate = tx.expiresDate.map { $0 + 3 * 365 * CivilTime.msPerDay }
             let d = ForgeryKit.delivery(f, tempting: tempting, notification: notification, userId: "u")
@@ -78,15 +80,17 @@ public enum PKIExport {
             try write(jws, "\(f.rawValue).jws", in: forgedDir)
             forged.append(["class": f.rawValue, "kind": kind, "file": "forged/\(f.rawValue).jws"])
         }
+        let genuine = ["transaction.jws"] + (renews ? ["renewal.jws"] : []) + ["notification.jws", "summary-notification.jws"]
+            + (writesToken ? ["external-purchase-token-notification.jws"] : [])
         let meta: [String: Any] = [
             "bundleId": catalog.bundleId, "appAppleId": catalog.appAppleId, "environment": catalog.environment.rawValue,
-            "root": "root.der", "genuine": ["transaction.jws"] + (renews ? ["renewal.jws"] : []) + ["notification.jws", "summary-notification.jws"]
-                + (writesToken ? ["external-purchase-token-notification.jws"] : []),
+            "root": "root.der", "genuine": genuine,
             "forged": forged, "product": product.id,
         ]
         try JSONSerialization.data(withJSONObject: meta, options: [.prettyPrinted, .sortedKeys])
             .write(to: URL(fileURLWithPath: (directory as NSString).appendingPathComponent("samples.json")), options: .atomic)
         _ = try export(pki, to: directory)
+        return (genuine.count, forged.count)
     }
 }
 

@@ -138,25 +138,37 @@ public final class TestPKI: @unchecked Sendable {
     /// before its notification) is genuine, because a certificate counts at the token's `signedDate`, and a
     /// verifier that checks the chain against its own clock rejects it (docs/verifiers.md#certificate-dates).
     public func leaf(at signedDate: Millis) -> Leaf {
+        // Dates a certificate cannot carry (a hand-edited corpus file, say) get a long-lived leaf: no crash.
+        guard signedDate > Self.earliest, signedDate < Self.latest else { return leaves[0] }
         let slot = signedDate >= 0 ? signedDate / Self.slotLength : (signedDate - Self.slotLength + 1) / Self.slotLength
         slotLock.lock()
         defer { slotLock.unlock() }
         if let l = slotLeaves[slot] { return l }
         let start = slot * Self.slotLength
-        let l = try! issueLeaf(label: "slot-leaf-\(slot)", serial: 10_000 + slot,
-                               from: Self.date(start - CivilTime.msPerDay), until: Self.date(start + Self.slotLength + CivilTime.msPerDay))
+        guard let l = try? issueLeaf(label: "slot-leaf-\(slot)", serial: Self.serial(10_000, slot),
+                                     from: Self.date(start - CivilTime.msPerDay), until: Self.date(start + Self.slotLength + CivilTime.msPerDay))
+        else { return leaves[0] }
         slotLeaves[slot] = l
         return l
     }
 
+    /// 1951 … 9998: the instants a leaf's validity can start and end within.
+    static let earliest: Millis = -(19 * 365 + 5) * CivilTime.msPerDay
+    static let latest: Millis = 253_370_764_800_000 - 400 * CivilTime.msPerDay
+    /// A positive certificate serial from a base and any key.
+    static func serial(_ base: Int64, _ key: Int64) -> Int64 { base + Int64(UInt64(bitPattern: key) % 1_000_000_000) }
+
     /// A genuine leaf under the intermediate, valid from `from` to `until` (for the forgery kit's leaves whose
     /// validity is chosen per token).
     public func leaf(validFrom from: Date, until: Date) -> Leaf {
-        let key = Int64((from.timeIntervalSince1970 / 60).rounded(.down))
+        let minutes = from.timeIntervalSince1970 / 60
+        guard minutes.isFinite, abs(minutes) < 1e11 else { return leaves[0] }
+        let key = Int64(minutes.rounded(.down))
         slotLock.lock()
         defer { slotLock.unlock() }
         if let l = windowLeaves[key] { return l }
-        let l = try! issueLeaf(label: "window-leaf-\(key)", serial: 1_000_000 + key % 1_000_000_000, from: from, until: until)
+        guard let l = try? issueLeaf(label: "window-leaf-\(key)", serial: Self.serial(2_000_000_000, key), from: from, until: until)
+        else { return leaves[0] }
         windowLeaves[key] = l
         return l
     }

@@ -81,16 +81,16 @@ public struct DeliveryPlanner: Sendable {
                     let forgery = src.pick(ForgeryClass.allCases.filter { $0.channels.contains(.api) })
                     var snap = sim.snapshot(chain: c.chainId, at: submit + 3)
                     snap.transactions = snap.transactions.map { Self.forge(forgery, $0) }
-                    snap.renewalInfo = snap.renewalInfo.map { Self.forge(forgery, $0) }
+                    // Renewal info names no app: in another app's answer it would be a genuine, validly signed
+                    // fact of its own, so that answer carries none.
+                    snap.renewalInfo = forgery == .wrongBundleId ? nil : snap.renewalInfo.map { Self.forge(forgery, $0) }
                     add(submit + 3, .apiSnapshot(snap), "", c.person, forgery: forgery)
                 }
                 if perturbations.foreign && c.inApp && src.chance(15) {
-                    // A verifyReceipt response for another app or environment (a sandbox receipt answered by the
-                    // sandbox endpoint after a 21007, or a receipt of another app) presented as this user's.
+                    // A verifyReceipt response for another app presented as this user's receipt.
                     let forgery = src.pick(ForgeryClass.allCases.filter { $0.channels.contains(.legacy) })
                     var receipt = Self.legacyReceipt(sim, person: c.person, at: submit + 4)
                     if forgery == .wrongBundleId { receipt.bundleId = "com.example.other-app" }
-                    if forgery == .wrongEnvironment { receipt.environment = sim.catalog.environment.counterpart }
                     add(submit + 4, .legacyReceipt(receipt), "", c.person, forgery: forgery)
                 }
             }
@@ -131,7 +131,7 @@ public struct DeliveryPlanner: Sendable {
                     add(at, .apiSnapshot(snap), "api-reconcile", n.person)
                 }
                 if perturbations.foreign && src.chance(25) {
-                    let forgery = src.pick(ForgeryClass.allCases)
+                    let forgery = src.pick(ForgeryClass.allCases.filter { $0.applies(in: sim.catalog.environment) })
                     var forged = n.payload
                     if var data = forged.data {
                         data.transactionInfo = data.transactionInfo.map { Self.forge(forgery, $0) }

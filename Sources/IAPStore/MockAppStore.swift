@@ -144,7 +144,16 @@ public final class MockAppStore: AppStoreBridge, @unchecked Sendable {
         }
     }
 
-    public func publish(originalTransactionId: String, history: [HistoryResponse], statuses: StatusResponse?) {
+    /// What a publish replaced.
+    struct Replaced: Sendable {
+        var chains: [String: Chain?]
+        var signedTransactions: [String: String?]
+    }
+
+    /// Serves the chain from now on; the function returned puts back what it replaced (an answer the backend
+    /// refused, a forged one, is not what the API says afterwards).
+    @discardableResult
+    public func publish(originalTransactionId: String, history: [HistoryResponse], statuses: StatusResponse?) -> @Sendable () -> Void {
         let chain = Chain(history: history, statuses: statuses)
         var byId: [String: String] = [:]
         for page in history {
@@ -152,12 +161,24 @@ public final class MockAppStore: AppStoreBridge, @unchecked Sendable {
                 if let id = Self.claims(jws, as: TransactionClaims.self)?.transactionId { byId[id] = jws }
             }
         }
-        lock.withLock {
+        return lock.withLock {
+            var replaced = Replaced(chains: [originalTransactionId: chains[originalTransactionId]], signedTransactions: [:])
             chains[originalTransactionId] = chain
             for (id, jws) in byId {
+                replaced.chains[id] = chains[id]
+                replaced.signedTransactions[id] = signedTransactions[id]
                 chains[id] = chain
                 signedTransactions[id] = jws
             }
+            let done = replaced
+            return { [self] in self.restore(done) }
+        }
+    }
+
+    func restore(_ r: Replaced) {
+        lock.withLock {
+            for (k, v) in r.chains { chains[k] = v }
+            for (k, v) in r.signedTransactions { signedTransactions[k] = v }
         }
     }
 

@@ -222,8 +222,11 @@ public class HTTPValidator: Validator {
             if let store, target.routes["reconcile"] != nil {
                 // The backend fetches the chain from the mock App Store's Server API itself.
                 op = "reconcile"
-                store.publish(originalTransactionId: otid, history: history, statuses: statuses)
+                let undo = store.publish(originalTransactionId: otid, history: history, statuses: statuses)
                 (status, reply) = try post(op, body: encode(ReconcileBody(originalTransactionId: otid)), now: now)
+                // A refused answer (a forged one, for a correct backend) must not stay what the API serves: later
+                // lookups of these transactions get what the store had before.
+                if (400..<500).contains(status) { undo() }
             } else {
                 op = "apiSnapshot"
                 (status, reply) = try post(op, body: encode(delivery), now: now)
@@ -295,8 +298,9 @@ public struct StoreSettings: Sendable, Hashable {
 public protocol AppStoreBridge: AnyObject, Sendable {
     /// A new case: the bundle the API tokens must name; notification history starts empty.
     func reset(_ config: ValidatorConfig)
-    /// Serve this chain's history pages and statuses from now on.
-    func publish(originalTransactionId: String, history: [HistoryResponse], statuses: StatusResponse?)
+    /// Serve this chain's history pages and statuses from now on; returns what puts back the answers it replaced.
+    @discardableResult
+    func publish(originalTransactionId: String, history: [HistoryResponse], statuses: StatusResponse?) -> @Sendable () -> Void
     /// Remember a verifyReceipt answer; returns the `receipt-data` the backend will send for it.
     func registerReceipt(responseBody: String) -> String
     /// Posts a notification to the backend's webhook with `send` (given the clock of each attempt), retrying as Apple

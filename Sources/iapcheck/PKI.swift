@@ -43,13 +43,13 @@ struct PKI: ParsableCommand {
             } catch {
                 throw fail("error: \(error)", code: Exit.usage)
             }
+            let written: (genuine: Int, forged: Int)
             do {
-                try PKIExport.samples(CaseRunner.pki, catalog: catalog, at: at, to: directory)
+                written = try PKIExport.samples(CaseRunner.pki, catalog: catalog, at: at, to: directory)
             } catch let e as PKIExportError {
                 throw fail("error: \(e)", code: Exit.usage)
             }
-            let genuine = catalog.probeProduct?.kind == .autoRenewable ? 3 : 2
-            print("wrote \(directory)/samples.json, \(genuine) genuine and \(ForgeryClass.allCases.count) forged artifacts, root.der")
+            print("wrote \(directory)/samples.json, \(written.genuine) genuine and \(written.forged) forged artifacts, root.der")
         }
     }
 }

@@ -142,6 +142,32 @@ import Testing
         #expect(try !answer(flagOnly, .grant).answerDifferences(from: grant.answer, ignoring: grant.undetermined).isEmpty)
     }
 
+    /// A `GRACE_PERIOD` notification whose renewal info has no grace date: no grace by rule, but a validator that
+    /// trusts the subtype is not failed while that renewal info is in force; without the subtype nothing is open.
+    @Test func aGracePeriodSubtypeWithoutADateLeavesGraceOpen() throws {
+        let tx = Self.monthly("2000000000000001", purchased: Self.t0, signed: Self.t0)
+        let expiry = tx.expiresDate!
+        var r = JWSRenewalInfoDecodedPayload(
+            originalTransactionId: tx.originalTransactionId, productId: "pro.monthly", autoRenewProductId: "pro.monthly",
+            autoRenewStatus: .on, signedDate: expiry, environment: tx.environment)
+        r.isInBillingRetryPeriod = true
+        r.expirationIntent = .billingError
+        func judge(subtype: Subtype?) -> Oracle.Judgement {
+            var k = Knowledge(config: ValidatorConfig(catalog: .standard, policy: .default))
+            k.learn(.appTransaction(AppTransactionSubmission(userId: Self.user, transaction: tx, deviceTime: nil)))
+            k.learn(.notification(ResponseBodyV2DecodedPayload(
+                notificationType: .didFailToRenew, subtype: subtype, notificationUUID: "u-2", signedDate: expiry,
+                data: NotificationData(appAppleId: Catalog.standard.appAppleId, bundleId: Catalog.standard.bundleId,
+                                       environment: tx.environment, transactionInfo: tx, renewalInfo: r, status: nil))))
+            return Oracle.judge(k, user: Self.user, at: expiry + Self.day)
+        }
+        let active = AnswerDifference.Key(subject: .product("pro.monthly"), field: .active)
+        let claimed = judge(subtype: .gracePeriod)
+        #expect(claimed.answer.products.first { $0.productId == "pro.monthly" }?.active == false)
+        #expect(claimed.undetermined.contains(active))
+        #expect(judge(subtype: nil).undetermined.isEmpty)
+    }
+
     /// A validator that reads only the retry flag passes the default policy over generated cases.
     @Test func aValidatorThatReadsOnlyTheRetryFlagPasses() {
         var o = CheckOptions()
@@ -177,6 +203,9 @@ import Testing
         #expect(forged.failure == nil)
         #expect((forged.forgeries.sent["wrong-environment"] ?? 0) > 0)
         #expect(forged.forgeries.sent["wrong-environment"] == forged.forgeries.rejected["wrong-environment"])
+        // Outside Production, Apple's verifiers do not compare appAppleId: another one is no forgery there.
+        #expect(forged.forgeries.sent["wrong-app-apple-id"] == nil)
+        #expect(!CertificationSuite.probeForgeries(ReferenceValidator(), catalog: o.catalog, policy: Policy.default).contains { $0.name == "wrong-app-apple-id" })
     }
 
     /// One billing period under two transactionIds (a restore): the app submitted the restored id, the refund

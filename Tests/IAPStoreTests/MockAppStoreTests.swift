@@ -78,6 +78,20 @@ import Testing
         }
     }
 
+    /// An answer the backend refused is undone: Get Transaction Info serves the transaction it had before.
+    @Test func anUndonePublishServesWhatWasThereBefore() throws {
+        let store = try Self.store()
+        Self.publishChain(store, count: 1)
+        let page = HistoryResponse(revision: "rev-x", hasMore: false, bundleId: Self.bundleId, appAppleId: nil,
+                                   environment: .production, signedTransactions: ["e30.\(Base64URL.encode([UInt8](#"{"transactionId":"1000","forged":true}"#.utf8))).c2ln"])
+        let undo = store.publish(originalTransactionId: "1000", history: [page], statuses: nil)
+        #expect(String(decoding: try get(store, "/inApps/v1/transactions/1000", token: Self.token()).1, as: UTF8.self).contains(Base64URL.encode([UInt8](#"{"transactionId":"1000","forged":true}"#.utf8))))
+        undo()
+        let (status, body) = try get(store, "/inApps/v1/transactions/1000", token: Self.token())
+        #expect(status == 200)
+        #expect(String(decoding: body, as: UTF8.self).contains(Self.fakeJWS(1000)))
+    }
+
     @Test func historyPagesFollowTheRevisionToken() throws {
         let store = try Self.store()
         Self.publishChain(store, count: 45)
