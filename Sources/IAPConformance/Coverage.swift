@@ -25,7 +25,8 @@ public struct Coverage: Codable, Hashable, Sendable {
         for f in c.families { families[f.rawValue, default: 0] += 1 }
         for k in Set(c.notificationKinds) { notifications[k, default: 0] += 1 }
         properties[c.property.rawValue, default: 0] += 1
-        for d in Self.possibleDirections(c.config.catalog) where productChanges[d] == nil { productChanges[d] = 0 }
+        // The directions the catalog allows, once (cases of one run vary the grace setting, not the products).
+        if productChanges.isEmpty { for d in Self.possibleDirections(c.config.catalog) { productChanges[d] = 0 } }
         for d in Set(c.events.compactMap { $0.change?.direction(in: c.config.catalog) }) { productChanges[d, default: 0] += 1 }
     }
 

@@ -23,6 +23,25 @@ import Testing
         return tx
     }
 
+    /// Renewal info of `tx`'s chain signed at its expiry, after the renewal charge failed.
+    static func failedRenewal(of tx: JWSTransactionDecodedPayload, retry: Bool, grace: Millis? = nil) -> JWSRenewalInfoDecodedPayload {
+        var r = JWSRenewalInfoDecodedPayload(
+            originalTransactionId: tx.originalTransactionId, productId: tx.productId, autoRenewProductId: tx.productId,
+            autoRenewStatus: .on, signedDate: tx.expiresDate!, environment: tx.environment)
+        r.isInBillingRetryPeriod = retry
+        r.gracePeriodExpiresDate = grace
+        r.expirationIntent = .billingError
+        return r
+    }
+
+    /// The DID_FAIL_TO_RENEW notification carrying `r`.
+    static func failedToRenew(_ tx: JWSTransactionDecodedPayload, _ r: JWSRenewalInfoDecodedPayload, subtype: Subtype?) -> Delivery {
+        .notification(ResponseBodyV2DecodedPayload(
+            notificationType: .didFailToRenew, subtype: subtype, notificationUUID: "5e1f0000-0000-4000-9000-0000000000ff", signedDate: r.signedDate,
+            data: NotificationData(appAppleId: Catalog.standard.appAppleId, bundleId: Catalog.standard.bundleId,
+                                   environment: tx.environment, transactionInfo: tx, renewalInfo: r, status: nil)))
+    }
+
     /// The flagged copy of a transaction arrives, but the transaction that upgraded it never does (a lost
     /// notification): from the moment the flag was signed the subscription is over; before it, either reading holds.
     @Test func anUpgradedFlagWithoutItsUpgradeEndsTheGrant() throws {
@@ -71,10 +90,7 @@ import Testing
         let tx = Self.monthly("2000000000000001", purchased: Self.t0, signed: Self.t0)
         let expiry = tx.expiresDate!
         k.learn(.appTransaction(AppTransactionSubmission(userId: Self.user, transaction: tx, deviceTime: nil)))
-        var retry = JWSRenewalInfoDecodedPayload(
-            originalTransactionId: tx.originalTransactionId, productId: "pro.monthly", autoRenewProductId: "pro.monthly",
-            autoRenewStatus: .on, signedDate: expiry, environment: tx.environment)
-        retry.isInBillingRetryPeriod = true
+        let retry = Self.failedRenewal(of: tx, retry: true)
         k.merge(retry)
         var gaveUp = retry
         gaveUp.isInBillingRetryPeriod = false
@@ -101,12 +117,7 @@ import Testing
     @Test func aGraceDateWithoutTheRetryFlagFollowsThePolicy() throws {
         let tx = Self.monthly("2000000000000001", purchased: Self.t0, signed: Self.t0)
         let expiry = tx.expiresDate!
-        var r = JWSRenewalInfoDecodedPayload(
-            originalTransactionId: tx.originalTransactionId, productId: "pro.monthly", autoRenewProductId: "pro.monthly",
-            autoRenewStatus: .on, signedDate: expiry, environment: tx.environment)
-        r.isInBillingRetryPeriod = false
-        r.gracePeriodExpiresDate = expiry + 16 * Self.day
-        r.expirationIntent = .billingError
+        let r = Self.failedRenewal(of: tx, retry: false, grace: expiry + 16 * Self.day)
         let at = expiry + Self.day
         let product = AnswerDifference.Key(subject: .product("pro.monthly"), field: .active)
         func judge(_ p: Policy.GraceWithoutRetryFlag) -> Oracle.Judgement {
@@ -118,11 +129,7 @@ import Testing
         func answer(_ v: ReferenceValidator, _ p: Policy.GraceWithoutRetryFlag) throws -> EntitlementAnswer {
             try v.reset(ValidatorConfig(catalog: .standard, policy: Policy(graceWithoutRetryFlag: p)))
             _ = try v.deliver(decoded: .appTransaction(AppTransactionSubmission(userId: Self.user, transaction: tx, deviceTime: nil)), now: Self.t0)
-            let n = ResponseBodyV2DecodedPayload(
-                notificationType: .didFailToRenew, subtype: .gracePeriod, notificationUUID: "u-1", signedDate: expiry,
-                data: NotificationData(appAppleId: Catalog.standard.appAppleId, bundleId: Catalog.standard.bundleId,
-                                       environment: tx.environment, transactionInfo: tx, renewalInfo: r, status: nil))
-            #expect(try v.deliver(decoded: .notification(n), now: expiry).isAccepted)
+            #expect(try v.deliver(decoded: Self.failedToRenew(tx, r, subtype: .gracePeriod), now: expiry).isAccepted)
             return try v.entitlements(EntitlementQuery(userId: Self.user, at: at))
         }
 
@@ -147,18 +154,11 @@ import Testing
     @Test func aGracePeriodSubtypeWithoutADateLeavesGraceOpen() throws {
         let tx = Self.monthly("2000000000000001", purchased: Self.t0, signed: Self.t0)
         let expiry = tx.expiresDate!
-        var r = JWSRenewalInfoDecodedPayload(
-            originalTransactionId: tx.originalTransactionId, productId: "pro.monthly", autoRenewProductId: "pro.monthly",
-            autoRenewStatus: .on, signedDate: expiry, environment: tx.environment)
-        r.isInBillingRetryPeriod = true
-        r.expirationIntent = .billingError
+        let r = Self.failedRenewal(of: tx, retry: true)
         func judge(subtype: Subtype?) -> Oracle.Judgement {
             var k = Knowledge(config: ValidatorConfig(catalog: .standard, policy: .default))
             k.learn(.appTransaction(AppTransactionSubmission(userId: Self.user, transaction: tx, deviceTime: nil)))
-            k.learn(.notification(ResponseBodyV2DecodedPayload(
-                notificationType: .didFailToRenew, subtype: subtype, notificationUUID: "u-2", signedDate: expiry,
-                data: NotificationData(appAppleId: Catalog.standard.appAppleId, bundleId: Catalog.standard.bundleId,
-                                       environment: tx.environment, transactionInfo: tx, renewalInfo: r, status: nil))))
+            k.learn(Self.failedToRenew(tx, r, subtype: subtype))
             return Oracle.judge(k, user: Self.user, at: expiry + Self.day)
         }
         let active = AnswerDifference.Key(subject: .product("pro.monthly"), field: .active)
