@@ -13,6 +13,9 @@ final class AppStoreClient: @unchecked Sendable {
         var keyId: String?
         var issuerId: String?
         var sharedSecret: String?
+        /// Retry on the sandbox when production answers 21007, as Apple asks. Off only to show iapcheck catching
+        /// a backend that breaks App Review (`--no-sandbox-fallback`).
+        var sandboxFallback = true
     }
 
     enum Failure: Error, CustomStringConvertible {
@@ -114,7 +117,7 @@ final class AppStoreClient: @unchecked Sendable {
         let body = try JSONEncoder().encode(request)
         var (http, reply) = try await self.request("POST", "/verifyReceipt", body: body)
         var status = (try? JSONDecoder().decode(ReceiptStatus.self, from: reply))?.status
-        if http == 200, status == 21007 {
+        if http == 200, status == 21007, settings.sandboxFallback {
             (http, reply) = try await self.request("POST", "/sandbox/verifyReceipt", body: body)
             status = (try? JSONDecoder().decode(ReceiptStatus.self, from: reply))?.status
         }

@@ -29,6 +29,9 @@ struct Options {
     var store = AppStoreClient.Settings()
     /// Run one of iapcheck's mutants instead of the reference logic (to watch iapcheck catch a bug).
     var mutant: String?
+    /// A deliberate bug: answer each notification this many milliseconds after storing it, as a webhook that
+    /// processes synchronously does; past the sender's deadline Apple counts the delivery failed and sends it again.
+    var slowAckMs = 0
 
     init(_ args: [String]) {
         var i = 1
@@ -43,15 +46,22 @@ struct Options {
             case "--issuer-id": store.issuerId = args[i + 1]; i += 1
             case "--shared-secret": store.sharedSecret = args[i + 1]; i += 1
             case "--mutant": mutant = args[i + 1]; i += 1
+            case "--no-sandbox-fallback": store.sandboxFallback = false
+            case "--slow-ack-ms": slowAckMs = max(0, Int(args[i + 1]) ?? 0); i += 1
             case "--help", "-h":
                 print("""
                     usage: iapcheck-example-backend [--port N] [--database FILE] [--ack-before-persist]
                                                     [--app-store 127.0.0.1:PORT] [--api-key FILE.p8 --key-id ID --issuer-id UUID]
                                                     [--shared-secret SECRET] [--mutant NAME]
+                                                    [--no-sandbox-fallback] [--slow-ack-ms N]
                       --app-store      where the App Store Server API and verifyReceipt live (iapcheck's mock store; default 127.0.0.1:8081)
                       --api-key ...    the App Store Connect API key the backend signs its API tokens with
                       --shared-secret  the app-specific shared secret sent to verifyReceipt
                       --mutant NAME    a deliberately broken logic from `iapcheck mutants --list`, for demonstrations
+                    Deliberate bugs of the HTTP layer, for demonstrations (each is a real-world mistake iapcheck catches):
+                      --ack-before-persist   answer before the request is stored (caught by the durable-ack property)
+                      --no-sandbox-fallback  do not retry verifyReceipt on the sandbox after status 21007 (breaks App Review)
+                      --slow-ack-ms N        answer each notification N ms after storing it (Apple times out and re-sends)
                     """)
                 exit(0)
             default:
@@ -262,7 +272,9 @@ struct ExampleBackend {
         }
         router.post("/apple/notifications") { request, _ -> Response in
             let b = try await body(request, as: NotificationBody.self)
-            return try await backend.deliver(.notification(signedPayload: b.signedPayload), now: now(request))
+            let answer = try await backend.deliver(.notification(signedPayload: b.signedPayload), now: now(request))
+            if options.slowAckMs > 0 { try await Task.sleep(for: .milliseconds(options.slowAckMs)) }
+            return answer
         }
         router.post("/apple/api-snapshots") { request, _ -> Response in
             try await backend.deliver(try await body(request, as: SignedDelivery.self), now: now(request))

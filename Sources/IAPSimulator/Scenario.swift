@@ -120,6 +120,22 @@ public struct TruthSegment: Codable, Hashable, Sendable {
     public var end: Millis
     public var kind: Kind
     public var ownership: InAppOwnershipType
+    /// The end the customer is told of while the segment lasts: the period's expiry (also when a refund or an
+    /// upgrade later cuts the segment short), a grace period's end, a non-renewing purchase's end; nil for a
+    /// non-consumable. An extension starts a new segment with the new end.
+    public var promisedEnd: Millis?
+}
+
+/// A chain's standing from `time` on, as the simulator keeps it (not read from signed payloads): the product of
+/// its current period, when that period began, and what the product's state is once the period no longer grants
+/// (`revoked`, `billing-retry` or `expired`). Recorded whenever the chain changes.
+public struct ChainMark: Codable, Hashable, Sendable {
+    public var chainId: String
+    public var person: Int
+    public var time: Millis
+    public var productId: String
+    public var periodStart: Millis
+    public var lapsed: EntitlementState
 }
 
 /// A consumable credit or debit in the truth ledger.

@@ -217,7 +217,8 @@ extension StoreSimulator {
             // A period voided by a chain-scope refund (policy) grants no grace either.
             if grants, let graceEnd, !sim.voided.contains(c.currentTx!) {
                 sim.graceSegment[id] = sim.segments.count
-                sim.segments.append(TruthSegment(person: c.person, productId: c.productId, chainId: id, start: e, end: graceEnd, kind: .grace, ownership: c.ownership))
+                sim.segments.append(TruthSegment(person: c.person, productId: c.productId, chainId: id, start: e, end: graceEnd, kind: .grace,
+                                                 ownership: c.ownership, promisedEnd: graceEnd))
             }
             sim.signRenewal(id)
             sim.notify(id, .didFailToRenew, graceEnd == nil && flaw == nil ? nil : .gracePeriod)
@@ -374,8 +375,17 @@ extension StoreSimulator {
         withMembers(cid) { sim, id in
             let tx = sim.chains[id]!.currentTx!
             sim.updateTransaction(tx) { $0.expiresDate = newEnd }
-            // Extend the truth only if nothing (a chain-scope refund) has cut this period short.
-            if let i = sim.paidSegment[tx], sim.segments[i].end == c0.expires! { sim.segments[i].end = newEnd }
+            // Extend the truth only if nothing (a chain-scope refund) has cut this period short; from now on the
+            // customer is told of the new end.
+            if let i = sim.paidSegment[tx], sim.segments[i].end == c0.expires! {
+                var s = sim.segments[i]
+                sim.segments[i].end = max(s.start, t)
+                s.start = max(s.start, t)
+                s.end = newEnd
+                s.promisedEnd = newEnd
+                sim.paidSegment[tx] = sim.segments.count
+                sim.segments.append(s)
+            }
             sim.chains[id]!.expires = newEnd
             sim.chains[id]!.extensions.append(t)
             sim.signRenewal(id)
@@ -492,6 +502,7 @@ extension StoreSimulator {
             }
         }
         cutByRefund[txId] = cuts
+        mark(cid)
         if tx.type == .consumable {
             ledger.append(LedgerEntry(person: chains[cid]!.person, productId: tx.productId, time: t, delta: -(tx.quantity ?? 1), transactionId: txId, clawback: true))
         }
@@ -539,7 +550,7 @@ extension StoreSimulator {
         // Restore what this refund cut, unless another refund (chain scope) still voids it.
         for cut in cuts where cut.end > t && !voided.contains(cut.tx) && (cutByRefund[cut.tx] == nil || cut.tx == txId) {
             var s = segments[cut.segment]
-            s.start = t
+            s.start = max(s.start, t)  // a stacked non-renewing period may not have begun yet
             s.end = cut.end
             segments.append(s)
             if paidSegment[cut.tx] == cut.segment { paidSegment[cut.tx] = segments.count - 1 }
@@ -551,6 +562,7 @@ extension StoreSimulator {
             chains[cid]!.phase = (chains[cid]!.expires ?? 0) > t ? .active : .expired
             signRenewal(cid)
         }
+        mark(cid)
         notify(cid, .refundReversed, tx: txId)
         log(chains[cid]!.person, .refundReversed, "the refund of \(tx.productId) \(short(txId)) is reversed")
     }
@@ -568,6 +580,7 @@ extension StoreSimulator {
         chains[mid]!.phase = .revoked
         chains[mid]!.autoRenew = false
         signRenewal(mid)
+        mark(mid)
         notify(mid, .revoke, tx: txId)
         log(m.person, why.contains("leaves") ? .familyLeave : .familyStopSharing, "\(name(m.person)) loses family access to \(m.productId) (\(why))")
     }

@@ -29,6 +29,7 @@ public struct StoreSimulator: Sendable {
     public internal(set) var creations: [TransactionCreation] = []
     public internal(set) var events: [StoreEvent] = []
     public internal(set) var segments: [TruthSegment] = []
+    public internal(set) var marks: [ChainMark] = []
     public internal(set) var ledger: [LedgerEntry] = []
     /// Instant of the first purchase; timelines print instants relative to it.
     public internal(set) var origin: Millis?
@@ -156,6 +157,7 @@ public struct StoreSimulator: Sendable {
         case .consumable:
             ledger.append(LedgerEntry(person: c.person, productId: productId, time: purchase, delta: quantity, transactionId: txId, clawback: false))
         }
+        mark(cid)
         return txId
     }
 
@@ -163,7 +165,26 @@ public struct StoreSimulator: Sendable {
         guard end > start else { return }
         paidSegment[tx] = segments.count
         segments.append(TruthSegment(
-            person: c.person, productId: productId, chainId: c.id, start: start, end: end, kind: .paid, ownership: c.ownership))
+            person: c.person, productId: productId, chainId: c.id, start: start, end: end, kind: .paid, ownership: c.ownership,
+            promisedEnd: c.kind == .nonConsumable ? nil : end))
+    }
+
+    /// Records where chain `cid` stands from now on (see ``ChainMark``); called after every change of it.
+    mutating func mark(_ cid: String) {
+        let c = chains[cid]!
+        guard let tx = c.currentTx, let start = latest(tx)?.purchaseDate else { return }
+        let lapsed: EntitlementState
+        if case .revoked = c.phase {
+            lapsed = .revoked
+        } else if cutByRefund[tx] != nil || voided.contains(tx) {
+            lapsed = .revoked
+        } else if case .retry = c.phase {
+            // Under the policy that reads only the flag, a renewal info without it is not billing retry.
+            lapsed = c.renewalQuirk == .graceWithoutRetryFlag && policy.graceWithoutRetryFlag == .deny ? .expired : .billingRetry
+        } else {
+            lapsed = .expired
+        }
+        marks.append(ChainMark(chainId: cid, person: c.person, time: now, productId: c.productId, periodStart: start, lapsed: lapsed))
     }
 
     /// Cuts the truth of transaction `tx` at `t` (refund, upgrade, revoke).
@@ -204,6 +225,7 @@ public struct StoreSimulator: Sendable {
         } else {
             r.isInBillingRetryPeriod = false
         }
+        mark(cid)
         switch c.renewalQuirk {
         case .graceWithoutRetryFlag: r.isInBillingRetryPeriod = false
         case .gracePeriodWithoutDate: r.gracePeriodExpiresDate = nil

@@ -1,19 +1,20 @@
 import IAPModel
 
-/// What the simulator knows to be true for a person at an instant, derived from its truth segments and ledger
-/// only (not from transactions), so that it can check the oracle independently.
+/// What the simulator knows to be true for a person at an instant, derived from its truth segments, chain marks
+/// and ledger only (not from transactions), so that it can check the oracle independently. It holds the whole
+/// answer: every product the person ever had (state, expiry, ownership), every group, every balance.
 public struct TruthView: Hashable, Sendable, CustomStringConvertible {
-    /// Entitled products with `active` or `grace` and the ownership of the access.
-    public var products: [String: (EntitlementState, InAppOwnershipType)]
+    public var products: [String: ProductEntitlement]
     public var effective: [String: String]
     public var balances: [String: Int]
     public var introEligible: [String: Bool]
 
-    public static func == (a: TruthView, b: TruthView) -> Bool { a.description == b.description }
-    public func hash(into h: inout Hasher) { h.combine(description) }
-
     public var description: String {
-        let p = products.keys.sorted().map { "\($0)=\(products[$0]!.0.rawValue)/\(products[$0]!.1.rawValue)" }
+        let p = products.keys.sorted().map { id -> String in
+            let e = products[id]!
+            guard e.active else { return "\(id)=\(e.state.rawValue)" }
+            return "\(id)=\(e.state.rawValue)/\(e.ownership?.rawValue ?? "-")/until \(e.expiresDate.map(String.init) ?? "-")"
+        }
         let e = effective.keys.sorted().map { "\($0)→\(effective[$0]!)" }
         let b = balances.keys.sorted().filter { balances[$0] != 0 }.map { "\($0)×\(balances[$0]!)" }
         let i = introEligible.keys.sorted().map { "\($0):\(introEligible[$0]! ? "eligible" : "used")" }
@@ -23,7 +24,7 @@ public struct TruthView: Hashable, Sendable, CustomStringConvertible {
     /// The same view of an oracle or validator answer, for comparison.
     public init(_ a: EntitlementAnswer) {
         products = [:]
-        for p in a.products where p.active { products[p.productId] = (p.state, p.ownership ?? .purchased) }
+        for p in a.products { products[p.productId] = p }
         effective = [:]
         introEligible = [:]
         for g in a.groups {
@@ -34,7 +35,7 @@ public struct TruthView: Hashable, Sendable, CustomStringConvertible {
         for c in a.consumables where c.balance != 0 { balances[c.productId] = c.balance }
     }
 
-    init(products: [String: (EntitlementState, InAppOwnershipType)], effective: [String: String], balances: [String: Int], introEligible: [String: Bool]) {
+    init(products: [String: ProductEntitlement], effective: [String: String], balances: [String: Int], introEligible: [String: Bool]) {
         self.products = products
         self.effective = effective
         self.balances = balances
@@ -47,15 +48,31 @@ extension StoreSimulator {
     public func truth(person: Int, at t: Millis) -> TruthView {
         var covering: [String: [TruthSegment]] = [:]
         for s in segments where s.person == person && s.start <= t && t < s.end { covering[s.productId, default: []].append(s) }
-        var products: [String: (EntitlementState, InAppOwnershipType)] = [:]
-        for (id, segs) in covering {
-            let paid = segs.filter { $0.kind == .paid }
-            let chosen = paid.isEmpty ? segs : paid
-            products[id] = (paid.isEmpty ? .grace : .active, chosen.contains { $0.ownership == .purchased } ? .purchased : .familyShared)
+        // Where each of the person's chains stands at t: its last mark at or before t.
+        var standing: [String: ChainMark] = [:]
+        for m in marks where m.person == person && m.time <= t { standing[m.chainId] = m }
+        var had = Set(marks.filter { $0.person == person && $0.time <= t }.map(\.productId))
+        had = had.filter { catalog.product($0)?.kind != .consumable }
+        var products: [String: ProductEntitlement] = [:]
+        for id in had {
+            if let segs = covering[id] {
+                // Paid access outranks grace; the customer owns it if any covering grant is their own purchase.
+                let paid = segs.filter { $0.kind == .paid }
+                let chosen = paid.isEmpty ? segs : paid
+                products[id] = ProductEntitlement(
+                    productId: id, active: true, state: paid.isEmpty ? .grace : .active,
+                    expiresDate: chosen.compactMap(\.promisedEnd).max(),
+                    ownership: chosen.contains { $0.ownership == .purchased } ? .purchased : .familyShared)
+            } else {
+                // Not granted: the state of the chain whose current period of this product began last; a product
+                // no chain is on any more (changed away from) has simply expired.
+                let last = standing.values.filter { $0.productId == id }.max { ($0.periodStart, $0.chainId) < ($1.periodStart, $1.chainId) }
+                products[id] = ProductEntitlement(productId: id, active: false, state: last?.lapsed ?? .expired, expiresDate: nil, ownership: nil)
+            }
         }
         var effective: [String: String] = [:]
         for g in catalog.groups {
-            let best = products.keys.compactMap { catalog.product($0) }.filter { $0.groupId == g.id }.min { a, b in
+            let best = products.values.filter(\.active).compactMap { catalog.product($0.productId) }.filter { $0.groupId == g.id }.min { a, b in
                 (a.level ?? .max, a.id) < (b.level ?? .max, b.id)
             }
             if let best { effective[g.id] = best.id }

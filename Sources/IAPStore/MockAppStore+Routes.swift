@@ -176,7 +176,7 @@ extension MockAppStore {
 
     /// verifyReceipt: always HTTP 200, the outcome in `status` (Apple's codes).
     func verifyReceipt(_ request: Request, sandboxEndpoint: Bool) async throws -> Response {
-        count("verifyReceipt")
+        count(sandboxEndpoint ? "sandbox/verifyReceipt" : "verifyReceipt")
         await pause()
         func status(_ code: Int) -> Response {
             let environment = sandboxEndpoint ? "Sandbox" : "Production"

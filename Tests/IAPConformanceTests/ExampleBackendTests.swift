@@ -11,8 +11,9 @@ import Testing
     static let binary = root.appendingPathComponent(".build/debug/iapcheck-example-backend").path
 
     /// Starts the backend on a free-looking loopback port; returns the process and a target for it.
-    static func start(extra: [String] = [], store: MockAppStore? = nil) throws -> (Process, HTTPValidator.Target) {
-        let port = 20_000 + Int(ProcessInfo.processInfo.processIdentifier % 15_000) * 2 + (store == nil ? 0 : 1)
+    /// `slot` keeps tests that run at the same time on different ports.
+    static func start(extra: [String] = [], store: MockAppStore? = nil, slot: Int = 0) throws -> (Process, HTTPValidator.Target) {
+        let port = (20_000 + Int(ProcessInfo.processInfo.processIdentifier % 15_000) * 2 + (store == nil ? 0 : 1) + 30_010 + slot) % 60_000 + 1024
         let db = NSTemporaryDirectory() + "backend-\(UUID().uuidString).sqlite"
         let p = Process()
         p.executableURL = URL(fileURLWithPath: binary)
@@ -61,6 +62,56 @@ import Testing
         #expect(served["verifyReceipt", default: 0] > 0, "\(served)")
         #expect(served["checked-token", default: 0] >= served["history", default: 0])
         #expect(!store.sentNotifications.isEmpty)
+    }
+
+    /// Mistake J29: an app tested in the sandbox (and App Review) sends sandbox receipts, which production
+    /// verifyReceipt answers with 21007. The backend that retries on the sandbox passes; one that does not is caught.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: binary), "the example backend is not built"))
+    func aBackendWithoutTheSandboxFallbackIsCaught() throws {
+        var verdicts: [Bool] = []
+        for extra in [[], ["--no-sandbox-fallback"]] {
+            let store = try MockAppStore(settings: StoreSettings(
+                port: 0, sharedSecret: "example-secret",
+                apiKey: .init(keyId: "IAPCHK0001", issuerId: "6f3c2a90-0b1e-4c4e-9a57-1a2b3c4d5e6f", privateKeyFile: Self.keyFile)))
+            try store.start()
+            let (p, target) = try Self.start(extra: extra, store: store, slot: extra.isEmpty ? 2 : 4)
+            defer { p.terminate(); p.waitUntilExit() }
+            var o = CheckOptions()
+            o.cases = 40
+            o.catalog.environment = .sandbox
+            o.properties = [.entitlementAgreement]
+            let report = Checker(options: o, validator: HTTPValidator(target: target, name: "http:example", timeout: 10, store: store)).run()
+            verdicts.append(report.failure == nil)
+            #expect(store.served["verifyReceipt", default: 0] > 0, "no receipt reached verifyReceipt: \(store.served)")
+            if extra.isEmpty {
+                #expect(report.failure == nil, "\(report.failure.map { Timeline.render($0.shrunk, failingStep: $0.failingStep) } ?? "")")
+                #expect(store.served["sandbox/verifyReceipt", default: 0] > 0, "\(store.served)")
+            } else {
+                #expect(store.served["sandbox/verifyReceipt", default: 0] == 0, "\(store.served)")
+            }
+        }
+        #expect(verdicts == [true, false])
+    }
+
+    /// Mistake J41: a webhook that answers after the sender's deadline. Apple counts each such delivery failed and
+    /// sends the same notification again on its schedule; iapcheck reports the time-out with every attempt.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: binary), "the example backend is not built"))
+    func aWebhookThatAnswersTooLateIsCaught() throws {
+        let store = try MockAppStore(settings: StoreSettings(port: 0, sharedSecret: "example-secret"))
+        try store.start()
+        let (p, target) = try Self.start(extra: ["--slow-ack-ms", "600"], store: store, slot: 6)
+        defer { p.terminate(); p.waitUntilExit() }
+        var o = CheckOptions()
+        o.cases = 6
+        o.properties = [.entitlementAgreement]
+        o.flakinessReplays = 0
+        o.shrinkBudget = .init(maxAttempts: 2)
+        let report = Checker(options: o, validator: HTTPValidator(target: target, name: "http:slow", timeout: 0.3, store: store)).run()
+        let failure = try #require(report.failure?.validatorFailure, "a webhook answering after the deadline passed")
+        #expect(failure.kind == .timedOut, "\(failure)")
+        // The store sent the same notification again after each missed deadline: Apple's duplicates.
+        #expect(store.sentNotifications.contains { $0.attempts.count == MockAppStore.retryHours.count + 1 && $0.attempts.allSatisfy { $0 == "TIMED_OUT" } },
+                "\(store.sentNotifications)")
     }
 
     /// A target iapcheck starts itself (`start`), on its own port, with a mock App Store when `store` is given.

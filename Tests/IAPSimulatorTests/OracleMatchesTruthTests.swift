@@ -5,14 +5,19 @@ import IAPTesting
 import Foundation
 import Testing
 
-/// The two independent derivations of docs/semantics.md#three-derivations-that-must-agree must agree: the simulator's truth intervals and the oracle over
-/// every fact signed so far.
+/// The two independent derivations of docs/semantics.md#three-derivations-that-must-agree must agree, on the whole
+/// answer (every product the person ever had with its state, expiry and ownership; groups; balances): the
+/// simulator's truth segments and chain marks, and the oracle over every fact signed so far.
 @Suite struct OracleMatchesTruthTests {
     /// `IAPCHECK_LONG=1 swift test` runs ten times as many seeds.
     static let scale: UInt64 = ProcessInfo.processInfo.environment["IAPCHECK_LONG"] == nil ? 1 : 10
 
     static func mismatches(seed: UInt64, policy: Policy = .default) -> [String] {
         let (_, sim) = Fixtures.generated(seed: seed, policy: policy)
+        return mismatches(sim: sim, policy: policy, label: "seed \(seed)")
+    }
+
+    static func mismatches(sim: StoreSimulator, policy: Policy, label: String = "history") -> [String] {
         var out: [String] = []
         for t in sim.interestingInstants {
             let k = Fixtures.knowledge(of: sim, signedBy: t, policy: policy)
@@ -20,7 +25,7 @@ import Testing
                 let truth = sim.truth(person: p.index, at: t)
                 let oracle = TruthView(Oracle.answer(k, user: p.accountId, at: t))
                 if truth != oracle {
-                    out.append("seed \(seed) \(p.name) at \(CivilTime.relative(t - (sim.origin ?? 0))):\n  truth  \(truth)\n  oracle \(oracle)\n" +
+                    out.append("\(label) \(p.name) at \(CivilTime.relative(t - (sim.origin ?? 0))):\n  truth  \(truth)\n  oracle \(oracle)\n" +
                         sim.events.map { "    \(CivilTime.relative($0.time - (sim.origin ?? 0))) \($0.summary)" }.joined(separator: "\n"))
                 }
             }
@@ -44,6 +49,7 @@ import Testing
         Policy(introEligibility: .neverSubscribed),
         Policy(nonRenewingStacking: true),
         Policy(graceWithoutRetryFlag: .deny),
+        Policy(graceWithoutRetryFlag: .grant),
     ])
     func oracleEqualsTruthUnderEveryPolicy(_ policy: Policy) {
         var failures: [String] = []
@@ -52,6 +58,24 @@ import Testing
             if failures.count > 3 { break }
         }
         #expect(failures.isEmpty, "\(failures.prefix(3).joined(separator: "\n"))")
+    }
+
+    /// Under stacking, a second season pass starts where the first ends; a refund of it that is reversed before
+    /// then gives it back from where it was to start, not from the reversal (found by the long run, seed 2505).
+    @Test func aReversedRefundOfAStackedPassRestoresItFromItsStart() throws {
+        let start = HistoryGenerator.epoch, day = CivilTime.msPerDay
+        var sim = StoreSimulator(catalog: .standard, policy: Policy(nonRenewingStacking: true), persons: [Person(index: 0, familyId: nil)], start: start)
+        sim.buyOneTime(person: 0, productId: "season.pass", quantity: 1, at: start, familyMates: [])
+        sim.buyOneTime(person: 0, productId: "season.pass", quantity: 1, at: start + 10 * day, familyMates: [])
+        let second = try #require(sim.txOrder.last)
+        sim.refund(second, reason: .refundedForOtherReason, prorated: false, at: start + 11 * day)
+        sim.reverseRefund(second, at: start + 12 * day)
+        let firstEnd = Period(3, .month).added(to: start)
+        let before = sim.truth(person: 0, at: start + 13 * day).products["season.pass"]
+        #expect(before?.active == true && before?.expiresDate == firstEnd, "\(before.map { "\($0)" } ?? "nil")")
+        let after = sim.truth(person: 0, at: firstEnd).products["season.pass"]
+        #expect(after?.active == true && after?.expiresDate == Period(3, .month).added(to: firstEnd))
+        #expect(Self.mismatches(sim: sim, policy: Policy(nonRenewingStacking: true)).isEmpty)
     }
 
     @Test func generationIsDeterministic() throws {
