@@ -203,9 +203,14 @@ class Entitlements:
             groups.append({"groupId": g, "effectiveProductId": best["productId"] if best else None, "introEligible": eligible})
         balances = {}
         clawback = self.policy.get("consumableClawback", True)
+        share = self.policy.get("consumableRefundShare", "all") == "share"
         for tx in self.transactions.values():
             if tx["type"] == "Consumable" and tx["purchaseDate"] <= t and tx["originalTransactionId"] in self.linked(user):
-                balances[tx["productId"]] = balances.get(tx["productId"], 0) + (0 if clawback and self.revoked(tx, t) else tx.get("quantity", 1))
+                units = tx.get("quantity", 1)
+                if clawback and self.revoked(tx, t):
+                    # One revocationPercentage covers every unit; under "share" only the refunded share goes back.
+                    units -= units * tx.get("revocationPercentage", 100000) // 100000 if share else units
+                balances[tx["productId"]] = balances.get(tx["productId"], 0) + units
         return {"products": products, "groups": groups,
                 "consumables": [{"productId": k, "balance": v} for k, v in sorted(balances.items())]}
 

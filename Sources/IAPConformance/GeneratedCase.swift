@@ -14,11 +14,37 @@ public struct GeneratedCase: Codable, Hashable, Sendable {
     public var steps: [CaseStep]
     /// Notification type/subtype pairs emitted by the store in this case (coverage).
     public var notificationKinds: [String]
+    /// Notifications the store sent that never reached the validator (lost for good), for timelines: what the
+    /// validator could not know. Absent in cases saved before it existed.
+    public var lost: [LostNotification]?
 
     /// Number of store actions in the history (the size a shrunk counterexample is measured by).
     public var actionCount: Int { events.filter { !$0.summary.hasPrefix("  ") }.count }
 
     public var families: Set<ScenarioFamily> { Set(events.map(\.family)) }
+
+    /// The store's notifications that no step delivers (forgeries aside).
+    static func lost(_ sim: StoreSimulator, steps: [CaseStep]) -> [LostNotification] {
+        var delivered: Set<String> = []
+        for case .deliver(let d) in steps where d.forgery == nil {
+            if case .notification(let n) = d.delivery { delivered.insert(n.notificationUUID) }
+        }
+        return sim.notifications.filter { !delivered.contains($0.payload.notificationUUID) }.map { n in
+            let p = n.payload
+            let about = p.data?.transactionInfo.map { " \($0.productId) …\($0.transactionId.suffix(4))" } ?? ""
+            return LostNotification(
+                signedDate: p.signedDate, person: n.person,
+                kind: p.notificationType.rawValue + (p.subtype.map { "/" + $0.rawValue } ?? "") + about)
+        }
+    }
+}
+
+/// A notification Apple sent that was lost on the way (the validator never received it).
+public struct LostNotification: Codable, Hashable, Sendable {
+    public var signedDate: Millis
+    public var person: Int
+    /// Type/subtype and the transaction it carries, as the timeline prints it.
+    public var kind: String
 }
 
 /// Generates cases for one property from a choice source (random or replayed).
@@ -42,7 +68,8 @@ public struct CaseGenerator: Sendable {
         }
         let c = GeneratedCase(
             property: property, config: ValidatorConfig(catalog: sim.catalog, policy: policy), persons: sim.persons,
-            origin: sim.origin ?? sim.now, events: sim.events, steps: steps, notificationKinds: kinds)
+            origin: sim.origin ?? sim.now, events: sim.events, steps: steps, notificationKinds: kinds,
+            lost: GeneratedCase.lost(sim, steps: steps))
         return (c, sim)
     }
 }

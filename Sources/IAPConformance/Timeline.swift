@@ -19,15 +19,26 @@ public enum Timeline {
         out.append("\(indent)what the validator saw and was asked:")
         let last = failingStep ?? (c.steps.count - 1)
         var deliveries = 0
+        // Lost notifications, in time order among the deliveries: Apple sent them, the validator never got them.
+        var lost = (c.lost ?? []).sorted { $0.signedDate < $1.signedDate }[...]
+        func showLost(before t: Millis) {
+            while let l = lost.first, l.signedDate <= t {
+                let who = c.persons.indices.contains(l.person) ? " for " + c.persons[l.person].name : ""
+                out.append("\(indent)  \(rel(l.signedDate)) ✕ lost: notification \(l.kind)\(who) (never delivered)")
+                lost = lost.dropFirst()
+            }
+        }
         for (i, step) in c.steps.enumerated() where i <= last {
             switch step {
             case .deliver(let d):
+                showLost(before: d.arrival)
                 out.append("\(indent)  \(rel(d.arrival)) \(describe(d, names: name))")
                 deliveries += 1
                 if c.property == .durableAck && deliveries % 5 == 0 {
                     out.append("\(indent)  \(rel(d.arrival)) ✕ validator killed (SIGKILL) after acknowledging, restarted without reset")
                 }
             case .query(let q):
+                showLost(before: q.appleTime)
                 if i == last, failingStep != nil {
                     let who = name[q.query.userId] ?? q.query.userId
                     var line = "\(indent)  \(rel(q.appleTime)) ask: what may \(who) use at \(CivilTime.relative(q.query.at - c.origin))?"

@@ -32,6 +32,15 @@ public struct Policy: Codable, Hashable, Sendable {
         case deny
     }
 
+    /// A refund of a consumable bought with `quantity` > 1 carries one `revocationPercentage` for the whole
+    /// purchase (docs/semantics.md#q17-partial-refund-of-a-consumable-quantity); how many units that takes back.
+    public enum ConsumableRefundShare: String, Codable, Sendable, CaseIterable {
+        /// Every unit of the purchase, whatever the percentage (default).
+        case all
+        /// The refunded share of the units, rounded down: `quantity × revocationPercentage / 100000`.
+        case share
+    }
+
     public var refundScope: RefundScope
     /// Consumable refunds take back the credited quantity (a business choice; default on).
     public var consumableClawback: Bool
@@ -39,12 +48,15 @@ public struct Policy: Codable, Hashable, Sendable {
     /// Back-to-back purchases of a non-renewing subscription extend each other instead of overlapping (default off).
     public var nonRenewingStacking: Bool
     public var graceWithoutRetryFlag: GraceWithoutRetryFlag
+    /// With `consumableClawback`: how much of a partly refunded consumable purchase is taken back.
+    public var consumableRefundShare: ConsumableRefundShare
 
     public init(
         refundScope: RefundScope = .transaction, consumableClawback: Bool = true,
         introEligibility: IntroEligibility = .neverReceivedIntro, nonRenewingStacking: Bool = false,
-        graceWithoutRetryFlag: GraceWithoutRetryFlag = .either
+        graceWithoutRetryFlag: GraceWithoutRetryFlag = .either, consumableRefundShare: ConsumableRefundShare = .all
     ) {
+        self.consumableRefundShare = consumableRefundShare
         self.refundScope = refundScope
         self.consumableClawback = consumableClawback
         self.introEligibility = introEligibility
@@ -61,7 +73,9 @@ public struct Policy: Codable, Hashable, Sendable {
         introEligibility = try c.decodeIfPresent(IntroEligibility.self, forKey: .introEligibility) ?? introEligibility
         nonRenewingStacking = try c.decodeIfPresent(Bool.self, forKey: .nonRenewingStacking) ?? nonRenewingStacking
         graceWithoutRetryFlag = try c.decodeIfPresent(GraceWithoutRetryFlag.self, forKey: .graceWithoutRetryFlag) ?? graceWithoutRetryFlag
+        consumableRefundShare = try c.decodeIfPresent(ConsumableRefundShare.self, forKey: .consumableRefundShare) ?? consumableRefundShare
     }
+
 
     public static let `default` = Policy()
 
@@ -81,6 +95,9 @@ public struct Policy: Codable, Hashable, Sendable {
         if let b = o.bool("nonRenewingStacking", required: false) { p.nonRenewingStacking = b }
         if let s = o.choice("graceWithoutRetryFlag", GraceWithoutRetryFlag.allCases.map(\.rawValue), required: false) {
             p.graceWithoutRetryFlag = GraceWithoutRetryFlag(rawValue: s)!
+        }
+        if let s = o.choice("consumableRefundShare", ConsumableRefundShare.allCases.map(\.rawValue), required: false) {
+            p.consumableRefundShare = ConsumableRefundShare(rawValue: s)!
         }
         o.rejectUnknownKeys()
         try r.finish()

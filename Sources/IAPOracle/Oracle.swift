@@ -156,7 +156,12 @@ public enum Oracle {
                 switch kind {
                 case .consumable:
                     let q = x.quantity ?? 1
-                    consumables[x.productId, default: 0] += (x.isRevoked(at: t) && policy.consumableClawback) ? 0 : q
+                    var back = 0
+                    if x.isRevoked(at: t) && policy.consumableClawback {
+                        // One percentage covers the whole quantity (policy consumableRefundShare).
+                        back = policy.consumableRefundShare == .all ? q : q * (x.revocationPercentage ?? 100_000) / 100_000
+                    }
+                    consumables[x.productId, default: 0] += q - back
                 case .nonConsumable:
                     if !void(x) { grants.append(Grant(productId: x.productId, end: nil, ownership: x.inAppOwnershipType, grace: false)) }
                 case .nonRenewing:

@@ -491,7 +491,7 @@ extension StoreSimulator {
             $0.revocationDate = t
             $0.revocationReason = reason
             $0.revocationType = prorated ? .refundProrated : .refundFull
-            $0.revocationPercentage = prorated ? 41_250 : 100_000
+            $0.revocationPercentage = prorated ? Self.proratedRefund : 100_000
         }
         var cuts: [RefundCut] = []
         if let (i, end) = cutPaid(txId, at: t) { cuts.append(RefundCut(tx: txId, segment: i, end: end)) }
@@ -504,7 +504,8 @@ extension StoreSimulator {
         cutByRefund[txId] = cuts
         mark(cid)
         if tx.type == .consumable {
-            ledger.append(LedgerEntry(person: chains[cid]!.person, productId: tx.productId, time: t, delta: -(tx.quantity ?? 1), transactionId: txId, clawback: true))
+            ledger.append(LedgerEntry(person: chains[cid]!.person, productId: tx.productId, time: t, delta: -refundedUnits(tx, prorated: prorated),
+                                      transactionId: txId, clawback: true))
         }
         let isCurrent = chains[cid]!.currentTx == txId
         if isCurrent && tx.type == .autoRenewable {
@@ -520,6 +521,17 @@ extension StoreSimulator {
             chains[cid]!.members = []
         }
     }
+
+    /// Units a refund takes back from a consumable purchase: all of them, or under the policy that takes the
+    /// refunded share only, the units the refunded money paid for (a prorated refund here returns 41.25 %).
+    func refundedUnits(_ tx: JWSTransactionDecodedPayload, prorated: Bool) -> Int {
+        let units = tx.quantity ?? 1
+        guard prorated, policy.consumableRefundShare == .share else { return units }
+        return units * Self.proratedRefund / 100_000
+    }
+
+    /// The `revocationPercentage` of the simulator's prorated refunds (41.25 %).
+    static let proratedRefund = 41_250
 
     public mutating func declineRefund(_ txId: String, at t: Millis) {
         advance(to: t)
@@ -555,8 +567,8 @@ extension StoreSimulator {
             segments.append(s)
             if paidSegment[cut.tx] == cut.segment { paidSegment[cut.tx] = segments.count - 1 }
         }
-        if tx.type == .consumable {
-            ledger.append(LedgerEntry(person: chains[cid]!.person, productId: tx.productId, time: t, delta: tx.quantity ?? 1, transactionId: txId, clawback: true))
+        if tx.type == .consumable, let taken = ledger.last(where: { $0.transactionId == txId && $0.clawback && $0.delta < 0 }) {
+            ledger.append(LedgerEntry(person: chains[cid]!.person, productId: tx.productId, time: t, delta: -taken.delta, transactionId: txId, clawback: true))
         }
         if chains[cid]!.currentTx == txId, case .revoked = chains[cid]!.phase {
             chains[cid]!.phase = (chains[cid]!.expires ?? 0) > t ? .active : .expired

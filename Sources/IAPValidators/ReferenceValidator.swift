@@ -471,8 +471,18 @@ open class ReferenceValidator: DecodedDeliveryValidator {
     open func consumableBalance(userId: String, at t: Millis) -> [String: Int] {
         var out: [String: Int] = [:]
         for tx in consumableCredits.values where tx.purchaseDate <= t && user(ofChain: tx.originalTransactionId) == userId {
-            let clawedBack = config.policy.consumableClawback && isRevoked(tx, at: t)
-            out[tx.productId, default: 0] += clawedBack ? 0 : (tx.quantity ?? 1)
+            let units = tx.quantity ?? 1
+            var kept = units
+            if config.policy.consumableClawback && isRevoked(tx, at: t) {
+                switch config.policy.consumableRefundShare {
+                case .all: kept = 0
+                case .share:
+                    // What was not refunded stays: the unrefunded fraction of the units, a partial unit counting whole.
+                    let refunded = Double(tx.revocationPercentage ?? 100_000) / 100_000
+                    kept = units - Int((Double(units) * refunded).rounded(.down))
+                }
+            }
+            out[tx.productId, default: 0] += kept
         }
         return out
     }

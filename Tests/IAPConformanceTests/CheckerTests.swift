@@ -5,6 +5,7 @@ import IAPSigning
 import IAPSimulator
 import IAPTesting
 import IAPValidators
+import PropertyEngine
 import Testing
 
 @Suite struct CheckerTests {
@@ -22,6 +23,7 @@ import Testing
     @Test(arguments: [
         Policy(refundScope: .chain), Policy(consumableClawback: false), Policy(introEligibility: .neverSubscribed),
         Policy(nonRenewingStacking: true), Policy(graceWithoutRetryFlag: .grant), Policy(graceWithoutRetryFlag: .deny),
+        Policy(consumableRefundShare: .share),
     ])
     func theReferenceValidatorFollowsEveryPolicy(_ policy: Policy) {
         var o = CheckOptions()
@@ -99,6 +101,24 @@ import Testing
         let timeline = Timeline.render(f.shrunk, failingStep: f.failingStep)
         #expect(timeline.contains("refunded"))
         #expect(timeline.contains("ask: what may"))
+    }
+
+    /// A notification lost for good is shown in the timeline where Apple sent it, so a reader knows what the
+    /// validator could not know; one that arrived is not.
+    @Test func theTimelineShowsLostNotifications() throws {
+        let generator = CaseGenerator(catalog: .standard, policy: .default)
+        var shown = 0
+        for seed in UInt64(1)...200 {
+            let (c, sim) = generator.generate(.orderInsensitivity, ChoiceSource(seed: seed))
+            let lost = try #require(c.lost)
+            let timeline = Timeline.render(c, failingStep: nil)
+            #expect(timeline.components(separatedBy: "✕ lost: notification").count - 1 == lost.count, "\(timeline)")
+            var arrived: Set<String> = []
+            for case .deliver(let d) in c.steps { if case .notification(let n) = d.delivery { arrived.insert(n.notificationUUID) } }
+            #expect(sim.notifications.count == lost.count + sim.notifications.filter { arrived.contains($0.payload.notificationUUID) }.count)
+            shown += lost.count
+        }
+        #expect(shown > 0, "no notification was lost in 200 order-insensitivity cases")
     }
 
     /// The same seed gives the same run: the same questions, coverage and forgeries when it passes, and when it

@@ -50,6 +50,7 @@ import Testing
         Policy(nonRenewingStacking: true),
         Policy(graceWithoutRetryFlag: .deny),
         Policy(graceWithoutRetryFlag: .grant),
+        Policy(consumableRefundShare: .share),
     ])
     func oracleEqualsTruthUnderEveryPolicy(_ policy: Policy) {
         var failures: [String] = []
