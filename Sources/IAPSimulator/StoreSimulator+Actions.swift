@@ -567,7 +567,9 @@ extension StoreSimulator {
             segments.append(s)
             if paidSegment[cut.tx] == cut.segment { paidSegment[cut.tx] = segments.count - 1 }
         }
-        if tx.type == .consumable, let taken = ledger.last(where: { $0.transactionId == txId && $0.clawback && $0.delta < 0 }) {
+        // The units this refund took back come back (the latest clawback entry of the transaction is its refund's,
+        // possibly zero units under the `share` policy).
+        if tx.type == .consumable, let taken = ledger.last(where: { $0.transactionId == txId && $0.clawback }), taken.delta != 0 {
             ledger.append(LedgerEntry(person: chains[cid]!.person, productId: tx.productId, time: t, delta: -taken.delta, transactionId: txId, clawback: true))
         }
         if chains[cid]!.currentTx == txId, case .revoked = chains[cid]!.phase {

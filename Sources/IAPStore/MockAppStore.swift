@@ -258,7 +258,7 @@ public final class MockAppStore: AppStoreBridge, @unchecked Sendable {
     }
 
     /// Requests answered per endpoint (`history`, `statuses`, `transaction`, `notification-history`, `test`,
-    /// `verifyReceipt`, `unauthorized`), for tests and reports.
+    /// `verifyReceipt` (production), `sandbox/verifyReceipt`, `unauthorized`), for tests and reports.
     public var served: [String: Int] { lock.withLock { servedCounts } }
 
     func count(_ endpoint: String) { lock.withLock { servedCounts[endpoint, default: 0] += 1 } }

@@ -64,8 +64,10 @@ final class CheckThenActCredit: SynchronizedReferenceValidator, @unchecked Senda
     override func consumableBalance(userId: String, at t: Millis) -> [String: Int] {
         var out: [String: Int] = [:]
         for tx in ledger where tx.purchaseDate <= t && user(ofChain: tx.originalTransactionId) == userId {
-            let clawedBack = config.policy.consumableClawback && isRevoked(tx, at: t)
-            out[tx.productId, default: 0] += clawedBack ? 0 : (tx.quantity ?? 1)
+            let units = tx.quantity ?? 1
+            guard config.policy.consumableClawback && isRevoked(tx, at: t) else { out[tx.productId, default: 0] += units; continue }
+            let back = config.policy.consumableRefundShare == .all ? units : units * (tx.revocationPercentage ?? 100_000) / 100_000
+            out[tx.productId, default: 0] += units - back
         }
         return out
     }

@@ -11,7 +11,7 @@ import Testing
     static let binary = root.appendingPathComponent(".build/debug/iapcheck-example-backend").path
 
     /// Starts the backend on a free-looking loopback port; returns the process and a target for it.
-    /// `slot` keeps tests that run at the same time on different ports.
+    /// `slot` (even: a store takes the odd port after it) keeps tests that run at the same time on different ports.
     static func start(extra: [String] = [], store: MockAppStore? = nil, slot: Int = 0) throws -> (Process, HTTPValidator.Target) {
         let port = (20_000 + Int(ProcessInfo.processInfo.processIdentifier % 15_000) * 2 + (store == nil ? 0 : 1) + 30_010 + slot) % 60_000 + 1024
         let db = NSTemporaryDirectory() + "backend-\(UUID().uuidString).sqlite"
@@ -99,16 +99,17 @@ import Testing
     func aWebhookThatAnswersTooLateIsCaught() throws {
         let store = try MockAppStore(settings: StoreSettings(port: 0, sharedSecret: "example-secret"))
         try store.start()
-        let (p, target) = try Self.start(extra: ["--slow-ack-ms", "600"], store: store, slot: 6)
+        let (p, target) = try Self.start(extra: ["--slow-ack-ms", "2500"], store: store, slot: 6)
         defer { p.terminate(); p.waitUntilExit() }
         var o = CheckOptions()
         o.cases = 6
         o.properties = [.entitlementAgreement]
         o.flakinessReplays = 0
-        o.shrinkBudget = .init(maxAttempts: 2)
-        let report = Checker(options: o, validator: HTTPValidator(target: target, name: "http:slow", timeout: 0.3, store: store)).run()
+        o.shrinkBudget = .init(maxAttempts: 1)  // each attempt waits out every deadline again
+        let report = Checker(options: o, validator: HTTPValidator(target: target, name: "http:slow", timeout: 1, store: store)).run()
         let failure = try #require(report.failure?.validatorFailure, "a webhook answering after the deadline passed")
         #expect(failure.kind == .timedOut, "\(failure)")
+        #expect(failure.message.contains("the webhook failed all"), "\(failure)")
         // The store sent the same notification again after each missed deadline: Apple's duplicates.
         #expect(store.sentNotifications.contains { $0.attempts.count == MockAppStore.retryHours.count + 1 && $0.attempts.allSatisfy { $0 == "TIMED_OUT" } },
                 "\(store.sentNotifications)")
