@@ -32,8 +32,8 @@ public struct Policy: Codable, Hashable, Sendable {
         case deny
     }
 
-    /// A refund of a consumable bought with `quantity` > 1 carries one `revocationPercentage` for the whole
-    /// purchase (docs/semantics.md#q17-partial-refund-of-a-consumable-quantity); how many units that takes back.
+    /// A refund of a consumable purchase carries one `revocationPercentage` for every unit of its `quantity`
+    /// (docs/semantics.md#q17-partial-refund-of-a-consumable-quantity); how many units that takes back.
     public enum ConsumableRefundShare: String, Codable, Sendable, CaseIterable {
         /// Every unit of the purchase, whatever the percentage (default).
         case all
@@ -75,7 +75,6 @@ public struct Policy: Codable, Hashable, Sendable {
         graceWithoutRetryFlag = try c.decodeIfPresent(GraceWithoutRetryFlag.self, forKey: .graceWithoutRetryFlag) ?? graceWithoutRetryFlag
         consumableRefundShare = try c.decodeIfPresent(ConsumableRefundShare.self, forKey: .consumableRefundShare) ?? consumableRefundShare
     }
-
 
     public static let `default` = Policy()
 
