@@ -155,13 +155,16 @@ public enum Oracle {
                 guard let kind = ProductKind(wireType: x.type) else { continue }
                 switch kind {
                 case .consumable:
-                    let q = x.quantity ?? 1
+                    // Bounded so that no artifact, however absurd its numbers, can trap the arithmetic.
+                    let q = max(0, x.quantity ?? 1)
                     var back = 0
                     if x.isRevoked(at: t) && policy.consumableClawback {
                         // One percentage covers the whole quantity (policy consumableRefundShare).
-                        back = policy.consumableRefundShare == .all ? q : q * (x.revocationPercentage ?? 100_000) / 100_000
+                        let pct = min(max(x.revocationPercentage ?? 100_000, 0), 100_000)
+                        back = policy.consumableRefundShare == .all ? q : q / 100_000 * pct + q % 100_000 * pct / 100_000
                     }
-                    consumables[x.productId, default: 0] += q - back
+                    let (sum, over) = consumables[x.productId, default: 0].addingReportingOverflow(q - back)
+                    consumables[x.productId] = over ? .max : sum
                 case .nonConsumable:
                     if !void(x) { grants.append(Grant(productId: x.productId, end: nil, ownership: x.inAppOwnershipType, grace: false)) }
                 case .nonRenewing:

@@ -468,21 +468,28 @@ open class ReferenceValidator: DecodedDeliveryValidator {
         }
     }
 
+    /// `a + b`, stopping at the ends of `Int` instead of trapping.
+    static func saturating(_ a: Int, _ b: Int) -> Int {
+        let (sum, over) = a.addingReportingOverflow(b)
+        return over ? (b > 0 ? .max : .min) : sum
+    }
+
     open func consumableBalance(userId: String, at t: Millis) -> [String: Int] {
         var out: [String: Int] = [:]
         for tx in consumableCredits.values where tx.purchaseDate <= t && user(ofChain: tx.originalTransactionId) == userId {
-            let units = tx.quantity ?? 1
+            let units = max(tx.quantity ?? 1, 0)
             var kept = units
             if config.policy.consumableClawback && isRevoked(tx, at: t) {
                 switch config.policy.consumableRefundShare {
                 case .all: kept = 0
                 case .share:
-                    // What was not refunded stays: the unrefunded fraction of the units, a partial unit counting whole.
-                    let refunded = Double(tx.revocationPercentage ?? 100_000) / 100_000
-                    kept = units - Int((Double(units) * refunded).rounded(.down))
+                    // What was not refunded stays: the unrefunded fraction of the units, a partial unit counting
+                    // whole. Full-width, so that a huge quantity cannot overflow.
+                    let share = Swift.min(Swift.max(tx.revocationPercentage ?? 100_000, 0), 100_000)
+                    kept = units - 100_000.dividingFullWidth(units.multipliedFullWidth(by: share)).quotient
                 }
             }
-            out[tx.productId, default: 0] += kept
+            out[tx.productId] = Self.saturating(out[tx.productId, default: 0], kept)
         }
         return out
     }

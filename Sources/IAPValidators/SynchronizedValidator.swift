@@ -64,10 +64,14 @@ final class CheckThenActCredit: SynchronizedReferenceValidator, @unchecked Senda
     override func consumableBalance(userId: String, at t: Millis) -> [String: Int] {
         var out: [String: Int] = [:]
         for tx in ledger where tx.purchaseDate <= t && user(ofChain: tx.originalTransactionId) == userId {
-            let units = tx.quantity ?? 1
-            guard config.policy.consumableClawback && isRevoked(tx, at: t) else { out[tx.productId, default: 0] += units; continue }
-            let back = config.policy.consumableRefundShare == .all ? units : units * (tx.revocationPercentage ?? 100_000) / 100_000
-            out[tx.productId, default: 0] += units - back
+            let units = max(tx.quantity ?? 1, 0)
+            guard config.policy.consumableClawback && isRevoked(tx, at: t) else {
+                out[tx.productId] = Self.saturating(out[tx.productId, default: 0], units)
+                continue
+            }
+            let share = min(max(tx.revocationPercentage ?? 100_000, 0), 100_000)
+            let back = config.policy.consumableRefundShare == .all ? units : 100_000.dividingFullWidth(units.multipliedFullWidth(by: share)).quotient
+            out[tx.productId] = Self.saturating(out[tx.productId, default: 0], units - back)
         }
         return out
     }

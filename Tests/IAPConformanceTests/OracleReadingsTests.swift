@@ -277,4 +277,38 @@ import Testing
         #expect(after.undetermined.isEmpty)
         #expect(after.answer.products.first { $0.productId == "lifetime.unlock" }?.active == true)
     }
+
+    /// Quantities and percentages no real purchase has (a hand-edited or hostile artifact) must not trap the
+    /// arithmetic of the oracle, the reference or the race mutant; each still counts what the refund left.
+    @Test func absurdConsumableQuantitiesDoNotTrap() throws {
+        func coins(_ id: String, quantity: Int, percentage: Int?) -> JWSTransactionDecodedPayload {
+            var tx = JWSTransactionDecodedPayload(
+                transactionId: id, originalTransactionId: id, bundleId: Catalog.standard.bundleId,
+                productId: "coins.100", purchaseDate: Self.t0, quantity: quantity, type: .consumable, signedDate: Self.t0 + 1,
+                environment: Catalog.standard.environment, transactionReason: .purchase)
+            if let percentage {
+                tx.revocationDate = Self.t0 + 1
+                tx.revocationReason = .refundedDueToIssue
+                tx.revocationPercentage = percentage
+            }
+            return tx
+        }
+        let deliveries: [Delivery] = [
+            coins("2000000000000001", quantity: .max, percentage: 41_250),
+            coins("2000000000000002", quantity: .max, percentage: nil),
+            coins("2000000000000003", quantity: .max - 1, percentage: 250_000),
+        ].map { .appTransaction(AppTransactionSubmission(userId: Self.user, transaction: $0, deviceTime: nil)) }
+        let config = ValidatorConfig(catalog: .standard, policy: Policy(consumableRefundShare: .share))
+        var k = Knowledge(config: config)
+        for d in deliveries { k.learn(d) }
+        let expected = Oracle.judge(k, user: Self.user, at: Self.t0 + Self.day).answer
+        #expect(expected.consumables.first?.balance == .max, "the balance should stop at Int.max, not wrap")
+
+        for v in [ReferenceValidator(), try #require(Mutants.named("check-then-act-credit")).make()] {
+            try v.reset(config)
+            for d in deliveries { _ = try v.deliver(decoded: d, now: Self.t0 + 2) }
+            let answer = try v.entitlements(EntitlementQuery(userId: Self.user, at: Self.t0 + Self.day))
+            #expect(answer.consumables == expected.consumables, "\(type(of: v))")
+        }
+    }
 }
