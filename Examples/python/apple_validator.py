@@ -168,6 +168,13 @@ class Entitlements:
                     record(latest["productId"], "grace", renewal["gracePeriodExpiresDate"], own, latest["purchaseDate"])
                 else:
                     record(latest["productId"], status, since=latest["purchaseDate"])
+                if self.policy.get("upgradeDuringIntro") == "union":
+                    # An introductory period changed away from runs to its own end, unless a refund voided it.
+                    for tx in txs[:-1]:
+                        voided = self.revoked(tx, t) or (chain_scope and any(
+                            self.revoked(x, t) and x["revocationDate"] > tx["purchaseDate"] for x in txs))
+                        if tx.get("offerType") == 1 and not voided and tx["purchaseDate"] <= t < tx.get("expiresDate", 0):
+                            record(tx["productId"], "active", tx["expiresDate"], tx.get("inAppOwnershipType", "PURCHASED"), tx["purchaseDate"])
             elif kind == "Non-Consumable":
                 for tx in txs:
                     ok = not self.revoked(tx, t)

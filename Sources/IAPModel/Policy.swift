@@ -41,6 +41,19 @@ public struct Policy: Codable, Hashable, Sendable {
         case share
     }
 
+    /// An immediate product change (an upgrade or crossgrade) while the subscription is in an introductory offer
+    /// period (docs/semantics.md#q2-upgrade-during-an-introductory-offer). Apple documents that the new product
+    /// starts at once; a widely used service reports the introductory transaction staying active beside it.
+    public enum UpgradeDuringIntro: String, Codable, Sendable, CaseIterable {
+        /// Either reading is accepted: while the introductory period would still run, whether its product is
+        /// active (and its expiry and ownership) is not compared (default).
+        case either
+        /// The change ends the introductory period, as it ends any other period.
+        case cut
+        /// The introductory transaction keeps granting its product until its own `expiresDate`.
+        case union
+    }
+
     public var refundScope: RefundScope
     /// Consumable refunds take back the credited quantity (a business choice; default on).
     public var consumableClawback: Bool
@@ -50,12 +63,15 @@ public struct Policy: Codable, Hashable, Sendable {
     public var graceWithoutRetryFlag: GraceWithoutRetryFlag
     /// With `consumableClawback`: how much of a partly refunded consumable purchase is taken back.
     public var consumableRefundShare: ConsumableRefundShare
+    public var upgradeDuringIntro: UpgradeDuringIntro
 
     public init(
         refundScope: RefundScope = .transaction, consumableClawback: Bool = true,
         introEligibility: IntroEligibility = .neverReceivedIntro, nonRenewingStacking: Bool = false,
-        graceWithoutRetryFlag: GraceWithoutRetryFlag = .either, consumableRefundShare: ConsumableRefundShare = .all
+        graceWithoutRetryFlag: GraceWithoutRetryFlag = .either, consumableRefundShare: ConsumableRefundShare = .all,
+        upgradeDuringIntro: UpgradeDuringIntro = .either
     ) {
+        self.upgradeDuringIntro = upgradeDuringIntro
         self.consumableRefundShare = consumableRefundShare
         self.refundScope = refundScope
         self.consumableClawback = consumableClawback
@@ -74,6 +90,7 @@ public struct Policy: Codable, Hashable, Sendable {
         nonRenewingStacking = try c.decodeIfPresent(Bool.self, forKey: .nonRenewingStacking) ?? nonRenewingStacking
         graceWithoutRetryFlag = try c.decodeIfPresent(GraceWithoutRetryFlag.self, forKey: .graceWithoutRetryFlag) ?? graceWithoutRetryFlag
         consumableRefundShare = try c.decodeIfPresent(ConsumableRefundShare.self, forKey: .consumableRefundShare) ?? consumableRefundShare
+        upgradeDuringIntro = try c.decodeIfPresent(UpgradeDuringIntro.self, forKey: .upgradeDuringIntro) ?? upgradeDuringIntro
     }
 
     public static let `default` = Policy()
@@ -97,6 +114,9 @@ public struct Policy: Codable, Hashable, Sendable {
         }
         if let s = o.choice("consumableRefundShare", ConsumableRefundShare.allCases.map(\.rawValue), required: false) {
             p.consumableRefundShare = ConsumableRefundShare(rawValue: s)!
+        }
+        if let s = o.choice("upgradeDuringIntro", UpgradeDuringIntro.allCases.map(\.rawValue), required: false) {
+            p.upgradeDuringIntro = UpgradeDuringIntro(rawValue: s)!
         }
         o.rejectUnknownKeys()
         try r.finish()

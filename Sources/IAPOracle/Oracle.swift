@@ -29,15 +29,20 @@ public enum Oracle {
         /// grace. `true`: the subtype's word ("continue to provide service through the grace period") grants it
         /// while that renewal info is the one in force — a reading a notification-driven validator may take.
         public var graceFromSubtype = false
-        public init(upgradedGrantsNothing: Bool = false, graceDateMeansRetry: Bool = true, graceFromSubtype: Bool = false) {
+        /// An introductory-offer transaction changed away from at once (policy `upgradeDuringIntro`). `false`:
+        /// the change ends it like any period; `true`: it keeps granting its product until its own expiry.
+        public var introOutlivesChange = false
+        public init(upgradedGrantsNothing: Bool = false, graceDateMeansRetry: Bool = true, graceFromSubtype: Bool = false,
+                    introOutlivesChange: Bool = false) {
             self.upgradedGrantsNothing = upgradedGrantsNothing
             self.graceDateMeansRetry = graceDateMeansRetry
             self.graceFromSubtype = graceFromSubtype
+            self.introOutlivesChange = introOutlivesChange
         }
 
         /// The reading a policy asks for where it decides (the first of several where it leaves the choice open).
         public init(policy: Policy) {
-            self.init(graceDateMeansRetry: policy.graceWithoutRetryFlag != .deny)
+            self.init(graceDateMeansRetry: policy.graceWithoutRetryFlag != .deny, introOutlivesChange: policy.upgradeDuringIntro == .union)
         }
 
         /// Every reading of the facts in `k`: the policy's first, then the others where the facts or the policy
@@ -54,6 +59,16 @@ public enum Oracle {
             if !k.graceClaims.isEmpty {
                 rs += rs.map { var r = $0; r.graceFromSubtype = true; return r }
             }
+            // Only where an introductory period was (or may have been) changed away from: an upgrade flag or a
+            // later purchase in its chain.
+            let introChains = Set(k.transactions.values.filter { $0.offerType == .introductory && $0.type == .autoRenewable }
+                .map(\.originalTransactionId))
+            if k.config.policy.upgradeDuringIntro == .either, !introChains.isEmpty, k.transactions.values.contains(where: {
+                introChains.contains($0.originalTransactionId)
+                    && ($0.isUpgraded == true || ($0.transactionReason == .purchase && $0.offerType != .introductory))
+            }) {
+                rs += rs.map { var r = $0; r.introOutlivesChange = true; return r }
+            }
             return rs
         }
     }
@@ -66,13 +81,14 @@ public enum Oracle {
         public var undetermined: Set<AnswerDifference.Key>
     }
 
-    /// The answer at `t` and what of it is undetermined. Four things are left open by the facts themselves:
+    /// The answer at `t` and what of it is undetermined. These are left open by the facts or the policy:
     /// - a question about an instant before some fact was signed (the validator's clock is behind Apple's): the
     ///   newest version of a transaction or renewal info and the version in force at `t` are both defensible;
     /// - a transaction flagged `isUpgraded` without its upgrading transaction: when the upgrade happened is
     ///   known only to be before the flagged version was signed;
     /// - a renewal info with a grace date but without the billing-retry flag, under the policy that accepts
-    ///   either reading of it; a `GRACE_PERIOD` notification whose renewal info has no grace date.
+    ///   either reading of it; a `GRACE_PERIOD` notification whose renewal info has no grace date;
+    /// - an introductory period changed away from at once, under the policy that accepts either reading of it.
     /// Every reading of each is computed; the fields where they differ (a product's state, a group's effective
     /// product) are not compared, every other field is.
     public static func judge(_ k: Knowledge, user: String, at t: Millis) -> Judgement {
@@ -171,6 +187,13 @@ public enum Oracle {
                     break  // below, per product (stacking spans chains)
                 case .autoRenewable:
                     guard !void(x), let expires = x.expiresDate else { continue }
+                    if reading.introOutlivesChange && x.offerType == .introductory {
+                        // Policy upgradeDuringIntro: the introductory period runs its course whatever came after it.
+                        if x.purchaseDate <= t && t < expires {
+                            grants.append(Grant(productId: x.productId, end: expires, ownership: x.inAppOwnershipType, grace: false))
+                        }
+                        continue
+                    }
                     // An immediate upgrade or crossgrade: a later PURCHASE in the chain inside x's period ends x.
                     // (Legacy receipts carry no reason; there the upgraded-from entry's is_upgraded says it.)
                     let cut = wholeChain[otid, default: []].filter { y in

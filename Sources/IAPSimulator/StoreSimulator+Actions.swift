@@ -333,7 +333,10 @@ extension StoreSimulator {
         withMembers(cid) { sim, id in
             if kind.isImmediate {
                 let old = sim.chains[id]!.currentTx!
-                _ = sim.cutPaid(old, at: t)
+                // Under policy upgradeDuringIntro `union` an introductory period runs its course beside the new one.
+                if !(sim.policy.upgradeDuringIntro == .union && sim.latest(old)?.offerType == .introductory) {
+                    _ = sim.cutPaid(old, at: t)
+                }
                 sim.updateTransaction(old) { $0.isUpgraded = true }
                 sim.startPeriod(id, productId: q, offer: nil, inApp: !sim.chains[id]!.isMember, firstTxIsChainId: false)
                 sim.notify(id, .didChangeRenewalPref, .upgrade)

@@ -378,6 +378,19 @@ open class ReferenceValidator: DecodedDeliveryValidator {
         }
     }
 
+    /// Under policy `upgradeDuringIntro` `union`: the introductory-offer transactions of a chain, other than its
+    /// current one, that the customer changed away from and that still run at `t` (their own period, not revoked,
+    /// and not voided by a refund of the chain when refunds void chains).
+    open func introPeriodsLeftRunning(_ txs: [JWSTransactionDecodedPayload], latest: JWSTransactionDecodedPayload, at t: Millis) -> [JWSTransactionDecodedPayload] {
+        txs.filter { tx in
+            guard tx.transactionId != latest.transactionId, tx.offerType == .introductory, !isRevoked(tx, at: t),
+                  let e = expiry(of: tx), covers(start: tx.purchaseDate, end: e, at: t) else { return false }
+            let voidedByChainRefund = config.policy.refundScope == .chain
+                && txs.contains { isRevoked($0, at: t) && $0.revocationDate! > tx.purchaseDate }
+            return !voidedByChainRefund
+        }
+    }
+
     /// The chain's transactions as used at `t`: the newest signed version of each. (Keeping every version and
     /// using the one in force at `t` is right too: see `KeepsHistory`.)
     open func transactions(of chain: Chain, chain otid: String, at t: Millis) -> [JWSTransactionDecodedPayload] {
@@ -545,7 +558,13 @@ open class ReferenceValidator: DecodedDeliveryValidator {
                     record(tx.productId, Holding(state: .expired, since: .min))
                 }
                 var s = status(latest: latest, all: txs, renewal: renewal, chain: otid, at: t)
-                if s == .active, upgradedAway(latest, chain: everything) { s = .expired }
+                let introRuns = config.policy.upgradeDuringIntro == .union
+                if s == .active, upgradedAway(latest, chain: everything), !(introRuns && latest.offerType == .introductory) { s = .expired }
+                if introRuns {
+                    for tx in introPeriodsLeftRunning(txs, latest: latest, at: t) {
+                        record(tx.productId, Holding(state: .active, expires: expiry(of: tx), ownership: ownership(tx), since: tx.purchaseDate))
+                    }
+                }
                 let productId = entitledProduct(latest: latest, renewal: renewal)
                 if isEntitled(s) {
                     let grace = s != .active

@@ -23,7 +23,8 @@ import Testing
     @Test(arguments: [
         Policy(refundScope: .chain), Policy(consumableClawback: false), Policy(introEligibility: .neverSubscribed),
         Policy(nonRenewingStacking: true), Policy(graceWithoutRetryFlag: .grant), Policy(graceWithoutRetryFlag: .deny),
-        Policy(consumableRefundShare: .share),
+        Policy(consumableRefundShare: .share), Policy(upgradeDuringIntro: .cut), Policy(upgradeDuringIntro: .union),
+        Policy(refundScope: .chain, upgradeDuringIntro: .union),
     ])
     func theReferenceValidatorFollowsEveryPolicy(_ policy: Policy) {
         var o = CheckOptions()

@@ -311,4 +311,62 @@ import Testing
             #expect(answer.consumables == expected.consumables, "\(type(of: v))")
         }
     }
+
+    /// An upgrade ten days into an introductory period: whether the introductory transaction keeps granting is
+    /// policy `upgradeDuringIntro`. Under `cut` it ends at the upgrade, under `union` it runs to its own expiry,
+    /// and under `either` (the default) both answers pass; the reference follows each.
+    @Test func anUpgradeDuringAnIntroductoryPeriodFollowsThePolicy() throws {
+        let upgradeAt = Self.t0 + 10 * Self.day
+        var intro = JWSTransactionDecodedPayload(
+            transactionId: "2000000000000001", originalTransactionId: "2000000000000001", bundleId: Catalog.standard.bundleId,
+            productId: "plus.monthly", subscriptionGroupIdentifier: "21000001", purchaseDate: Self.t0,
+            expiresDate: Self.t0 + 30 * Self.day, type: .autoRenewable, signedDate: Self.t0,
+            environment: Catalog.standard.environment, transactionReason: .purchase)
+        intro.offerType = .introductory
+        intro.webOrderLineItemId = "2000000000000101"
+        var flagged = intro
+        flagged.isUpgraded = true
+        flagged.signedDate = upgradeAt
+        var upgrade = intro
+        upgrade.transactionId = "2000000000000002"
+        upgrade.productId = "pro.monthly"
+        upgrade.offerType = nil
+        upgrade.purchaseDate = upgradeAt
+        upgrade.expiresDate = upgradeAt + 30 * Self.day
+        upgrade.signedDate = upgradeAt
+        upgrade.webOrderLineItemId = "2000000000000102"
+        let deliveries: [Delivery] = [intro, flagged, upgrade].map {
+            .appTransaction(AppTransactionSubmission(userId: Self.user, transaction: $0, deviceTime: nil))
+        }
+        let during = upgradeAt + 5 * Self.day
+        func judge(_ p: Policy.UpgradeDuringIntro) -> Oracle.Judgement {
+            var k = Knowledge(config: ValidatorConfig(catalog: .standard, policy: Policy(upgradeDuringIntro: p)))
+            for d in deliveries { k.learn(d) }
+            return Oracle.judge(k, user: Self.user, at: during)
+        }
+        func answer(_ p: Policy.UpgradeDuringIntro) throws -> EntitlementAnswer {
+            let v = ReferenceValidator()
+            try v.reset(ValidatorConfig(catalog: .standard, policy: Policy(upgradeDuringIntro: p)))
+            for d in deliveries { _ = try v.deliver(decoded: d, now: upgradeAt) }
+            return try v.entitlements(EntitlementQuery(userId: Self.user, at: during))
+        }
+        func plus(_ a: EntitlementAnswer) -> ProductEntitlement? { a.products.first { $0.productId == "plus.monthly" } }
+
+        let cut = judge(.cut), union = judge(.union), either = judge(.either)
+        #expect(plus(cut.answer)?.active == false && cut.undetermined.isEmpty)
+        #expect(plus(union.answer)?.active == true && plus(union.answer)?.expiresDate == intro.expiresDate && union.undetermined.isEmpty)
+        #expect(either.undetermined.contains(.init(subject: .product("plus.monthly"), field: .active)))
+        #expect(try answer(.cut).answerDifferences(from: cut.answer).isEmpty)
+        #expect(try answer(.union).answerDifferences(from: union.answer).isEmpty)
+        #expect(!(try answer(.cut).answerDifferences(from: union.answer).isEmpty), "cutting must fail under union")
+        #expect(!(try answer(.union).answerDifferences(from: cut.answer).isEmpty), "keeping it must fail under cut")
+        for p in [Policy.UpgradeDuringIntro.cut, .union] {
+            #expect(try answer(p).answerDifferences(from: either.answer, ignoring: either.undetermined).isEmpty, "\(p) under either")
+        }
+        // After the introductory period's own end, every reading agrees it is over.
+        var k = Knowledge(config: ValidatorConfig(catalog: .standard, policy: .default))
+        for d in deliveries { k.learn(d) }
+        let later = Oracle.judge(k, user: Self.user, at: intro.expiresDate! + 1)
+        #expect(later.undetermined.isEmpty && plus(later.answer)?.active == false)
+    }
 }

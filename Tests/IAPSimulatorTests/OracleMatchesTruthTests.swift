@@ -51,6 +51,9 @@ import Testing
         Policy(graceWithoutRetryFlag: .deny),
         Policy(graceWithoutRetryFlag: .grant),
         Policy(consumableRefundShare: .share),
+        Policy(upgradeDuringIntro: .cut),
+        Policy(upgradeDuringIntro: .union),
+        Policy(refundScope: .chain, upgradeDuringIntro: .union),
     ])
     func oracleEqualsTruthUnderEveryPolicy(_ policy: Policy) {
         var failures: [String] = []
