@@ -31,8 +31,9 @@ extension Checker {
     }
 
     func runJobs(_ workers: [any Validator], start: UInt64) -> CheckReport {
-        let total = options.cases
+        let range = options.caseRange, total = range.count
         let board = JobBoard()
+        board.next = range.lowerBound
         let group = DispatchGroup()
         nonisolated(unsafe) let checker = self
         for worker in workers {
@@ -44,7 +45,7 @@ extension Checker {
                     board.lock.lock()
                     if !board.stopped && checker.options.shouldStop() { board.stopped = true }
                     let i = board.next
-                    let take = !board.stopped && i < total && (board.lowestFailure.map { i < $0 } ?? true)
+                    let take = !board.stopped && i < range.upperBound && (board.lowestFailure.map { i < $0 } ?? true)
                     if take { board.next += 1 }
                     board.lock.unlock()
                     guard take else { return }
@@ -70,12 +71,12 @@ extension Checker {
         var counted = 0
         var coverage = Coverage(), forgeries = ForgeryTally()
         var passed = 0, questions = 0
-        while counted < total, let r = board.results[counted] {
+        while counted < total, let r = board.results[range.lowerBound + counted] {
             coverage.merge(r.coverage)
             forgeries.merge(r.tally)
             counted += 1
             if let (c, src, outcome) = r.failure {
-                let failure = shrink(caseIndex: counted - 1, original: c, source: src, outcome: outcome)
+                let failure = shrink(caseIndex: range.lowerBound + counted - 1, original: c, source: src, outcome: outcome)
                 return CheckReport(validator: validator.name, cases: counted, passed: passed, questions: questions,
                                    failure: failure, coverage: coverage, seconds: Self.seconds(since: start), forgeries: forgeries)
             }

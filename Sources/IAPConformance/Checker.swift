@@ -23,7 +23,12 @@ public struct CheckOptions: Sendable {
     public var signed = true
     /// Validators checked at once (`--jobs`); more than 1 needs `Checker.makeWorker`. The report does not depend on it.
     public var jobs = 1
+    /// Run only this slice of the case indices (`--shard i/N`); case `i` is the same case in any shard.
+    public var shard: Shard?
     public init() {}
+
+    /// The case indices this run generates.
+    public var caseRange: Range<Int> { shard?.range(of: cases) ?? 0..<cases }
 }
 
 /// A failure found by a run, shrunk, with everything a person needs to understand and replay it.
@@ -100,12 +105,12 @@ public struct Checker {
         var coverage = Coverage()
         var passed = 0, questions = 0
         var forgeries = ForgeryTally()
-        if options.jobs > 1, options.onlyCase == nil, options.cases > 1, let make = makeWorker {
+        if options.jobs > 1, options.onlyCase == nil, options.caseRange.count > 1, let make = makeWorker {
             var workers: [any Validator] = [validator]
             for _ in 1..<options.jobs { if let w = try? make() { workers.append(w) } }
             if workers.count > 1 { return runJobs(workers, start: start) }
         }
-        let indices: [Int] = options.onlyCase.map { [$0] } ?? Array(0..<options.cases)
+        let indices: [Int] = options.onlyCase.map { [$0] } ?? Array(options.caseRange)
         for (n, i) in indices.enumerated() {
             if options.shouldStop() {
                 return CheckReport(validator: validator.name, cases: n, passed: passed, questions: questions,

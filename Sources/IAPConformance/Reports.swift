@@ -17,6 +17,10 @@ public enum Reports {
         public var coverage: Coverage
         /// Every forgery class: how many forged artifacts were sent and whether all were rejected.
         public var forgeries: [ForgerySummary] = []
+        /// What run this is (seed, size, catalog, policy, shard): what `merge-reports` checks before joining shards.
+        public var run: RunIdentity?
+        /// The run stopped before its last case.
+        public var interrupted: Bool?
 
         public init(validator: String, seed: UInt64, cases: Int, passed: Int, questions: Int, seconds: Double, corpus: CorpusSummary, discrepancies: [DiscrepancySummary], validatorFailures: [ValidatorFailureSummary], coverage: Coverage) {
             self.validator = validator
@@ -138,6 +142,14 @@ public enum Reports {
             self.medianShrunkEvents = medianShrunkEvents
             self.mutants = mutants
         }
+    }
+
+    /// A discrepancy as reported: what differed, the (shrunk) case's timeline and the command that replays it.
+    public static func summary(of d: Discrepancy, _ c: GeneratedCase, caseIndex: Int?, corpusFile: String?, replay: String) -> DiscrepancySummary {
+        DiscrepancySummary(
+            property: d.property.rawValue, caseIndex: caseIndex, corpusFile: corpusFile, shrunkEvents: c.actionCount,
+            expected: d.expected, observed: d.observed, differences: d.differences,
+            timeline: Timeline.render(c, failingStep: d.step), replay: replay)
     }
 
     public static func writeJSON<T: Encodable>(_ value: T, to path: String) throws {

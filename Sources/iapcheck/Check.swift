@@ -66,7 +66,15 @@ struct Check: ParsableCommand {
     @Option(help: ArgumentHelp("Validators checked at once, each with its own cases; the report and the counterexample are the same for any N. Default: the number of cores for built-in validators, 1 for exec: (give --jobs to start N processes: they must not share files or ports) and http: (one backend).", valueName: "N"))
     var jobs: Int?
 
+    @Option(help: ArgumentHelp("Run only slice INDEX of COUNT of the case indices (0/4 … 3/4), to split one seeded run over several machines; join the --json summaries with `iapcheck merge-reports`. Each shard replays the corpus.", valueName: "INDEX/COUNT"))
+    var shard: String?
+
     func run() throws {
+        let slice = try shard.map { text throws -> Shard in
+            guard let s = Shard(parsing: text) else { throw ValidationError("--shard \"\(text)\" is not INDEX/COUNT with 0 ≤ INDEX < COUNT, e.g. 0/4") }
+            return s
+        }
+        if slice != nil && caseIndex != nil { throw ValidationError("--shard and --case do not go together: --case already names one case") }
         let (catalog, policy) = try options.loadOrExit()
         if let json { try requireWritable(file: json) }
         if let junit { try requireWritable(file: junit) }
@@ -101,7 +109,7 @@ struct Check: ParsableCommand {
                 switch outcome {
                 case .passed: continue
                 case .discrepancy(let d):
-                    let s = summarize(d, saved.testCase, caseIndex: nil, corpusFile: file, replay: "iapcheck replay \(file) --validator \(validator)")
+                    let s = Reports.summary(of: d, saved.testCase, caseIndex: nil, corpusFile: file, replay: "iapcheck replay \(file) --validator \(validator)")
                     corpusFailures.append(s)
                     print(render(s, headline: "FAIL \(d.property.rawValue) (corpus \(file))"))
                 case .validatorFailed(let f, _):
@@ -127,6 +135,7 @@ struct Check: ParsableCommand {
             if props.isEmpty { opts.properties = PropertyName.standard + [.durableAck] }
         }
         opts.onlyCase = caseIndex
+        opts.shard = slice
         opts.signed = !unsigned
         opts.shrinkBudget.maxAttempts = shrinkAttempts
         opts.shrinkBudget.maxSeconds = shrinkSeconds ?? .infinity
@@ -135,7 +144,7 @@ struct Check: ParsableCommand {
         opts.jobs = try resolveJobs(jobs, for: validator)
         var checker = Checker(options: opts, validator: v)
         checker.makeWorker = make
-        let progress = Progress("check \(v.name)", quiet: quiet)
+        let progress = Progress("check \(v.name)\(slice.map { " shard \($0) (cases \(opts.caseRange.lowerBound)..<\(opts.caseRange.upperBound))" } ?? "")", quiet: quiet)
         checker.progress = { progress.update($0, $1) }
         let report = checker.run()
 
@@ -145,7 +154,7 @@ struct Check: ParsableCommand {
             for o in flaky.outcomes { print("    \(o)") }
         }
         if report.interrupted {
-            print("INTERRUPTED after \(report.cases) of \(cases) cases, all passed; the same run again: iapcheck check --validator '\(validator)' --seed \(options.seed) --cases \(cases)\(catalogArgs)")
+            print("INTERRUPTED after \(report.cases) of \(opts.caseRange.count) cases, all passed; the same run again: iapcheck check --validator '\(validator)' --seed \(options.seed) --cases \(cases)\(catalogArgs)\(slice.map { " --shard \($0)" } ?? "")")
         }
         if let f = report.failure {
             if let d = f.discrepancy {
@@ -156,7 +165,7 @@ struct Check: ParsableCommand {
                 }
                 let replay = file.map { "iapcheck replay \($0) --validator \(validator)" }
                     ?? "iapcheck check --validator '\(validator)' --seed \(options.seed) --case \(f.caseIndex)\(catalogArgs)"
-                let s = summarize(d, f.shrunk, caseIndex: f.caseIndex, corpusFile: file, replay: replay)
+                let s = Reports.summary(of: d, f.shrunk, caseIndex: f.caseIndex, corpusFile: file, replay: replay)
                 discrepancies.append(s)
                 print(render(s, headline: "FAIL \(f.property.rawValue): \(v.name) disagrees with the oracle (case \(f.caseIndex) of seed \(options.seed); shrunk from \(f.originalActions) to \(f.shrunk.actionCount) actions in \(f.shrinkAttempts) attempts)"
                     + (d.property != f.property ? "\n  (the difference shows before any of this property's perturbations: plain \(d.property.rawValue))" : "")))
@@ -175,10 +184,15 @@ struct Check: ParsableCommand {
             seconds: report.seconds, corpus: Reports.CorpusSummary(replayed: replayed, failed: corpusFailures.compactMap(\.corpusFile)),
             discrepancies: discrepancies, validatorFailures: failures, coverage: report.coverage)
         summary.forgeries = Reports.ForgerySummary.all(report.forgeries)
+        summary.interrupted = report.interrupted
+        if caseIndex == nil {
+            summary.run = RunIdentity(seed: options.seed, totalCases: cases, properties: checker.properties.map(\.rawValue), policy: policy,
+                                      catalog: catalog, signed: !unsigned, shard: slice ?? Shard(index: 0, count: 1))
+        }
 
         let rate = Double(report.cases) / max(report.seconds, 1e-9)
         print("\(v.name): \(report.passed)/\(report.cases) cases passed, \(report.questions) questions, corpus \(replayed) replayed, \(String(format: "%.1f", report.seconds)) s (\(Int(rate)) cases/s)")
-        if report.failure == nil && caseIndex == nil && !report.interrupted {
+        if report.failure == nil && caseIndex == nil && !report.interrupted && slice == nil {
             let forged = summary.forgeries
             if unsigned { print("forgeries: not checked (--unsigned)") } else { print(Self.forgeryLine(forged)) }
             let missing = report.coverage.missingFamilies
@@ -211,13 +225,6 @@ struct Check: ParsableCommand {
         if unsigned { s += " --unsigned" }
         return s
     }
-}
-
-func summarize(_ d: Discrepancy, _ c: GeneratedCase, caseIndex: Int?, corpusFile: String?, replay: String) -> Reports.DiscrepancySummary {
-    Reports.DiscrepancySummary(
-        property: d.property.rawValue, caseIndex: caseIndex, corpusFile: corpusFile, shrunkEvents: c.actionCount,
-        expected: d.expected, observed: d.observed, differences: d.differences,
-        timeline: Timeline.render(c, failingStep: d.step), replay: replay)
 }
 
 func render(_ s: Reports.DiscrepancySummary, headline: String) -> String {

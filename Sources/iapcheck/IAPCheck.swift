@@ -12,6 +12,8 @@ enum Exit {
     static let discrepancy: Int32 = 1
     static let usage: Int32 = 2
     static let validatorFailure: Int32 = 3
+    /// `merge-reports`: a shard is missing or was interrupted (and none of those present failed).
+    static let incomplete: Int32 = 5
 }
 
 struct IAPCheck: ParsableCommand {
@@ -26,10 +28,10 @@ struct IAPCheck: ParsableCommand {
 
         Exit codes: 0 all properties hold; 1 a discrepancy was found; 2 usage or configuration error; \
         3 the validator failed as a program (crash, timeout, malformed answer); 4 a load threshold failed; \
-        130 interrupted (Ctrl-C), after printing what the run had found.
+        5 merge-reports found a shard missing or interrupted; 130 interrupted (Ctrl-C), after printing what the run had found.
         """,
         version: IAPCheckVersion.current,
-        subcommands: [Check.self, Mutants.self, Replay.self, Certify.self, Load.self, Store.self, PKI.self, Bench.self, Serve.self],
+        subcommands: [Check.self, Mutants.self, Replay.self, Certify.self, Load.self, Store.self, PKI.self, Bench.self, Serve.self, MergeReports.self],
         defaultSubcommand: Check.self)
 }
 

@@ -50,7 +50,7 @@ struct Replay: ParsableCommand {
                 print("\(expectFail ? "fails as expected" : "FAIL") \(path): \(d.property.rawValue)")
                 if !expectFail {
                     unexpected += 1
-                    let s = summarize(d, saved.testCase, caseIndex: saved.caseIndex, corpusFile: path, replay: "iapcheck replay \(path) --validator \(validator)")
+                    let s = Reports.summary(of: d, saved.testCase, caseIndex: saved.caseIndex, corpusFile: path, replay: "iapcheck replay \(path) --validator \(validator)")
                     print(render(s, headline: "  \(v.name) disagrees with the oracle"))
                 }
             case .validatorFailed(let f, _):

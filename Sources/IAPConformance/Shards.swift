@@ -1,0 +1,189 @@
+import Foundation
+import IAPModel
+
+/// `--shard i/N`: one of N contiguous slices of a run's case indices, so that N machines (a CI matrix, an
+/// indexed batch job) run one seeded suite between them and ``ShardMerge`` joins their JSON summaries into the
+/// verdict one machine would have given.
+///
+/// Slices are contiguous (shard i runs `[total·i/N, total·(i+1)/N)`), so every shard sees every property, and the
+/// lowest failing index of the whole run is the first failure of the first failing shard.
+public struct Shard: Codable, Hashable, Sendable, CustomStringConvertible {
+    public var index: Int
+    public var count: Int
+
+    public init(index: Int, count: Int) {
+        self.index = index
+        self.count = count
+    }
+
+    /// Parses `i/N` (0 ≤ i < N); nil otherwise.
+    public init?(parsing text: String) {
+        let parts = text.split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 2, let i = Int(parts[0]), let n = Int(parts[1]), n >= 1, i >= 0, i < n else { return nil }
+        self.init(index: i, count: n)
+    }
+
+    /// The case indices of this shard in a run of `total` cases.
+    public func range(of total: Int) -> Range<Int> {
+        let lo = total * index / count, hi = total * (index + 1) / count
+        return lo..<hi
+    }
+
+    public var description: String { "\(index)/\(count)" }
+}
+
+/// What makes two summaries parts of one run: a shard of one run can only be merged with the other shards of it.
+public struct RunIdentity: Codable, Hashable, Sendable {
+    public var seed: UInt64
+    /// Cases of the whole run (all shards together).
+    public var totalCases: Int
+    public var properties: [String]
+    public var policy: Policy
+    /// A digest of the catalog as the run used it (after `--bundle-id` and overrides).
+    public var catalogDigest: String
+    public var signed: Bool
+    public var shard: Shard
+
+    public init(seed: UInt64, totalCases: Int, properties: [String], policy: Policy, catalog: Catalog, signed: Bool, shard: Shard) {
+        self.seed = seed
+        self.totalCases = totalCases
+        self.properties = properties
+        self.policy = policy
+        self.catalogDigest = Self.digest(catalog)
+        self.signed = signed
+        self.shard = shard
+    }
+
+    /// FNV-1a (64 bit) of the catalog's canonical JSON: equal catalogs give equal digests on every machine.
+    static func digest(_ catalog: Catalog) -> String {
+        let e = JSONEncoder()
+        e.outputFormatting = [.sortedKeys]
+        let bytes = (try? e.encode(catalog)) ?? Data()
+        var h: UInt64 = 0xcbf2_9ce4_8422_2325
+        for b in bytes { h = (h ^ UInt64(b)) &* 0x0000_0100_0000_01b3 }
+        return String(h, radix: 16)
+    }
+}
+
+/// Joins the JSON summaries of the shards of one run (`iapcheck merge-reports`).
+public enum ShardMerge {
+    public struct Input: Sendable {
+        public var path: String
+        public var summary: Reports.CheckSummary
+        public init(path: String, summary: Reports.CheckSummary) {
+            self.path = path
+            self.summary = summary
+        }
+    }
+
+    public struct Result: Sendable {
+        /// The merged summary: what one unsharded run would have reported (counts up to the lowest failure).
+        public var summary: Reports.CheckSummary
+        /// Shards of the run with no summary.
+        public var missing: [Shard]
+        /// Shards stopped before their last case (Ctrl-C, or a run that died), with their files.
+        public var interrupted: [String]
+        public var complete: Bool { missing.isEmpty && interrupted.isEmpty }
+    }
+
+    public struct Mismatch: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// Checks that the inputs are shards of one run and merges them. Throws when they are not (different seeds,
+    /// versions, catalogs, policies, properties or shard counts, a shard twice, or a summary without its run).
+    public static func merge(_ inputs: [Input]) throws(Mismatch) -> Result {
+        guard let first = inputs.first else { throw Mismatch(description: "no summaries to merge") }
+        guard let id0 = first.summary.run else {
+            throw Mismatch(description: "\(first.path): the summary names no run (written by an iapcheck before --shard); rerun it")
+        }
+        var byIndex: [Int: Input] = [:]
+        for x in inputs {
+            guard let id = x.summary.run else {
+                throw Mismatch(description: "\(x.path): the summary names no run (written by an iapcheck before --shard); rerun it")
+            }
+            func differ(_ what: String, _ a: String, _ b: String) -> Mismatch {
+                Mismatch(description: "\(x.path) and \(first.path) are not shards of one run: \(what) \(b) vs \(a)")
+            }
+            if x.summary.iapcheckVersion != first.summary.iapcheckVersion {
+                throw differ("iapcheck version", first.summary.iapcheckVersion, x.summary.iapcheckVersion)
+            }
+            if x.summary.validator != first.summary.validator { throw differ("validator", first.summary.validator, x.summary.validator) }
+            if id.seed != id0.seed { throw differ("seed", "\(id0.seed)", "\(id.seed)") }
+            if id.totalCases != id0.totalCases { throw differ("--cases", "\(id0.totalCases)", "\(id.totalCases)") }
+            if id.shard.count != id0.shard.count { throw differ("shard count", "\(id0.shard.count)", "\(id.shard.count)") }
+            if id.catalogDigest != id0.catalogDigest { throw differ("catalog", id0.catalogDigest, id.catalogDigest) }
+            if id.policy != id0.policy { throw differ("policy", "\(id0.policy)", "\(id.policy)") }
+            if id.properties != id0.properties { throw differ("properties", id0.properties.joined(separator: ","), id.properties.joined(separator: ",")) }
+            if id.signed != id0.signed { throw differ("signed", "\(id0.signed)", "\(id.signed)") }
+            if let other = byIndex[id.shard.index] {
+                throw Mismatch(description: "shard \(id.shard) appears twice: \(other.path) and \(x.path)")
+            }
+            byIndex[id.shard.index] = x
+        }
+        let n = id0.shard.count
+        let missing = (0..<n).filter { byIndex[$0] == nil }.map { Shard(index: $0, count: n) }
+        let interrupted = byIndex.values.filter { $0.summary.interrupted == true }.map(\.path).sorted()
+
+        // In index order, up to and including the first shard that failed: what one run would have counted.
+        var merged = first.summary
+        merged.run?.shard = Shard(index: 0, count: 1)
+        merged.cases = 0
+        merged.passed = 0
+        merged.questions = 0
+        merged.seconds = 0
+        merged.discrepancies = []
+        merged.validatorFailures = []
+        merged.coverage = Coverage()
+        merged.interrupted = !interrupted.isEmpty
+        var tallies: [[Reports.ForgerySummary]] = []
+        // Every shard replays the same corpus: its results are taken once, from the lowest shard present.
+        let corpusFrom = byIndex.keys.min().flatMap { byIndex[$0]?.summary } ?? first.summary
+        merged.discrepancies = corpusFrom.discrepancies.filter { $0.caseIndex == nil }
+        merged.validatorFailures = corpusFrom.validatorFailures.filter { $0.caseIndex == nil }
+        merged.corpus = corpusFrom.corpus
+        for i in 0..<n {
+            guard let s = byIndex[i]?.summary else { continue }
+            merged.seconds = max(merged.seconds, s.seconds)
+            merged.cases += s.cases
+            merged.passed += s.passed
+            merged.questions += s.questions
+            merged.coverage.merge(s.coverage)
+            tallies.append(s.forgeries)
+            let found = s.discrepancies.filter { $0.caseIndex != nil }, crashed = s.validatorFailures.filter { $0.caseIndex != nil }
+            merged.discrepancies += found
+            merged.validatorFailures += crashed
+            if !found.isEmpty || !crashed.isEmpty { break }
+        }
+        merged.forgeries = Reports.ForgerySummary.merge(tallies)
+        return Result(summary: merged, missing: missing, interrupted: interrupted)
+    }
+}
+
+extension Reports.ForgerySummary {
+    /// The classes of several runs as one: counts summed; "all rejected" when every run that sent the class
+    /// rejected all of it.
+    static func merge(_ runs: [[Reports.ForgerySummary]]) -> [Reports.ForgerySummary] {
+        var out: [String: Reports.ForgerySummary] = [:]
+        var order: [String] = []
+        for run in runs {
+            for f in run {
+                guard var m = out[f.name] else { out[f.name] = f; order.append(f.name); continue }
+                m.rejected = (m.sent == 0 || m.rejected) && (f.sent == 0 || f.rejected) && m.sent + f.sent > 0
+                m.sent += f.sent
+                if let c = f.channels {
+                    var mc = m.channels ?? [:]
+                    for (k, v) in c {
+                        var x = mc[k] ?? ForgeryTally.Count()
+                        x.sent += v.sent
+                        x.rejected += v.rejected
+                        mc[k] = x
+                    }
+                    m.channels = mc
+                }
+                out[f.name] = m
+            }
+        }
+        return order.map { out[$0]! }
+    }
+}

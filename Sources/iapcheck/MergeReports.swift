@@ -1,0 +1,106 @@
+import ArgumentParser
+import Foundation
+import IAPConformance
+import IAPValidators
+
+/// `iapcheck merge-reports`: the shards of one `check --shard i/N` run, joined into one verdict.
+struct MergeReports: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "merge-reports",
+        abstract: "Join the --json summaries of the shards of one sharded check into one verdict.",
+        discussion: """
+        Give the summaries, or directories holding them (searched recursively for *.json; files there that are \
+        not check summaries are skipped and listed). The shards must come from one run: the same iapcheck \
+        version, validator, seed, --cases, catalog, policy, properties and shard count, each shard once; \
+        otherwise nothing is merged and the command names the two files and what differs.
+
+        The merged verdict is what one unsharded run would report: cases and counts up to and including the \
+        lowest failing case (shards are contiguous slices, so that is the first failure of the first failing \
+        shard), that failure's shrunk timeline and replay command, the corpus results once.
+
+        Exit codes: 0 every shard present and passed; 1 a discrepancy; 2 usage error or summaries that are \
+        not shards of one run; 3 the validator failed as a program; 5 incomplete (a shard missing or \
+        interrupted, and no failure found in the shards present).
+        """)
+
+    @Argument(help: "Summary files (from check --json) or directories of them.")
+    var paths: [String]
+
+    @Option(help: "Write the merged JSON summary here.")
+    var json: String?
+
+    @Option(help: "Write the merged JUnit XML here.")
+    var junit: String?
+
+    func run() throws {
+        if let json { try requireWritable(file: json) }
+        if let junit { try requireWritable(file: junit) }
+        var inputs: [ShardMerge.Input] = []
+        var skipped: [String] = []
+        for path in paths {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+                throw fail("error: \(path): no such file or directory", code: Exit.usage)
+            }
+            if isDirectory.boolValue {
+                for file in Self.jsonFiles(under: path) {
+                    switch Self.load(file) {
+                    case .success(let s): inputs.append(ShardMerge.Input(path: file, summary: s))
+                    case .failure(let why): skipped.append("\(file) (\(why))")
+                    }
+                }
+            } else {
+                switch Self.load(path) {
+                case .success(let s): inputs.append(ShardMerge.Input(path: path, summary: s))
+                case .failure(let why): throw fail("error: \(path) is not a check summary: \(why)", code: Exit.usage)
+                }
+            }
+        }
+        for s in skipped { print("skipped: \(s)") }
+        guard !inputs.isEmpty else { throw fail("error: no check summaries found in \(paths.joined(separator: " "))", code: Exit.usage) }
+        let result: ShardMerge.Result
+        do { result = try ShardMerge.merge(inputs) } catch { throw fail("error: \(error)", code: Exit.usage) }
+
+        let s = result.summary
+        let n = inputs[0].summary.run?.shard.count ?? 1
+        print("merged \(inputs.count) of \(n) shards of \(s.validator) (seed \(s.seed), \(s.run?.totalCases ?? s.cases) cases)")
+        for d in s.discrepancies {
+            print(render(d, headline: "FAIL \(d.property)" + (d.caseIndex.map { " (case \($0))" } ?? " (corpus \(d.corpusFile ?? "?"))")))
+        }
+        for f in s.validatorFailures {
+            print("VALIDATOR FAILURE \(f.kind): \(f.message)" + (f.caseIndex.map { " in case \($0)" } ?? ""))
+        }
+        print("\(s.validator): \(s.passed)/\(s.cases) cases passed, \(s.questions) questions, corpus \(s.corpus.replayed) replayed")
+        if s.discrepancies.isEmpty && s.validatorFailures.isEmpty {
+            print(Check.forgeryLine(s.forgeries))
+            let missing = s.coverage.missingFamilies
+            if result.complete && !missing.isEmpty { print("not exercised: \(missing.joined(separator: ", "))") }
+        }
+        if !result.missing.isEmpty { print("MISSING shards: \(result.missing.map(\.description).joined(separator: ", "))") }
+        if !result.interrupted.isEmpty { print("INTERRUPTED shards: \(result.interrupted.joined(separator: ", "))") }
+
+        if let json { try writeResults("the merged JSON summary", to: json) { try Reports.writeJSON(s, to: json) } }
+        if let junit { try writeResults("the merged JUnit report", to: junit) { try Reports.junit(s).write(toFile: junit, atomically: true, encoding: .utf8) } }
+        if !s.validatorFailures.isEmpty { throw ExitCode(Exit.validatorFailure) }
+        if !s.discrepancies.isEmpty { throw ExitCode(Exit.discrepancy) }
+        if !result.complete { throw ExitCode(Exit.incomplete) }
+    }
+
+    static func jsonFiles(under dir: String) -> [String] {
+        guard let e = FileManager.default.enumerator(atPath: dir) else { return [] }
+        return e.compactMap { $0 as? String }.filter { $0.hasSuffix(".json") }.sorted()
+            .map { (dir as NSString).appendingPathComponent($0) }
+    }
+
+    static func load(_ path: String) -> Result<Reports.CheckSummary, LoadError> {
+        let data: Data
+        do { data = try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
+            return .failure(LoadError(description: "cannot read it: \(error.localizedDescription)"))
+        }
+        do { return .success(try JSONDecoder().decode(Reports.CheckSummary.self, from: data)) } catch {
+            return .failure(LoadError(description: ValidatorFailure.decodingProblem(error, in: data)))
+        }
+    }
+
+    struct LoadError: Error, CustomStringConvertible { var description: String }
+}

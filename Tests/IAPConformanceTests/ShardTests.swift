@@ -1,0 +1,91 @@
+import Foundation
+import IAPConformance
+import IAPModel
+import IAPValidators
+import Testing
+
+/// `check --shard i/N` and `merge-reports`: the shards of one run, merged, say what the unsharded run says.
+@Suite struct ShardTests {
+    static let cases = 150
+
+    /// The JSON summary the `check` command writes for a run (corpus aside).
+    static func summary(_ v: any Validator, shard: Shard?, seed: UInt64 = 1) -> Reports.CheckSummary {
+        var o = CheckOptions()
+        o.cases = cases
+        o.seed = seed
+        o.shard = shard
+        o.flakinessReplays = 1
+        let checker = Checker(options: o, validator: v)
+        let r = checker.run()
+        var s = Reports.CheckSummary(
+            validator: v.name, seed: seed, cases: r.cases, passed: r.passed, questions: r.questions, seconds: r.seconds,
+            corpus: Reports.CorpusSummary(replayed: 0, failed: []),
+            discrepancies: r.failure.flatMap { f in
+                f.discrepancy.map { [Reports.summary(of: $0, f.shrunk, caseIndex: f.caseIndex, corpusFile: nil, replay: "case \(f.caseIndex)")] }
+            } ?? [],
+            validatorFailures: [], coverage: r.coverage)
+        s.forgeries = Reports.ForgerySummary.all(r.forgeries)
+        s.interrupted = r.interrupted
+        s.run = RunIdentity(seed: seed, totalCases: cases, properties: checker.properties.map(\.rawValue), policy: o.policy,
+                            catalog: o.catalog, signed: o.signed, shard: shard ?? Shard(index: 0, count: 1))
+        return s
+    }
+
+    static func shards(_ v: () throws -> any Validator, count: Int) throws -> [ShardMerge.Input] {
+        try (0..<count).map { i in ShardMerge.Input(path: "shard\(i).json", summary: summary(try v(), shard: Shard(index: i, count: count))) }
+    }
+
+    @Test func shardsSliceTheCaseIndicesWithoutGapsOrOverlaps() {
+        for total in [0, 1, 2, 7, 150, 1001] {
+            for n in 1...5 {
+                let ranges = (0..<n).map { Shard(index: $0, count: n).range(of: total) }
+                #expect(ranges.flatMap { Array($0) } == Array(0..<total), "\(total) cases in \(n) shards")
+            }
+        }
+        #expect(Shard(parsing: "2/3") == Shard(index: 2, count: 3))
+        for bad in ["3/3", "-1/3", "1/0", "1", "a/b", "1/2/3", ""] { #expect(Shard(parsing: bad) == nil, "\(bad)") }
+    }
+
+    @Test func mergedShardsOfAPassingRunEqualTheUnshardedRun() throws {
+        let whole = Self.summary(ReferenceValidator(), shard: nil)
+        let result = try ShardMerge.merge(try Self.shards({ ReferenceValidator() }, count: 3))
+        #expect(result.complete)
+        let m = result.summary
+        #expect(m.cases == whole.cases && m.passed == whole.passed && m.questions == whole.questions)
+        #expect(m.coverage == whole.coverage)
+        #expect(m.discrepancies.isEmpty)
+        #expect(m.forgeries.map(\.sent) == whole.forgeries.map(\.sent) && m.forgeries.map(\.rejected) == whole.forgeries.map(\.rejected))
+    }
+
+    /// The mutant fails first at a case of the second shard; the third shard fails too, later, and must not count.
+    @Test func mergedShardsOfAFailingRunReportTheLowestFailureAsTheUnshardedRunDoes() throws {
+        let make = { try #require(Mutants.named("latest-by-max-expires")).make() }
+        let whole = Self.summary(try make(), shard: nil)
+        let first = try #require(whole.discrepancies.first?.caseIndex)
+        let inputs = try Self.shards(make, count: 3)
+        let failingShards = inputs.filter { !$0.summary.discrepancies.isEmpty }.count
+        #expect(Shard(index: 0, count: 3).range(of: Self.cases).contains(first) == false, "the test wants the first failure past shard 0")
+        let m = try ShardMerge.merge(inputs).summary
+        #expect(m.cases == whole.cases && m.passed == whole.passed && m.questions == whole.questions)
+        #expect(m.coverage == whole.coverage)
+        #expect(m.discrepancies.map(\.caseIndex) == [first])
+        #expect(m.discrepancies.first?.timeline == whole.discrepancies.first?.timeline, "the same shrunk counterexample")
+        #expect(failingShards == 2, "the third shard fails too (case 146), and the merge must stop at the second")
+    }
+
+    @Test func aMissingShardIsReportedAndForeignShardsAreRefused() throws {
+        var inputs = try Self.shards({ ReferenceValidator() }, count: 3)
+        let result = try ShardMerge.merge([inputs[0], inputs[2]])
+        #expect(result.missing == [Shard(index: 1, count: 3)])
+        #expect(!result.complete)
+
+        var other = inputs[1]
+        other.summary.run?.seed = 2
+        #expect(throws: ShardMerge.Mismatch.self) { try ShardMerge.merge([inputs[0], other, inputs[2]]) }
+        var again = inputs[0]
+        again.path = "copy.json"
+        #expect(throws: ShardMerge.Mismatch.self) { try ShardMerge.merge(inputs + [again]) }
+        inputs[1].summary.run?.policy = Policy(refundScope: .chain)
+        #expect(throws: ShardMerge.Mismatch.self) { try ShardMerge.merge(inputs) }
+    }
+}
