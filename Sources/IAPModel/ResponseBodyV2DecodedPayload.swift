@@ -106,6 +106,8 @@ public struct NotificationData: Codable, Hashable, Sendable {
     public var renewalInfo: JWSRenewalInfoDecodedPayload?
     /// "current as of the signedDate" (docs/semantics.md#subscription-status); auto-renewable subscriptions only.
     public var status: SubscriptionStatus?
+    /// `CONSUMPTION_REQUEST` only: why the customer asked for the refund.
+    public var consumptionRequestReason: ConsumptionRequestReason?
 
     public init(
         appAppleId: Int64?, bundleId: String, environment: Environment, transactionInfo: JWSTransactionDecodedPayload?,

@@ -37,7 +37,10 @@ public struct ResponseBodyV2SignedPayload: Codable, Hashable, Sendable {
         public var signedTransactionInfo: String?
         public var signedRenewalInfo: String?
         public var status: SubscriptionStatus?
-        public init(appAppleId: Int64?, bundleId: String?, environment: Environment?, signedTransactionInfo: String?, signedRenewalInfo: String?, status: SubscriptionStatus?) {
+        public var consumptionRequestReason: ConsumptionRequestReason?
+        public init(appAppleId: Int64?, bundleId: String?, environment: Environment?, signedTransactionInfo: String?, signedRenewalInfo: String?, status: SubscriptionStatus?,
+                    consumptionRequestReason: ConsumptionRequestReason? = nil) {
+            self.consumptionRequestReason = consumptionRequestReason
             self.appAppleId = appAppleId
             self.bundleId = bundleId
             self.environment = environment

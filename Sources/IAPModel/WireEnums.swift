@@ -62,6 +62,19 @@ public struct Subtype: OpenStringEnum {
     ]
 }
 
+/// Why a customer asked for the refund a `CONSUMPTION_REQUEST` notification is about.
+/// https://developer.apple.com/documentation/appstoreservernotifications/consumptionrequestreason
+public struct ConsumptionRequestReason: OpenStringEnum {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public static let unintendedPurchase = Self(rawValue: "UNINTENDED_PURCHASE")
+    public static let fulfillmentIssue = Self(rawValue: "FULFILLMENT_ISSUE")
+    public static let unsatisfiedWithPurchase = Self(rawValue: "UNSATISFIED_WITH_PURCHASE")
+    public static let legal = Self(rawValue: "LEGAL")
+    public static let other = Self(rawValue: "OTHER")
+    public static let known: [Self] = [.unintendedPurchase, .fulfillmentIssue, .unsatisfiedWithPurchase, .legal, .other]
+}
+
 /// `type` of a transaction: the product type, with Apple's exact spelling.
 /// https://developer.apple.com/documentation/appstoreserverapi/type
 public struct ProductType: OpenStringEnum {

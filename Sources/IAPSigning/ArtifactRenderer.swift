@@ -35,7 +35,7 @@ public final class ArtifactRenderer {
                 ResponseBodyV2SignedPayload.Data(
                     appAppleId: d.appAppleId, bundleId: d.bundleId, environment: d.environment,
                     signedTransactionInfo: d.transactionInfo.map(transaction), signedRenewalInfo: d.renewalInfo.map(renewal),
-                    status: d.status)
+                    status: d.status, consumptionRequestReason: d.consumptionRequestReason)
             },
             summary: n.summary, externalPurchaseToken: n.externalPurchaseToken)
     }

@@ -313,7 +313,12 @@ public struct HistoryGenerator: Sendable {
                 offers += p.offerCodes.map { .offerCode($0) }
             }
             let offer = offers[src.weighted(offers.indices.map { $0 == 0 ? 3 : 2 })]
-            sim.buySubscription(person: person, productId: p.id, offer: offer, at: t, familyMates: mates)
+            // Apple's pages have reported such a purchase in two forms over time; both are generated.
+            let redeemed: Bool = switch offer {
+            case .promotional, .offerCode: src.chance(50)
+            case .none, .introductory, .winBack: false
+            }
+            sim.buySubscription(person: person, productId: p.id, offer: offer, at: t, familyMates: mates, reportedAsOfferRedeemed: redeemed)
         default:
             sim.buyOneTime(person: person, productId: p.id, quantity: 1 + src.int(below: 5), at: t, familyMates: mates)
         }
@@ -367,10 +372,19 @@ public struct HistoryGenerator: Sendable {
         let refundable = refundable(sim), reversible = reversible(sim)
         let kind = src.weighted([refundable.isEmpty ? 0 : 6, refundable.isEmpty ? 0 : 2, reversible.isEmpty ? 0 : 3])
         switch kind {
-        case 0:
-            sim.refund(src.pick(refundable), reason: src.chance(50) ? .refundedDueToIssue : .refundedForOtherReason,
-                       prorated: src.chance(20), at: t)
-        case 1: sim.declineRefund(src.pick(refundable), at: t)
+        case 0, 1:
+            let tx = src.pick(refundable)
+            // Consumables and auto-renewable subscriptions: Apple first asks for consumption data, up to 12 hours
+            // before it decides (never before the store's last event).
+            if let type = sim.latest(tx)?.type, type == .consumable || type == .autoRenewable, src.chance(60) {
+                let ahead = Millis(1 + src.int(below: 12 * 60)) * CivilTime.msPerMinute
+                sim.requestRefund(tx, reason: src.pick(ConsumptionRequestReason.known), at: max(sim.now, t - ahead))
+            }
+            if kind == 0 {
+                sim.refund(tx, reason: src.chance(50) ? .refundedDueToIssue : .refundedForOtherReason, prorated: src.chance(20), at: t)
+            } else {
+                sim.declineRefund(tx, at: t)
+            }
         default: sim.reverseRefund(src.pick(reversible), at: t)
         }
     }

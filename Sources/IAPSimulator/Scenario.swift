@@ -48,6 +48,9 @@ public enum ScenarioFamily: String, Codable, Hashable, Sendable, CaseIterable {
     case revertDowngrade = "revert-downgrade"
     case refund
     case refundDeclined = "refund-declined"
+    /// A customer asks for a refund of a consumable or an auto-renewable subscription: `CONSUMPTION_REQUEST`, hours
+    /// before Apple decides (nothing changes until then).
+    case refundRequested = "refund-requested"
     case refundReversed = "refund-reversed"
     case familyShare = "family-share"
     case familyStopSharing = "family-stop-sharing"

@@ -61,7 +61,11 @@ extension StoreSimulator {
 
     /// First purchase in a group (SUBSCRIBED/INITIAL_BUY) or a purchase after the chain lapsed
     /// (SUBSCRIBED/RESUBSCRIBE). Shares with the family when the product is family-shareable.
-    public mutating func buySubscription(person: Int, productId: String, offer: PurchaseOffer, at t: Millis, familyMates: [Int]) {
+    /// `reportedAsOfferRedeemed`: a purchase with a promotional offer or an offer code is notified as
+    /// `OFFER_REDEEMED` with the same subtype (the form an earlier version of Apple's documentation gave; the current
+    /// one says `SUBSCRIBED`: docs/semantics.md#offers-and-intro-eligibility).
+    public mutating func buySubscription(person: Int, productId: String, offer: PurchaseOffer, at t: Millis, familyMates: [Int],
+                                         reportedAsOfferRedeemed: Bool = false) {
         advance(to: t)
         let p = product(productId)
         let inApp: Bool = if case .offerCode = offer { false } else { true }
@@ -83,7 +87,11 @@ extension StoreSimulator {
         }
         if inApp && chains[cid]!.accountToken == nil { chains[cid]!.accountToken = persons[person].accountId }
         startPeriod(cid, productId: productId, offer: offer.wire.flatMap { w in offerSpec.map { (w, $0) } }, inApp: inApp, firstTxIsChainId: !resubscribing)
-        notify(cid, .subscribed, resubscribing ? .resubscribe : .initialBuy)
+        let redeemsOffer: Bool = switch offer {
+        case .promotional, .offerCode: reportedAsOfferRedeemed
+        case .none, .introductory, .winBack: false
+        }
+        notify(cid, redeemsOffer ? .offerRedeemed : .subscribed, resubscribing ? .resubscribe : .initialBuy)
         let offerText = offerSpec.map { " with \(offer.wire == .introductory ? "intro" : "offer") \($0.discountType.rawValue.lowercased()) \($0.period)" } ?? ""
         log(person, resubscribing ? .resubscribe : .buySubscription, "\(name(person)) \(resubscribing ? "resubscribes to" : "buys") \(productId)\(offerText)\(inApp ? "" : " (offer code, outside the app)")")
         switch offer {
@@ -535,6 +543,18 @@ extension StoreSimulator {
 
     /// The `revocationPercentage` of the simulator's prorated refunds (41.25 %).
     static let proratedRefund = 41_250
+
+    /// A customer asks Apple for a refund of a consumable or an auto-renewable subscription: Apple asks the
+    /// developer for consumption data (`CONSUMPTION_REQUEST`) and decides later (``refund(_:reason:prorated:at:)``
+    /// or ``declineRefund(_:at:)``). The request itself changes nothing.
+    public mutating func requestRefund(_ txId: String, reason: ConsumptionRequestReason, at t: Millis) {
+        advance(to: t)
+        let tx = latest(txId)!
+        let cid = tx.originalTransactionId
+        notify(cid, .consumptionRequest, tx: txId)
+        notifications[notifications.count - 1].payload.data?.consumptionRequestReason = reason
+        log(chains[cid]!.person, .refundRequested, "\(name(chains[cid]!.person)) asks for a refund of \(tx.productId) \(short(txId)) (\(reason.rawValue)): CONSUMPTION_REQUEST")
+    }
 
     public mutating func declineRefund(_ txId: String, at t: Millis) {
         advance(to: t)

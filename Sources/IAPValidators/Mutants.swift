@@ -56,6 +56,8 @@ public enum Mutants {
         Entry(name: "consumables-only-from-notifications", pitfall: "J42", description: "never credits consumables submitted by the app, waiting for a notification", make: { ConsumablesOnlyFromNotifications() }),
         Entry(name: "grace-assumed-after-trial", pitfall: "J43", description: "in billing retry without a grace date, assumes the app's grace period applies (also after a free trial when grace is for paid renewals only)", make: { GraceAssumedAfterTrial() }),
         Entry(name: "appaccounttoken-required", pitfall: "J44", description: "rejects app transactions without appAccountToken (family shares, offer codes)", make: { AppAccountTokenRequired() }),
+        Entry(name: "offer-redeemed-dropped", pitfall: "J47", description: "takes OFFER_REDEEMED for news about an existing subscription and drops it, so a purchase made with an offer code or a promotional offer is missed", make: { OfferRedeemedDropped() }),
+        Entry(name: "consumption-request-revokes", pitfall: "J46", description: "takes a CONSUMPTION_REQUEST (a refund asked for, not granted) as the refund itself", make: { ConsumptionRequestRevokes() }),
         Entry(name: "period-per-transaction-id", pitfall: "J45", description: "keeps each transactionId of a restored or re-granted purchase apart, so a refund under one id still grants through another", make: { PeriodPerTransactionId() }),
         Entry(name: "skip-signature", pitfall: "J31", description: "checks the certificate chain but never the JWS signature", make: { VerifierMutant("skip-signature") { $0.verifySignature = false } }),
         Entry(name: "skip-chain", pitfall: "J31", description: "verifies the signature with the x5c leaf key without checking the chain", make: { VerifierMutant("skip-chain") { $0.verifyChain = false } }),
@@ -339,6 +341,34 @@ final class WaitForExpired: ReferenceValidator {
     override func status(latest: JWSTransactionDecodedPayload, all txs: [JWSTransactionDecodedPayload], renewal: JWSRenewalInfoDecodedPayload?, chain otid: String, at t: Millis) -> SubscriptionStatus {
         let s = super.status(latest: latest, all: txs, renewal: renewal, chain: otid, at: t)
         return s == .expired && !expiredSeen.contains(otid) ? .active : s
+    }
+}
+
+final class ConsumptionRequestRevokes: ReferenceValidator {
+    override var name: String { "mutant:consumption-request-revokes" }
+    /// transactionId → when its refund was asked for.
+    var requested: [String: Millis] = [:]
+    override func reset(_ config: ValidatorConfig) throws(ValidatorFailure) {
+        try super.reset(config)
+        requested = [:]
+    }
+    override func ingestNotification(_ n: ResponseBodyV2DecodedPayload) -> DeliveryVerdict {
+        let v = super.ingestNotification(n)
+        if v.isAccepted, n.notificationType == .consumptionRequest, let tx = n.data?.transactionInfo {
+            requested[tx.transactionId] = min(requested[tx.transactionId] ?? .max, n.signedDate)
+        }
+        return v
+    }
+    override func isRevoked(_ tx: JWSTransactionDecodedPayload, at t: Millis) -> Bool {
+        if let r = requested[tx.transactionId], r <= t { return true }
+        return super.isRevoked(tx, at: t)
+    }
+}
+
+final class OfferRedeemedDropped: ReferenceValidator {
+    override var name: String { "mutant:offer-redeemed-dropped" }
+    override func ingestNotification(_ n: ResponseBodyV2DecodedPayload) -> DeliveryVerdict {
+        n.notificationType == .offerRedeemed ? .accepted : super.ingestNotification(n)
     }
 }
 

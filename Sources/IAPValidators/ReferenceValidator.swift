@@ -239,6 +239,7 @@ open class ReferenceValidator: DecodedDeliveryValidator {
             }
             data = NotificationData(appAppleId: d.appAppleId, bundleId: bundleId, environment: environment,
                                     transactionInfo: tx, renewalInfo: renewal, status: d.status)
+            data?.consumptionRequestReason = d.consumptionRequestReason
         }
         var decoded = ResponseBodyV2DecodedPayload(
             notificationType: envelope.notificationType, subtype: envelope.subtype,
