@@ -10,6 +10,12 @@ struct Mutants: ParsableCommand {
         discussion: """
         For each mutant: the number of generated cases until a discrepancy appeared, the size of the shrunk \
         counterexample (store actions), and the property that caught it. Exit code 1 if any mutant survives.
+
+        The mutants whose names start with `backend-` are mistakes only a backend that calls Apple can make (the \
+        verifyReceipt sandbox fallback, the webhook's answer time): they are the example backend started with one \
+        switch, from the `iapcheck-example-backend` executable built beside this one, on free loopback ports with \
+        a mock App Store of its own, and checked over HTTP after the in-process ones. Without that executable they \
+        are skipped, saying so.
         """)
 
     @OptionGroup var options: CaseOptions
@@ -41,13 +47,22 @@ struct Mutants: ParsableCommand {
     func run() throws {
         if list {
             for m in IAPValidators.Mutants.all { print("\(m.name.padding(toLength: 36, withPad: " ", startingAt: 0)) \(m.pitfall.padding(toLength: 4, withPad: " ", startingAt: 0)) \(m.description)") }
+            for m in BackendMutant.all { print("\(m.name.padding(toLength: 36, withPad: " ", startingAt: 0)) \(m.pitfall.padding(toLength: 4, withPad: " ", startingAt: 0)) \(m.description)") }
             return
         }
         let (catalog, policy) = try options.loadOrExit()
         var entries = IAPValidators.Mutants.all
+        var backendEntries = BackendMutant.all
         if !only.isEmpty {
-            for n in only where IAPValidators.Mutants.named(n) == nil { throw ValidationError("no mutant named \"\(n)\"") }
+            for n in only where IAPValidators.Mutants.named(n) == nil && BackendMutant.named(n) == nil {
+                throw ValidationError("no mutant named \"\(n)\"; `iapcheck mutants --list` lists them")
+            }
             entries = entries.filter { only.contains($0.name) }
+            backendEntries = backendEntries.filter { only.contains($0.name) }
+        }
+        let backend = BackendMutant.backendExecutable
+        if backend == nil && !only.isEmpty && !backendEntries.isEmpty {
+            throw fail("error: \(backendEntries.map(\.name).joined(separator: ", ")) need the example backend: swift build --product iapcheck-example-backend", code: Exit.usage)
         }
         var opts = CheckOptions()
         opts.cases = cases
@@ -58,7 +73,7 @@ struct Mutants: ParsableCommand {
         opts.shrinkBudget.maxSeconds = shrinkSeconds ?? .infinity
         // Each mutant is one deterministic run on one thread; several run at once and rows print in list order.
         let results = MutantResults(count: entries.count)
-        let workers = min(try resolveJobs(jobs, for: "reference"), entries.count)
+        let workers = max(1, min(try resolveJobs(jobs, for: "reference"), entries.count))
         nonisolated(unsafe) let list = entries
         let group = DispatchGroup()
         for _ in 0..<workers {
@@ -89,6 +104,29 @@ struct Mutants: ParsableCommand {
             }
         }
         group.wait()
+        var setupFailures = 0
+        for m in backendEntries {
+            guard let backend else {
+                print("\(m.name.padding(toLength: 36, withPad: " ", startingAt: 0)) skipped: the example backend is not built (swift build --product iapcheck-example-backend)")
+                continue
+            }
+            let report: CheckReport
+            do { report = try m.run(opts, backend: backend) } catch {
+                setupFailures += 1
+                print("\(m.name.padding(toLength: 36, withPad: " ", startingAt: 0)) ERROR  \(error)")
+                continue
+            }
+            let f = report.failure
+            let row = Reports.MutantSummary(
+                name: m.name, description: m.description, pitfall: m.pitfall, killed: f != nil,
+                casesToKill: f.map { $0.caseIndex + 1 }, shrunkEvents: f?.shrunk.actionCount,
+                property: f?.discrepancy?.property.rawValue ?? f?.validatorFailure.map { _ in "validator-health" }, seconds: report.seconds)
+            rows.append(row)
+            print("\(m.name.padding(toLength: 36, withPad: " ", startingAt: 0)) \((row.killed ? "yes" : "NO").padding(toLength: 6, withPad: " ", startingAt: 0)) \(String(row.casesToKill.map(String.init) ?? "-").leftPad(5))  \(String(row.shrunkEvents.map(String.init) ?? "-").leftPad(6))  \(row.property ?? "-")")
+            // How it was caught: the backend's counterexample needs the backend, so it is not saved to a corpus.
+            if let vf = f?.validatorFailure { print("    \(String(vf.description.prefix(300)))") }
+            if let d = f?.discrepancy { print("    \(d.differences.first ?? d.observed)") }
+        }
         let sizes = rows.compactMap(\.shrunkEvents).sorted()
         let median: Double? = sizes.isEmpty ? nil : sizes.count % 2 == 1 ? Double(sizes[sizes.count / 2]) : Double(sizes[sizes.count / 2 - 1] + sizes[sizes.count / 2]) / 2
         let killed = rows.filter(\.killed).count
@@ -97,6 +135,7 @@ struct Mutants: ParsableCommand {
             try Reports.writeJSON(Reports.MutantsSummary(seed: options.seed, casesPerMutant: cases, total: rows.count, killed: killed, medianShrunkEvents: median, mutants: rows), to: json)
         }
         if killed < rows.count { throw ExitCode(Exit.discrepancy) }
+        if setupFailures > 0 { throw ExitCode(Exit.validatorFailure) }
     }
 }
 
