@@ -69,6 +69,7 @@ class Entitlements:
         self.environment = cat["environment"]
         self.transactions = {}  # transactionId -> payload
         self.renewals = {}  # originalTransactionId -> payload
+        self.renewal_dates = {}  # originalTransactionId -> {signedDate: renewal info out of billing retry}
         self.owners = {}  # originalTransactionId -> userId (app submissions, legacy receipts)
         self.seen_uuids = set()
 
@@ -78,6 +79,8 @@ class Entitlements:
             self.transactions[tx["transactionId"]] = tx
 
     def store_renewal(self, r):
+        if r.get("renewalDate") is not None and not r.get("isInBillingRetryPeriod"):
+            self.renewal_dates.setdefault(r["originalTransactionId"], {})[r["signedDate"]] = r
         old = self.renewals.get(r["originalTransactionId"])
         if old is None or r["signedDate"] > old["signedDate"]:
             self.renewals[r["originalTransactionId"]] = r
@@ -89,6 +92,22 @@ class Entitlements:
         chains = {otid for otid, u in self.owners.items() if u == user}
         chains |= {t["originalTransactionId"] for t in self.transactions.values() if t.get("appAccountToken") == user}
         return chains
+
+    def period_end(self, tx):
+        # Policy extensionSignedAs "renewal-info": an extension may move only the renewal info's renewalDate. The
+        # newest renewal info of the product signed while tx was the chain's newest purchase says where it ends.
+        end = tx.get("expiresDate")
+        if self.policy.get("extensionSignedAs") != "renewal-info" or end is None:
+            return end
+        otid = tx["originalTransactionId"]
+        later = [x["purchaseDate"] for x in self.transactions.values()
+                 if x["originalTransactionId"] == otid and x["purchaseDate"] > tx["purchaseDate"]]
+        nxt = min(later) if later else None
+        said = [r for s, r in self.renewal_dates.get(otid, {}).items()
+                if s >= tx["purchaseDate"] and (nxt is None or s < nxt) and r.get("productId") == tx["productId"]]
+        if said:
+            end = max(end, max(said, key=lambda r: r["signedDate"])["renewalDate"])
+        return end
 
     @staticmethod
     def revoked(tx, t):
@@ -153,7 +172,7 @@ class Entitlements:
                 renewal = self.renewals.get(otid) or {}
                 if self.revoked(latest, t) or (chain_scope and any(self.revoked(x, t) and x["revocationDate"] > latest["purchaseDate"] for x in txs)):
                     status = "revoked"
-                elif latest.get("expiresDate") is not None and latest["purchaseDate"] <= t < latest["expiresDate"]:
+                elif latest.get("expiresDate") is not None and latest["purchaseDate"] <= t < self.period_end(latest):
                     status = "active"
                 elif renewal.get("isInBillingRetryPeriod") or (
                         self.policy.get("graceWithoutRetryFlag") == "grant" and renewal.get("gracePeriodExpiresDate") is not None):
@@ -163,7 +182,7 @@ class Entitlements:
                     status = "expired"
                 own = latest.get("inAppOwnershipType", "PURCHASED")
                 if status == "active":
-                    record(latest["productId"], "active", latest["expiresDate"], own, latest["purchaseDate"])
+                    record(latest["productId"], "active", self.period_end(latest), own, latest["purchaseDate"])
                 elif status == "grace":
                     record(latest["productId"], "grace", renewal["gracePeriodExpiresDate"], own, latest["purchaseDate"])
                 else:

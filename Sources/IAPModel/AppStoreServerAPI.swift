@@ -105,6 +105,12 @@ extension SubscriptionStatus {
     public static func derive(latest: JWSTransactionDecodedPayload, renewal: JWSRenewalInfoDecodedPayload?, at t: Millis) -> SubscriptionStatus {
         if latest.isRevoked(at: t) { return .revoked }
         if let e = latest.expiresDate, e > t { return .active }
+        // An extension signed only in the renewal info (policy extensionSignedAs `renewal-info`): the renewal
+        // date of the same product, out of billing retry, is the paid-through date.
+        if let r = renewal, r.isInBillingRetryPeriod != true, r.productId == latest.productId, r.signedDate >= latest.purchaseDate,
+            let d = r.renewalDate, d > t {
+            return .active
+        }
         if renewal?.isInBillingRetryPeriod == true {
             if let g = renewal?.gracePeriodExpiresDate, g > t { return .billingGracePeriod }
             return .billingRetry

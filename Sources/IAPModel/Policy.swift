@@ -54,6 +54,19 @@ public struct Policy: Codable, Hashable, Sendable {
         case union
     }
 
+    /// How the App Store signs a renewal-date extension (docs/semantics.md#q9-how-an-extension-is-represented).
+    /// Apple does not say whether the current transaction is re-signed with the new `expiresDate`, or only the
+    /// renewal info's `renewalDate` moves.
+    public enum ExtensionSignedAs: String, Codable, Sendable, CaseIterable {
+        /// The current transaction is re-signed with the new `expiresDate`, and `renewalDate` moves with it
+        /// (default): a validator that reads either date passes.
+        case transaction
+        /// Only the renewal info moves: its `renewalDate` is the new end, while the transaction keeps its old
+        /// `expiresDate`. A validator must take the later of the two (while the renewal info is not in billing
+        /// retry) to keep access to the new end.
+        case renewalInfo = "renewal-info"
+    }
+
     public var refundScope: RefundScope
     /// Consumable refunds take back the credited quantity (a business choice; default on).
     public var consumableClawback: Bool
@@ -64,14 +77,16 @@ public struct Policy: Codable, Hashable, Sendable {
     /// With `consumableClawback`: how much of a partly refunded consumable purchase is taken back.
     public var consumableRefundShare: ConsumableRefundShare
     public var upgradeDuringIntro: UpgradeDuringIntro
+    public var extensionSignedAs: ExtensionSignedAs
 
     public init(
         refundScope: RefundScope = .transaction, consumableClawback: Bool = true,
         introEligibility: IntroEligibility = .neverReceivedIntro, nonRenewingStacking: Bool = false,
         graceWithoutRetryFlag: GraceWithoutRetryFlag = .either, consumableRefundShare: ConsumableRefundShare = .all,
-        upgradeDuringIntro: UpgradeDuringIntro = .either
+        upgradeDuringIntro: UpgradeDuringIntro = .either, extensionSignedAs: ExtensionSignedAs = .transaction
     ) {
         self.upgradeDuringIntro = upgradeDuringIntro
+        self.extensionSignedAs = extensionSignedAs
         self.consumableRefundShare = consumableRefundShare
         self.refundScope = refundScope
         self.consumableClawback = consumableClawback
@@ -91,6 +106,7 @@ public struct Policy: Codable, Hashable, Sendable {
         graceWithoutRetryFlag = try c.decodeIfPresent(GraceWithoutRetryFlag.self, forKey: .graceWithoutRetryFlag) ?? graceWithoutRetryFlag
         consumableRefundShare = try c.decodeIfPresent(ConsumableRefundShare.self, forKey: .consumableRefundShare) ?? consumableRefundShare
         upgradeDuringIntro = try c.decodeIfPresent(UpgradeDuringIntro.self, forKey: .upgradeDuringIntro) ?? upgradeDuringIntro
+        extensionSignedAs = try c.decodeIfPresent(ExtensionSignedAs.self, forKey: .extensionSignedAs) ?? extensionSignedAs
     }
 
     public static let `default` = Policy()
@@ -117,6 +133,9 @@ public struct Policy: Codable, Hashable, Sendable {
         }
         if let s = o.choice("upgradeDuringIntro", UpgradeDuringIntro.allCases.map(\.rawValue), required: false) {
             p.upgradeDuringIntro = UpgradeDuringIntro(rawValue: s)!
+        }
+        if let s = o.choice("extensionSignedAs", ExtensionSignedAs.allCases.map(\.rawValue), required: false) {
+            p.extensionSignedAs = ExtensionSignedAs(rawValue: s)!
         }
         o.rejectUnknownKeys()
         try r.finish()

@@ -76,7 +76,11 @@ public struct Knowledge: Sendable {
             // The receipt is the user's own: every chain in it belongs to them.
             for chain in l.chains {
                 for tx in chain.transactions { merge(tx) }
-                if let r = chain.renewalInfo { merge(r) }
+                // What `pending_renewal_info` can say: it has no renewal date.
+                if var r = chain.renewalInfo {
+                    r.renewalDate = nil
+                    merge(r)
+                }
                 link(chain: chain.originalTransactionId, to: l.userId)
             }
         }
@@ -135,9 +139,16 @@ public struct Knowledge: Sendable {
         }
         for (id, versions) in renewalVersions {
             k.renewals[id] = versions.last { $0.signedDate <= t } ?? versions[0]
+            let kept = versions.filter { $0.signedDate <= t }
+            k.renewalVersions[id] = kept.isEmpty ? [versions[0]] : kept
         }
         k.newestSignedDate = min(newestSignedDate, t)
         return k
+    }
+
+    /// Every renewal info of a chain known, oldest signed first (for the reading at an instant, those signed by then).
+    public func renewalHistory(_ originalTransactionId: String) -> [JWSRenewalInfoDecodedPayload] {
+        renewalVersions[originalTransactionId] ?? []
     }
 
     /// Transactions of chains linked to `user`.

@@ -186,7 +186,16 @@ public enum Oracle {
                 case .nonRenewing:
                     break  // below, per product (stacking spans chains)
                 case .autoRenewable:
-                    guard !void(x), let expires = x.expiresDate else { continue }
+                    guard !void(x), var expires = x.expiresDate else { continue }
+                    if policy.extensionSignedAs == .renewalInfo {
+                        // An extension signed only in the renewal info: what the renewal info signed while x was the
+                        // chain's current transaction (before the next one's purchase) gives as the renewal date.
+                        let next = wholeChain[otid, default: []].map(\.purchaseDate).filter { $0 > x.purchaseDate }.min() ?? .max
+                        let said = k.renewalHistory(otid).filter {
+                            $0.signedDate >= x.purchaseDate && $0.signedDate < next && $0.isInBillingRetryPeriod != true && $0.productId == x.productId
+                        }.compactMap(\.renewalDate).max()
+                        if let said, said > expires { expires = said }
+                    }
                     if reading.introOutlivesChange && x.offerType == .introductory {
                         // Policy upgradeDuringIntro: the introductory period runs its course whatever came after it.
                         if x.purchaseDate <= t && t < expires {

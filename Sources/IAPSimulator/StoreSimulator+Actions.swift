@@ -385,7 +385,9 @@ extension StoreSimulator {
         let newEnd = c0.expires! + Int64(days) * Self.day
         withMembers(cid) { sim, id in
             let tx = sim.chains[id]!.currentTx!
-            sim.updateTransaction(tx) { $0.expiresDate = newEnd }
+            // Policy extensionSignedAs: the transaction is re-signed with the new end, or only the renewal info
+            // (signed below, its renewalDate the new end) says so.
+            if sim.policy.extensionSignedAs == .transaction { sim.updateTransaction(tx) { $0.expiresDate = newEnd } }
             // Extend the truth only if nothing (a chain-scope refund) has cut this period short; from now on the
             // customer is told of the new end.
             if let i = sim.paidSegment[tx], sim.segments[i].end == c0.expires! {

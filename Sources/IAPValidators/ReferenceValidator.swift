@@ -20,6 +20,9 @@ open class ReferenceValidator: DecodedDeliveryValidator {
     public struct Chain {
         public var transactions: [String: JWSTransactionDecodedPayload] = [:]
         public var renewal: JWSRenewalInfoDecodedPayload?
+        /// Under policy extensionSignedAs `renewal-info`: every renewal info with a renewal date, out of billing
+        /// retry, by `signedDate` (an extension may be said only there).
+        public var renewalDates: [Millis: JWSRenewalInfoDecodedPayload] = [:]
         public var user: String?
         /// Some purchase of the chain is known under more than one transactionId (see `onePerPurchase`).
         public var severalIdsPerPurchase = false
@@ -318,6 +321,9 @@ open class ReferenceValidator: DecodedDeliveryValidator {
 
     open func store(_ r: JWSRenewalInfoDecodedPayload) {
         var chain = chains[r.originalTransactionId] ?? Chain()
+        if config.policy.extensionSignedAs == .renewalInfo, r.renewalDate != nil, r.isInBillingRetryPeriod != true {
+            chain.renewalDates[r.signedDate] = r
+        }
         if let old = chain.renewal {
             if shouldReplace(old.signedDate, with: r.signedDate, old: nil, new: nil) { chain.renewal = r }
         } else {
@@ -351,6 +357,21 @@ open class ReferenceValidator: DecodedDeliveryValidator {
     open func isRevoked(_ tx: JWSTransactionDecodedPayload, at t: Millis) -> Bool { tx.isRevoked(at: t) }
 
     open func expiry(of tx: JWSTransactionDecodedPayload) -> Millis? { tx.expiresDate }
+
+    /// Where `tx`'s period ends: its expiry, unless (policy extensionSignedAs `renewal-info`) the newest renewal info
+    /// of its product signed during the period — before any other known transaction of the chain was bought, also
+    /// one bought after the instant asked about — moved the renewal date past it.
+    open func periodEnd(of tx: JWSTransactionDecodedPayload, chain otid: String) -> Millis? {
+        let own = expiry(of: tx)
+        guard config.policy.extensionSignedAs == .renewalInfo, let chain = chains[otid], !chain.renewalDates.isEmpty else { return own }
+        let said = chain.renewalDates
+        let following = chain.transactions.values.lazy.filter { $0.purchaseDate > tx.purchaseDate }.map(\.purchaseDate).min()
+        let during = said.filter { signed, r in
+            signed >= tx.purchaseDate && (following.map { signed < $0 } ?? true) && r.productId == tx.productId
+        }
+        guard let newest = during.max(by: { $0.key < $1.key })?.value.renewalDate else { return own }
+        return own.map { Swift.max($0, newest) } ?? newest
+    }
 
     /// Half-open validity: from `start` inclusive to `end` exclusive.
     open func covers(start: Millis, end: Millis, at t: Millis) -> Bool { start <= t && t < end }
@@ -449,7 +470,7 @@ open class ReferenceValidator: DecodedDeliveryValidator {
             txs.contains(where: { isRevoked($0, at: t) && $0.revocationDate! > latest.purchaseDate }) {
             return .revoked
         }
-        if let e = expiry(of: latest), covers(start: latest.purchaseDate, end: e, at: t) { return .active }
+        if let e = periodEnd(of: latest, chain: otid), covers(start: latest.purchaseDate, end: e, at: t) { return .active }
         if inBillingRetry(renewal) {
             if let g = graceEnd(renewal, latest: latest), let e = expiry(of: latest), covers(start: e, end: g, at: t) {
                 return .billingGracePeriod
@@ -569,7 +590,7 @@ open class ReferenceValidator: DecodedDeliveryValidator {
                 let productId = entitledProduct(latest: latest, renewal: renewal)
                 if isEntitled(s) {
                     let grace = s != .active
-                    let exp = grace ? graceEnd(renewal, latest: latest) : expiry(of: latest)
+                    let exp = grace ? graceEnd(renewal, latest: latest) : periodEnd(of: latest, chain: otid)
                     record(productId, Holding(state: grace ? .grace : .active, expires: exp, ownership: ownership(latest), since: latest.purchaseDate))
                 } else {
                     let state: EntitlementState = s == .revoked ? .revoked : s == .billingRetry ? .billingRetry : .expired

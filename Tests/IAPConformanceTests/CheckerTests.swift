@@ -24,7 +24,7 @@ import Testing
         Policy(refundScope: .chain), Policy(consumableClawback: false), Policy(introEligibility: .neverSubscribed),
         Policy(nonRenewingStacking: true), Policy(graceWithoutRetryFlag: .grant), Policy(graceWithoutRetryFlag: .deny),
         Policy(consumableRefundShare: .share), Policy(upgradeDuringIntro: .cut), Policy(upgradeDuringIntro: .union),
-        Policy(refundScope: .chain, upgradeDuringIntro: .union),
+        Policy(refundScope: .chain, upgradeDuringIntro: .union), Policy(extensionSignedAs: .renewalInfo),
     ])
     func theReferenceValidatorFollowsEveryPolicy(_ policy: Policy) {
         var o = CheckOptions()
@@ -285,6 +285,32 @@ final class CoinFlipValidator: ReferenceValidator {
         let d = try #require(racy.failure?.discrepancy)
         #expect(d.property == .parallelDelivery)
         #expect(d.differences.contains { $0.contains("balance") })
+    }
+}
+
+/// Reads a subscription's end from its transaction only, never from the renewal info.
+final class ExpiresDateOnly: ReferenceValidator {
+    override var name: String { "expires-date-only" }
+    override func periodEnd(of tx: JWSTransactionDecodedPayload, chain otid: String) -> Millis? {
+        expiry(of: tx)
+    }
+}
+
+@Suite struct ExtensionPolicyTests {
+    /// Under policy extensionSignedAs `renewal-info` an extension moves only the renewal date: the reference keeps
+    /// access to it; a validator that reads the transaction's expiresDate alone loses access early and is caught.
+    @Test func anExtensionSignedOnlyInTheRenewalInfoMustBeHonoured() throws {
+        var o = CheckOptions()
+        o.cases = 600
+        o.policy = Policy(extensionSignedAs: .renewalInfo)
+        let reference = Checker(options: o, validator: ReferenceValidator()).run()
+        #expect(reference.failure == nil, "\(reference.failure.map { Timeline.render($0.shrunk, failingStep: $0.failingStep) + "\n\($0.outcome)" }.map { String($0.prefix(3000)) } ?? "")")
+        let blind = Checker(options: o, validator: ExpiresDateOnly()).run()
+        let d = try #require(blind.failure?.discrepancy, "reading expiresDate alone passed")
+        #expect(Timeline.render(blind.failure!.shrunk, failingStep: nil).contains("extends"), "\(d)")
+        // Under the default, the same validator is right: the transaction carries the new end too.
+        o.policy = .default
+        #expect(Checker(options: o, validator: ExpiresDateOnly()).run().failure == nil)
     }
 }
 

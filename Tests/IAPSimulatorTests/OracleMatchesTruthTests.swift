@@ -54,6 +54,7 @@ import Testing
         Policy(upgradeDuringIntro: .cut),
         Policy(upgradeDuringIntro: .union),
         Policy(refundScope: .chain, upgradeDuringIntro: .union),
+        Policy(extensionSignedAs: .renewalInfo),
     ])
     func oracleEqualsTruthUnderEveryPolicy(_ policy: Policy) {
         var failures: [String] = []
