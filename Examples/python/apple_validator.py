@@ -232,11 +232,13 @@ class Entitlements:
         share = self.policy.get("consumableRefundShare", "all") == "share"
         for tx in self.transactions.values():
             if tx["type"] == "Consumable" and tx["purchaseDate"] <= t and tx["originalTransactionId"] in self.linked(user):
-                units = tx.get("quantity", 1)
+                units = max(tx.get("quantity", 1), 0)
                 if clawback and self.revoked(tx, t):
                     # One revocationPercentage covers every unit; under "share" only the refunded share goes back.
-                    units -= units * tx.get("revocationPercentage", 100000) // 100000 if share else units
-                balances[tx["productId"]] = balances.get(tx["productId"], 0) + units
+                    pct = min(max(tx.get("revocationPercentage", 100000), 0), 100000)
+                    units -= units * pct // 100000 if share else units
+                # Balances stop at 2^63 - 1, as docs/answers.md says (absurd quantities only).
+                balances[tx["productId"]] = min(balances.get(tx["productId"], 0) + units, 2**63 - 1)
         return {"products": products, "groups": groups,
                 "consumables": [{"productId": k, "balance": v} for k, v in sorted(balances.items())]}
 

@@ -178,6 +178,10 @@ public enum Reports {
                 cases.append("    <testcase classname=\"iapcheck.\(esc(s.validator))\" name=\"\(p)\"/>")
             }
         }
+        if s.interrupted == true {
+            failures += 1
+            cases.append("    <testcase classname=\"iapcheck.\(esc(s.validator))\" name=\"completeness\"><error message=\"the run did not check every case (interrupted, or shards missing)\"/></testcase>")
+        }
         for f in s.validatorFailures {
             failures += 1
             cases.append("    <testcase classname=\"iapcheck.\(esc(s.validator))\" name=\"validator-health\"><error message=\"\(esc(f.kind + ": " + f.message))\">\(esc(f.transcript.joined(separator: "\n")))</error></testcase>")

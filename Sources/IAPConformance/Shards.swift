@@ -23,11 +23,16 @@ public struct Shard: Codable, Hashable, Sendable, CustomStringConvertible {
         self.init(index: i, count: n)
     }
 
-    /// The case indices of this shard in a run of `total` cases.
+    /// The case indices of this shard in a run of `total` (≥ 0) cases; full-width arithmetic, so no count of
+    /// cases or shards can overflow it.
     public func range(of total: Int) -> Range<Int> {
-        let lo = total * index / count, hi = total * (index + 1) / count
-        return lo..<hi
+        guard total > 0, count > 0, index >= 0, index < count else { return 0..<0 }
+        func bound(_ i: Int) -> Int { count.dividingFullWidth(total.multipliedFullWidth(by: i)).quotient }
+        return bound(index)..<bound(index + 1)
     }
+
+    /// Whether the fields describe a shard at all (a summary file is input like any other).
+    public var isValid: Bool { count >= 1 && index >= 0 && index < count }
 
     public var description: String { "\(index)/\(count)" }
 }
@@ -91,19 +96,31 @@ public enum ShardMerge {
     }
 
     /// Checks that the inputs are shards of one run and merges them. Throws when they are not (different seeds,
-    /// versions, catalogs, policies, properties or shard counts, a shard twice, or a summary without its run).
+    /// versions, catalogs, policies, properties or shard counts, a shard twice, a summary without its run, or
+    /// fields no shard can have).
     public static func merge(_ inputs: [Input]) throws(Mismatch) -> Result {
         guard let first = inputs.first else { throw Mismatch(description: "no summaries to merge") }
-        guard let id0 = first.summary.run else {
-            throw Mismatch(description: "\(first.path): the summary names no run (written by an iapcheck before --shard); rerun it")
+        func identity(_ x: Input) throws(Mismatch) -> RunIdentity {
+            guard let id = x.summary.run else {
+                throw Mismatch(description: "\(x.path): names no run: a single-case run (check --case) or a summary of an iapcheck older than --shard")
+            }
+            let s = x.summary
+            guard id.shard.isValid, id.totalCases >= 0, s.cases >= 0, s.passed >= 0, s.passed <= s.cases, s.questions >= 0,
+                  s.cases <= id.shard.range(of: id.totalCases).count else {
+                throw Mismatch(description: "\(x.path): not a shard summary iapcheck writes: shard \(id.shard.index)/\(id.shard.count), \(s.cases) cases (\(s.passed) passed) of \(id.totalCases)")
+            }
+            return id
         }
+        let id0 = try identity(first)
         var byIndex: [Int: Input] = [:]
         for x in inputs {
-            guard let id = x.summary.run else {
-                throw Mismatch(description: "\(x.path): the summary names no run (written by an iapcheck before --shard); rerun it")
-            }
+            let id = try identity(x)
             func differ(_ what: String, _ a: String, _ b: String) -> Mismatch {
-                Mismatch(description: "\(x.path) and \(first.path) are not shards of one run: \(what) \(b) vs \(a)")
+                var hint = ""
+                if what == "shard count" && (a == "1" || b == "1") {
+                    hint = " (a merged or unsharded summary among the shards? write the merged summary outside their directory)"
+                }
+                return Mismatch(description: "\(x.path) and \(first.path) are not shards of one run: \(what) \(b) vs \(a)\(hint)")
             }
             if x.summary.iapcheckVersion != first.summary.iapcheckVersion {
                 throw differ("iapcheck version", first.summary.iapcheckVersion, x.summary.iapcheckVersion)
@@ -113,7 +130,10 @@ public enum ShardMerge {
             if id.totalCases != id0.totalCases { throw differ("--cases", "\(id0.totalCases)", "\(id.totalCases)") }
             if id.shard.count != id0.shard.count { throw differ("shard count", "\(id0.shard.count)", "\(id.shard.count)") }
             if id.catalogDigest != id0.catalogDigest { throw differ("catalog", id0.catalogDigest, id.catalogDigest) }
-            if id.policy != id0.policy { throw differ("policy", "\(id0.policy)", "\(id.policy)") }
+            if id.policy != id0.policy {
+                let (a, b) = Self.policyDifference(id0.policy, id.policy)
+                throw differ("policy", a, b)
+            }
             if id.properties != id0.properties { throw differ("properties", id0.properties.joined(separator: ","), id.properties.joined(separator: ",")) }
             if id.signed != id0.signed { throw differ("signed", "\(id0.signed)", "\(id.signed)") }
             if let other = byIndex[id.shard.index] {
@@ -122,7 +142,12 @@ public enum ShardMerge {
             byIndex[id.shard.index] = x
         }
         let n = id0.shard.count
-        let missing = (0..<n).filter { byIndex[$0] == nil }.map { Shard(index: $0, count: n) }
+        // Shards missing (listed up to a readable number).
+        var missing: [Shard] = []
+        for i in 0..<n where byIndex[i] == nil {
+            missing.append(Shard(index: i, count: n))
+            if missing.count == 1000 { break }
+        }
         let interrupted = byIndex.values.filter { $0.summary.interrupted == true }.map(\.path).sorted()
 
         // In index order, up to and including the first shard that failed: what one run would have counted.
@@ -132,22 +157,33 @@ public enum ShardMerge {
         merged.passed = 0
         merged.questions = 0
         merged.seconds = 0
-        merged.discrepancies = []
-        merged.validatorFailures = []
         merged.coverage = Coverage()
-        merged.interrupted = !interrupted.isEmpty
+        // An incomplete merge says so in its own summary, so that merging it again cannot pass.
+        merged.interrupted = !(missing.isEmpty && interrupted.isEmpty)
         var tallies: [[Reports.ForgerySummary]] = []
-        // Every shard replays the same corpus: its results are taken once, from the lowest shard present.
-        let corpusFrom = byIndex.keys.min().flatMap { byIndex[$0]?.summary } ?? first.summary
-        merged.discrepancies = corpusFrom.discrepancies.filter { $0.caseIndex == nil }
-        merged.validatorFailures = corpusFrom.validatorFailures.filter { $0.caseIndex == nil }
-        merged.corpus = corpusFrom.corpus
+        // Every shard replays the corpus: a corpus failure in any of them counts, once per file.
+        let ordered = byIndex.keys.sorted().map { byIndex[$0]!.summary }
+        var corpusFailures: [Reports.DiscrepancySummary] = []
+        var corpusCrashes: [Reports.ValidatorFailureSummary] = []
+        var failedFiles: [String] = []
+        for s in ordered {
+            for d in s.discrepancies where d.caseIndex == nil && !corpusFailures.contains(where: { $0.corpusFile == d.corpusFile && $0.property == d.property }) {
+                corpusFailures.append(d)
+            }
+            for f in s.validatorFailures where f.caseIndex == nil && !corpusCrashes.contains(where: { $0.kind == f.kind && $0.message == f.message }) {
+                corpusCrashes.append(f)
+            }
+            for f in s.corpus.failed where !failedFiles.contains(f) { failedFiles.append(f) }
+        }
+        merged.discrepancies = corpusFailures
+        merged.validatorFailures = corpusCrashes
+        merged.corpus = Reports.CorpusSummary(replayed: ordered.map(\.corpus.replayed).max() ?? 0, failed: failedFiles)
         for i in 0..<n {
             guard let s = byIndex[i]?.summary else { continue }
             merged.seconds = max(merged.seconds, s.seconds)
-            merged.cases += s.cases
-            merged.passed += s.passed
-            merged.questions += s.questions
+            merged.cases = Self.saturating(merged.cases, s.cases)
+            merged.passed = Self.saturating(merged.passed, s.passed)
+            merged.questions = Self.saturating(merged.questions, s.questions)
             merged.coverage.merge(s.coverage)
             tallies.append(s.forgeries)
             let found = s.discrepancies.filter { $0.caseIndex != nil }, crashed = s.validatorFailures.filter { $0.caseIndex != nil }
@@ -157,6 +193,24 @@ public enum ShardMerge {
         }
         merged.forgeries = Reports.ForgerySummary.merge(tallies)
         return Result(summary: merged, missing: missing, interrupted: interrupted)
+    }
+
+    static func saturating(_ a: Int, _ b: Int) -> Int {
+        let (s, o) = a.addingReportingOverflow(b)
+        return o ? .max : s
+    }
+
+    /// The keys on which two policies differ, as `key: value` lists.
+    static func policyDifference(_ a: Policy, _ b: Policy) -> (String, String) {
+        let e = JSONEncoder()
+        e.outputFormatting = [.sortedKeys]
+        func fields(_ p: Policy) -> [String: String] {
+            guard let data = try? e.encode(p), let o = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return [:] }
+            return o.mapValues { "\($0)" }
+        }
+        let fa = fields(a), fb = fields(b)
+        let keys = Set(fa.keys).union(fb.keys).filter { fa[$0] != fb[$0] }.sorted()
+        return (keys.map { "\($0): \(fa[$0] ?? "-")" }.joined(separator: ", "), keys.map { "\($0): \(fb[$0] ?? "-")" }.joined(separator: ", "))
     }
 }
 

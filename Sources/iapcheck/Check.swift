@@ -75,6 +75,8 @@ struct Check: ParsableCommand {
             return s
         }
         if slice != nil && caseIndex != nil { throw ValidationError("--shard and --case do not go together: --case already names one case") }
+        guard cases >= 0 else { throw ValidationError("--cases must be 0 or more, not \(cases)") }
+        if let caseIndex, caseIndex < 0 { throw ValidationError("--case must be 0 or more, not \(caseIndex)") }
         let (catalog, policy) = try options.loadOrExit()
         if let json { try requireWritable(file: json) }
         if let junit { try requireWritable(file: junit) }

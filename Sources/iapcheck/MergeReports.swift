@@ -45,6 +45,7 @@ struct MergeReports: ParsableCommand {
             if isDirectory.boolValue {
                 for file in Self.jsonFiles(under: path) {
                     switch Self.load(file) {
+                    case .success(let s) where s.run == nil: skipped.append("\(file) (a single-case run, not a shard)")
                     case .success(let s): inputs.append(ShardMerge.Input(path: file, summary: s))
                     case .failure(let why): skipped.append("\(file) (\(why))")
                     }

@@ -50,6 +50,7 @@ struct Mutants: ParsableCommand {
             for m in BackendMutant.all { print("\(m.name.padding(toLength: 36, withPad: " ", startingAt: 0)) \(m.pitfall.padding(toLength: 4, withPad: " ", startingAt: 0)) \(m.description)") }
             return
         }
+        guard cases >= 1 else { throw ValidationError("--cases must be at least 1, not \(cases)") }
         let (catalog, policy) = try options.loadOrExit()
         var entries = IAPValidators.Mutants.all
         var backendEntries = BackendMutant.all
@@ -93,12 +94,7 @@ struct Mutants: ParsableCommand {
         for (k, m) in entries.enumerated() {
             let (report, foundWith) = results.wait(k)
             let f = report.failure
-            let row = Reports.MutantSummary(
-                name: m.name, description: m.description, pitfall: m.pitfall, killed: f != nil,
-                casesToKill: f.map { $0.caseIndex + 1 }, shrunkEvents: f?.shrunk.actionCount,
-                property: f?.discrepancy?.property.rawValue ?? f?.validatorFailure.map { _ in "validator-health" }, seconds: report.seconds)
-            rows.append(row)
-            print("\(m.name.padding(toLength: 36, withPad: " ", startingAt: 0)) \((row.killed ? "yes" : "NO").padding(toLength: 6, withPad: " ", startingAt: 0)) \(String(row.casesToKill.map(String.init) ?? "-").leftPad(5))  \(String(row.shrunkEvents.map(String.init) ?? "-").leftPad(6))  \(row.property ?? "-")")
+            rows.append(Self.row(m.name, m.description, m.pitfall, report))
             if let dir = saveCorpus, let f, let d = f.discrepancy {
                 try IAPConformance.Corpus.save(CorpusCase(foundWith: foundWith, seed: options.seed, caseIndex: f.caseIndex, failure: d, testCase: f.shrunk), in: dir)
             }
@@ -117,12 +113,7 @@ struct Mutants: ParsableCommand {
                 continue
             }
             let f = report.failure
-            let row = Reports.MutantSummary(
-                name: m.name, description: m.description, pitfall: m.pitfall, killed: f != nil,
-                casesToKill: f.map { $0.caseIndex + 1 }, shrunkEvents: f?.shrunk.actionCount,
-                property: f?.discrepancy?.property.rawValue ?? f?.validatorFailure.map { _ in "validator-health" }, seconds: report.seconds)
-            rows.append(row)
-            print("\(m.name.padding(toLength: 36, withPad: " ", startingAt: 0)) \((row.killed ? "yes" : "NO").padding(toLength: 6, withPad: " ", startingAt: 0)) \(String(row.casesToKill.map(String.init) ?? "-").leftPad(5))  \(String(row.shrunkEvents.map(String.init) ?? "-").leftPad(6))  \(row.property ?? "-")")
+            rows.append(Self.row(m.name, m.description, m.pitfall, report))
             // How it was caught: the backend's counterexample needs the backend, so it is not saved to a corpus.
             if let vf = f?.validatorFailure { print("    \(String(vf.description.prefix(300)))") }
             if let d = f?.discrepancy { print("    \(d.differences.first ?? d.observed)") }
@@ -136,6 +127,19 @@ struct Mutants: ParsableCommand {
         }
         if killed < rows.count { throw ExitCode(Exit.discrepancy) }
         if setupFailures > 0 { throw ExitCode(Exit.validatorFailure) }
+    }
+}
+
+extension Mutants {
+    /// One mutant's row of the table, printed as it is made.
+    static func row(_ name: String, _ description: String, _ pitfall: String, _ report: CheckReport) -> Reports.MutantSummary {
+        let f = report.failure
+        let row = Reports.MutantSummary(
+            name: name, description: description, pitfall: pitfall, killed: f != nil,
+            casesToKill: f.map { $0.caseIndex + 1 }, shrunkEvents: f?.shrunk.actionCount,
+            property: f?.discrepancy?.property.rawValue ?? f?.validatorFailure.map { _ in "validator-health" }, seconds: report.seconds)
+        print("\(name.padding(toLength: 36, withPad: " ", startingAt: 0)) \((row.killed ? "yes" : "NO").padding(toLength: 6, withPad: " ", startingAt: 0)) \(String(row.casesToKill.map(String.init) ?? "-").leftPad(5))  \(String(row.shrunkEvents.map(String.init) ?? "-").leftPad(6))  \(row.property ?? "-")")
+        return row
     }
 }
 

@@ -89,7 +89,7 @@ struct Store: ParsableCommand {
             }
             print("  \(notifications.count) notifications\(postNotifications ? "" : " (not posted; --post-notifications)")")
             if postNotifications {
-                guard let t = parsedTarget, let route = t.routes["notification"] else {
+                guard let t = parsedTarget, t.routes["notification"] != nil else {
                     throw ValidationError("--post-notifications needs --target with a notification route")
                 }
                 // As `check` does: reset the backend with the case's configuration (it must trust the test root), then

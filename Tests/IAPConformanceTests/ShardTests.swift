@@ -97,4 +97,41 @@ import Testing
         inputs[1].summary.run?.policy = Policy(refundScope: .chain)
         #expect(throws: ShardMerge.Mismatch.self) { try ShardMerge.merge(inputs) }
     }
+
+    /// Summary files are input: fields no shard can have are refused with the file named, never trapped on.
+    @Test func impossibleShardFieldsAreRefusedNotTrappedOn() throws {
+        let good = try Self.shards({ ReferenceValidator() }, count: 2, cases: 10)
+        #expect(Shard(index: Int.max - 1, count: Int.max).range(of: Int.max).count >= 0)
+        #expect(Shard(index: 1, count: 2).range(of: Int.max) == (Int.max / 2)..<Int.max)
+        var bad = good[0]
+        bad.summary.run?.shard = Shard(index: 0, count: -1)
+        #expect(throws: ShardMerge.Mismatch.self) { try ShardMerge.merge([bad, good[1]]) }
+        bad = good[0]
+        bad.summary.cases = .max
+        #expect(throws: ShardMerge.Mismatch.self) { try ShardMerge.merge([bad, good[1]]) }
+        bad = good[0]
+        bad.summary.run?.shard = Shard(index: 5, count: 2)
+        #expect(throws: ShardMerge.Mismatch.self) { try ShardMerge.merge([bad, good[1]]) }
+        bad = good[0]
+        bad.summary.run = nil
+        #expect(throws: ShardMerge.Mismatch.self) { try ShardMerge.merge([bad, good[1]]) }
+    }
+
+    /// Every shard replays the corpus: a corpus failure seen by any shard fails the merged verdict; and the merged
+    /// summary of an incomplete set stays incomplete when merged again.
+    @Test func corpusFailuresOfAnyShardCountAndIncompleteMergesStayIncomplete() throws {
+        var inputs = try Self.shards({ ReferenceValidator() }, count: 3, cases: 30)
+        inputs[2].summary.discrepancies = [Reports.DiscrepancySummary(
+            property: "entitlement-agreement", corpusFile: "Corpus/x.json", shrunkEvents: 2, expected: "a", observed: "b",
+            differences: ["x"], timeline: "", replay: "iapcheck replay Corpus/x.json")]
+        inputs[2].summary.corpus.failed = ["Corpus/x.json"]
+        let failed = try ShardMerge.merge(inputs).summary
+        #expect(failed.discrepancies.map(\.corpusFile) == ["Corpus/x.json"] && failed.corpus.failed == ["Corpus/x.json"])
+
+        let partial = try ShardMerge.merge([inputs[0], inputs[1]])
+        #expect(!partial.complete && partial.summary.interrupted == true)
+        let again = try ShardMerge.merge([ShardMerge.Input(path: "merged.json", summary: partial.summary)])
+        #expect(!again.complete, "a merged summary of missing shards passed when merged again")
+        #expect(Reports.junit(partial.summary).contains("completeness"))
+    }
 }
