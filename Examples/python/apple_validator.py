@@ -192,8 +192,9 @@ class Entitlements:
                     for tx in txs[:-1]:
                         voided = self.revoked(tx, t) or (chain_scope and any(
                             self.revoked(x, t) and x["revocationDate"] > tx["purchaseDate"] for x in txs))
-                        if tx.get("offerType") == 1 and not voided and tx["purchaseDate"] <= t < tx.get("expiresDate", 0):
-                            record(tx["productId"], "active", tx["expiresDate"], tx.get("inAppOwnershipType", "PURCHASED"), tx["purchaseDate"])
+                        end = self.period_end(tx)
+                        if tx.get("offerType") == 1 and not voided and end is not None and tx["purchaseDate"] <= t < end:
+                            record(tx["productId"], "active", end, tx.get("inAppOwnershipType", "PURCHASED"), tx["purchaseDate"])
             elif kind == "Non-Consumable":
                 for tx in txs:
                     ok = not self.revoked(tx, t)

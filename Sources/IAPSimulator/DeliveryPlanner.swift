@@ -259,8 +259,10 @@ public struct DeliveryPlanner: Sendable {
         case .xcodeEnvironment: r.environment = r.environment.xcodeForgery
         case .wrongBundleId, .wrongAppAppleId: break
         default:
+            // Tempting content: no billing trouble, and a renewal date years ahead (a forged extension).
             r.isInBillingRetryPeriod = false
             r.gracePeriodExpiresDate = nil
+            r.renewalDate = r.renewalDate.map { $0 + 3 * 365 * CivilTime.msPerDay }
         }
         return r
     }

@@ -392,7 +392,7 @@ open class ReferenceValidator: DecodedDeliveryValidator {
     /// reached.)
     open func upgradedAway(_ latest: JWSTransactionDecodedPayload, chain all: [JWSTransactionDecodedPayload]) -> Bool {
         guard latest.isUpgraded == true else { return false }
-        let expires = latest.expiresDate ?? .max
+        let expires = periodEnd(of: latest, chain: latest.originalTransactionId) ?? .max
         // The upgrade is a purchase inside the upgraded period (legacy receipts carry no reason).
         return !all.contains { y in
             (y.transactionReason == .purchase || y.transactionReason == nil)
@@ -406,7 +406,7 @@ open class ReferenceValidator: DecodedDeliveryValidator {
     open func introPeriodsLeftRunning(_ txs: [JWSTransactionDecodedPayload], latest: JWSTransactionDecodedPayload, at t: Millis) -> [JWSTransactionDecodedPayload] {
         txs.filter { tx in
             guard tx.transactionId != latest.transactionId, tx.offerType == .introductory, !isRevoked(tx, at: t),
-                  let e = expiry(of: tx), covers(start: tx.purchaseDate, end: e, at: t) else { return false }
+                  let e = periodEnd(of: tx, chain: tx.originalTransactionId), covers(start: tx.purchaseDate, end: e, at: t) else { return false }
             let voidedByChainRefund = config.policy.refundScope == .chain
                 && txs.contains { isRevoked($0, at: t) && $0.revocationDate! > tx.purchaseDate }
             return !voidedByChainRefund
@@ -584,7 +584,7 @@ open class ReferenceValidator: DecodedDeliveryValidator {
                 if s == .active, upgradedAway(latest, chain: everything), !(introRuns && latest.offerType == .introductory) { s = .expired }
                 if introRuns {
                     for tx in introPeriodsLeftRunning(txs, latest: latest, at: t) {
-                        record(tx.productId, Holding(state: .active, expires: expiry(of: tx), ownership: ownership(tx), since: tx.purchaseDate))
+                        record(tx.productId, Holding(state: .active, expires: periodEnd(of: tx, chain: otid), ownership: ownership(tx), since: tx.purchaseDate))
                     }
                 }
                 let productId = entitledProduct(latest: latest, renewal: renewal)

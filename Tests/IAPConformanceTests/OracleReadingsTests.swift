@@ -369,4 +369,49 @@ import Testing
         let later = Oracle.judge(k, user: Self.user, at: intro.expiresDate! + 1)
         #expect(later.undetermined.isEmpty && plus(later.answer)?.active == false)
     }
+
+    /// Under policy extensionSignedAs `renewal-info`: a subscription extended past its `expiresDate` (only the renewal
+    /// info says so), then upgraded inside the extension. Before the upgrade it is active until the extended end,
+    /// also for a validator that already holds the upgrade flag and the upgrading transaction (a clock behind).
+    @Test func anUpgradeInsideAnExtensionSignedOnlyInTheRenewalInfoKeepsTheExtension() throws {
+        let policy = Policy(upgradeDuringIntro: .union, extensionSignedAs: .renewalInfo)
+        let e1 = Self.t0 + 30 * Self.day, extended = e1 + 20 * Self.day, upgradeAt = e1 + 5 * Self.day
+        var basic = JWSTransactionDecodedPayload(
+            transactionId: "2000000000000001", originalTransactionId: "2000000000000001", bundleId: Catalog.standard.bundleId,
+            productId: "basic.monthly", subscriptionGroupIdentifier: "21000001", purchaseDate: Self.t0, expiresDate: e1,
+            type: .autoRenewable, signedDate: Self.t0, environment: Catalog.standard.environment, transactionReason: .purchase)
+        basic.webOrderLineItemId = "2000000000000101"
+        var r = JWSRenewalInfoDecodedPayload(
+            originalTransactionId: basic.originalTransactionId, productId: "basic.monthly", autoRenewProductId: "basic.monthly",
+            autoRenewStatus: .on, signedDate: Self.t0 + 10 * Self.day, environment: basic.environment)
+        r.isInBillingRetryPeriod = false
+        r.renewalDate = extended
+        var flagged = basic
+        flagged.isUpgraded = true
+        flagged.signedDate = upgradeAt
+        var pro = basic
+        pro.transactionId = "2000000000000002"
+        pro.productId = "pro.monthly"
+        pro.purchaseDate = upgradeAt
+        pro.expiresDate = upgradeAt + 30 * Self.day
+        pro.signedDate = upgradeAt
+        pro.webOrderLineItemId = "2000000000000102"
+        let extendedNote = Delivery.notification(ResponseBodyV2DecodedPayload(
+            notificationType: .renewalExtended, subtype: nil, notificationUUID: "5e1f0000-0000-4000-9000-0000000000e1", signedDate: r.signedDate,
+            data: NotificationData(appAppleId: Catalog.standard.appAppleId, bundleId: Catalog.standard.bundleId,
+                                   environment: basic.environment, transactionInfo: basic, renewalInfo: r, status: .active)))
+        let deliveries: [Delivery] = [.appTransaction(AppTransactionSubmission(userId: Self.user, transaction: basic, deviceTime: nil)), extendedNote]
+            + [flagged, pro].map { .appTransaction(AppTransactionSubmission(userId: Self.user, transaction: $0, deviceTime: nil)) }
+        var k = Knowledge(config: ValidatorConfig(catalog: .standard, policy: policy))
+        for d in deliveries { k.learn(d) }
+        let t = upgradeAt - CivilTime.msPerHour
+        let judged = Oracle.judge(k, user: Self.user, at: t)
+        let product = try #require(judged.answer.products.first { $0.productId == "basic.monthly" })
+        #expect(product.active && product.expiresDate == extended, "\(product)")
+        let v = ReferenceValidator()
+        try v.reset(ValidatorConfig(catalog: .standard, policy: policy))
+        for d in deliveries { _ = try v.deliver(decoded: d, now: upgradeAt) }
+        let answer = try v.entitlements(EntitlementQuery(userId: Self.user, at: t))
+        #expect(answer.answerDifferences(from: judged.answer, ignoring: judged.undetermined).isEmpty, "\(answer.answerDifferences(from: judged.answer))")
+    }
 }

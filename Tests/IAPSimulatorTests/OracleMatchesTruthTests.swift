@@ -55,6 +55,7 @@ import Testing
         Policy(upgradeDuringIntro: .union),
         Policy(refundScope: .chain, upgradeDuringIntro: .union),
         Policy(extensionSignedAs: .renewalInfo),
+        Policy(upgradeDuringIntro: .union, extensionSignedAs: .renewalInfo),
     ])
     func oracleEqualsTruthUnderEveryPolicy(_ policy: Policy) {
         var failures: [String] = []
