@@ -24,7 +24,9 @@ public enum Fixtures {
             if let v = sim.latest(id, at: t) { k.merge(v) }
         }
         for id in sim.chainOrder {
-            if let r = sim.latestRenewal(id, at: t) { k.merge(r) }
+            // Every renewal info signed by t, as a validator that got every notification has them (an extension
+            // signed only in the renewal info is known from its own version, not from the newest).
+            for r in sim.renewalVersions[id, default: []] where r.signedDate <= t { k.merge(r) }
             let c = sim.chains[id]!
             k.link(chain: id, to: sim.persons[c.person].accountId)
         }
