@@ -58,17 +58,27 @@ public enum CertificationSuite {
         public var products: Int
         /// The options that select this catalog again (`--catalog F --bundle-id B`, or nothing).
         public var arguments: String
+        /// Every case drew its own catalog, the built-in one being one of the draws (no `--catalog`); `products`
+        /// then counts the built-in catalog's.
+        public var drawn: Bool?
 
-        public init(file: String?, sha256: String?, catalog: Catalog, arguments: String) {
+        public init(file: String?, sha256: String?, catalog: Catalog, arguments: String, drawn: Bool = false) {
             self.file = file
             self.sha256 = sha256
             self.bundleId = catalog.bundleId
             self.environment = catalog.environment.rawValue
             self.products = catalog.products.count
             self.arguments = arguments
+            self.drawn = drawn ? true : nil
         }
 
         public static func builtIn(_ catalog: Catalog) -> CatalogRecord { CatalogRecord(file: nil, sha256: nil, catalog: catalog, arguments: "") }
+
+        /// How a report names the catalog: the file, the built-in one, or drawn per case.
+        public var description: String {
+            if let file { return "\(file) (sha256 \(sha256 ?? "?"))" }
+            return drawn == true ? "drawn per case (the built-in catalog among the draws)" : "built-in"
+        }
     }
 
     public struct Report: Codable, Sendable {
@@ -118,6 +128,7 @@ public enum CertificationSuite {
             o.cases = max(1, Int(Double(e.cases) * scale))
             o.properties = [e.property]
             o.catalog = catalog
+            o.drawsCatalogs = record.drawn == true
             o.policy = policy
             o.shrinkBudget = .init(maxAttempts: 300)  // attempts only: the report is the same on any machine
             o.jobs = jobs

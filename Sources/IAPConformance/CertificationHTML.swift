@@ -65,6 +65,9 @@ public enum CertificationHTML {
 
     static func catalogLine(_ c: CertificationSuite.CatalogRecord?) -> String {
         guard let c else { return "" }
+        if c.file == nil && c.drawn == true {
+            return "catalogs drawn per case (the built-in one among them) · bundle id <code>\(esc(c.bundleId))</code> · \(esc(c.environment))"
+        }
         let file = c.file.map { "catalog <code>\(esc($0))</code> (SHA-256 <code>\(esc(c.sha256 ?? "?"))</code>)" } ?? "built-in catalog"
         return "\(file) · bundle id <code>\(esc(c.bundleId))</code> · \(esc(c.environment)) · \(c.products) products"
     }

@@ -10,6 +10,9 @@ public struct CheckOptions: Sendable {
     public var seed: UInt64 = 1
     public var properties: [PropertyName] = PropertyName.standard
     public var catalog: Catalog = .standard
+    /// Draw a catalog per case with `catalog` as the simplest draw (the command line's default when no `--catalog`
+    /// pins one); off, every case uses `catalog`.
+    public var drawsCatalogs = false
     public var policy: Policy = .default
     public var maxActions: Int = 12
     public var shrinkBudget = Shrinker.Budget()
@@ -82,7 +85,7 @@ public struct Checker {
         self.validator = validator
     }
 
-    var generator: CaseGenerator { CaseGenerator(catalog: options.catalog, policy: options.policy, maxActions: options.maxActions) }
+    var generator: CaseGenerator { CaseGenerator(catalog: options.catalog, policy: options.policy, maxActions: options.maxActions, drawsCatalogs: options.drawsCatalogs) }
 
     /// The properties this run takes turns with: a validator that takes concurrent calls is also checked for races.
     public var properties: [PropertyName] {

@@ -7,8 +7,8 @@ public struct Coverage: Codable, Hashable, Sendable {
     public var families: [String: Int] = [:]
     public var notifications: [String: Int] = [:]
     public var properties: [String: Int] = [:]
-    /// Cases with a product change in each direction (``ProductMove/directions``: level × duration) that the
-    /// catalog allows; a direction no pair of its products makes is absent.
+    /// Cases with a product change in each direction (``ProductMove/directions``: level × duration) that some
+    /// case's catalog allows; a direction no pair of products of any case's catalog makes is absent.
     public var productChanges: [String: Int] = [:]
 
     public init() {}
@@ -25,8 +25,10 @@ public struct Coverage: Codable, Hashable, Sendable {
         for f in c.families { families[f.rawValue, default: 0] += 1 }
         for k in Set(c.notificationKinds) { notifications[k, default: 0] += 1 }
         properties[c.property.rawValue, default: 0] += 1
-        // The directions the catalog allows, once (cases of one run vary the grace setting, not the products).
-        if productChanges.isEmpty { for d in Self.possibleDirections(c.config.catalog) { productChanges[d] = 0 } }
+        // The directions some case's catalog allows (cases draw their catalogs unless one is pinned).
+        if productChanges.count < ProductMove.directions.count {
+            for d in Self.possibleDirections(c.config.catalog) where productChanges[d] == nil { productChanges[d] = 0 }
+        }
         for d in Set(c.events.compactMap { $0.change?.direction(in: c.config.catalog) }) { productChanges[d, default: 0] += 1 }
     }
 

@@ -52,15 +52,18 @@ public struct CaseGenerator: Sendable {
     public var catalog: Catalog
     public var policy: Policy
     public var maxActions: Int
+    /// Each case draws its own catalog, `catalog` being the simplest draw (see ``CatalogGenerator``).
+    public var drawsCatalogs: Bool
 
-    public init(catalog: Catalog, policy: Policy, maxActions: Int = 12) {
+    public init(catalog: Catalog, policy: Policy, maxActions: Int = 12, drawsCatalogs: Bool = false) {
         self.catalog = catalog
         self.policy = policy
         self.maxActions = maxActions
+        self.drawsCatalogs = drawsCatalogs
     }
 
     public func generate(_ property: PropertyName, _ src: ChoiceSource) -> (GeneratedCase, StoreSimulator) {
-        let history = HistoryGenerator(catalog: catalog, policy: policy, maxActions: maxActions).generate(src)
+        let history = HistoryGenerator(catalog: catalog, policy: policy, maxActions: maxActions, drawsCatalog: drawsCatalogs).generate(src)
         let sim = history.sim
         let steps = DeliveryPlanner(perturbations: property.perturbations).plan(history)
         let kinds = sim.notifications.map { n in

@@ -44,17 +44,18 @@ public struct RunIdentity: Codable, Hashable, Sendable {
     public var totalCases: Int
     public var properties: [String]
     public var policy: Policy
-    /// A digest of the catalog as the run used it (after `--bundle-id` and overrides).
+    /// A digest of the catalog as the run used it (after `--bundle-id` and overrides); `drawn:` before it when
+    /// every case drew its own catalog from it as the base.
     public var catalogDigest: String
     public var signed: Bool
     public var shard: Shard
 
-    public init(seed: UInt64, totalCases: Int, properties: [String], policy: Policy, catalog: Catalog, signed: Bool, shard: Shard) {
+    public init(seed: UInt64, totalCases: Int, properties: [String], policy: Policy, catalog: Catalog, drawsCatalogs: Bool = false, signed: Bool, shard: Shard) {
         self.seed = seed
         self.totalCases = totalCases
         self.properties = properties
         self.policy = policy
-        self.catalogDigest = Self.digest(catalog)
+        self.catalogDigest = (drawsCatalogs ? "drawn:" : "") + Self.digest(catalog)
         self.signed = signed
         self.shard = shard
     }

@@ -14,6 +14,18 @@ public enum Timeline {
         let grace = c.config.catalog.gracePeriod.map { "grace \($0.days) d (\($0.eligibility.rawValue))" } ?? "grace off"
         out.append("\(indent)app: \(c.config.catalog.bundleId) \(c.config.catalog.environment), \(grace); people: "
             + c.persons.map { $0.name + ($0.familyId != nil ? " (family)" : "") }.joined(separator: ", "))
+        // The products the history names, with what makes a product change up, down or across: the catalog may
+        // have been drawn for this case.
+        let cat = c.config.catalog
+        let named = cat.products.filter { p in c.events.contains { $0.summary.contains(p.id) } }
+        if !named.isEmpty {
+            out.append("\(indent)products: " + named.map { p in
+                let group = p.groupId.map { g in cat.groups.first { $0.id == g }?.name ?? g }
+                let shape = [group.map { "group \($0)" }, p.level.map { "level \($0)" }, p.period.map(\.description),
+                             p.familyShareable ? "family" : nil].compactMap { $0 }
+                return p.id + " (" + ([p.kind.rawValue] + shape).joined(separator: ", ") + ")"
+            }.joined(separator: "; "))
+        }
         out.append("\(indent)store history (Apple time, relative to the first purchase at \(CivilTime.iso8601(c.origin))):")
         for e in c.events { out.append("\(indent)  \(rel(e.time)) \(e.summary)") }
         out.append("\(indent)what the validator saw and was asked:")

@@ -18,11 +18,15 @@ public struct HistoryGenerator: Sendable {
     public var policy: Policy
     /// Upper bound on actions per history.
     public var maxActions: Int
+    /// Draw a catalog per history (``CatalogGenerator``, with `catalog` as its base and simplest draw) instead of
+    /// always using `catalog`.
+    public var drawsCatalog: Bool
 
-    public init(catalog: Catalog, policy: Policy, maxActions: Int = 12) {
+    public init(catalog: Catalog, policy: Policy, maxActions: Int = 12, drawsCatalog: Bool = false) {
         self.catalog = catalog
         self.policy = policy
         self.maxActions = maxActions
+        self.drawsCatalog = drawsCatalog
     }
 
     /// 2026-03-01T00:00:00Z
@@ -56,10 +60,10 @@ public struct HistoryGenerator: Sendable {
     public static let entropyPerItem = 16
 
     public func generate(_ src: ChoiceSource) -> GeneratedHistory {
+        var cat = drawsCatalog ? CatalogGenerator(base: catalog).draw(src) : catalog
         let count = 1 + src.int(below: 3)
         let family = count >= 2 && src.chance(50)
         let persons = (0..<count).map { Person(index: $0, familyId: family ? 1 : nil) }
-        var cat = catalog
         switch src.int(below: 5) {
         case 1: cat.gracePeriod = nil
         case 2: cat.gracePeriod = GracePeriodSetting(days: 3, eligibility: .allRenewals)
@@ -140,7 +144,7 @@ public struct HistoryGenerator: Sendable {
             }
         case .offer:
             let c = src.pick(offerable(sim))
-            sim.redeemPromotionalOffer(c.id, offer: src.pick(catalog.product(c.productId)!.promotionalOffers), at: userTime!)
+            sim.redeemPromotionalOffer(c.id, offer: src.pick(sim.catalog.product(c.productId)!.promotionalOffers), at: userTime!)
         case .restore: sim.restore(src.pick(restorable(sim, at: userTime!)).id, at: userTime!)
         }
     }
@@ -216,7 +220,7 @@ public struct HistoryGenerator: Sendable {
     }
 
     func changeable(_ sim: StoreSimulator) -> [SimChain] {
-        activeSubscriptions(sim).filter { c in catalog.products(inGroup: c.groupId!).count > 1 }
+        activeSubscriptions(sim).filter { c in sim.catalog.products(inGroup: c.groupId!).count > 1 }
     }
 
     func retrying(_ sim: StoreSimulator) -> [SimChain] {
@@ -230,7 +234,7 @@ public struct HistoryGenerator: Sendable {
     }
 
     func offerable(_ sim: StoreSimulator) -> [SimChain] {
-        activeSubscriptions(sim).filter { $0.nextOffer == nil && !(catalog.product($0.productId)?.promotionalOffers.isEmpty ?? true) }
+        activeSubscriptions(sim).filter { $0.nextOffer == nil && !(sim.catalog.product($0.productId)?.promotionalOffers.isEmpty ?? true) }
     }
 
     /// Purchases that can be issued again under a new id: a paid-up subscription period or a non-consumable, not
@@ -282,7 +286,7 @@ public struct HistoryGenerator: Sendable {
 
     func purchase(_ sim: inout StoreSimulator, _ src: ChoiceSource, at t: Millis) {
         let person = src.int(below: sim.persons.count)
-        let options = catalog.products.filter { p in
+        let options = sim.catalog.products.filter { p in
             switch p.kind {
             case .consumable, .nonRenewing: return true
             case .nonConsumable:
@@ -356,7 +360,7 @@ public struct HistoryGenerator: Sendable {
 
     func productChange(_ sim: inout StoreSimulator, _ src: ChoiceSource, at t: Millis) {
         let c = src.pick(changeable(sim))
-        var targets = catalog.products(inGroup: c.groupId!).map(\.id).filter { $0 != c.productId && $0 != c.autoRenewProductId }
+        var targets = sim.catalog.products(inGroup: c.groupId!).map(\.id).filter { $0 != c.productId && $0 != c.autoRenewProductId }
         let canRevert = c.autoRenewProductId != c.productId
         if canRevert { targets.append(c.productId) }
         guard !targets.isEmpty else { return }

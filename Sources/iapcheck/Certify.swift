@@ -64,7 +64,7 @@ struct Certify: ParsableCommand {
             try Reports.writeJSON(report, to: (dir as NSString).appendingPathComponent("report.json"))
             try CertificationHTML.render(report).write(toFile: (dir as NSString).appendingPathComponent("report.html"), atomically: true, encoding: .utf8)
         }
-        print("catalog: " + (record.file.map { "\($0) (sha256 \(record.sha256 ?? "?"))" } ?? "built-in") + ", bundle id \(record.bundleId)")
+        print("catalog: \(record.description), bundle id \(record.bundleId)")
         print("\(verdict): \(dir)/report.html")
         if report.properties.contains(where: { $0.validatorFailure != nil }) || report.forgeries.contains(where: { $0.validatorFailure != nil }) {
             throw ExitCode(Exit.validatorFailure)
@@ -75,7 +75,9 @@ struct Certify: ParsableCommand {
     /// What the report records about the catalog: the file and a hash of the bytes that were read.
     func catalogRecord(_ catalog: Catalog) throws -> CertificationSuite.CatalogRecord {
         let args = options.selectionArguments
-        guard let path = options.catalog else { return CertificationSuite.CatalogRecord(file: nil, sha256: nil, catalog: catalog, arguments: args) }
+        guard let path = options.catalog, path != "builtin" else {
+            return CertificationSuite.CatalogRecord(file: nil, sha256: nil, catalog: catalog, arguments: args, drawn: options.drawsCatalogs)
+        }
         let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
         let hash = SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
         return CertificationSuite.CatalogRecord(file: path, sha256: hash, catalog: catalog, arguments: args)

@@ -126,6 +126,7 @@ struct Check: ParsableCommand {
         opts.cases = cases
         opts.seed = options.seed
         opts.catalog = catalog
+        opts.drawsCatalogs = options.drawsCatalogs
         opts.policy = policy
         if !props.isEmpty { opts.properties = props }
         if parallel {
@@ -189,7 +190,7 @@ struct Check: ParsableCommand {
         summary.interrupted = report.interrupted
         if caseIndex == nil {
             summary.run = RunIdentity(seed: options.seed, totalCases: cases, properties: checker.properties.map(\.rawValue), policy: policy,
-                                      catalog: catalog, signed: !unsigned, shard: slice ?? Shard(index: 0, count: 1))
+                                      catalog: catalog, drawsCatalogs: options.drawsCatalogs, signed: !unsigned, shard: slice ?? Shard(index: 0, count: 1))
         }
 
         let rate = Double(report.cases) / max(report.seconds, 1e-9)

@@ -37,7 +37,11 @@ struct IAPCheck: ParsableCommand {
 
 /// Options shared by the commands that build cases.
 struct CaseOptions: ParsableArguments {
-    @Option(name: .long, help: "Catalog: an iapcheck catalog JSON or an Xcode .storekit file (default: the built-in catalog).")
+    @Option(name: .long, help: """
+        Catalog: an iapcheck catalog JSON, an Xcode .storekit file, or `builtin` (the built-in catalog). \
+        Default: every case draws its own catalog (groups, levels, durations, offers, family sharing), the built-in \
+        catalog being one of the draws; see docs/catalog.md.
+        """)
     var catalog: String?
 
     @Option(name: .long, help: "The app's bundle id: required with a .storekit catalog (it has none of its own); overrides an iapcheck catalog's.")
@@ -48,6 +52,9 @@ struct CaseOptions: ParsableArguments {
 
     @Option(name: .long, help: "Seed of the run; the same seed and version reproduce the same cases.")
     var seed: UInt64 = 1
+
+    /// No catalog was given: each case draws its own, with the built-in catalog (and `--bundle-id`) as its base.
+    var drawsCatalogs: Bool { catalog == nil }
 
     /// The options that select the same catalog and policy again, for replay commands.
     var selectionArguments: String {
@@ -77,7 +84,7 @@ struct CaseOptions: ParsableArguments {
         if let b = bundleId { defaults.bundleId = b }
         let catalogPath = catalog
         var catalog = defaults
-        if let path = catalogPath {
+        if let path = catalogPath, path != "builtin" {
             catalog = try CatalogLoader.load(path: path, defaults: defaults)
             // A .storekit file names no app: checking it under a made-up bundle id would test the wrong thing.
             if bundleId == nil && CatalogLoader.isStoreKit(path: path) {

@@ -69,6 +69,7 @@ struct Mutants: ParsableCommand {
         opts.cases = cases
         opts.seed = options.seed
         opts.catalog = catalog
+        opts.drawsCatalogs = options.drawsCatalogs
         opts.policy = policy
         opts.shrinkBudget.maxAttempts = shrinkAttempts
         opts.shrinkBudget.maxSeconds = shrinkSeconds ?? .infinity

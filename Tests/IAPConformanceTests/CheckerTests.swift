@@ -13,6 +13,7 @@ import Testing
         var o = CheckOptions()
         o.cases = 600
         o.seed = 2026
+        o.drawsCatalogs = true
         let report = Checker(options: o, validator: ReferenceValidator()).run()
         #expect(report.failure == nil, "\(report.failure.map { Timeline.render($0.shrunk, failingStep: $0.failingStep) } ?? "")")
         #expect(report.passed == 600)
@@ -31,6 +32,7 @@ import Testing
         var o = CheckOptions()
         o.cases = 300
         o.policy = policy
+        o.drawsCatalogs = true
         let report = Checker(options: o, validator: ReferenceValidator()).run()
         #expect(report.failure == nil, "\(report.failure.map { Timeline.render($0.shrunk, failingStep: $0.failingStep) } ?? "")")
     }
