@@ -368,7 +368,13 @@ public struct HistoryGenerator: Sendable {
         if canRevert && q == c.productId {
             sim.revertChange(c.id, at: t)
         } else {
-            sim.changeProduct(c.id, to: q, at: t)
+            // Now and then the change comes with an offer of the new product (Apple: OFFER_REDEEMED/UPGRADE with a
+            // promotional offer or an offer code, /DOWNGRADE with a promotional offer).
+            let p = sim.catalog.product(q)!
+            let immediate = ProductChange.classify(from: sim.catalog.product(c.productId)!, to: p).isImmediate
+            let offers = p.promotionalOffers.map { PurchaseOffer.promotional($0) } + (immediate ? p.offerCodes.map { PurchaseOffer.offerCode($0) } : [])
+            let offer = !offers.isEmpty && src.chance(30) ? src.pick(offers) : .none
+            sim.changeProduct(c.id, to: q, at: t, offer: offer)
         }
     }
 

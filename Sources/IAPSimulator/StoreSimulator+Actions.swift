@@ -330,10 +330,19 @@ extension StoreSimulator {
 
     /// A change of product within the group: immediate (new transaction now, old one `isUpgraded`) or at the
     /// next renewal (`autoRenewProductId`).
-    public mutating func changeProduct(_ cid: String, to q: String, at t: Millis) {
+    /// A change of product within the group. With an `offer` (a promotional offer or an offer code of the new
+    /// product) Apple reports it as OFFER_REDEEMED/UPGRADE (the new period starts now with the offer) or
+    /// OFFER_REDEEMED/DOWNGRADE (the offer applies from the renewal into the new product) instead of
+    /// DID_CHANGE_RENEWAL_PREF.
+    public mutating func changeProduct(_ cid: String, to q: String, at t: Millis, offer: PurchaseOffer = .none) {
         advance(to: t)
         let c0 = chains[cid]!
         let kind = ProductChange.classify(from: product(c0.productId), to: product(q))
+        let spec: (OfferType, OfferSpec)? = switch offer {
+        case .promotional(let o): (.promotional, o)
+        case .offerCode(let o): (.offerCode, o)
+        default: nil
+        }
         if kind.isImmediate && !product(q).familyShareable {
             for m in c0.members { revokeMember(m, reason: .refundedForOtherReason, at: t, why: "sharing stopped") }
             chains[cid]!.members = []
@@ -346,15 +355,17 @@ extension StoreSimulator {
                     _ = sim.cutPaid(old, at: t)
                 }
                 sim.updateTransaction(old) { $0.isUpgraded = true }
-                sim.startPeriod(id, productId: q, offer: nil, inApp: !sim.chains[id]!.isMember, firstTxIsChainId: false)
-                sim.notify(id, .didChangeRenewalPref, .upgrade)
+                sim.startPeriod(id, productId: q, offer: spec, inApp: !sim.chains[id]!.isMember, firstTxIsChainId: false)
+                if spec != nil { sim.notify(id, .offerRedeemed, .upgrade) } else { sim.notify(id, .didChangeRenewalPref, .upgrade) }
             } else {
                 sim.chains[id]!.autoRenewProductId = q
+                if let (type, o) = spec { sim.chains[id]!.nextOffer = SimChain.PendingOffer(type: type, spec: o, remaining: o.periods) }
                 sim.signRenewal(id)
-                sim.notify(id, .didChangeRenewalPref, .downgrade)
+                if spec != nil { sim.notify(id, .offerRedeemed, .downgrade) } else { sim.notify(id, .didChangeRenewalPref, .downgrade) }
             }
         }
-        log(c0.person, kind.family, "\(name(c0.person)) changes \(c0.productId) → \(q) (\(kind.isImmediate ? "now" : "at renewal"))",
+        let with = spec.map { " with offer \($0.1.id ?? "?")" } ?? ""
+        log(c0.person, kind.family, "\(name(c0.person)) changes \(c0.productId) → \(q) (\(kind.isImmediate ? "now" : "at renewal"))\(with)",
             change: ProductMove(from: c0.productId, to: q))
     }
 
@@ -460,8 +471,8 @@ extension StoreSimulator {
         let cid = newChain(person: person, ownership: .purchased, productId: productId, token: persons[person].accountId)
         makeTransaction(chain: cid, productId: productId, purchase: t, expires: nil, reason: .purchase, offer: nil,
                         quantity: p.kind == .consumable ? quantity : 1, inApp: true, txId: cid)
-        // Production sends no purchase notification for one-time products; the sandbox sends ONE_TIME_CHARGE.
-        if catalog.environment != .production { notify(cid, .oneTimeCharge) }
+        // ONE_TIME_CHARGE: in the sandbox since June 2024, in production since May 27, 2025.
+        notify(cid, .oneTimeCharge)
         let family: ScenarioFamily = switch p.kind {
         case .consumable: .buyConsumable
         case .nonConsumable: .buyNonConsumable

@@ -57,6 +57,7 @@ public enum Mutants {
         Entry(name: "grace-assumed-after-trial", pitfall: "J43", description: "in billing retry without a grace date, assumes the app's grace period applies (also after a free trial when grace is for paid renewals only)", make: { GraceAssumedAfterTrial() }),
         Entry(name: "appaccounttoken-required", pitfall: "J44", description: "rejects app transactions without appAccountToken (family shares, offer codes)", make: { AppAccountTokenRequired() }),
         Entry(name: "offer-redeemed-dropped", pitfall: "J47", description: "takes OFFER_REDEEMED for news about an existing subscription and drops it, so a purchase made with an offer code or a promotional offer is missed", make: { OfferRedeemedDropped() }),
+        Entry(name: "one-time-charge-dropped", pitfall: "J48", description: "acknowledges ONE_TIME_CHARGE without reading it (written when Apple sent it only in the sandbox), so a one-time purchase the app never reported is missed", make: { OneTimeChargeDropped() }),
         Entry(name: "consumption-request-revokes", pitfall: "J46", description: "takes a CONSUMPTION_REQUEST (a refund asked for, not granted) as the refund itself", make: { ConsumptionRequestRevokes() }),
         Entry(name: "period-per-transaction-id", pitfall: "J45", description: "keeps each transactionId of a restored or re-granted purchase apart, so a refund under one id still grants through another", make: { PeriodPerTransactionId() }),
         Entry(name: "skip-signature", pitfall: "J31", description: "checks the certificate chain but never the JWS signature", make: { VerifierMutant("skip-signature") { $0.verifySignature = false } }),
@@ -369,6 +370,13 @@ final class OfferRedeemedDropped: ReferenceValidator {
     override var name: String { "mutant:offer-redeemed-dropped" }
     override func ingestNotification(_ n: ResponseBodyV2DecodedPayload) -> DeliveryVerdict {
         n.notificationType == .offerRedeemed ? .accepted : super.ingestNotification(n)
+    }
+}
+
+final class OneTimeChargeDropped: ReferenceValidator {
+    override var name: String { "mutant:one-time-charge-dropped" }
+    override func ingestNotification(_ n: ResponseBodyV2DecodedPayload) -> DeliveryVerdict {
+        n.notificationType == .oneTimeCharge ? .accepted : super.ingestNotification(n)
     }
 }
 

@@ -60,7 +60,7 @@ import Testing
     ])
     func oracleEqualsTruthUnderEveryPolicy(_ policy: Policy) {
         var failures: [String] = []
-        for seed in UInt64(1000)...(1000 + 500 * Self.scale) {
+        for seed in UInt64(1000)..<(1000 + 1500 * Self.scale) {
             failures += Self.mismatches(seed: seed, policy: policy)
             if failures.count > 3 { break }
         }
@@ -101,6 +101,21 @@ import Testing
         }
         let missing = Set(ScenarioFamily.allCases).subtracting(seen).map(\.rawValue).sorted()
         #expect(missing.isEmpty, "never generated: \(missing)")
+    }
+
+    /// Every notification type and subtype the simulator can send is sent, in a production catalog (drawn per case,
+    /// as `check` does): OFFER_REDEEMED in each form and ONE_TIME_CHARGE (in production since May 2025) included.
+    @Test func everyNotificationVariantIsGenerated() {
+        var seen: [String: Int] = [:]
+        for seed in UInt64(1)...2000 {
+            let (c, _) = Fixtures.generated(seed: seed, drawsCatalogs: true)
+            for k in Set(c.notificationKinds) { seen[k, default: 0] += 1 }
+        }
+        let wanted = ["OFFER_REDEEMED", "OFFER_REDEEMED/INITIAL_BUY", "OFFER_REDEEMED/RESUBSCRIBE", "OFFER_REDEEMED/UPGRADE",
+                      "OFFER_REDEEMED/DOWNGRADE", "ONE_TIME_CHARGE", "CONSUMPTION_REQUEST", "DID_CHANGE_RENEWAL_PREF/UPGRADE",
+                      "DID_CHANGE_RENEWAL_PREF/DOWNGRADE", "RENEWAL_EXTENSION/SUMMARY", "EXTERNAL_PURCHASE_TOKEN/UNREPORTED"]
+        let rare = wanted.filter { seen[$0, default: 0] < 5 }
+        #expect(rare.isEmpty, "sent fewer than 5 times in 2,000 cases: \(rare.map { "\($0) \(seen[$0, default: 0])" })")
     }
 
     /// A restore issues the current period again under a new id of the same period; a later refund is signed

@@ -11,6 +11,7 @@ import Testing
     func everyMutantIsCaughtAndShrunk(_ name: String) throws {
         var o = CheckOptions()
         o.cases = 2000
+        o.drawsCatalogs = true  // as `iapcheck mutants` runs them
         o.shrinkBudget = .init(maxAttempts: 600)
         let report = Checker(options: o, validator: Mutants.named(name)!.make()).run()
         let f = try #require(report.failure, "mutant \(name) survived \(o.cases) cases")
