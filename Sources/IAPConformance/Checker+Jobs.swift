@@ -94,5 +94,7 @@ extension Coverage {
         for (k, v) in o.notifications { notifications[k, default: 0] += v }
         for (k, v) in o.properties { properties[k, default: 0] += v }
         for (k, v) in o.productChanges { productChanges[k, default: 0] += v }
+        historySize.merge(o.historySize)
+        apiPages.merge(o.apiPages)
     }
 }

@@ -15,6 +15,9 @@ public struct CheckOptions: Sendable {
     public var drawsCatalogs = false
     public var policy: Policy = .default
     public var maxActions: Int = 12
+    /// The largest case size of the run's long tail (``HistoryGenerator/sizeLimit(caseIndex:maxSize:)``): renewals in
+    /// one "time passes" action, purchases in one spree (`--max-size`).
+    public var maxSize = HistoryGenerator.defaultMaxSize
     public var shrinkBudget = Shrinker.Budget()
     /// Run only this case index (reproduces one case of a seeded run).
     public var onlyCase: Int?
@@ -85,7 +88,11 @@ public struct Checker {
         self.validator = validator
     }
 
-    var generator: CaseGenerator { CaseGenerator(catalog: options.catalog, policy: options.policy, maxActions: options.maxActions, drawsCatalogs: options.drawsCatalogs) }
+    /// The generator of case `i`: its size depends on the index (small cases first, then a long tail).
+    func generator(forCase i: Int) -> CaseGenerator {
+        CaseGenerator(catalog: options.catalog, policy: options.policy, maxActions: options.maxActions, drawsCatalogs: options.drawsCatalogs,
+                      size: HistoryGenerator.sizeLimit(caseIndex: i, maxSize: options.maxSize))
+    }
 
     /// The properties this run takes turns with: a validator that takes concurrent calls is also checked for races.
     public var properties: [PropertyName] {
@@ -98,7 +105,7 @@ public struct Checker {
 
     public func generate(caseIndex i: Int) -> (GeneratedCase, ChoiceSource) {
         let src = ChoiceSource(seed: SplitMix64.derive(options.seed, UInt64(i)))
-        let (c, _) = generator.generate(property(ofCase: i), src)
+        let (c, _) = generator(forCase: i).generate(property(ofCase: i), src)
         return (c, src)
     }
 
@@ -166,6 +173,7 @@ public struct Checker {
     /// Shrinks a failing case on its choice sequence, keeping the same kind of failure.
     public func shrink(caseIndex i: Int, original: GeneratedCase, source: ChoiceSource, outcome: CaseOutcome) -> FailureReport {
         let property = original.property
+        let generator = generator(forCase: i)
         // Shrink without cryptography when the failure shows there too (entitlement bugs): thousands of attempts
         // then cost milliseconds. Signature-dependent failures shrink signed.
         let decodedReproduces = options.signed && validator is any DecodedDeliveryValidator

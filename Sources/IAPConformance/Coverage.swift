@@ -10,6 +10,44 @@ public struct Coverage: Codable, Hashable, Sendable {
     /// Cases with a product change in each direction (``ProductMove/directions``: level × duration) that some
     /// case's catalog allows; a direction no pair of products of any case's catalog makes is absent.
     public var productChanges: [String: Int] = [:]
+    /// Transactions per customer (every person of every case with at least one), by bucket, with the largest seen.
+    public var historySize = Histogram(bounds: [5, 10, 20, 40, 60], lowest: 1)
+    /// Pages per App Store Server API history answer delivered (20 transactions a page), by bucket.
+    public var apiPages = Histogram(bounds: [1, 2, 3], lowest: 1)
+
+    /// Counts of values in buckets `lowest…b0`, `b0+1…b1`, …, `> last` (a bucket of one value is named by it), and
+    /// the largest value.
+    public struct Histogram: Codable, Hashable, Sendable {
+        public var bounds: [Int]
+        public var lowest: Int
+        public var buckets: [String: Int] = [:]
+        public var max = 0
+        public var count = 0
+
+        public init(bounds: [Int], lowest: Int = 0) {
+            self.bounds = bounds
+            self.lowest = lowest
+        }
+
+        public mutating func add(_ v: Int) {
+            let key: String
+            if let i = bounds.firstIndex(where: { v <= $0 }) {
+                let lo = i == 0 ? lowest : bounds[i - 1] + 1
+                key = lo >= bounds[i] ? "\(bounds[i])" : "\(lo)-\(bounds[i])"
+            } else {
+                key = "> \(bounds.last ?? 0)"
+            }
+            buckets[key, default: 0] += 1
+            max = Swift.max(max, v)
+            count += 1
+        }
+
+        public mutating func merge(_ o: Histogram) {
+            for (k, n) in o.buckets { buckets[k, default: 0] += n }
+            max = Swift.max(max, o.max)
+            count += o.count
+        }
+    }
 
     public init() {}
 
@@ -19,6 +57,8 @@ public struct Coverage: Codable, Hashable, Sendable {
         notifications = try c.decode([String: Int].self, forKey: .notifications)
         properties = try c.decode([String: Int].self, forKey: .properties)
         productChanges = try c.decodeIfPresent([String: Int].self, forKey: .productChanges) ?? [:]
+        historySize = try c.decodeIfPresent(Histogram.self, forKey: .historySize) ?? historySize
+        apiPages = try c.decodeIfPresent(Histogram.self, forKey: .apiPages) ?? apiPages
     }
 
     public mutating func add(_ c: GeneratedCase) {
@@ -30,6 +70,10 @@ public struct Coverage: Codable, Hashable, Sendable {
             for d in Self.possibleDirections(c.config.catalog) where productChanges[d] == nil { productChanges[d] = 0 }
         }
         for d in Set(c.events.compactMap { $0.change?.direction(in: c.config.catalog) }) { productChanges[d, default: 0] += 1 }
+        for n in c.historySizes ?? [] { historySize.add(n) }
+        for case .deliver(let d) in c.steps {
+            if case .apiSnapshot(let s) = d.delivery { apiPages.add(Swift.max(1, (s.transactions.count + 19) / 20)) }
+        }
     }
 
     /// The directions some pair of auto-renewable products of one group makes.

@@ -17,6 +17,9 @@ public struct GeneratedCase: Codable, Hashable, Sendable {
     /// Notifications the store sent that never reached the validator (lost for good), for timelines: what the
     /// validator could not know. Absent in cases saved before it existed.
     public var lost: [LostNotification]?
+    /// Transactions in each customer's history (every product type, restores included; people without any are not
+    /// customers), for coverage. Absent in cases saved before it existed.
+    public var historySizes: [Int]?
 
     /// Number of store actions in the history (the size a shrunk counterexample is measured by).
     public var actionCount: Int { events.filter { !$0.summary.hasPrefix("  ") }.count }
@@ -54,25 +57,33 @@ public struct CaseGenerator: Sendable {
     public var maxActions: Int
     /// Each case draws its own catalog, `catalog` being the simplest draw (see ``CatalogGenerator``).
     public var drawsCatalogs: Bool
+    /// The case's size (``HistoryGenerator/size``).
+    public var size: Int
 
-    public init(catalog: Catalog, policy: Policy, maxActions: Int = 12, drawsCatalogs: Bool = false) {
+    public init(catalog: Catalog, policy: Policy, maxActions: Int = 12, drawsCatalogs: Bool = false, size: Int = 4) {
         self.catalog = catalog
         self.policy = policy
         self.maxActions = maxActions
         self.drawsCatalogs = drawsCatalogs
+        self.size = size
     }
 
     public func generate(_ property: PropertyName, _ src: ChoiceSource) -> (GeneratedCase, StoreSimulator) {
-        let history = HistoryGenerator(catalog: catalog, policy: policy, maxActions: maxActions, drawsCatalog: drawsCatalogs).generate(src)
+        let history = HistoryGenerator(catalog: catalog, policy: policy, maxActions: maxActions, drawsCatalog: drawsCatalogs, size: size).generate(src)
         let sim = history.sim
         let steps = DeliveryPlanner(perturbations: property.perturbations).plan(history)
         let kinds = sim.notifications.map { n in
             n.payload.notificationType.rawValue + (n.payload.subtype.map { "/" + $0.rawValue } ?? "")
         }
-        let c = GeneratedCase(
+        var c = GeneratedCase(
             property: property, config: ValidatorConfig(catalog: sim.catalog, policy: policy), persons: sim.persons,
             origin: sim.origin ?? sim.now, events: sim.events, steps: steps, notificationKinds: kinds,
             lost: GeneratedCase.lost(sim, steps: steps))
+        var sizes = [Int](repeating: 0, count: sim.persons.count)
+        for id in sim.txOrder {
+            if let otid = sim.latest(id)?.originalTransactionId, let p = sim.chains[otid]?.person, sizes.indices.contains(p) { sizes[p] += 1 }
+        }
+        c.historySizes = sizes.filter { $0 > 0 }  // customers: people with at least one transaction
         return (c, sim)
     }
 }

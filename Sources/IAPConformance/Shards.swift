@@ -49,6 +49,8 @@ public struct RunIdentity: Codable, Hashable, Sendable {
     public var catalogDigest: String
     public var signed: Bool
     public var shard: Shard
+    /// `--max-size` when not the default (absent in summaries written before it existed).
+    public var maxSize: Int?
 
     public init(seed: UInt64, totalCases: Int, properties: [String], policy: Policy, catalog: Catalog, drawsCatalogs: Bool = false, signed: Bool, shard: Shard) {
         self.seed = seed
@@ -131,6 +133,7 @@ public enum ShardMerge {
             if id.totalCases != id0.totalCases { throw differ("--cases", "\(id0.totalCases)", "\(id.totalCases)") }
             if id.shard.count != id0.shard.count { throw differ("shard count", "\(id0.shard.count)", "\(id.shard.count)") }
             if id.catalogDigest != id0.catalogDigest { throw differ("catalog", id0.catalogDigest, id.catalogDigest) }
+            if id.maxSize != id0.maxSize { throw differ("--max-size", id0.maxSize.map(String.init) ?? "default", id.maxSize.map(String.init) ?? "default") }
             if id.policy != id0.policy {
                 let (a, b) = Self.policyDifference(id0.policy, id.policy)
                 throw differ("policy", a, b)

@@ -113,8 +113,7 @@ public struct DeliveryPlanner: Sendable {
                     // app has no chain to reconcile: it is just lost).
                     let at = signed + Millis(1 + src.int(below: 48)) * h
                     if let chain = n.chainId {
-                        var snap = sim.snapshot(chain: chain, at: at)
-                        snap.transactions = shuffled(snap.transactions, src)
+                        let snap = sim.snapshot(chain: chain, at: at)
                         add(at, .apiSnapshot(snap), "api-reconcile (notification \(n.payload.notificationType) lost)", n.person)
                     }
                 } else {
@@ -126,8 +125,7 @@ public struct DeliveryPlanner: Sendable {
                 }
                 if perturbations.duplicates && src.chance(10), let chain = n.chainId {
                     let at = signed + Millis(1 + src.int(below: 12)) * h
-                    var snap = sim.snapshot(chain: chain, at: at)
-                    snap.transactions = shuffled(snap.transactions, src)
+                    let snap = sim.snapshot(chain: chain, at: at)
                     add(at, .apiSnapshot(snap), "api-reconcile", n.person)
                 }
                 if perturbations.foreign && src.chance(25) {
@@ -265,15 +263,6 @@ public struct DeliveryPlanner: Sendable {
             r.renewalDate = r.renewalDate.map { $0 + 3 * 365 * CivilTime.msPerDay }
         }
         return r
-    }
-
-    func shuffled<T>(_ a: [T], _ src: ChoiceSource) -> [T] {
-        var a = a
-        guard a.count > 1 else { return a }
-        for i in stride(from: a.count - 1, to: 0, by: -1) {
-            a.swapAt(i, src.int(below: i + 1))
-        }
-        return a
     }
 
     /// Questions at and around every truth boundary (b − 1 ms, b, b + 1 ms), right after each delivery, and a

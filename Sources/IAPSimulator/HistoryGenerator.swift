@@ -21,12 +21,28 @@ public struct HistoryGenerator: Sendable {
     /// Draw a catalog per history (``CatalogGenerator``, with `catalog` as its base and simplest draw) instead of
     /// always using `catalog`.
     public var drawsCatalog: Bool
+    /// The most periods one "time passes" action renews and the most one-time purchases one spree makes: the
+    /// case's size (``sizeLimit(caseIndex:maxSize:)``), which lets a few customers have years of history.
+    public var size: Int
 
-    public init(catalog: Catalog, policy: Policy, maxActions: Int = 12, drawsCatalog: Bool = false) {
+    public init(catalog: Catalog, policy: Policy, maxActions: Int = 12, drawsCatalog: Bool = false, size: Int = 4) {
         self.catalog = catalog
         self.policy = policy
         self.maxActions = maxActions
         self.drawsCatalog = drawsCatalog
+        self.size = size
+    }
+
+    /// The default largest size: a monthly subscriber of six years.
+    public static let defaultMaxSize = 72
+
+    /// The size of case `i` of a run: small cases first (4 at the start, growing by one every four cases), then a
+    /// long tail: one case in ten may reach `maxSize`, the others stay at 8 or less, so the median case stays small
+    /// and fast while a default run still meets customers with years of renewals. It depends on the case index
+    /// only, so a case is the same in any shard or job.
+    public static func sizeLimit(caseIndex i: Int, maxSize: Int = defaultMaxSize) -> Int {
+        let grown = min(max(maxSize, 1), 4 + max(i, 0) / 4)
+        return i % 10 == 9 ? grown : min(grown, 8)
     }
 
     /// 2026-03-01T00:00:00Z
@@ -35,6 +51,10 @@ public struct HistoryGenerator: Sendable {
     enum Category: Int, CaseIterable {
         case purchase, advance, productChange, autoRenew, refund, recover, family, extend, priceIncrease, offer, restore
         case externalPurchase
+        /// Months or years pass with nothing but renewals (one action, so the shrinker removes them in one step).
+        case timePasses
+        /// A run of one-time purchases over some days.
+        case spree
         var weight: Int {
             switch self {
             case .purchase: 20
@@ -49,6 +69,8 @@ public struct HistoryGenerator: Sendable {
             case .offer: 2
             case .restore: 3
             case .externalPurchase: 1
+            case .timePasses: 12
+            case .spree: 6
             }
         }
     }
@@ -109,10 +131,12 @@ public struct HistoryGenerator: Sendable {
         // shift every later choice onto another category).
         let open = Category.allCases.filter { available($0, sim, boundary: boundary, userTime: userTime) }
         guard !open.isEmpty else { return }
-        let drawn = Category(rawValue: src.weighted(Category.allCases.map(\.weight)))!
+        // Years passing and sprees make the long-lived customers of the long-tail cases (size above 8) only: in the
+        // others, ordinary advances renew.
+        let drawn = Category(rawValue: src.weighted(Category.allCases.map { size <= 8 && [.timePasses, .spree].contains($0) ? 0 : $0.weight }))!
         // A category that is always available (an external purchase token) must not collect the draws of every
         // unavailable one before it: it never stands in for another.
-        let category = open.contains(drawn) ? drawn : open.first { $0.rawValue > drawn.rawValue && $0 != .externalPurchase } ?? open[0]
+        let category = open.contains(drawn) ? drawn : open.first { $0.rawValue > drawn.rawValue && ![.externalPurchase, .timePasses, .spree].contains($0) } ?? open[0]
         switch category {
         case .purchase: purchase(&sim, src, at: userTime!)
         case .advance: advance(&sim, src, boundary: boundary!)
@@ -146,6 +170,23 @@ public struct HistoryGenerator: Sendable {
             let c = src.pick(offerable(sim))
             sim.redeemPromotionalOffer(c.id, offer: src.pick(sim.catalog.product(c.productId)!.promotionalOffers), at: userTime!)
         case .restore: sim.restore(src.pick(restorable(sim, at: userTime!)).id, at: userTime!)
+        case .timePasses:
+            // Every boundary in turn, each period renewing (no billing failure): the long-lived subscriber. Not past
+            // six years after the history's start, so later actions stay within the test certificates' validity.
+            for _ in 0..<(1 + src.int(below: size)) {
+                guard let b = nextBoundary(sim), b.time < Self.epoch + 6 * 365 * CivilTime.msPerDay else { break }
+                let c = sim.chains[b.chain]!
+                if b.kind == .periodEnd && c.autoRenew && c.priceIncrease != .customerHasNotResponded { sim.renew(c.id) } else { advance(&sim, src, boundary: b) }
+            }
+        case .spree:
+            let person = src.int(below: sim.persons.count)
+            let products = sim.catalog.products.filter { $0.kind == .consumable }
+            var t = userTime!
+            for _ in 0..<(1 + src.int(below: size)) {
+                if let b = nextBoundary(sim)?.time, t >= b { break }
+                sim.buyOneTime(person: person, productId: src.pick(products).id, quantity: 1 + src.int(below: 3), at: t, familyMates: [])
+                t += Millis(1 + src.int(below: 48)) * CivilTime.msPerHour
+            }
         }
     }
 
@@ -204,6 +245,8 @@ public struct HistoryGenerator: Sendable {
         case .offer: return !offerable(sim).isEmpty
         case .restore: return !restorable(sim, at: t).isEmpty
         case .externalPurchase: return [.production, .sandbox].contains(sim.catalog.environment)
+        case .timePasses: return size > 8 && activeSubscriptions(sim).contains { $0.autoRenew }
+        case .spree: return size > 8 && sim.catalog.products.contains { $0.kind == .consumable }
         }
     }
 

@@ -267,13 +267,18 @@ public struct StoreSimulator: Sendable {
 
     /// A chain as the API would return it at `t`: every transaction's and the renewal info's latest version,
     /// signed at `t`.
+    /// What the App Store Server API answers about chain `cid` at `t`: its transactions in Apple's order (ascending
+    /// by the date the App Store last modified each, so a refunded old purchase comes after newer ones), each
+    /// signed at `t`, and the renewal info.
     public func snapshot(chain cid: String, at t: Millis) -> APISnapshot {
         let c = chains[cid]!
-        let txs = (c.txIds + c.restoredTxIds).compactMap { latest($0, at: t) }.map { v -> JWSTransactionDecodedPayload in
-            var v = v
-            v.signedDate = t
-            return v
-        }
+        let txs = (c.txIds + c.restoredTxIds).compactMap { latest($0, at: t) }
+            .sorted { ($0.signedDate, $0.purchaseDate, $0.transactionId) < ($1.signedDate, $1.purchaseDate, $1.transactionId) }
+            .map { v -> JWSTransactionDecodedPayload in
+                var v = v
+                v.signedDate = t
+                return v
+            }
         var r = latestRenewal(cid, at: t)
         r?.signedDate = t
         return APISnapshot(originalTransactionId: c.id, transactions: txs, renewalInfo: r)

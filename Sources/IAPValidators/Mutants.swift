@@ -58,6 +58,7 @@ public enum Mutants {
         Entry(name: "appaccounttoken-required", pitfall: "J44", description: "rejects app transactions without appAccountToken (family shares, offer codes)", make: { AppAccountTokenRequired() }),
         Entry(name: "offer-redeemed-dropped", pitfall: "J47", description: "takes OFFER_REDEEMED for news about an existing subscription and drops it, so a purchase made with an offer code or a promotional offer is missed", make: { OfferRedeemedDropped() }),
         Entry(name: "one-time-charge-dropped", pitfall: "J48", description: "acknowledges ONE_TIME_CHARGE without reading it (written when Apple sent it only in the sandbox), so a one-time purchase the app never reported is missed", make: { OneTimeChargeDropped() }),
+        Entry(name: "recent-window", pitfall: "J49", description: "counts a customer's consumables over the 10 most recent purchases only (a fixed window of recent transactions)", make: { RecentWindow() }),
         Entry(name: "consumption-request-revokes", pitfall: "J46", description: "takes a CONSUMPTION_REQUEST (a refund asked for, not granted) as the refund itself", make: { ConsumptionRequestRevokes() }),
         Entry(name: "period-per-transaction-id", pitfall: "J45", description: "keeps each transactionId of a restored or re-granted purchase apart, so a refund under one id still grants through another", make: { PeriodPerTransactionId() }),
         Entry(name: "skip-signature", pitfall: "J31", description: "checks the certificate chain but never the JWS signature", make: { VerifierMutant("skip-signature") { $0.verifySignature = false } }),
@@ -377,6 +378,19 @@ final class OneTimeChargeDropped: ReferenceValidator {
     override var name: String { "mutant:one-time-charge-dropped" }
     override func ingestNotification(_ n: ResponseBodyV2DecodedPayload) -> DeliveryVerdict {
         n.notificationType == .oneTimeCharge ? .accepted : super.ingestNotification(n)
+    }
+}
+
+final class RecentWindow: ReferenceValidator {
+    override var name: String { "mutant:recent-window" }
+    override func consumableBalance(userId: String, at t: Millis) -> [String: Int] {
+        // The reference's count, over the user's ten most recent purchases only.
+        let all = consumableCredits
+        defer { consumableCredits = all }
+        let recent = all.filter { $0.value.purchaseDate <= t && user(ofChain: $0.value.originalTransactionId) == userId }
+            .sorted { ($0.value.purchaseDate, $0.key) > ($1.value.purchaseDate, $1.key) }.prefix(10)
+        consumableCredits = Dictionary(uniqueKeysWithValues: recent.map { ($0.key, $0.value) })
+        return super.consumableBalance(userId: userId, at: t)
     }
 }
 

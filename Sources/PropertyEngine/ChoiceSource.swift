@@ -31,12 +31,12 @@ public final class ChoiceSource {
     /// Generation stops adding choices past this many (a safety limit, not a tuning knob).
     public let maxChoices: Int
 
-    public init(seed: UInt64, maxChoices: Int = 4096) {
+    public init(seed: UInt64, maxChoices: Int = 16384) {
         self.mode = .random(SplitMix64(seed: seed))
         self.maxChoices = maxChoices
     }
 
-    public init(replaying sequence: [UInt64], maxChoices: Int = 4096) {
+    public init(replaying sequence: [UInt64], maxChoices: Int = 16384) {
         self.mode = .replay(sequence)
         self.maxChoices = maxChoices
     }

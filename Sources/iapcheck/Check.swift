@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import IAPConformance
 import IAPModel
+import IAPSimulator
 import IAPValidators
 
 struct Check: ParsableCommand {
@@ -127,6 +128,7 @@ struct Check: ParsableCommand {
         opts.seed = options.seed
         opts.catalog = catalog
         opts.drawsCatalogs = options.drawsCatalogs
+        opts.maxSize = options.maxSize
         opts.policy = policy
         if !props.isEmpty { opts.properties = props }
         if parallel {
@@ -191,6 +193,7 @@ struct Check: ParsableCommand {
         if caseIndex == nil {
             summary.run = RunIdentity(seed: options.seed, totalCases: cases, properties: checker.properties.map(\.rawValue), policy: policy,
                                       catalog: catalog, drawsCatalogs: options.drawsCatalogs, signed: !unsigned, shard: slice ?? Shard(index: 0, count: 1))
+            if options.maxSize != HistoryGenerator.defaultMaxSize { summary.run?.maxSize = options.maxSize }
         }
 
         let rate = Double(report.cases) / max(report.seconds, 1e-9)

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import IAPConformance
 import IAPModel
+import IAPSimulator
 import IAPValidators
 import IAPSigning
 import IAPStore
@@ -53,6 +54,13 @@ struct CaseOptions: ParsableArguments {
     @Option(name: .long, help: "Seed of the run; the same seed and version reproduce the same cases.")
     var seed: UInt64 = 1
 
+    @Option(name: .long, help: ArgumentHelp("""
+        Largest case of the long tail: the most periods one "time passes" action renews and the most purchases one \
+        spree makes. Cases start small and grow; one in ten may reach this size, the rest stay at 8 or less \
+        (default 72, a monthly subscriber of six years; 8 keeps every case small).
+        """, valueName: "N"))
+    var maxSize: Int = HistoryGenerator.defaultMaxSize
+
     /// No catalog was given: each case draws its own, with the built-in catalog (and `--bundle-id`) as its base.
     var drawsCatalogs: Bool { catalog == nil }
 
@@ -62,11 +70,13 @@ struct CaseOptions: ParsableArguments {
         if let catalog { s += " --catalog \(catalog)" }
         if let bundleId { s += " --bundle-id \(bundleId)" }
         if let policy { s += " --policy \(policy)" }
+        if maxSize != HistoryGenerator.defaultMaxSize { s += " --max-size \(maxSize)" }
         return s
     }
 
     /// The catalog and policy, or exit code 2 with every problem named.
     func loadOrExit() throws -> (Catalog, Policy) {
+        guard maxSize >= 1 else { throw fail("error: --max-size must be at least 1", code: Exit.usage) }
         do {
             return try load()
         } catch {

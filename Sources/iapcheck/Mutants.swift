@@ -70,6 +70,7 @@ struct Mutants: ParsableCommand {
         opts.seed = options.seed
         opts.catalog = catalog
         opts.drawsCatalogs = options.drawsCatalogs
+        opts.maxSize = options.maxSize
         opts.policy = policy
         opts.shrinkBudget.maxAttempts = shrinkAttempts
         opts.shrinkBudget.maxSeconds = shrinkSeconds ?? .infinity

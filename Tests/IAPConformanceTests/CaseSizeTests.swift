@@ -1,0 +1,51 @@
+import IAPConformance
+import IAPModel
+import IAPSimulator
+import IAPValidators
+import Testing
+
+/// Case sizes grow across a run and then have a long tail: a few customers with years of renewals or runs of
+/// purchases, the median case small, `--max-size` capping it.
+@Suite struct CaseSizeTests {
+    @Test func sizesStartSmallThenHaveALongTail() {
+        #expect(HistoryGenerator.sizeLimit(caseIndex: 0) == 4)
+        #expect(HistoryGenerator.sizeLimit(caseIndex: 9) == 6)
+        #expect(HistoryGenerator.sizeLimit(caseIndex: 999) == HistoryGenerator.defaultMaxSize)
+        #expect(HistoryGenerator.sizeLimit(caseIndex: 998) == 8)
+        #expect(HistoryGenerator.sizeLimit(caseIndex: 999, maxSize: 8) == 8)
+        #expect(HistoryGenerator.sizeLimit(caseIndex: 5_000_000, maxSize: 0) == 1)
+    }
+
+    static func sizes(maxSize: Int) -> [Int] {
+        var o = CheckOptions()
+        o.drawsCatalogs = true
+        o.maxSize = maxSize
+        let checker = Checker(options: o, validator: ReferenceValidator())
+        return (0..<800).flatMap { checker.generate(caseIndex: $0).0.historySizes ?? [] }.sorted()
+    }
+
+    @Test func someCustomersHaveLongHistoriesWhileTheMedianStaysSmall() {
+        let sizes = Self.sizes(maxSize: HistoryGenerator.defaultMaxSize)
+        #expect(sizes[sizes.count / 2] <= 5, "median \(sizes[sizes.count / 2])")
+        #expect((sizes.last ?? 0) >= 40, "largest history \(sizes.last ?? 0)")
+        #expect(sizes.filter { $0 > 20 }.count >= 5)
+        let capped = Self.sizes(maxSize: 8)
+        #expect((capped.last ?? 0) < (sizes.last ?? 0))
+        #expect(capped.filter { $0 > 20 }.count < sizes.filter { $0 > 20 }.count)
+    }
+
+    /// The history answer lists the chain's transactions in Apple's order: by the date each was last modified, so a
+    /// refunded old period comes after the newer ones.
+    @Test func apiAnswersAreInApplesOrder() {
+        var sim = StoreSimulator(catalog: .standard, policy: .default, persons: [Person(index: 0, familyId: nil)], start: HistoryGenerator.epoch)
+        sim.buySubscription(person: 0, productId: "pro.monthly", offer: .none, at: HistoryGenerator.epoch, familyMates: [])
+        let chain = sim.chainOrder[0]
+        for _ in 0..<3 { sim.renew(chain) }
+        let first = sim.chains[chain]!.txIds[0]
+        sim.refund(first, reason: .refundedForOtherReason, prorated: false, at: sim.now + 3_600_000)
+        let ids = sim.snapshot(chain: chain, at: sim.now + 7_200_000).transactions.map(\.transactionId)
+        #expect(ids.count == 4)
+        #expect(ids.last == first, "the refunded purchase was modified last: \(ids)")
+        #expect(Array(ids.dropLast()) == Array(sim.chains[chain]!.txIds.dropFirst()))
+    }
+}
