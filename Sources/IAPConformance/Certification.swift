@@ -1,12 +1,13 @@
 import Foundation
 import IAPModel
+import IAPSimulator
 import IAPSigning
 import IAPValidators
 
 /// The fixed, versioned certification suite: named seeds and case counts per property, plus a probe of every
 /// forgery class. Changing any number here is a new suite version.
 public enum CertificationSuite {
-    public static let version = "iapcheck-certify/1"
+    public static let version = "iapcheck-certify/2"
 
     public struct Entry: Codable, Sendable {
         public var property: PropertyName
@@ -117,7 +118,7 @@ public enum CertificationSuite {
     public static func run(_ validator: any Validator, spec: String = "reference", catalog: Catalog = .standard, policy: Policy = .default, scale: Double = 1,
                            knownDivergences: Set<String> = [], faults: String? = nil, durableAck: Bool = false,
                            catalogRecord: CatalogRecord? = nil, jobs: Int = 1, makeWorker: (() throws -> any Validator)? = nil,
-                           progress: ((String) -> Void)? = nil) -> Report {
+                           maxSize: Int = HistoryGenerator.defaultMaxSize, progress: ((String) -> Void)? = nil) -> Report {
         let record = catalogRecord ?? .builtIn(catalog)
         let faultArgs = (faults.map { " --faults \($0)" } ?? "") + record.arguments
         var results: [PropertyResult] = []
@@ -129,6 +130,7 @@ public enum CertificationSuite {
             o.properties = [e.property]
             o.catalog = catalog
             o.drawsCatalogs = record.drawn == true
+            o.maxSize = maxSize
             o.policy = policy
             o.shrinkBudget = .init(maxAttempts: 300)  // attempts only: the report is the same on any machine
             o.jobs = jobs

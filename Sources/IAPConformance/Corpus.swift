@@ -107,5 +107,5 @@ public enum Corpus {
 }
 
 public enum IAPCheckVersion {
-    public static let current = "0.1.0"
+    public static let current = "0.2.0"
 }

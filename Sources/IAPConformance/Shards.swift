@@ -132,7 +132,10 @@ public enum ShardMerge {
             if id.seed != id0.seed { throw differ("seed", "\(id0.seed)", "\(id.seed)") }
             if id.totalCases != id0.totalCases { throw differ("--cases", "\(id0.totalCases)", "\(id.totalCases)") }
             if id.shard.count != id0.shard.count { throw differ("shard count", "\(id0.shard.count)", "\(id.shard.count)") }
-            if id.catalogDigest != id0.catalogDigest { throw differ("catalog", id0.catalogDigest, id.catalogDigest) }
+            if id.catalogDigest != id0.catalogDigest {
+                func mode(_ d: String) -> String { d.hasPrefix("drawn:") ? "drawn per case (\(d.dropFirst(6)))" : "pinned (\(d))" }
+                throw differ("catalog", mode(id0.catalogDigest), mode(id.catalogDigest))
+            }
             if id.maxSize != id0.maxSize { throw differ("--max-size", id0.maxSize.map(String.init) ?? "default", id.maxSize.map(String.init) ?? "default") }
             if id.policy != id0.policy {
                 let (a, b) = Self.policyDifference(id0.policy, id.policy)

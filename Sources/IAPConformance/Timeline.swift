@@ -17,7 +17,10 @@ public enum Timeline {
         // The products the history names, with what makes a product change up, down or across: the catalog may
         // have been drawn for this case.
         let cat = c.config.catalog
-        let named = cat.products.filter { p in c.events.contains { $0.summary.contains(p.id) } }
+        let words = Set(c.events.flatMap { e in
+            e.summary.split { !($0.isLetter || $0.isNumber || ".-_".contains($0)) }.map { String($0.hasSuffix(".") ? $0.dropLast() : $0[...]) }
+        })
+        let named = cat.products.filter { words.contains($0.id) }
         if !named.isEmpty {
             out.append("\(indent)products: " + named.map { p in
                 let group = p.groupId.map { g in cat.groups.first { $0.id == g }?.name ?? g }

@@ -39,7 +39,7 @@ extension Catalog {
                 familyShareable: true),
             CatalogProduct(
                 id: "plus.weekly", kind: .autoRenewable, groupId: "21000001", level: 2, period: Period(1, .week),
-                introductoryOffer: OfferSpec(discountType: .payUpFront, period: Period(2, .week))),
+                introductoryOffer: OfferSpec(discountType: .payUpFront, period: Period(1, .month))),
             CatalogProduct(
                 id: "basic.monthly", kind: .autoRenewable, groupId: "21000001", level: 3, period: Period(1, .month)),
             CatalogProduct(

@@ -25,8 +25,10 @@ public struct CatalogGenerator: Sendable {
 
     /// The durations Apple offers for auto-renewable subscriptions, the simplest first.
     static let durations: [Period] = [Period(1, .month), Period(1, .year), Period(1, .week), Period(3, .month), Period(6, .month), Period(2, .month)]
-    /// Free-trial and pay-up-front lengths Apple offers.
-    static let offerLengths: [Period] = [Period(1, .week), Period(1, .month), Period(3, .day), Period(2, .week), Period(3, .month), Period(6, .month), Period(1, .year)]
+    /// Free-trial lengths App Store Connect offers.
+    static let trialLengths: [Period] = [Period(1, .week), Period(1, .month), Period(3, .day), Period(2, .week), Period(3, .month), Period(6, .month), Period(1, .year), Period(2, .month)]
+    /// Pay-up-front lengths App Store Connect offers (months only).
+    static let upFrontLengths: [Period] = [Period(1, .month), Period(3, .month), Period(2, .month), Period(6, .month), Period(1, .year)]
     static let groupNames = ["alpha", "beta", "gamma"]
 
     public func draw(_ src: ChoiceSource) -> Catalog {
@@ -69,14 +71,17 @@ public struct CatalogGenerator: Sendable {
     }
 
     /// An offer of a drawn payment mode: a free trial or a pay-up-front price for one of Apple's lengths, or a
-    /// pay-as-you-go price for one to three of the product's own periods.
+    /// pay-as-you-go price for one to three of the product's own periods (at most a year in all).
     func offer(_ id: String?, for period: Period, _ src: ChoiceSource) -> OfferSpec {
         switch src.int(below: 3) {
-        case 1: OfferSpec(id: id, discountType: .payAsYouGo, period: period, periods: 1 + src.int(below: 3))
-        case 2: OfferSpec(id: id, discountType: .payUpFront, period: src.pick(Self.offerLengths))
-        default: OfferSpec(id: id, discountType: .freeTrial, period: src.pick(Self.offerLengths))
+        case 1: OfferSpec(id: id, discountType: .payAsYouGo, period: period, periods: 1 + src.int(below: Self.maxPayAsYouGoPeriods(period)))
+        case 2: OfferSpec(id: id, discountType: .payUpFront, period: src.pick(Self.upFrontLengths))
+        default: OfferSpec(id: id, discountType: .freeTrial, period: src.pick(Self.trialLengths))
         }
     }
+
+    /// Pay-as-you-go periods of `period` that fit in a year, at most three.
+    static func maxPayAsYouGoPeriods(_ period: Period) -> Int { max(1, min(3, 365 / max(period.approximateDays, 1))) }
 
     func unique(_ id: String, in cat: Catalog) -> String {
         var candidate = id

@@ -39,11 +39,15 @@ public struct HistoryGenerator: Sendable {
     /// The size of case `i` of a run: small cases first (4 at the start, growing by one every four cases), then a
     /// long tail: one case in ten may reach `maxSize`, the others stay at 8 or less, so the median case stays small
     /// and fast while a default run still meets customers with years of renewals. It depends on the case index
-    /// only, so a case is the same in any shard or job.
+    /// only, so a case is the same in any shard or job; the tail cases are picked by a hash of the index, not by
+    /// its residue, so they fall on every property of a run (properties take turns by index).
     public static func sizeLimit(caseIndex i: Int, maxSize: Int = defaultMaxSize) -> Int {
         let grown = min(max(maxSize, 1), 4 + max(i, 0) / 4)
-        return i % 10 == 9 ? grown : min(grown, 8)
+        return isLongTail(caseIndex: i) ? grown : min(grown, 8)
     }
+
+    /// About one case index in ten.
+    public static func isLongTail(caseIndex i: Int) -> Bool { SplitMix64.derive(0x5129_e7a1, UInt64(truncatingIfNeeded: i)) % 10 == 0 }
 
     /// 2026-03-01T00:00:00Z
     public static let epoch: Millis = CivilTime.days(fromCivil: 2026, 3, 1) * CivilTime.msPerDay

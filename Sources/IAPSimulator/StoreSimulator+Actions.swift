@@ -359,7 +359,10 @@ extension StoreSimulator {
                 if spec != nil { sim.notify(id, .offerRedeemed, .upgrade) } else { sim.notify(id, .didChangeRenewalPref, .upgrade) }
             } else {
                 sim.chains[id]!.autoRenewProductId = q
-                if let (type, o) = spec { sim.chains[id]!.nextOffer = SimChain.PendingOffer(type: type, spec: o, remaining: o.periods) }
+                // A pending offer belongs to the product it was redeemed for: a change of the renewal product drops
+                // it, and an offer redeemed with the change takes its place (the purchaser's; members mirror them).
+                sim.chains[id]!.nextOffer = nil
+                if let (type, o) = spec, !sim.chains[id]!.isMember { sim.chains[id]!.nextOffer = SimChain.PendingOffer(type: type, spec: o, remaining: o.periods) }
                 sim.signRenewal(id)
                 if spec != nil { sim.notify(id, .offerRedeemed, .downgrade) } else { sim.notify(id, .didChangeRenewalPref, .downgrade) }
             }
@@ -374,6 +377,7 @@ extension StoreSimulator {
         let c0 = chains[cid]!
         withMembers(cid) { sim, id in
             sim.chains[id]!.autoRenewProductId = sim.chains[id]!.productId
+            sim.chains[id]!.nextOffer = nil  // an offer redeemed with the cancelled change goes with it
             sim.signRenewal(id)
             sim.notify(id, .didChangeRenewalPref)
         }

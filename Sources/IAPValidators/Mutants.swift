@@ -47,7 +47,7 @@ public enum Mutants {
         Entry(name: "bundle-unchecked", pitfall: "J30", description: "accepts artifacts of another bundleId or appAppleId", make: { BundleUnchecked() }),
         Entry(name: "wait-for-expired", pitfall: "J32", description: "keeps access until an EXPIRED notification arrives", make: { WaitForExpired() }),
         Entry(name: "incomplete-renewal-info-rejected", pitfall: "J33", description: "rejects a GRACE_PERIOD notification without gracePeriodExpiresDate and an EXPIRED one without expirationIntent", make: { IncompleteRenewalInfoRejected() }),
-        Entry(name: "extension-ignored", pitfall: "J34", description: "ignores RENEWAL_EXTENDED notifications", make: { ExtensionIgnored() }),
+        Entry(name: "extension-ignored", pitfall: "J34", description: "ignores RENEWAL_EXTENDED notifications", make: { NotificationTypeDropped("extension-ignored", .renewalExtended) }),
         Entry(name: "price-pending-revokes", pitfall: "J35", description: "revokes access while a price increase awaits consent", make: { PricePendingRevokes() }),
         Entry(name: "nonrenewing-lifetime", pitfall: "J37", description: "treats a non-renewing subscription without expiresDate as lifetime access", make: { NonRenewingLifetime() }),
         Entry(name: "boundary-inclusive", pitfall: "J39", description: "treats t == expiresDate as still active (closed interval)", make: { BoundaryInclusive() }),
@@ -56,8 +56,8 @@ public enum Mutants {
         Entry(name: "consumables-only-from-notifications", pitfall: "J42", description: "never credits consumables submitted by the app, waiting for a notification", make: { ConsumablesOnlyFromNotifications() }),
         Entry(name: "grace-assumed-after-trial", pitfall: "J43", description: "in billing retry without a grace date, assumes the app's grace period applies (also after a free trial when grace is for paid renewals only)", make: { GraceAssumedAfterTrial() }),
         Entry(name: "appaccounttoken-required", pitfall: "J44", description: "rejects app transactions without appAccountToken (family shares, offer codes)", make: { AppAccountTokenRequired() }),
-        Entry(name: "offer-redeemed-dropped", pitfall: "J47", description: "takes OFFER_REDEEMED for news about an existing subscription and drops it, so a purchase made with an offer code or a promotional offer is missed", make: { OfferRedeemedDropped() }),
-        Entry(name: "one-time-charge-dropped", pitfall: "J48", description: "acknowledges ONE_TIME_CHARGE without reading it (written when Apple sent it only in the sandbox), so a one-time purchase the app never reported is missed", make: { OneTimeChargeDropped() }),
+        Entry(name: "offer-redeemed-dropped", pitfall: "J47", description: "takes OFFER_REDEEMED for news about an existing subscription and drops it, so a purchase made with an offer code or a promotional offer is missed", make: { NotificationTypeDropped("offer-redeemed-dropped", .offerRedeemed) }),
+        Entry(name: "one-time-charge-dropped", pitfall: "J48", description: "acknowledges ONE_TIME_CHARGE without reading it (written when Apple sent it only in the sandbox), so a one-time purchase the app never reported is missed", make: { NotificationTypeDropped("one-time-charge-dropped", .oneTimeCharge) }),
         Entry(name: "recent-window", pitfall: "J49", description: "counts a customer's consumables over the 10 most recent purchases only (a fixed window of recent transactions)", make: { RecentWindow() }),
         Entry(name: "consumption-request-revokes", pitfall: "J46", description: "takes a CONSUMPTION_REQUEST (a refund asked for, not granted) as the refund itself", make: { ConsumptionRequestRevokes() }),
         Entry(name: "period-per-transaction-id", pitfall: "J45", description: "keeps each transactionId of a restored or re-granted purchase apart, so a refund under one id still grants through another", make: { PeriodPerTransactionId() }),
@@ -367,17 +367,18 @@ final class ConsumptionRequestRevokes: ReferenceValidator {
     }
 }
 
-final class OfferRedeemedDropped: ReferenceValidator {
-    override var name: String { "mutant:offer-redeemed-dropped" }
-    override func ingestNotification(_ n: ResponseBodyV2DecodedPayload) -> DeliveryVerdict {
-        n.notificationType == .offerRedeemed ? .accepted : super.ingestNotification(n)
+/// Acknowledges every notification of one type without reading it: the backend has no case for that type.
+final class NotificationTypeDropped: ReferenceValidator {
+    let mutantName: String
+    let dropped: NotificationTypeV2
+    init(_ name: String, _ dropped: NotificationTypeV2) {
+        self.mutantName = name
+        self.dropped = dropped
+        super.init()
     }
-}
-
-final class OneTimeChargeDropped: ReferenceValidator {
-    override var name: String { "mutant:one-time-charge-dropped" }
+    override var name: String { "mutant:\(mutantName)" }
     override func ingestNotification(_ n: ResponseBodyV2DecodedPayload) -> DeliveryVerdict {
-        n.notificationType == .oneTimeCharge ? .accepted : super.ingestNotification(n)
+        n.notificationType == dropped ? .accepted : super.ingestNotification(n)
     }
 }
 
@@ -391,13 +392,6 @@ final class RecentWindow: ReferenceValidator {
             .sorted { ($0.value.purchaseDate, $0.key) > ($1.value.purchaseDate, $1.key) }.prefix(10)
         consumableCredits = Dictionary(uniqueKeysWithValues: recent.map { ($0.key, $0.value) })
         return super.consumableBalance(userId: userId, at: t)
-    }
-}
-
-final class ExtensionIgnored: ReferenceValidator {
-    override var name: String { "mutant:extension-ignored" }
-    override func ingestNotification(_ n: ResponseBodyV2DecodedPayload) -> DeliveryVerdict {
-        n.notificationType == .renewalExtended ? .accepted : super.ingestNotification(n)
     }
 }
 

@@ -103,11 +103,15 @@ public enum WireProtocol {
             line.append(0x0A)
             output.write(line)
         }
+        // Bytes at the start of `buffer` already known to hold no newline: a request of several megabytes (a long
+        // history's API answer) arrives in many chunks, and rescanning it from the start for each would be quadratic.
+        var scanned = 0
         while true {
             let chunk = input.availableData
             if chunk.isEmpty { return }
             buffer.append(chunk)
-            while let nl = buffer.firstIndex(of: 0x0A) {
+            while let nl = Self.newline(in: buffer, after: scanned) {
+                scanned = 0
                 let line = buffer[buffer.startIndex..<nl]
                 buffer.removeSubrange(buffer.startIndex...nl)
                 guard !line.isEmpty else { continue }
@@ -157,6 +161,16 @@ public enum WireProtocol {
                 }
                 reply(r)
             }
+            scanned = buffer.count
+        }
+    }
+
+    /// The index of the first newline of `data` at or after offset `from` (memchr over the bytes).
+    static func newline(in data: Data, after from: Int) -> Data.Index? {
+        guard from < data.count else { return nil }
+        return data.withUnsafeBytes { raw -> Data.Index? in
+            guard let base = raw.baseAddress, let hit = memchr(base + from, 0x0A, raw.count - from) else { return nil }
+            return data.startIndex + (UnsafeRawPointer(hit) - base)
         }
     }
 }

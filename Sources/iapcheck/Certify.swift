@@ -43,7 +43,8 @@ struct Certify: ParsableCommand {
         let report = CertificationSuite.run(v, spec: validator, catalog: catalog, policy: policy, scale: scale, knownDivergences: known,
                                             faults: faultProfile.isEmpty ? nil : faults, durableAck: faultProfile.kill, catalogRecord: record,
                                             jobs: try resolveJobs(jobs, for: validator),
-                                            makeWorker: { [validator, timeout] in try makeValidator(validator, timeout: timeout, faults: faultProfile) }) { line in
+                                            makeWorker: { [validator, timeout] in try makeValidator(validator, timeout: timeout, faults: faultProfile) },
+                                            maxSize: options.maxSize) { line in
             FileHandle.standardError.write(Data("certify: \(line)\n".utf8))
         }
         let stamp = report.date.replacingOccurrences(of: ":", with: "").replacingOccurrences(of: ".", with: "")

@@ -65,6 +65,8 @@ struct Store: ParsableCommand {
             var options = CheckOptions()
             options.seed = cases.seed
             options.catalog = catalog
+            options.drawsCatalogs = cases.drawsCatalogs
+            options.maxSize = cases.maxSize
             options.policy = policy
             let (c, _) = Checker(options: options, validator: ReferenceValidator()).generate(caseIndex: self.case)
             store.reset(c.config)

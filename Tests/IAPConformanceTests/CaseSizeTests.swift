@@ -9,11 +9,16 @@ import Testing
 @Suite struct CaseSizeTests {
     @Test func sizesStartSmallThenHaveALongTail() {
         #expect(HistoryGenerator.sizeLimit(caseIndex: 0) == 4)
-        #expect(HistoryGenerator.sizeLimit(caseIndex: 9) == 6)
-        #expect(HistoryGenerator.sizeLimit(caseIndex: 999) == HistoryGenerator.defaultMaxSize)
-        #expect(HistoryGenerator.sizeLimit(caseIndex: 998) == 8)
-        #expect(HistoryGenerator.sizeLimit(caseIndex: 999, maxSize: 8) == 8)
+        #expect(HistoryGenerator.sizeLimit(caseIndex: 9) <= 6)
+        let late = 1000..<2000
+        let tail = late.filter { HistoryGenerator.isLongTail(caseIndex: $0) }
+        #expect(tail.count > 60 && tail.count < 140, "\(tail.count) long-tail cases of 1,000")
+        #expect(tail.allSatisfy { HistoryGenerator.sizeLimit(caseIndex: $0) == HistoryGenerator.defaultMaxSize })
+        #expect(late.filter { !HistoryGenerator.isLongTail(caseIndex: $0) }.allSatisfy { HistoryGenerator.sizeLimit(caseIndex: $0) == 8 })
+        #expect(tail.allSatisfy { HistoryGenerator.sizeLimit(caseIndex: $0, maxSize: 8) == 8 })
         #expect(HistoryGenerator.sizeLimit(caseIndex: 5_000_000, maxSize: 0) == 1)
+        // Long-tail cases fall on every property of a run (properties take turns by index).
+        #expect(Set(tail.map { $0 % PropertyName.standard.count }).count == PropertyName.standard.count)
     }
 
     static func sizes(maxSize: Int) -> [Int] {

@@ -27,6 +27,10 @@ import Testing
                 let offers = [p.introductoryOffer].compactMap { $0 } + p.promotionalOffers + p.offerCodes + p.winBackOffers
                 for o in offers where o.discountType == .payAsYouGo {
                     #expect(o.period == p.period, "draw \(i): pay-as-you-go offer of \(p.id) is not in the product's periods")
+                    #expect(o.period.approximateDays * o.periods <= 366, "draw \(i): pay-as-you-go offer of \(p.id) lasts over a year")
+                }
+                for o in offers where o.discountType == .payUpFront {
+                    #expect([.month, .year].contains(o.period.unit), "draw \(i): pay-up-front offer of \(p.id) lasts \(o.period)")
                 }
             }
             for g in cat.groups { #expect(!cat.products(inGroup: g.id).isEmpty, "draw \(i): empty group \(g.id)") }

@@ -118,6 +118,29 @@ import Testing
         #expect(rare.isEmpty, "sent fewer than 5 times in 2,000 cases: \(rare.map { "\($0) \(seen[$0, default: 0])" })")
     }
 
+    /// An upgrade with a pay-as-you-go promotional offer is OFFER_REDEEMED/UPGRADE and leaves the offer's further
+    /// periods pending for the new product; a later change of the renewal product drops them, so no renewal carries
+    /// another product's offer.
+    @Test func aPendingOfferDoesNotFollowAChangeToAnotherProduct() throws {
+        let day = CivilTime.msPerDay, start = HistoryGenerator.epoch
+        var sim = StoreSimulator(catalog: .standard, policy: .default, persons: [Person(index: 0, familyId: nil)], start: start)
+        sim.buySubscription(person: 0, productId: "basic.monthly", offer: .none, at: start, familyMates: [])
+        let chain = sim.chainOrder[0]
+        let promo = try #require(Catalog.standard.product("pro.monthly")?.promotionalOffers.first)
+        #expect(promo.discountType == .payAsYouGo && promo.periods > 1)
+        sim.changeProduct(chain, to: "pro.monthly", at: start + day, offer: .promotional(promo))
+        let upgrade = try #require(sim.notifications.last?.payload)
+        #expect(upgrade.notificationType == .offerRedeemed && upgrade.subtype == .upgrade)
+        #expect(upgrade.data?.transactionInfo?.offerType == .promotional && upgrade.data?.transactionInfo?.productId == "pro.monthly")
+        #expect(sim.chains[chain]!.nextOffer != nil)
+        sim.changeProduct(chain, to: "pro.yearly", at: start + 2 * day)  // a crossgrade: at the next renewal
+        #expect(sim.notifications.last?.payload.notificationType == .didChangeRenewalPref)
+        #expect(sim.chains[chain]!.nextOffer == nil)
+        sim.renew(chain)
+        let renewed = try #require(sim.latest(sim.chains[chain]!.currentTx!))
+        #expect(renewed.productId == "pro.yearly" && renewed.offerType == nil)
+    }
+
     /// A restore issues the current period again under a new id of the same period; a later refund is signed
     /// under both ids, the refund notification names the original only, and the API history lists both.
     @Test func aRestoredPeriodIsOnePurchaseUnderTwoIds() throws {
