@@ -49,12 +49,30 @@ public struct Coverage: Codable, Hashable, Sendable {
         }
     }
 
-    public init() {}
+    /// The notification type/subtype pairs Apple documents for in-app purchases (docs/semantics.md, the
+    /// notification table; Advanced Commerce types left out): coverage lists each, 0 when no case sent it, so a gap
+    /// shows instead of hiding.
+    public static let documentedNotifications: [String] = [
+        "SUBSCRIBED/INITIAL_BUY", "SUBSCRIBED/RESUBSCRIBE", "DID_RENEW", "DID_RENEW/BILLING_RECOVERY",
+        "DID_CHANGE_RENEWAL_PREF", "DID_CHANGE_RENEWAL_PREF/UPGRADE", "DID_CHANGE_RENEWAL_PREF/DOWNGRADE",
+        "DID_CHANGE_RENEWAL_STATUS/AUTO_RENEW_ENABLED", "DID_CHANGE_RENEWAL_STATUS/AUTO_RENEW_DISABLED",
+        "OFFER_REDEEMED", "OFFER_REDEEMED/INITIAL_BUY", "OFFER_REDEEMED/RESUBSCRIBE", "OFFER_REDEEMED/UPGRADE",
+        "OFFER_REDEEMED/DOWNGRADE", "DID_FAIL_TO_RENEW", "DID_FAIL_TO_RENEW/GRACE_PERIOD", "GRACE_PERIOD_EXPIRED",
+        "EXPIRED", "EXPIRED/VOLUNTARY", "EXPIRED/BILLING_RETRY", "EXPIRED/PRICE_INCREASE", "EXPIRED/PRODUCT_NOT_FOR_SALE",
+        "PRICE_INCREASE/PENDING", "PRICE_INCREASE/ACCEPTED", "REFUND", "REFUND_DECLINED", "REFUND_REVERSED",
+        "CONSUMPTION_REQUEST", "REVOKE", "RENEWAL_EXTENDED", "RENEWAL_EXTENSION/SUMMARY", "RENEWAL_EXTENSION/FAILURE",
+        "ONE_TIME_CHARGE", "TEST", "EXTERNAL_PURCHASE_TOKEN/UNREPORTED",
+    ]
+
+    public init() {
+        for k in Self.documentedNotifications { notifications[k] = 0 }
+    }
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         families = try c.decode([String: Int].self, forKey: .families)
         notifications = try c.decode([String: Int].self, forKey: .notifications)
+        for k in Self.documentedNotifications where notifications[k] == nil { notifications[k] = 0 }
         properties = try c.decode([String: Int].self, forKey: .properties)
         productChanges = try c.decodeIfPresent([String: Int].self, forKey: .productChanges) ?? [:]
         historySize = try c.decodeIfPresent(Histogram.self, forKey: .historySize) ?? historySize

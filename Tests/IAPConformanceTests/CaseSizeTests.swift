@@ -1,3 +1,4 @@
+import Foundation
 import IAPConformance
 import IAPModel
 import IAPSimulator
@@ -37,6 +38,18 @@ import Testing
         let capped = Self.sizes(maxSize: 8)
         #expect((capped.last ?? 0) < (sizes.last ?? 0))
         #expect(capped.filter { $0 > 20 }.count < sizes.filter { $0 > 20 }.count)
+    }
+
+    /// Every notification type and subtype Apple documents is listed in coverage, with 0 when no case sent it.
+    @Test func coverageListsEveryDocumentedNotificationEvenUnsent() throws {
+        var coverage = Coverage()
+        #expect(Coverage.documentedNotifications.allSatisfy { coverage.notifications[$0] == 0 })
+        let checker = Checker(options: CheckOptions(), validator: ReferenceValidator())
+        for i in 0..<50 { coverage.add(checker.generate(caseIndex: i).0) }
+        #expect(coverage.notifications["TEST"] == 0)
+        #expect(coverage.notifications["SUBSCRIBED/INITIAL_BUY", default: 0] > 0)
+        let decoded = try JSONDecoder().decode(Coverage.self, from: Data(#"{"families":{},"notifications":{"DID_RENEW":3},"properties":{}}"#.utf8))
+        #expect(decoded.notifications["DID_RENEW"] == 3 && decoded.notifications["TEST"] == 0)
     }
 
     /// The history answer lists the chain's transactions in Apple's order: by the date each was last modified, so a
