@@ -90,7 +90,7 @@ public struct Coverage: Codable, Hashable, Sendable {
         for d in Set(c.events.compactMap { $0.change?.direction(in: c.config.catalog) }) { productChanges[d, default: 0] += 1 }
         for n in c.historySizes ?? [] { historySize.add(n) }
         for case .deliver(let d) in c.steps {
-            if case .apiSnapshot(let s) = d.delivery { apiPages.add(Swift.max(1, (s.transactions.count + 19) / 20)) }
+            if case .apiSnapshot(let s) = d.delivery { apiPages.add(HistoryResponse.pages(forTransactions: s.transactions.count)) }
         }
     }
 

@@ -21,8 +21,12 @@ public struct GeneratedCase: Codable, Hashable, Sendable {
     /// customers), for coverage. Absent in cases saved before it existed.
     public var historySizes: [Int]?
 
-    /// Number of store actions in the history (the size a shrunk counterexample is measured by).
-    public var actionCount: Int { events.filter { !$0.summary.hasPrefix("  ") }.count }
+    /// Number of store actions in the history (the size a shrunk counterexample is measured by): the generator's
+    /// actions, however many lines each wrote (years of renewals are one action). Cases saved before events named
+    /// their action count their unindented lines.
+    public var actionCount: Int {
+        Set(events.compactMap(\.action)).count + events.filter { $0.action == nil && !$0.summary.hasPrefix("  ") }.count
+    }
 
     public var families: Set<ScenarioFamily> { Set(events.map(\.family)) }
 

@@ -10,6 +10,11 @@ public struct HistoryResponse: Codable, Hashable, Sendable {
     public var environment: Environment
     public var signedTransactions: [String]
 
+    /// Apple's page size for Get Transaction History and Get Refund History.
+    public static let pageSize = 20
+    /// Pages an answer of `count` transactions takes (an empty history is one empty page).
+    public static func pages(forTransactions count: Int) -> Int { max(1, (count + pageSize - 1) / pageSize) }
+
     public init(revision: String, hasMore: Bool, bundleId: String, appAppleId: Int64?, environment: Environment, signedTransactions: [String]) {
         self.revision = revision
         self.hasMore = hasMore
@@ -97,6 +102,20 @@ public struct SendAttemptItem: Codable, Hashable, Sendable {
     public init(attemptDate: Millis, sendAttemptResult: String) {
         self.attemptDate = attemptDate
         self.sendAttemptResult = sendAttemptResult
+    }
+}
+
+/// Get Refund History (v2): one page of up to 20 refunded or revoked transactions of the customer, ascending by
+/// `revocationDate`; `revision` asks for the next page while `hasMore`.
+/// https://developer.apple.com/documentation/appstoreserverapi/refundhistoryresponse
+public struct RefundHistoryResponse: Codable, Hashable, Sendable {
+    public var signedTransactions: [String]
+    public var revision: String
+    public var hasMore: Bool
+    public init(signedTransactions: [String], revision: String, hasMore: Bool) {
+        self.signedTransactions = signedTransactions
+        self.revision = revision
+        self.hasMore = hasMore
     }
 }
 

@@ -85,14 +85,49 @@ public struct AppTransactionSubmission: Codable, Hashable, Sendable {
     }
 }
 
+/// What the App Store Server API answers about a customer: Get Transaction History (every transaction of the
+/// customer for the app, of every product type and in every state, in Apple's order) and Get All Subscription
+/// Statuses (the renewal info of every subscription chain the customer has).
+///
+/// `originalTransactionId` names the transaction the request was made with: any transaction of the customer finds
+/// the whole history, so the answer is not about that chain alone. A legacy receipt's chains use the same shape
+/// with one chain each.
 public struct APISnapshot: Codable, Hashable, Sendable {
     public var originalTransactionId: String
     public var transactions: [JWSTransactionDecodedPayload]
-    public var renewalInfo: JWSRenewalInfoDecodedPayload?
-    public init(originalTransactionId: String, transactions: [JWSTransactionDecodedPayload], renewalInfo: JWSRenewalInfoDecodedPayload?) {
+    /// One per subscription chain of the customer (none for one-time products).
+    public var renewalInfos: [JWSRenewalInfoDecodedPayload]
+    public init(originalTransactionId: String, transactions: [JWSTransactionDecodedPayload], renewalInfos: [JWSRenewalInfoDecodedPayload]) {
         self.originalTransactionId = originalTransactionId
         self.transactions = transactions
-        self.renewalInfo = renewalInfo
+        self.renewalInfos = renewalInfos
+    }
+    /// One chain: its transactions and its renewal info, if any.
+    public init(originalTransactionId: String, transactions: [JWSTransactionDecodedPayload], renewalInfo: JWSRenewalInfoDecodedPayload?) {
+        self.init(originalTransactionId: originalTransactionId, transactions: transactions, renewalInfos: renewalInfo.map { [$0] } ?? [])
+    }
+    /// The renewal info of the chain the request named.
+    public var renewalInfo: JWSRenewalInfoDecodedPayload? {
+        renewalInfos.first { $0.originalTransactionId == originalTransactionId }
+    }
+
+    enum CodingKeys: String, CodingKey { case originalTransactionId, transactions, renewalInfos, renewalInfo }
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        originalTransactionId = try c.decode(String.self, forKey: .originalTransactionId)
+        transactions = try c.decode([JWSTransactionDecodedPayload].self, forKey: .transactions)
+        // Files written before answers were per customer carry one chain's `renewalInfo`.
+        if let list = try c.decodeIfPresent([JWSRenewalInfoDecodedPayload].self, forKey: .renewalInfos) {
+            renewalInfos = list
+        } else {
+            renewalInfos = try c.decodeIfPresent(JWSRenewalInfoDecodedPayload.self, forKey: .renewalInfo).map { [$0] } ?? []
+        }
+    }
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(originalTransactionId, forKey: .originalTransactionId)
+        try c.encode(transactions, forKey: .transactions)
+        try c.encode(renewalInfos, forKey: .renewalInfos)
     }
 }
 

@@ -43,7 +43,7 @@ public struct Knowledge: Sendable {
             if let id = app.appAppleId, id != c.appAppleId { return "appAppleId \(id) is not \(c.appAppleId)" }
             return n.data?.transactionInfo.flatMap(check) ?? n.data?.renewalInfo.flatMap(check)
         case .apiSnapshot(let s):
-            return s.transactions.lazy.compactMap(check).first ?? s.renewalInfo.flatMap(check)
+            return s.transactions.lazy.compactMap(check).first ?? s.renewalInfos.lazy.compactMap(check).first
         case .legacyReceipt(let l):
             if l.bundleId != c.bundleId { return "bundle_id \(l.bundleId) is not \(c.bundleId)" }
             if l.environment != c.environment { return "environment \(l.environment) is not \(c.environment)" }
@@ -71,13 +71,13 @@ public struct Knowledge: Sendable {
             }
         case .apiSnapshot(let s):
             for tx in s.transactions { merge(tx) }
-            if let r = s.renewalInfo { merge(r) }
+            for r in s.renewalInfos { merge(r) }
         case .legacyReceipt(let l):
             // The receipt is the user's own: every chain in it belongs to them.
             for chain in l.chains {
                 for tx in chain.transactions { merge(tx) }
                 // What `pending_renewal_info` can say: it has no renewal date.
-                if var r = chain.renewalInfo {
+                for var r in chain.renewalInfos {
                     r.renewalDate = nil
                     merge(r)
                 }

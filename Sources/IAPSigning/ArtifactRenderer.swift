@@ -55,12 +55,14 @@ public final class ArtifactRenderer {
         }
     }
 
-    /// History pages (20 transactions each, in the snapshot's order) and, for a subscription chain, the statuses.
+    /// History pages (20 transactions each, in the snapshot's order, every page but the last with `hasMore`) and,
+    /// when the customer has subscriptions, the statuses: one item per group, each listing every chain of that
+    /// group with its latest transaction and renewal info.
     public func apiResponses(_ s: APISnapshot, sign tx: (JWSTransactionDecodedPayload) -> String, _ rn: (JWSRenewalInfoDecodedPayload) -> String) -> SignedDelivery {
         let first = s.transactions.first
         let bundleId = first?.bundleId ?? "", environment = first?.environment ?? .production
         let signed = s.transactions.map(tx)
-        let pageSize = 20
+        let pageSize = HistoryResponse.pageSize
         var pages: [HistoryResponse] = []
         var i = 0
         repeat {
@@ -69,15 +71,21 @@ public final class ArtifactRenderer {
                                          bundleId: bundleId, appAppleId: appAppleId, environment: environment, signedTransactions: chunk))
             i += pageSize
         } while i < signed.count
-        var statuses: StatusResponse?
-        if let r = s.renewalInfo, let latest = s.transactions.max(by: { ($0.purchaseDate, $0.transactionId) < ($1.purchaseDate, $1.transactionId) }),
-            let group = latest.subscriptionGroupIdentifier {
+        var groups: [SubscriptionGroupIdentifierItem] = []
+        for r in s.renewalInfos {
+            guard let latest = s.transactions.filter({ $0.originalTransactionId == r.originalTransactionId })
+                .max(by: { ($0.purchaseDate, $0.transactionId) < ($1.purchaseDate, $1.transactionId) }),
+                let group = latest.subscriptionGroupIdentifier else { continue }
             let item = LastTransactionsItem(
-                originalTransactionId: s.originalTransactionId, status: .derive(latest: latest, renewal: r, at: r.signedDate),
+                originalTransactionId: r.originalTransactionId, status: .derive(latest: latest, renewal: r, at: r.signedDate),
                 signedTransactionInfo: tx(latest), signedRenewalInfo: rn(r))
-            statuses = StatusResponse(data: [SubscriptionGroupIdentifierItem(subscriptionGroupIdentifier: group, lastTransactions: [item])],
-                                      environment: environment, appAppleId: appAppleId, bundleId: bundleId)
+            if let k = groups.firstIndex(where: { $0.subscriptionGroupIdentifier == group }) {
+                groups[k].lastTransactions.append(item)
+            } else {
+                groups.append(SubscriptionGroupIdentifierItem(subscriptionGroupIdentifier: group, lastTransactions: [item]))
+            }
         }
+        let statuses = groups.isEmpty ? nil : StatusResponse(data: groups, environment: environment, appAppleId: appAppleId, bundleId: bundleId)
         return .apiSnapshot(originalTransactionId: s.originalTransactionId, history: pages, statuses: statuses)
     }
 

@@ -164,7 +164,7 @@ public struct ForgeryKit: Sendable {
             return .notification(n)
         case .apiSnapshot(var s):
             s.transactions = s.transactions.map(tx)
-            s.renewalInfo = s.renewalInfo.map(rn)
+            s.renewalInfos = s.renewalInfos.map(rn)
             return .apiSnapshot(s)
         case .legacyReceipt:
             return d

@@ -42,7 +42,7 @@ public enum LegacyReceiptRenderer {
                 e.app_account_token = t.appAccountToken
                 entries.append(e)
             }
-            if let r = chain.renewalInfo {
+            for r in chain.renewalInfos {
                 var p = LegacyReceiptResponse.PendingRenewal(
                     original_transaction_id: r.originalTransactionId, product_id: r.productId,
                     auto_renew_status: r.autoRenewStatus == .on ? "1" : "0")

@@ -79,11 +79,11 @@ public struct DeliveryPlanner: Sendable {
                     // A forged App Store Server API answer about this chain (history pages and statuses, every JWS
                     // in them forged the same way), as a backend reconciling it would receive from a forger.
                     let forgery = src.pick(ForgeryClass.allCases.filter { $0.channels.contains(.api) })
-                    var snap = sim.snapshot(chain: c.chainId, at: submit + 3)
+                    var snap = sim.history(asking: c.chainId, at: submit + 3)
                     snap.transactions = snap.transactions.map { Self.forge(forgery, $0) }
                     // Renewal info names no app: in another app's answer it would be a genuine, validly signed
                     // fact of its own, so that answer carries none.
-                    snap.renewalInfo = forgery == .wrongBundleId ? nil : snap.renewalInfo.map { Self.forge(forgery, $0) }
+                    snap.renewalInfos = forgery == .wrongBundleId ? [] : snap.renewalInfos.map { Self.forge(forgery, $0) }
                     add(submit + 3, .apiSnapshot(snap), "", c.person, forgery: forgery)
                 }
                 if perturbations.foreign && c.inApp && src.chance(15) {
@@ -113,7 +113,7 @@ public struct DeliveryPlanner: Sendable {
                     // app has no chain to reconcile: it is just lost).
                     let at = signed + Millis(1 + src.int(below: 48)) * h
                     if let chain = n.chainId {
-                        let snap = sim.snapshot(chain: chain, at: at)
+                        let snap = sim.history(asking: Self.askingChain(chain, sim, at: at, src), at: at)
                         add(at, .apiSnapshot(snap), "api-reconcile (notification \(n.payload.notificationType) lost)", n.person)
                     }
                 } else {
@@ -125,7 +125,7 @@ public struct DeliveryPlanner: Sendable {
                 }
                 if perturbations.duplicates && src.chance(10), let chain = n.chainId {
                     let at = signed + Millis(1 + src.int(below: 12)) * h
-                    let snap = sim.snapshot(chain: chain, at: at)
+                    let snap = sim.history(asking: Self.askingChain(chain, sim, at: at, src), at: at)
                     add(at, .apiSnapshot(snap), "api-reconcile", n.person)
                 }
                 if perturbations.foreign && src.chance(25) {
@@ -214,6 +214,15 @@ public struct DeliveryPlanner: Sendable {
             qi += 1
         }
         return steps
+    }
+
+    /// The chain whose transaction id a backend reconciling `chain` asks the API with: mostly that chain, but often
+    /// another of the customer's (a backend that keeps one transaction id per user; any id finds the whole history,
+    /// so the facts about `chain` arrive in an answer asked about another one).
+    static func askingChain(_ chain: String, _ sim: StoreSimulator, at t: Millis, _ src: ChoiceSource) -> String {
+        guard src.chance(35) else { return chain }
+        let existing = sim.chains(of: sim.chains[chain]!.person).filter { c in c.txIds.first.flatMap { sim.latest($0, at: t) } != nil }
+        return existing.isEmpty ? chain : src.pick(existing).id
     }
 
     /// The person's receipt as `verifyReceipt` would describe it at `t`: every chain they hold, in the legacy view,

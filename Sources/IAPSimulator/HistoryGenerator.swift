@@ -55,6 +55,8 @@ public struct HistoryGenerator: Sendable {
     enum Category: Int, CaseIterable {
         case purchase, advance, productChange, autoRenew, refund, recover, family, extend, priceIncrease, offer, restore
         case externalPurchase
+        /// The developer asks Apple for a `TEST` notification.
+        case testNotification
         /// Months or years pass with nothing but renewals (one action, so the shrinker removes them in one step).
         case timePasses
         /// A run of one-time purchases over some days.
@@ -73,8 +75,9 @@ public struct HistoryGenerator: Sendable {
             case .offer: 2
             case .restore: 3
             case .externalPurchase: 1
-            case .timePasses: 12
-            case .spree: 6
+            case .testNotification: 1
+            case .timePasses: 18
+            case .spree: 9
             }
         }
     }
@@ -112,6 +115,7 @@ public struct HistoryGenerator: Sendable {
                     stop = true
                     return
                 }
+                sim.currentAction = step
                 act(&sim, src)
                 while notificationEntropy.count < sim.notifications.count { notificationEntropy.append(Self.entropy(src)) }
                 while creationEntropy.count < sim.creations.count { creationEntropy.append(Self.entropy(src)) }
@@ -140,7 +144,7 @@ public struct HistoryGenerator: Sendable {
         let drawn = Category(rawValue: src.weighted(Category.allCases.map { size <= 8 && [.timePasses, .spree].contains($0) ? 0 : $0.weight }))!
         // A category that is always available (an external purchase token) must not collect the draws of every
         // unavailable one before it: it never stands in for another.
-        let category = open.contains(drawn) ? drawn : open.first { $0.rawValue > drawn.rawValue && ![.externalPurchase, .timePasses, .spree].contains($0) } ?? open[0]
+        let category = open.contains(drawn) ? drawn : open.first { $0.rawValue > drawn.rawValue && ![.externalPurchase, .testNotification, .timePasses, .spree].contains($0) } ?? open[0]
         switch category {
         case .purchase: purchase(&sim, src, at: userTime!)
         case .advance: advance(&sim, src, boundary: boundary!)
@@ -163,6 +167,8 @@ public struct HistoryGenerator: Sendable {
             }
         case .externalPurchase:
             sim.unreportedExternalPurchase(person: src.int(below: sim.persons.count), at: userTime!)
+        case .testNotification:
+            sim.requestTestNotification(at: userTime!)
         case .priceIncrease:
             let c = src.pick(activeSubscriptions(sim).filter { $0.priceIncrease != .customerConsentedOrWasNotifiedWithoutNeedingConsent })
             if c.priceIncrease == .customerHasNotResponded {
@@ -249,6 +255,7 @@ public struct HistoryGenerator: Sendable {
         case .offer: return !offerable(sim).isEmpty
         case .restore: return !restorable(sim, at: t).isEmpty
         case .externalPurchase: return [.production, .sandbox].contains(sim.catalog.environment)
+        case .testNotification: return [.production, .sandbox].contains(sim.catalog.environment)
         case .timePasses: return size > 8 && activeSubscriptions(sim).contains { $0.autoRenew }
         case .spree: return size > 8 && sim.catalog.products.contains { $0.kind == .consumable }
         }

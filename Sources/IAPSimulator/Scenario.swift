@@ -60,6 +60,9 @@ public enum ScenarioFamily: String, Codable, Hashable, Sendable, CaseIterable {
     case extendRenewalForAll = "extend-renewal-for-all"
     /// An `EXTERNAL_PURCHASE_TOKEN`/`UNREPORTED` notification (no `data`; nothing to grant).
     case externalPurchaseToken = "external-purchase-token"
+    /// The developer asks for a `TEST` notification (Request a Test Notification): `data` names the app, no
+    /// transaction (nothing to grant).
+    case testNotification = "test-notification"
     case priceIncreaseConsent = "price-increase-consent"
     case priceIncreaseNoConsent = "price-increase-no-consent"
     case introOffer = "intro-offer"
@@ -78,13 +81,17 @@ public struct StoreEvent: Codable, Hashable, Sendable {
     public var summary: String
     /// For a product change in a subscription group: the product left and the product chosen.
     public var change: ProductMove?
+    /// The generator action that made it (one "time passes" action makes years of renewals). Absent in cases saved
+    /// before it existed.
+    public var action: Int?
 
-    public init(time: Millis, person: Int, family: ScenarioFamily, summary: String, change: ProductMove? = nil) {
+    public init(time: Millis, person: Int, family: ScenarioFamily, summary: String, change: ProductMove? = nil, action: Int? = nil) {
         self.time = time
         self.person = person
         self.family = family
         self.summary = summary
         self.change = change
+        self.action = action
     }
 }
 

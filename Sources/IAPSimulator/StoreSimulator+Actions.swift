@@ -449,6 +449,18 @@ extension StoreSimulator {
         log(person, .externalPurchaseToken, "an external purchase token from \(name(person))'s device goes unreported: EXTERNAL_PURCHASE_TOKEN/UNREPORTED")
     }
 
+    /// The developer requests a test notification: a `TEST` notification whose `data` names the app and carries no
+    /// transaction. A validator must accept it (it is Apple's, for this app) and change nothing.
+    public mutating func requestTestNotification(at t: Millis) {
+        advance(to: t)
+        let data = NotificationData(appAppleId: catalog.appAppleId, bundleId: catalog.bundleId, environment: catalog.environment,
+                                    transactionInfo: nil, renewalInfo: nil, status: nil)
+        let n = ResponseBodyV2DecodedPayload(notificationType: .test, subtype: nil, notificationUUID: newUUID(), signedDate: now, data: data,
+                                             summary: nil, externalPurchaseToken: nil)
+        notifications.append(EmittedNotification(payload: n, chainId: nil, person: 0))
+        log(0, .testNotification, "the developer requests a test notification: TEST (no transaction)")
+    }
+
     public mutating func priceIncrease(_ cid: String, consentRequired: Bool, at t: Millis) {
         advance(to: t)
         chains[cid]!.priceIncrease = consentRequired ? .customerHasNotResponded : .customerConsentedOrWasNotifiedWithoutNeedingConsent

@@ -28,6 +28,8 @@ public struct StoreSimulator: Sendable {
     public internal(set) var notifications: [EmittedNotification] = []
     public internal(set) var creations: [TransactionCreation] = []
     public internal(set) var events: [StoreEvent] = []
+    /// The generator's action under way, recorded in the events it makes (nil outside a generator).
+    public var currentAction: Int?
     public internal(set) var segments: [TruthSegment] = []
     public internal(set) var marks: [ChainMark] = []
     public internal(set) var ledger: [LedgerEntry] = []
@@ -105,7 +107,7 @@ public struct StoreSimulator: Sendable {
     }
 
     mutating func log(_ person: Int, _ family: ScenarioFamily, _ summary: String, change: ProductMove? = nil) {
-        events.append(StoreEvent(time: now, person: person, family: family, summary: summary, change: change))
+        events.append(StoreEvent(time: now, person: person, family: family, summary: summary, change: change, action: currentAction))
     }
 
     /// Creates a transaction in chain `cid` (the chain must exist), records its first version and truth.
@@ -265,23 +267,39 @@ public struct StoreSimulator: Sendable {
         notifications.append(EmittedNotification(payload: n, chainId: nil, person: person))
     }
 
-    /// A chain as the API would return it at `t`: every transaction's and the renewal info's latest version,
-    /// signed at `t`.
-    /// What the App Store Server API answers about chain `cid` at `t`: its transactions in Apple's order (ascending
-    /// by the date the App Store last modified each, so a refunded old purchase comes after newer ones), each
-    /// signed at `t`, and the renewal info.
+    /// One chain as the API would describe it at `t`: its transactions in Apple's order (ascending by the date the
+    /// App Store last modified each, so a refunded old purchase comes after newer ones), each signed at `t`, and its
+    /// renewal info. A legacy receipt is built from these.
     public func snapshot(chain cid: String, at t: Millis) -> APISnapshot {
         let c = chains[cid]!
-        let txs = (c.txIds + c.restoredTxIds).compactMap { latest($0, at: t) }
+        var r = latestRenewal(cid, at: t)
+        r?.signedDate = t
+        return APISnapshot(originalTransactionId: c.id, transactions: resigned(c.txIds + c.restoredTxIds, at: t), renewalInfo: r)
+    }
+
+    /// What the App Store Server API answers at `t` to a request made with a transaction of chain `cid`: the whole
+    /// history of the customer who holds it (every chain, every product type, every state, family-shared ones
+    /// included) in Apple's order, and the renewal info of every subscription chain they have, all signed at `t`.
+    public func history(asking cid: String, at t: Millis) -> APISnapshot {
+        let own = chains(of: chains[cid]!.person)
+        let renewals = own.filter { $0.kind == .autoRenewable }.compactMap { c -> JWSRenewalInfoDecodedPayload? in
+            var r = latestRenewal(c.id, at: t)
+            r?.signedDate = t
+            return r
+        }
+        return APISnapshot(originalTransactionId: cid, transactions: resigned(own.flatMap { $0.txIds + $0.restoredTxIds }, at: t),
+                           renewalInfos: renewals)
+    }
+
+    /// The versions of `ids` in force at `t`, in Apple's history order, re-signed at `t`.
+    private func resigned(_ ids: [String], at t: Millis) -> [JWSTransactionDecodedPayload] {
+        ids.compactMap { latest($0, at: t) }
             .sorted { ($0.signedDate, $0.purchaseDate, $0.transactionId) < ($1.signedDate, $1.purchaseDate, $1.transactionId) }
             .map { v -> JWSTransactionDecodedPayload in
                 var v = v
                 v.signedDate = t
                 return v
             }
-        var r = latestRenewal(cid, at: t)
-        r?.signedDate = t
-        return APISnapshot(originalTransactionId: c.id, transactions: txs, renewalInfo: r)
     }
 
     mutating func newChain(person: Int, ownership: InAppOwnershipType, productId: String, token: String?, source: String? = nil) -> String {

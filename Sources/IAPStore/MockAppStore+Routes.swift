@@ -22,27 +22,38 @@ extension MockAppStore {
         json(APIError(errorCode: code, errorMessage: message), status: status)
     }
 
+    /// One page of a paged answer for the customer of `:transactionId`: the first, or the one after the page whose
+    /// `revision` the request carries.
+    func page<Page: Encodable & Sendable>(_ request: Request, _ context: BasicRequestContext, _ pages: @escaping @Sendable (Chain) -> [Page]) async -> Response
+    where Page: RevisionedPage {
+        await pause()
+        if let denied = authorize(request) { return denied }
+        let id = context.parameters.get("transactionId") ?? ""
+        guard let chain = lock.withLock({ self.chains[id] }) else {
+            return Self.apiError(.notFound, 4040010, "Transaction id not found.")
+        }
+        let all = pages(chain)
+        var index = 0
+        if let revision = request.uri.queryParameters.get("revision") {
+            guard let i = all.firstIndex(where: { $0.revision == revision }), i + 1 < all.count else {
+                return Self.apiError(.badRequest, 4000005, "Invalid revision.")
+            }
+            index = i + 1
+        }
+        guard index < all.count else { return Self.apiError(.notFound, 4040010, "Transaction id not found.") }
+        return Self.json(all[index])
+    }
+
     func makeRouter() -> Router<BasicRequestContext> {
         let router = Router()
         let api = router.group("inApps")
         api.get("v2/history/:transactionId") { request, context in
             self.count("history")
-            await self.pause()
-            if let denied = self.authorize(request) { return denied }
-            let id = context.parameters.get("transactionId") ?? ""
-            guard let chain = self.lock.withLock({ self.chains[id] }) else {
-                return Self.apiError(.notFound, 4040010, "Transaction id not found.")
-            }
-            // `revision` names the page after the one that carried it (rev-<otid>-<n> → page n, 0-based).
-            var index = 0
-            if let revision = request.uri.queryParameters.get("revision") {
-                guard let i = chain.history.firstIndex(where: { $0.revision == revision }) else {
-                    return Self.apiError(.badRequest, 4000005, "Invalid revision.")
-                }
-                index = i + 1
-                guard index < chain.history.count else { return Self.apiError(.badRequest, 4000005, "Invalid revision.") }
-            }
-            return Self.json(chain.history[index])
+            return await self.page(request, context) { $0.history }
+        }
+        api.get("v2/refund/lookup/:transactionId") { request, context in
+            self.count("refunds")
+            return await self.page(request, context) { $0.refunds }
         }
         api.get("v1/subscriptions/:transactionId") { request, context in
             self.count("statuses")
@@ -233,3 +244,8 @@ struct AnyEncodable: Encodable {
     init(_ value: any Encodable) { self.value = value }
     func encode(to encoder: any Encoder) throws { try value.encode(to: encoder) }
 }
+
+/// A page of a paged App Store Server API answer, named by its `revision`.
+protocol RevisionedPage { var revision: String { get } }
+extension HistoryResponse: RevisionedPage {}
+extension RefundHistoryResponse: RevisionedPage {}

@@ -48,11 +48,15 @@ public final class MockAppStore: AppStoreBridge, @unchecked Sendable {
     var notifications: [SentNotification] = []
     var testTokens: [String: Int] = [:]
     var servedCounts: [String: Int] = [:]
+    var recovered = 0
     let apiKey: P256.Signing.PublicKey?
 
+    /// One published answer: the customer's history pages, statuses and refund history pages. Every transaction
+    /// id in the history finds it.
     struct Chain {
         var history: [HistoryResponse]
         var statuses: StatusResponse?
+        var refunds: [RefundHistoryResponse] = []
     }
 
     struct SentNotification {
@@ -154,13 +158,27 @@ public final class MockAppStore: AppStoreBridge, @unchecked Sendable {
     /// refused, a forged one, is not what the API says afterwards).
     @discardableResult
     public func publish(originalTransactionId: String, history: [HistoryResponse], statuses: StatusResponse?) -> @Sendable () -> Void {
-        let chain = Chain(history: history, statuses: statuses)
         var byId: [String: String] = [:]
+        var refunded: [(date: Millis, id: String, jws: String)] = []
         for page in history {
             for jws in page.signedTransactions {
-                if let id = Self.claims(jws, as: TransactionClaims.self)?.transactionId { byId[id] = jws }
+                guard let c = Self.claims(jws, as: TransactionClaims.self) else { continue }
+                byId[c.transactionId] = jws
+                if let d = c.revocationDate { refunded.append((d, c.transactionId, jws)) }
             }
         }
+        // Get Refund History: the same customer's revoked transactions, ascending by revocation date, paged at 20.
+        refunded.sort { ($0.date, $0.id) < ($1.date, $1.id) }
+        let size = HistoryResponse.pageSize
+        var refunds: [RefundHistoryResponse] = []
+        var i = 0
+        repeat {
+            let chunk = refunded[min(i, refunded.count)..<min(i + size, refunded.count)].map(\.jws)
+            refunds.append(RefundHistoryResponse(signedTransactions: chunk, revision: "refunds-\(originalTransactionId)-\(refunds.count + 1)",
+                                                 hasMore: i + size < refunded.count))
+            i += size
+        } while i < refunded.count
+        let chain = Chain(history: history, statuses: statuses, refunds: refunds)
         return lock.withLock {
             var replaced = Replaced(chains: [originalTransactionId: chains[originalTransactionId]], signedTransactions: [:])
             chains[originalTransactionId] = chain
@@ -221,6 +239,7 @@ public final class MockAppStore: AppStoreBridge, @unchecked Sendable {
                 switch reply.0 {
                 case 200..<300:
                     sent.attempts.append(SendAttemptItem(attemptDate: at, sendAttemptResult: "SUCCESS"))
+                    if attempt > 0 { lock.withLock { recovered += 1 } }
                     return reply
                 case 400..<500:
                     // A 4xx is the backend's verdict (it rejected the payload); Apple would retry it too, but a
@@ -259,13 +278,16 @@ public final class MockAppStore: AppStoreBridge, @unchecked Sendable {
 
     /// Requests answered per endpoint (`history`, `statuses`, `transaction`, `notification-history`, `test`,
     /// `verifyReceipt` (production), `sandbox/verifyReceipt`, `unauthorized`), for tests and reports.
+    /// Notifications, over every case since the store started, that were delivered on a retry after a failed attempt.
+    public var notificationsDeliveredOnRetry: Int { lock.withLock { recovered } }
+
     public var served: [String: Int] { lock.withLock { servedCounts } }
 
     func count(_ endpoint: String) { lock.withLock { servedCounts[endpoint, default: 0] += 1 } }
 
     // MARK: decoding of what the store serves
 
-    struct TransactionClaims: Decodable { let transactionId: String }
+    struct TransactionClaims: Decodable { let transactionId: String; let revocationDate: Millis? }
     struct NotificationClaims: Decodable {
         struct Data: Decodable { let signedTransactionInfo: String? }
         let signedDate: Millis?

@@ -59,6 +59,9 @@ public enum Mutants {
         Entry(name: "offer-redeemed-dropped", pitfall: "J47", description: "takes OFFER_REDEEMED for news about an existing subscription and drops it, so a purchase made with an offer code or a promotional offer is missed", make: { NotificationTypeDropped("offer-redeemed-dropped", .offerRedeemed) }),
         Entry(name: "one-time-charge-dropped", pitfall: "J48", description: "acknowledges ONE_TIME_CHARGE without reading it (written when Apple sent it only in the sandbox), so a one-time purchase the app never reported is missed", make: { NotificationTypeDropped("one-time-charge-dropped", .oneTimeCharge) }),
         Entry(name: "recent-window", pitfall: "J49", description: "counts a customer's consumables over the 10 most recent purchases only (a fixed window of recent transactions)", make: { RecentWindow() }),
+        Entry(name: "history-first-page", pitfall: "J50", description: "reads the first page of Get Transaction History and never follows revision while hasMore", make: { HistoryFirstPage() }),
+        Entry(name: "history-one-chain", pitfall: "J51", description: "takes a history answer to be about the chain it asked with and drops the customer's other chains' transactions and statuses", make: { HistoryOneChain() }),
+        Entry(name: "transaction-required", pitfall: "J52", description: "answers 400 to a notification whose data carries no signed transaction (a TEST notification), as a handler that unwraps signedTransactionInfo does", make: { TransactionRequired() }),
         Entry(name: "consumption-request-revokes", pitfall: "J46", description: "takes a CONSUMPTION_REQUEST (a refund asked for, not granted) as the refund itself", make: { ConsumptionRequestRevokes() }),
         Entry(name: "period-per-transaction-id", pitfall: "J45", description: "keeps each transactionId of a restored or re-granted purchase apart, so a refund under one id still grants through another", make: { PeriodPerTransactionId() }),
         Entry(name: "skip-signature", pitfall: "J31", description: "checks the certificate chain but never the JWS signature", make: { VerifierMutant("skip-signature") { $0.verifySignature = false } }),
@@ -121,7 +124,9 @@ final class ArrayOrderLatest: PinnedLatestMutant {
     override var name: String { "mutant:array-order-latest" }
     override func ingestSnapshot(_ s: APISnapshot) -> DeliveryVerdict {
         let v = super.ingestSnapshot(s)
-        if v.isAccepted, let first = s.transactions.first { pinned[s.originalTransactionId] = first.transactionId }
+        guard v.isAccepted else { return v }
+        // The first-listed transaction of each chain in the answer taken as its latest.
+        for tx in s.transactions.reversed() { pinned[tx.originalTransactionId] = tx.transactionId }
         return v
     }
 }
@@ -382,6 +387,14 @@ final class NotificationTypeDropped: ReferenceValidator {
     }
 }
 
+final class TransactionRequired: ReferenceValidator {
+    override var name: String { "mutant:transaction-required" }
+    override func ingestNotification(_ n: ResponseBodyV2DecodedPayload) -> DeliveryVerdict {
+        if let data = n.data, data.transactionInfo == nil { return .rejected(reason: "data.signedTransactionInfo missing") }
+        return super.ingestNotification(n)
+    }
+}
+
 final class RecentWindow: ReferenceValidator {
     override var name: String { "mutant:recent-window" }
     override func consumableBalance(userId: String, at t: Millis) -> [String: Int] {
@@ -392,6 +405,28 @@ final class RecentWindow: ReferenceValidator {
             .sorted { ($0.value.purchaseDate, $0.key) > ($1.value.purchaseDate, $1.key) }.prefix(10)
         consumableCredits = Dictionary(uniqueKeysWithValues: recent.map { ($0.key, $0.value) })
         return super.consumableBalance(userId: userId, at: t)
+    }
+}
+
+final class HistoryFirstPage: ReferenceValidator {
+    override var name: String { "mutant:history-first-page" }
+    override func ingestAPIResponses(originalTransactionId otid: String, history: [HistoryResponse], statuses: StatusResponse?) -> DeliveryVerdict {
+        super.ingestAPIResponses(originalTransactionId: otid, history: Array(history.prefix(1)), statuses: statuses)
+    }
+    override func ingestHistory(_ s: APISnapshot) -> DeliveryVerdict {
+        var s = s
+        s.transactions = Array(s.transactions.prefix(HistoryResponse.pageSize))
+        return super.ingestHistory(s)
+    }
+}
+
+final class HistoryOneChain: ReferenceValidator {
+    override var name: String { "mutant:history-one-chain" }
+    override func ingestHistory(_ s: APISnapshot) -> DeliveryVerdict {
+        var s = s
+        s.transactions = s.transactions.filter { $0.originalTransactionId == s.originalTransactionId }
+        s.renewalInfos = s.renewalInfos.filter { $0.originalTransactionId == s.originalTransactionId }
+        return super.ingestHistory(s)
     }
 }
 

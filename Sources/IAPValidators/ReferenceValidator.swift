@@ -164,25 +164,26 @@ open class ReferenceValidator: DecodedDeliveryValidator {
                 }
             }
         }
-        var info: JWSRenewalInfoDecodedPayload?
+        // Statuses list every subscription chain of the customer, in every group: each renewal info counts.
+        var infos: [JWSRenewalInfoDecodedPayload] = []
         if let statuses {
             if let why = rejectApp(bundleId: statuses.bundleId, appAppleId: statuses.appAppleId, environment: statuses.environment) { return .rejected(reason: "statuses: \(why)") }
-            for item in statuses.data.flatMap(\.lastTransactions) where item.originalTransactionId == otid {
+            for item in statuses.data.flatMap(\.lastTransactions) {
                 switch verifyRenewal(item.signedRenewalInfo) {
                 case .failure(let f): return .rejected(reason: "renewal info: \(f)")
-                case .success(let r): info = r
+                case .success(let r): infos.append(r)
                 }
                 if case .failure(let f) = verifyTransaction(item.signedTransactionInfo) { return .rejected(reason: "status transaction: \(f)") }
             }
         }
-        return ingestSnapshot(APISnapshot(originalTransactionId: otid, transactions: txs, renewalInfo: info))
+        return ingestHistory(APISnapshot(originalTransactionId: otid, transactions: txs, renewalInfos: infos))
     }
 
     public func deliver(decoded delivery: Delivery, now: Millis) throws(ValidatorFailure) -> DeliveryVerdict {
         switch delivery {
         case .appTransaction(let s): ingestApp(s)
         case .notification(let n): ingestNotification(n)
-        case .apiSnapshot(let s): ingestSnapshot(s)
+        case .apiSnapshot(let s): ingestHistory(s)
         case .legacyReceipt(let l):
             ingestDecodedLegacy(l)
         }
@@ -278,13 +279,19 @@ open class ReferenceValidator: DecodedDeliveryValidator {
         return .accepted
     }
 
+    /// An App Store Server API answer (the customer's history, in the order of its pages, and statuses).
+    open func ingestHistory(_ s: APISnapshot) -> DeliveryVerdict { ingestSnapshot(s) }
+
+    /// Facts about one or more chains, from an API answer or a legacy receipt.
     open func ingestSnapshot(_ s: APISnapshot) -> DeliveryVerdict {
         for tx in s.transactions {
             if let why = rejectTransaction(tx) { return .rejected(reason: why) }
         }
-        if let r = s.renewalInfo, let why = rejectRenewal(r) { return .rejected(reason: why) }
+        for r in s.renewalInfos {
+            if let why = rejectRenewal(r) { return .rejected(reason: why) }
+        }
         for tx in s.transactions { store(tx, via: "api") }
-        if let r = s.renewalInfo { store(r) }
+        for r in s.renewalInfos { store(r) }
         return .accepted
     }
 

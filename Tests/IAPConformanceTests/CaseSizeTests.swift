@@ -1,6 +1,8 @@
 import Foundation
 import IAPConformance
 import IAPModel
+import IAPOracle
+import IAPSigning
 import IAPSimulator
 import IAPValidators
 import Testing
@@ -46,7 +48,8 @@ import Testing
         #expect(Coverage.documentedNotifications.allSatisfy { coverage.notifications[$0] == 0 })
         let checker = Checker(options: CheckOptions(), validator: ReferenceValidator())
         for i in 0..<50 { coverage.add(checker.generate(caseIndex: i).0) }
-        #expect(coverage.notifications["TEST"] == 0)
+        // Documented, never generated (a product Apple stops selling): listed with 0.
+        #expect(coverage.notifications["EXPIRED/PRODUCT_NOT_FOR_SALE"] == 0)
         #expect(coverage.notifications["SUBSCRIBED/INITIAL_BUY", default: 0] > 0)
         let decoded = try JSONDecoder().decode(Coverage.self, from: Data(#"{"families":{},"notifications":{"DID_RENEW":3},"properties":{}}"#.utf8))
         #expect(decoded.notifications["DID_RENEW"] == 3 && decoded.notifications["TEST"] == 0)
@@ -65,5 +68,41 @@ import Testing
         #expect(ids.count == 4)
         #expect(ids.last == first, "the refunded purchase was modified last: \(ids)")
         #expect(Array(ids.dropLast()) == Array(sim.chains[chain]!.txIds.dropFirst()))
+    }
+
+    /// A history answer is the customer's, not the chain's: asked with one subscription's id it lists every
+    /// transaction of the customer (another group's subscription, a consumable, a non-consumable; another
+    /// customer's not), and the statuses list both groups; rendered, the other chain is there too.
+    @Test func aHistoryAnswerIsTheCustomersWholeHistory() throws {
+        let t0 = HistoryGenerator.epoch, hour: Millis = 3_600_000
+        var sim = StoreSimulator(catalog: .standard, policy: .default,
+                                 persons: [Person(index: 0, familyId: nil), Person(index: 1, familyId: nil)], start: t0)
+        sim.buySubscription(person: 0, productId: "pro.monthly", offer: .none, at: t0, familyMates: [])
+        sim.buySubscription(person: 0, productId: "storage.monthly", offer: .none, at: t0 + hour, familyMates: [])
+        sim.buyOneTime(person: 0, productId: "coins.100", quantity: 2, at: t0 + 2 * hour, familyMates: [])
+        sim.buyOneTime(person: 0, productId: "lifetime.unlock", quantity: 1, at: t0 + 3 * hour, familyMates: [])
+        sim.buySubscription(person: 1, productId: "pro.monthly", offer: .none, at: t0 + 4 * hour, familyMates: [])
+        let pro = sim.chainOrder[0]
+        let answer = sim.history(asking: pro, at: t0 + 5 * hour)
+        #expect(answer.originalTransactionId == pro)
+        #expect(Set(answer.transactions.map(\.productId)) == ["pro.monthly", "storage.monthly", "coins.100", "lifetime.unlock"])
+        #expect(Set(answer.transactions.map(\.originalTransactionId)).count == 4)
+        #expect(Set(answer.renewalInfos.map(\.productId)) == ["pro.monthly", "storage.monthly"])
+        // Asked with the consumable's chain: the same history.
+        let coins = try #require(sim.chains(of: 0).first { $0.productId == "coins.100" }?.id)
+        #expect(Set(sim.history(asking: coins, at: t0 + 5 * hour).transactions) == Set(answer.transactions))
+        let signed = ArtifactRenderer(pki: CaseRunner.pki, appAppleId: Catalog.standard.appAppleId).render(.apiSnapshot(answer))
+        guard case let .apiSnapshot(_, pages, statuses) = signed else { Issue.record("not an API answer"); return }
+        #expect(pages.flatMap(\.signedTransactions).count == 4)
+        #expect(Set(try #require(statuses).data.map(\.subscriptionGroupIdentifier)) == ["21000001", "21000002"])
+        // What a validator may know from it: every chain's transactions and renewal info.
+        var k = Knowledge(config: ValidatorConfig(catalog: .standard, policy: .default))
+        let learned = k.learn(.apiSnapshot(answer))
+        #expect(learned)
+        #expect(Set(k.renewals.keys) == Set(answer.renewalInfos.map(\.originalTransactionId)) && k.renewals.count == 2)
+        #expect(k.transactions.count == 4)
+        let v = ReferenceValidator()
+        try v.reset(ValidatorConfig(catalog: .standard, policy: .default, trustedRoots: CaseRunner.pki.trustedRoots))
+        #expect(try v.deliver(signed, now: t0 + 5 * hour).isAccepted)
     }
 }

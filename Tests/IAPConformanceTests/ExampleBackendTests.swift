@@ -196,7 +196,8 @@ import Testing
         let report = Checker(options: o, validator: v).run()
         #expect(report.failure == nil, "\(report.failure.map { Timeline.render($0.shrunk, failingStep: $0.failingStep) } ?? "")")
         #expect(v.resetsInjected > 0)
-        #expect(store.sentNotifications.contains { $0.attempts.first == "UNSUCCESSFUL_HTTP_RESPONSE_CODE" && $0.attempts.last == "SUCCESS" })
+        // Over all cases (the store's notification history is per case): some answer was lost and the retry landed.
+        #expect(store.notificationsDeliveredOnRetry > 0)
     }
 
     /// A journal row the backend cannot read or apply would silently lose acknowledged state: it refuses to start,

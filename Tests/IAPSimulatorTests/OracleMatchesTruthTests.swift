@@ -113,7 +113,7 @@ import Testing
         }
         let wanted = ["OFFER_REDEEMED", "OFFER_REDEEMED/INITIAL_BUY", "OFFER_REDEEMED/RESUBSCRIBE", "OFFER_REDEEMED/UPGRADE",
                       "OFFER_REDEEMED/DOWNGRADE", "ONE_TIME_CHARGE", "CONSUMPTION_REQUEST", "DID_CHANGE_RENEWAL_PREF/UPGRADE",
-                      "DID_CHANGE_RENEWAL_PREF/DOWNGRADE", "RENEWAL_EXTENSION/SUMMARY", "EXTERNAL_PURCHASE_TOKEN/UNREPORTED"]
+                      "DID_CHANGE_RENEWAL_PREF/DOWNGRADE", "RENEWAL_EXTENSION/SUMMARY", "EXTERNAL_PURCHASE_TOKEN/UNREPORTED", "TEST"]
         let rare = wanted.filter { seen[$0, default: 0] < 5 }
         #expect(rare.isEmpty, "sent fewer than 5 times in 2,000 cases: \(rare.map { "\($0) \(seen[$0, default: 0])" })")
     }

@@ -36,12 +36,14 @@ import Testing
     }
 
     /// A JWS-shaped string whose payload names a transaction (the store indexes, it does not verify).
-    static func fakeJWS(_ id: Int) -> String {
-        "e30.\(Base64URL.encode([UInt8](#"{"transactionId":"\#(id)"}"#.utf8))).c2ln"
+    static func fakeJWS(_ id: Int, revoked: Int64? = nil) -> String {
+        let claims = revoked.map { #"{"transactionId":"\#(id)","revocationDate":\#($0)}"# } ?? #"{"transactionId":"\#(id)"}"#
+        return "e30.\(Base64URL.encode([UInt8](claims.utf8))).c2ln"
     }
 
-    static func publishChain(_ store: MockAppStore, count: Int) {
-        let signed = (0..<count).map { fakeJWS(1000 + $0) }
+    /// A customer's history of `count` transactions; those `revoked` says get a revocation date.
+    static func publishChain(_ store: MockAppStore, count: Int, revoked: (Int) -> Int64? = { _ in nil }) {
+        let signed = (0..<count).map { fakeJWS(1000 + $0, revoked: revoked($0)) }
         var pages: [HistoryResponse] = []
         for (n, start) in stride(from: 0, to: count, by: 20).enumerated() {
             pages.append(HistoryResponse(revision: "rev-1000-\(n + 1)", hasMore: start + 20 < count, bundleId: bundleId, appAppleId: nil,
@@ -116,6 +118,37 @@ import Testing
         let (infoStatus, info) = try get(store, "/inApps/v1/transactions/1044", token: Self.token())
         #expect(infoStatus == 200)
         #expect(try JSONDecoder().decode(TransactionInfoResponse.self, from: info).signedTransactionInfo == Self.fakeJWS(1044))
+    }
+
+    struct RefundClaims: Decodable { let transactionId: String; let revocationDate: Int64? }
+
+    /// Get Refund History: the customer's revoked transactions only, ascending by revocation date (not by history
+    /// order), 20 a page, `revision` leading through the pages; any transaction of the customer finds it.
+    @Test func refundHistoryPagesAscendByRevocationDate() throws {
+        let store = try Self.store()
+        // Every other transaction of 90 is revoked, later ones earlier: 45 refunds, three pages.
+        Self.publishChain(store, count: 90) { $0 % 2 == 0 ? 5_000_000 - Int64($0) * 1000 : nil }
+        var ids: [Int] = []
+        var path = "/inApps/v2/refund/lookup/1089"
+        var pages = 0
+        while pages < 10 {
+            let (status, body) = try get(store, path, token: Self.token())
+            #expect(status == 200)
+            let page = try JSONDecoder().decode(RefundHistoryResponse.self, from: body)
+            pages += 1
+            #expect(page.signedTransactions.count == (page.hasMore ? 20 : 5))
+            for jws in page.signedTransactions {
+                let claims = try JSONDecoder().decode(RefundClaims.self, from: Data(Base64URL.decode(jws.split(separator: ".")[1])!))
+                #expect(claims.revocationDate != nil)
+                ids.append(Int(claims.transactionId)!)
+            }
+            guard page.hasMore else { break }
+            path = "/inApps/v2/refund/lookup/1000?revision=\(page.revision)"
+        }
+        #expect(pages == 3)
+        #expect(ids == stride(from: 88, through: 0, by: -2).map { 1000 + $0 })
+        #expect(try get(store, "/inApps/v2/refund/lookup/1000?revision=bogus", token: Self.token()).0 == 400)
+        #expect(try get(store, "/inApps/v2/refund/lookup/424242", token: Self.token()).0 == 404)
     }
 
     struct Status: Decodable { let status: Int }
