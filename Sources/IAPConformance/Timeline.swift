@@ -86,7 +86,7 @@ public enum Timeline {
         case .apiSnapshot(let s):
             let chains = Set(s.transactions.map(\.originalTransactionId)).count
             let pages = HistoryResponse.pages(forTransactions: s.transactions.count)
-            return "API: history asked with …\(s.originalTransactionId.suffix(4)) (\(s.transactions.count) transactions of \(chains) chains, \(pages) page\(pages == 1 ? "" : "s"))\(tag)"
+            return "API: history asked with …\(s.originalTransactionId.suffix(4)) (\(s.transactions.count) transactions of \(chains) chain\(chains == 1 ? "" : "s"), \(pages) page\(pages == 1 ? "" : "s"))\(tag)"
         case .legacyReceipt(let l):
             let n = l.chains.map(\.transactions.count).reduce(0, +)
             return "legacy: \(names[l.userId] ?? l.userId)'s receipt via verifyReceipt (\(l.chains.count) chains, \(n) transactions)\(tag)"

@@ -62,6 +62,7 @@ public enum Mutants {
         Entry(name: "history-first-page", pitfall: "J50", description: "reads the first page of Get Transaction History and never follows revision while hasMore", make: { HistoryFirstPage() }),
         Entry(name: "history-one-chain", pitfall: "J51", description: "takes a history answer to be about the chain it asked with and drops the customer's other chains' transactions and statuses", make: { HistoryOneChain() }),
         Entry(name: "transaction-required", pitfall: "J52", description: "answers 400 to a notification whose data carries no signed transaction (a TEST notification), as a handler that unwraps signedTransactionInfo does", make: { TransactionRequired() }),
+        Entry(name: "duplicate-rejected", pitfall: "J53", description: "answers an error to a notification whose notificationUUID it has seen, so Apple's byte-identical retry of a notification whose answer was lost is refused", make: { DuplicateRejected() }),
         Entry(name: "consumption-request-revokes", pitfall: "J46", description: "takes a CONSUMPTION_REQUEST (a refund asked for, not granted) as the refund itself", make: { ConsumptionRequestRevokes() }),
         Entry(name: "period-per-transaction-id", pitfall: "J45", description: "keeps each transactionId of a restored or re-granted purchase apart, so a refund under one id still grants through another", make: { PeriodPerTransactionId() }),
         Entry(name: "skip-signature", pitfall: "J31", description: "checks the certificate chain but never the JWS signature", make: { VerifierMutant("skip-signature") { $0.verifySignature = false } }),
@@ -392,6 +393,25 @@ final class TransactionRequired: ReferenceValidator {
     override func ingestNotification(_ n: ResponseBodyV2DecodedPayload) -> DeliveryVerdict {
         if let data = n.data, data.transactionInfo == nil { return .rejected(reason: "data.signedTransactionInfo missing") }
         return super.ingestNotification(n)
+    }
+}
+
+final class DuplicateRejected: ReferenceValidator {
+    override var name: String { "mutant:duplicate-rejected" }
+    var seenPayloads: Set<String> = []
+    override func reset(_ config: ValidatorConfig) throws(ValidatorFailure) {
+        try super.reset(config)
+        seenPayloads = []
+    }
+    override func ingestSignedNotification(_ signedPayload: String) -> DeliveryVerdict {
+        let v = super.ingestSignedNotification(signedPayload)
+        guard v.isAccepted else { return v }
+        return seenPayloads.insert(signedPayload).inserted ? v : .rejected(reason: "notification already processed")
+    }
+    override func ingestNotification(_ n: ResponseBodyV2DecodedPayload) -> DeliveryVerdict {
+        let v = super.ingestNotification(n)
+        guard v.isAccepted else { return v }
+        return seenPayloads.insert("\(n)").inserted ? v : .rejected(reason: "notification already processed")
     }
 }
 

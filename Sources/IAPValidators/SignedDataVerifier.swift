@@ -64,10 +64,13 @@ public final class SignedDataVerifier: @unchecked Sendable {
 
     public let options: Options
     let roots: [Certificate]
-    /// Verified chains by a hash of the header segment; each entry keeps the header bytes to rule out collisions.
-    private var cache: [UInt64: (header: [UInt8], chain: VerifiedChain)] = [:]
+    /// Chain verdicts by a hash of the header segment; each entry keeps the header bytes to rule out collisions.
+    /// A verdict depends on the header bytes and the roots only (validity dates are checked per token against the
+    /// chain's window), so refusals are kept too: a forger repeating one bad chain costs one lookup.
+    private var cache: [UInt64: (header: [UInt8], chain: Result<VerifiedChain, Failure>)] = [:]
     private let lock = NSLock()
-    public static let cacheCapacity = 64
+    /// Room for every leaf of years of histories (the test PKI rotates leaves every 30 days) and the forgery kit's chains.
+    public static let cacheCapacity = 1024
     public private(set) var cacheHits = 0
 
     static let decoder = JSONDecoder()
@@ -150,16 +153,14 @@ public final class SignedDataVerifier: @unchecked Sendable {
             hit.header.withUnsafeBytes({ memcmp($0.baseAddress!, header.baseAddress!, header.count) }) == 0 {
             cacheHits += 1
             lock.unlock()
-            return .success(hit.chain)
+            return hit.chain
         }
         lock.unlock()
         let result = verifyChain(header: header)
-        if case .success(let c) = result {
-            lock.lock()
-            if cache.count >= Self.cacheCapacity { cache.removeAll(keepingCapacity: true) }
-            cache[h] = (Array(header), c)
-            lock.unlock()
-        }
+        lock.lock()
+        if cache.count >= Self.cacheCapacity { cache.removeAll(keepingCapacity: true) }
+        cache[h] = (Array(header), result)
+        lock.unlock()
         return result
     }
 
