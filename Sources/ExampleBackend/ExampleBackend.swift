@@ -1,7 +1,9 @@
 import Foundation
 import Hummingbird
 import IAPModel
-import IAPValidators
+import IAPValidatorAPI
+import IAPReference
+import IAPMutants
 import Logging
 import SQLiteNIO
 

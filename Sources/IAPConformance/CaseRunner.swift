@@ -4,7 +4,7 @@ import IAPModel
 import IAPOracle
 import IAPSigning
 import IAPSimulator
-import IAPValidators
+import IAPValidatorAPI
 
 /// A disagreement between the validator and the oracle: a value, not an error (the validator answered).
 public struct Discrepancy: Codable, Hashable, Sendable {

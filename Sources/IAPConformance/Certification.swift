@@ -2,7 +2,7 @@ import Foundation
 import IAPModel
 import IAPSimulator
 import IAPSigning
-import IAPValidators
+import IAPValidatorAPI
 
 /// The fixed, versioned certification suite: named seeds and case counts per property, plus a probe of every
 /// forgery class. Changing any number here is a new suite version.
@@ -164,7 +164,7 @@ public enum CertificationSuite {
         }
         progress?("forgery probe: \(ForgeryClass.allCases.filter { $0.applies(in: catalog.environment) }.count) classes")
         let forgeries = probeForgeries(validator, catalog: catalog, policy: policy)
-        let name = (validator as? SubprocessValidator)?.hello?.name ?? validator.name
+        let name = validator.selfReportedName ?? validator.name
         var report = Report(validator: validator.name, hello: name, date: CivilTime.iso8601(Millis(Date().timeIntervalSince1970 * 1000)),
                             scale: scale, passed: results.allSatisfy(\.passed) && forgeries.allSatisfy(\.rejected),
                             properties: results, forgeries: forgeries)

@@ -1,6 +1,6 @@
 import Foundation
 import IAPSimulator
-import IAPValidators
+import IAPValidatorAPI
 import PropertyEngine
 
 /// `--jobs N`: cases run on N validators at once, and the report is the one a single job would give.

@@ -1,7 +1,7 @@
 import Dispatch
 import IAPModel
 import IAPSimulator
-import IAPValidators
+import IAPValidatorAPI
 import PropertyEngine
 
 /// Settings of one `check` run.

@@ -3,7 +3,9 @@ import IAPConformance
 import IAPLoad
 import IAPModel
 import IAPSigning
-import IAPValidators
+import IAPVerification
+import IAPHTTP
+import IAPSubprocess
 
 /// The inputs iapcheck takes from outside, each behind one function that must never trap, hang or leak: a libFuzzer
 /// target per reader (`Fuzz/run.sh TARGET SECONDS`), and a replay of saved inputs without the fuzzer (`swift run

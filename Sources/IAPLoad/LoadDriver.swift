@@ -3,7 +3,7 @@ import Foundation
 import Histogram
 import IAPModel
 import IAPOracle
-import IAPValidators
+import IAPValidatorAPI
 
 /// Runs a profile: intended send times computed up front, one validator and one set of HdrHistograms per worker
 /// (merged at the end, never shared while running), latency from the intended time (coordinated omission
@@ -153,7 +153,7 @@ public final class LoadDriver: @unchecked Sendable {
         done.add(1)
         faultsInjected = injected.value
         if record {
-            for v in validators { (v as? SubprocessValidator)?.stop() }
+            for v in validators { v.shutdown() }
             prepared = [:]
         }
         return results

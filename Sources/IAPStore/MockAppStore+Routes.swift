@@ -2,7 +2,7 @@ import Crypto
 import Foundation
 import Hummingbird
 import IAPModel
-import IAPValidators
+import IAPHTTP
 
 extension MockAppStore {
     static let encoder: JSONEncoder = {

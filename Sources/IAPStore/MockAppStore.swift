@@ -2,7 +2,8 @@ import Crypto
 import Foundation
 import Hummingbird
 import IAPModel
-import IAPValidators
+import IAPValidatorAPI
+import IAPHTTP
 import Logging
 
 /// A mock App Store on loopback, serving a scenario's data the way Apple's servers do (docs/mock-app-store.md):

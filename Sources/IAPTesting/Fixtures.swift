@@ -2,7 +2,8 @@ import IAPConformance
 import IAPModel
 import IAPOracle
 import IAPSimulator
-import IAPValidators
+import IAPValidatorAPI
+import IAPSubprocess
 import PropertyEngine
 
 /// Test support shared by the test targets: generated cases and histories from seeds.

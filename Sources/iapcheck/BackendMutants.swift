@@ -3,7 +3,7 @@ import Foundation
 import IAPConformance
 import IAPModel
 import IAPStore
-import IAPValidators
+import IAPHTTP
 
 #if canImport(Glibc)
 import Glibc

@@ -5,7 +5,8 @@ import Foundation
 import IAPConformance
 import IAPModel
 import IAPSigning
-import IAPValidators
+import IAPVerification
+import IAPReference
 
 struct Bench: ParsableCommand {
     static let configuration = CommandConfiguration(

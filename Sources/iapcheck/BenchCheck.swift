@@ -5,7 +5,7 @@ import Foundation
 import IAPConformance
 import IAPModel
 import IAPSigning
-import IAPValidators
+import IAPReference
 
 extension Bench {
     /// How close a signed check runs to the cost of its cryptography, and how it scales over the cores.

@@ -3,7 +3,8 @@ import Foundation
 import IAPLoad
 import IAPModel
 import IAPStore
-import IAPValidators
+import IAPValidatorAPI
+import IAPHTTP
 
 extension Bench {
     /// iapcheck's HTTP load driver against wrk, same endpoint, same number of connections, one after the other.

@@ -6,7 +6,9 @@ import IAPLoad
 import IAPModel
 import IAPSigning
 import IAPSimulator
-import IAPValidators
+import IAPValidatorAPI
+import IAPReference
+import IAPSubprocess
 import PropertyEngine
 
 extension Bench {

@@ -3,7 +3,7 @@ import Crypto
 import Foundation
 import IAPConformance
 import IAPModel
-import IAPValidators
+import IAPValidatorAPI
 
 struct Certify: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -3,7 +3,8 @@ import Foundation
 import IAPConformance
 import IAPModel
 import IAPSimulator
-import IAPValidators
+import IAPValidatorAPI
+import IAPReference
 
 struct Check: ParsableCommand {
     static let configuration = CommandConfiguration(

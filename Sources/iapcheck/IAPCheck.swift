@@ -3,7 +3,11 @@ import Foundation
 import IAPConformance
 import IAPModel
 import IAPSimulator
-import IAPValidators
+import IAPValidatorAPI
+import IAPReference
+import IAPMutants
+import IAPSubprocess
+import IAPHTTP
 import IAPSigning
 import IAPStore
 
@@ -154,7 +158,7 @@ func makeValidator(_ spec: String, timeout: Double = 5, faults: FaultProfile = F
     }
     if spec.hasPrefix("mutant:") {
         let name = String(spec.dropFirst("mutant:".count))
-        guard let m = IAPValidators.Mutants.named(name) else {
+        guard let m = IAPMutants.Mutants.named(name) else {
             throw ValidationError("no mutant named \"\(name)\"; `iapcheck mutants --list` lists them")
         }
         return m.make()

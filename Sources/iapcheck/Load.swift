@@ -2,7 +2,8 @@ import ArgumentParser
 import Foundation
 import IAPLoad
 import IAPModel
-import IAPValidators
+import IAPValidatorAPI
+import IAPHTTP
 
 /// Exit code when a load run's thresholds (or the baseline comparison) fail.
 let thresholdExit: Int32 = 4

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import IAPConformance
-import IAPValidators
+import IAPValidatorAPI
 
 /// `iapcheck merge-reports`: the shards of one `check --shard i/N` run, joined into one verdict.
 struct MergeReports: ParsableCommand {

@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import IAPConformance
 import IAPModel
-import IAPValidators
+import IAPMutants
 
 struct Mutants: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -46,16 +46,16 @@ struct Mutants: ParsableCommand {
 
     func run() throws {
         if list {
-            for m in IAPValidators.Mutants.all { print("\(m.name.padding(toLength: 36, withPad: " ", startingAt: 0)) \(m.pitfall.padding(toLength: 4, withPad: " ", startingAt: 0)) \(m.description)") }
+            for m in IAPMutants.Mutants.all { print("\(m.name.padding(toLength: 36, withPad: " ", startingAt: 0)) \(m.pitfall.padding(toLength: 4, withPad: " ", startingAt: 0)) \(m.description)") }
             for m in BackendMutant.all { print("\(m.name.padding(toLength: 36, withPad: " ", startingAt: 0)) \(m.pitfall.padding(toLength: 4, withPad: " ", startingAt: 0)) \(m.description)") }
             return
         }
         guard cases >= 1 else { throw ValidationError("--cases must be at least 1, not \(cases)") }
         let (catalog, policy) = try options.loadOrExit()
-        var entries = IAPValidators.Mutants.all
+        var entries = IAPMutants.Mutants.all
         var backendEntries = BackendMutant.all
         if !only.isEmpty {
-            for n in only where IAPValidators.Mutants.named(n) == nil && BackendMutant.named(n) == nil {
+            for n in only where IAPMutants.Mutants.named(n) == nil && BackendMutant.named(n) == nil {
                 throw ValidationError("no mutant named \"\(n)\"; `iapcheck mutants --list` lists them")
             }
             entries = entries.filter { only.contains($0.name) }

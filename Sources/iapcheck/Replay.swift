@@ -2,7 +2,6 @@ import ArgumentParser
 import Foundation
 import IAPConformance
 import IAPModel
-import IAPValidators
 
 struct Replay: ParsableCommand {
     static let configuration = CommandConfiguration(

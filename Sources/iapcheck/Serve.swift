@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import IAPValidators
+import IAPSubprocess
 
 struct Serve: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -4,7 +4,8 @@ import IAPConformance
 import IAPModel
 import IAPSigning
 import IAPStore
-import IAPValidators
+import IAPReference
+import IAPHTTP
 
 struct Store: ParsableCommand {
     static let configuration = CommandConfiguration(

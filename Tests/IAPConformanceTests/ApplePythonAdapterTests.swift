@@ -1,7 +1,7 @@
 import Foundation
 import IAPConformance
 import IAPModel
-import IAPValidators
+import IAPSubprocess
 import Testing
 
 /// Apple's official Python library, wrapped by `Examples/python/apple_validator.py`, checked over the subprocess

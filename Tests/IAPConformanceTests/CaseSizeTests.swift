@@ -4,7 +4,7 @@ import IAPModel
 import IAPOracle
 import IAPSigning
 import IAPSimulator
-import IAPValidators
+import IAPReference
 import Testing
 
 /// Case sizes grow across a run and then have a long tail: a few customers with years of renewals or runs of

@@ -1,7 +1,7 @@
 import Foundation
 import IAPConformance
 import IAPModel
-import IAPValidators
+import IAPReference
 import Testing
 
 /// `certify` and `pki sample` work on every catalog `check` accepts, including catalogs without any

@@ -4,7 +4,10 @@ import IAPModel
 import IAPSigning
 import IAPSimulator
 import IAPTesting
-import IAPValidators
+import IAPValidatorAPI
+import IAPReference
+import IAPMutants
+import IAPSubprocess
 import PropertyEngine
 import Testing
 

@@ -2,7 +2,7 @@ import Foundation
 import IAPConformance
 import IAPModel
 import IAPSimulator
-import IAPValidators
+import IAPReference
 import PropertyEngine
 import Testing
 

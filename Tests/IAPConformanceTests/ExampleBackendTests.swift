@@ -2,7 +2,8 @@ import Foundation
 import IAPConformance
 import IAPModel
 import IAPStore
-import IAPValidators
+import IAPValidatorAPI
+import IAPHTTP
 import Testing
 
 /// The example backend (Hummingbird + SQLite) checked end to end over HTTP on loopback.

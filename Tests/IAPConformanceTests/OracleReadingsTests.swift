@@ -3,7 +3,8 @@ import IAPConformance
 import IAPModel
 import IAPOracle
 import IAPTesting
-import IAPValidators
+import IAPReference
+import IAPMutants
 import Testing
 
 /// Where the facts leave an answer open, the oracle must not fail a validator that reads them another defensible

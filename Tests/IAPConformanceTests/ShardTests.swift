@@ -1,7 +1,9 @@
 import Foundation
 import IAPConformance
 import IAPModel
-import IAPValidators
+import IAPValidatorAPI
+import IAPReference
+import IAPMutants
 import Testing
 
 /// `check --shard i/N` and `merge-reports`: the shards of one run, merged, say what the unsharded run says.

@@ -2,8 +2,8 @@ import Foundation
 import IAPConformance
 import IAPLoad
 import IAPModel
-import IAPValidators
 import Testing
+import IAPHTTP
 
 /// Every file iapcheck reads gets a clear error naming the file — never a crash — whatever is in it.
 @Suite struct HostileInputTests {

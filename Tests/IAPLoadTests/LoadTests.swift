@@ -1,7 +1,9 @@
 import Foundation
 import IAPLoad
 import IAPModel
-import IAPValidators
+import IAPValidatorAPI
+import IAPReference
+import IAPMutants
 import Testing
 
 @Suite struct LoadProfileTests {

@@ -1,8 +1,10 @@
 import Foundation
 import IAPModel
 import IAPSigning
-import IAPValidators
+import IAPVerification
+import IAPReference
 import Testing
+import IAPMutants
 
 @Suite struct SigningTests {
     let pki = TestPKI.shared(seed: 1)

@@ -2,7 +2,8 @@ import Crypto
 import Foundation
 import IAPModel
 import IAPStore
-import IAPValidators
+import IAPValidatorAPI
+import IAPHTTP
 import Testing
 
 /// The mock App Store over real HTTP on loopback: the API's token check, history paging, verifyReceipt's statuses and

@@ -1,7 +1,8 @@
 import Foundation
 import IAPConformance
 import IAPModel
-import IAPValidators
+import IAPReference
+import IAPMutants
 import Testing
 
 /// The harness's power: every mutant is caught within the budget and shrunk to a small history; every saved

@@ -63,7 +63,7 @@ public final class SignedDataVerifier: @unchecked Sendable {
     }
 
     public let options: Options
-    let roots: [Certificate]
+    package let roots: [Certificate]
     /// Chain verdicts by a hash of the header segment; each entry keeps the header bytes to rule out collisions.
     /// A verdict depends on the header bytes and the roots only (validity dates are checked per token against the
     /// chain's window), so refusals are kept too: a forger repeating one bad chain costs one lookup.

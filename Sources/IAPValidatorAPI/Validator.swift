@@ -15,6 +15,15 @@ public protocol Validator: AnyObject {
     func deliver(_ delivery: SignedDelivery, now: Millis) throws(ValidatorFailure) -> DeliveryVerdict
     /// Ask what a user may use at an instant.
     func entitlements(_ query: EntitlementQuery) throws(ValidatorFailure) -> EntitlementAnswer
+    /// The name the validator gave itself, when its transport lets it say one (an `exec:` validator's `hello`).
+    var selfReportedName: String? { get }
+    /// Let go of what the validator holds outside this process (a subprocess); it is not used again afterwards.
+    func shutdown()
+}
+
+extension Validator {
+    public var selfReportedName: String? { nil }
+    public func shutdown() {}
 }
 
 /// A validator failing as a program rather than answering wrongly.
@@ -65,6 +74,10 @@ public struct ValidatorFailure: Error, CustomStringConvertible, Sendable {
 public protocol DecodedDeliveryValidator: Validator {
     func deliver(decoded delivery: Delivery, now: Millis) throws(ValidatorFailure) -> DeliveryVerdict
 }
+
+/// A validator that may be called from several threads at once (the parallel-delivery property): concurrent
+/// clients, as a real backend has.
+public protocol ConcurrentValidator: Validator {}
 
 /// A validator that runs as a process of its own and can be killed and started again — without `reset`, so what it
 /// persisted is all it has (the `durable-ack` fault profile).

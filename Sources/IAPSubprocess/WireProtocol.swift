@@ -1,5 +1,6 @@
 import Foundation
 import IAPModel
+import IAPValidatorAPI
 
 /// The subprocess wire protocol, version 1: one JSON object per line on the validator's stdin (requests) and stdout
 /// (replies), in order, one reply per request. Documented in `docs/wire-protocol.md`.

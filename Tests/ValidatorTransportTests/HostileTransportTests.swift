@@ -1,7 +1,9 @@
 import Foundation
 import IAPModel
 import IAPTesting
-import IAPValidators
+import IAPValidatorAPI
+import IAPSubprocess
+import IAPHTTP
 import Testing
 
 /// Whatever a validator or a backend sends back, the transports end each request by its deadline with a named

@@ -1,40 +1,7 @@
 import Foundation
 import IAPModel
-
-/// A validator that may be called from several threads at once (the parallel-delivery property): concurrent
-/// clients, as a real backend has.
-public protocol ConcurrentValidator: Validator {}
-
-/// The reference validator made safe for concurrent clients the way a backend would with a database transaction:
-/// every operation runs under one lock, so each delivery is applied whole.
-public class SynchronizedReferenceValidator: ReferenceValidator, ConcurrentValidator, @unchecked Sendable {
-    let lock = NSLock()
-    override public var name: String { "reference (synchronized)" }
-
-    override public func reset(_ config: ValidatorConfig) throws(ValidatorFailure) {
-        lock.lock()
-        defer { lock.unlock() }
-        try super.reset(config)
-    }
-
-    override public func deliver(_ delivery: SignedDelivery, now: Millis) throws(ValidatorFailure) -> DeliveryVerdict {
-        lock.lock()
-        defer { lock.unlock() }
-        return try super.deliver(delivery, now: now)
-    }
-
-    override public func deliver(decoded delivery: Delivery, now: Millis) throws(ValidatorFailure) -> DeliveryVerdict {
-        lock.lock()
-        defer { lock.unlock() }
-        return try super.deliver(decoded: delivery, now: now)
-    }
-
-    override public func entitlements(_ query: EntitlementQuery) throws(ValidatorFailure) -> EntitlementAnswer {
-        lock.lock()
-        defer { lock.unlock() }
-        return try super.entitlements(query)
-    }
-}
+import IAPReference
+import IAPValidatorAPI
 
 /// The race mutant: consumable credits are deduplicated with check-then-act, and the act happens outside the
 /// critical section ("ask the ledger service, then record"), so two concurrent deliveries of one purchase both

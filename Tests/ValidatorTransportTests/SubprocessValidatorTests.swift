@@ -1,7 +1,8 @@
 import Foundation
 import IAPModel
 import IAPTesting
-import IAPValidators
+import IAPValidatorAPI
+import IAPSubprocess
 import Testing
 
 /// A validator that crashes, hangs or prints garbage is reported as a validator failure within the timeout, with

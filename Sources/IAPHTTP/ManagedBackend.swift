@@ -1,4 +1,6 @@
 import Foundation
+import IAPProcess
+import IAPValidatorAPI
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -87,7 +89,7 @@ public final class ManagedBackend: @unchecked Sendable {
     public func stop() {
         guard let p = lock.withLock({ process }) else { return }
         if p.isRunning {
-            for child in SubprocessValidator.descendants(of: p.processIdentifier) { kill(child, SIGKILL) }
+            for child in ProcessTree.descendants(of: p.processIdentifier) { kill(child, SIGKILL) }
             kill(p.processIdentifier, SIGKILL)
             p.waitUntilExit()
         }

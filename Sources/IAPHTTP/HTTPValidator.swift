@@ -1,5 +1,6 @@
 import Foundation
 import IAPModel
+import IAPValidatorAPI
 
 /// A running backend checked over HTTP on loopback. A target file (`--validator http:TARGET.json`, see
 /// `docs/http-target.md`) maps each operation to a route; the backend's clock is given in a header.

@@ -1,5 +1,7 @@
 import Foundation
 import IAPModel
+import IAPProcess
+import IAPValidatorAPI
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -32,6 +34,8 @@ public final class SubprocessValidator: RestartableValidator {
     private var nextId = 0
     private var transcript: [String] = []
     public private(set) var hello: WireProtocol.Reply?
+    public var selfReportedName: String? { hello?.name }
+    public func shutdown() { stop() }
 
     public init(command: String, timeout: TimeInterval = 5, maxReplyBytes: Int = 16 << 20) {
         self.command = command
@@ -97,12 +101,12 @@ public final class SubprocessValidator: RestartableValidator {
             let pid = p.processIdentifier
             // The group outlives its leader while any member lives; its id cannot be reused until then.
             kill(-pid, SIGKILL)
-            if !Self.hasExited(pid) {
-                for child in Self.descendants(of: pid) { kill(child, SIGKILL) }
+            if !ProcessTree.hasExited(pid) {
+                for child in ProcessTree.descendants(of: pid) { kill(child, SIGKILL) }
                 kill(pid, SIGKILL)
                 // Bounded: Foundation's own wait also waits for the pipes, which a detached grandchild may hold.
                 let limit = Date().addingTimeInterval(2)
-                while !Self.hasExited(pid) && Date() < limit { usleep(2_000) }
+                while !ProcessTree.hasExited(pid) && Date() < limit { usleep(2_000) }
             }
         }
         stderrTail?.stop()
@@ -115,15 +119,6 @@ public final class SubprocessValidator: RestartableValidator {
         stdinFD = -1
         stdoutFD = -1
         process = nil
-    }
-
-    /// Whether `pid` has terminated (a zombie or already reaped). Foundation's `isRunning` stays true until the
-    /// child's pipes are closed by everyone, which a grandchild can delay indefinitely.
-    static func hasExited(_ pid: Int32) -> Bool {
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-            let close = stat.lastIndex(of: ")") else { return true }
-        let state = stat[stat.index(after: close)...].split(separator: " ").first
-        return state == "Z" || state == "X"
     }
 
     /// "status N" or "killed by signal N" for a process that has exited.
@@ -143,28 +138,7 @@ public final class SubprocessValidator: RestartableValidator {
         return nil
     }
 
-    var processGone: Bool { process.map { Self.hasExited($0.processIdentifier) } ?? true }
-
-    /// Descendant pids from /proc (Linux); empty elsewhere.
-    static func descendants(of pid: Int32) -> [Int32] {
-        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return [] }
-        var parent: [Int32: Int32] = [:]
-        for e in entries {
-            guard let p = Int32(e), let stat = try? String(contentsOfFile: "/proc/\(e)/stat", encoding: .utf8),
-                let close = stat.lastIndex(of: ")") else { continue }
-            let fields = stat[stat.index(after: close)...].split(separator: " ")
-            if fields.count > 1, let pp = Int32(fields[1]) { parent[p] = pp }
-        }
-        var out: [Int32] = []
-        var frontier = [pid]
-        while let next = frontier.popLast() {
-            for (child, pp) in parent where pp == next {
-                out.append(child)
-                frontier.append(child)
-            }
-        }
-        return out
-    }
+    var processGone: Bool { process.map { ProcessTree.hasExited($0.processIdentifier) } ?? true }
 
     func request(_ r: WireProtocol.Request) throws(ValidatorFailure) -> WireProtocol.Reply {
         guard process != nil, !processGone, stdinFD >= 0 else { throw fail(.crashed, "the validator process is not running") }

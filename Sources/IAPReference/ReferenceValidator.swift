@@ -1,5 +1,7 @@
 import Foundation
 import IAPModel
+import IAPValidatorAPI
+import IAPVerification
 
 /// The reference validator: a correct, readable backend a real team could copy the ideas from.
 ///
@@ -30,7 +32,7 @@ open class ReferenceValidator: DecodedDeliveryValidator {
 
     open var name: String { "reference" }
     public private(set) var config = ValidatorConfig(catalog: .standard, policy: .default)
-    public internal(set) var chains: [String: Chain] = [:]
+    public package(set) var chains: [String: Chain] = [:]
     public private(set) var seenNotifications: Set<String> = []
     /// Consumable credits, once per transaction id: transactionId → (user-linked chain, quantity).
     public var consumableCredits: [String: JWSTransactionDecodedPayload] = [:]
@@ -83,100 +85,17 @@ open class ReferenceValidator: DecodedDeliveryValidator {
     /// A `verifyReceipt` response: status 0, this app and environment; each entry converted to a transaction
     /// (`cancellation_date` is a refund unless `is_upgraded` says it marks an upgrade), `pending_renewal_info` to
     /// renewal info, all as of `request_date_ms`. Every chain in the receipt is the submitting user's.
-    open func ingestLegacyReceipt(userId: String, body: String) -> DeliveryVerdict {
-        guard let r = try? JSONDecoder().decode(LegacyReceiptResponse.self, from: Data(body.utf8)) else {
-            return .rejected(reason: "verifyReceipt response does not decode")
-        }
-        guard r.status == 0 else { return .rejected(reason: "verifyReceipt status \(r.status)") }
-        guard let receipt = r.receipt, let requestDate = Millis(receipt.request_date_ms) else {
-            return .rejected(reason: "verifyReceipt response without receipt.request_date_ms")
-        }
-        let environment: Environment = r.environment == "Production" ? .production : .sandbox
-        if let why = rejectApp(bundleId: receipt.bundle_id, appAppleId: nil, environment: environment) { return .rejected(reason: why) }
-        var byChain: [String: [JWSTransactionDecodedPayload]] = [:]
-        var order: [String] = []
-        for e in (r.latest_receipt_info ?? []) + receipt.in_app {
-            guard let tx = convertLegacy(e, bundleId: receipt.bundle_id, environment: environment, requestDate: requestDate) else { continue }
-            if byChain[tx.originalTransactionId] == nil { order.append(tx.originalTransactionId) }
-            byChain[tx.originalTransactionId, default: []].append(tx)
-        }
-        var renewals: [String: JWSRenewalInfoDecodedPayload] = [:]
-        for p in r.pending_renewal_info ?? [] {
-            var info = JWSRenewalInfoDecodedPayload(
-                originalTransactionId: p.original_transaction_id, productId: p.product_id, autoRenewProductId: p.auto_renew_product_id,
-                autoRenewStatus: p.auto_renew_status == "1" ? .on : .off, signedDate: requestDate, environment: environment)
-            info.expirationIntent = p.expiration_intent.flatMap { Int($0) }.map(ExpirationIntent.init(rawValue:))
-            info.isInBillingRetryPeriod = p.is_in_billing_retry_period == "1"
-            info.gracePeriodExpiresDate = p.grace_period_expires_date_ms.flatMap { Millis($0) }
-            info.priceIncreaseStatus = p.price_consent_status.flatMap { Int($0) }.map(PriceIncreaseStatus.init(rawValue:))
-            renewals[p.original_transaction_id] = info
-            if byChain[p.original_transaction_id] == nil { order.append(p.original_transaction_id) }
-        }
-        for otid in order {
-            _ = ingestSnapshot(APISnapshot(originalTransactionId: otid, transactions: byChain[otid] ?? [], renewalInfo: renewals[otid]))
-            if chains[otid] != nil, chains[otid]!.user == nil { chains[otid]!.user = userId }
-        }
-        return .accepted
-    }
+    open func ingestLegacyReceipt(userId: String, body: String) -> DeliveryVerdict { ingestLegacy(userId: userId, body: body) }
 
     /// One legacy receipt entry as a transaction; nil for a product the catalog does not know.
     open func convertLegacy(_ e: LegacyReceiptResponse.InApp, bundleId: String, environment: Environment, requestDate: Millis) -> JWSTransactionDecodedPayload? {
-        guard let kind = product(e.product_id)?.kind, let purchase = Millis(e.purchase_date_ms) else { return nil }
-        var tx = JWSTransactionDecodedPayload(
-            transactionId: e.transaction_id, originalTransactionId: e.original_transaction_id, webOrderLineItemId: e.web_order_line_item_id,
-            bundleId: bundleId, productId: e.product_id, subscriptionGroupIdentifier: e.subscription_group_identifier,
-            purchaseDate: purchase, originalPurchaseDate: e.original_purchase_date_ms.flatMap { Millis($0) },
-            expiresDate: e.expires_date_ms.flatMap { Millis($0) }, quantity: Int(e.quantity) ?? 1, type: kind.wireType,
-            appAccountToken: e.app_account_token, inAppOwnershipType: InAppOwnershipType(rawValue: e.in_app_ownership_type ?? "PURCHASED"),
-            signedDate: requestDate, environment: environment, transactionReason: nil)
-        if e.is_upgraded == "true" {
-            tx.isUpgraded = true  // cancellation_date marks the upgrade, not a refund
-        } else if let c = e.cancellation_date_ms.flatMap({ Millis($0) }) {
-            tx.revocationDate = c
-            tx.revocationReason = RevocationReason(rawValue: e.cancellation_reason.flatMap { Int($0) } ?? 0)
-        }
-        if e.is_trial_period == "true" {
-            tx.offerType = .introductory
-            tx.offerDiscountType = .freeTrial
-        } else if e.is_in_intro_offer_period == "true" {
-            tx.offerType = .introductory
-            tx.offerDiscountType = .payAsYouGo
-        } else if let id = e.promotional_offer_id {
-            tx.offerType = .promotional
-            tx.offerIdentifier = id
-        } else if let code = e.offer_code_ref_name {
-            tx.offerType = .offerCode
-            tx.offerIdentifier = code
-        }
-        return tx
+        legacyTransaction(e, bundleId: bundleId, environment: environment, requestDate: requestDate)
     }
 
     /// History pages and statuses: the app identity of every body, then every signed transaction and renewal info.
     /// Transactions keep the order the pages gave (Apple promises none).
     open func ingestAPIResponses(originalTransactionId otid: String, history: [HistoryResponse], statuses: StatusResponse?) -> DeliveryVerdict {
-        var txs: [JWSTransactionDecodedPayload] = []
-        for page in history {
-            if let why = rejectApp(bundleId: page.bundleId, appAppleId: page.appAppleId, environment: page.environment) { return .rejected(reason: "history: \(why)") }
-            for jws in page.signedTransactions {
-                switch verifyTransaction(jws) {
-                case .failure(let f): return .rejected(reason: "history transaction: \(f)")
-                case .success(let tx): txs.append(tx)
-                }
-            }
-        }
-        // Statuses list every subscription chain of the customer, in every group: each renewal info counts.
-        var infos: [JWSRenewalInfoDecodedPayload] = []
-        if let statuses {
-            if let why = rejectApp(bundleId: statuses.bundleId, appAppleId: statuses.appAppleId, environment: statuses.environment) { return .rejected(reason: "statuses: \(why)") }
-            for item in statuses.data.flatMap(\.lastTransactions) {
-                switch verifyRenewal(item.signedRenewalInfo) {
-                case .failure(let f): return .rejected(reason: "renewal info: \(f)")
-                case .success(let r): infos.append(r)
-                }
-                if case .failure(let f) = verifyTransaction(item.signedTransactionInfo) { return .rejected(reason: "status transaction: \(f)") }
-            }
-        }
-        return ingestHistory(APISnapshot(originalTransactionId: otid, transactions: txs, renewalInfos: infos))
+        verifyAPIResponses(originalTransactionId: otid, history: history, statuses: statuses)
     }
 
     public func deliver(decoded delivery: Delivery, now: Millis) throws(ValidatorFailure) -> DeliveryVerdict {
@@ -187,17 +106,6 @@ open class ReferenceValidator: DecodedDeliveryValidator {
         case .legacyReceipt(let l):
             ingestDecodedLegacy(l)
         }
-    }
-
-    func ingestDecodedLegacy(_ l: LegacyReceiptFacts) -> DeliveryVerdict {
-        if let why = rejectApp(bundleId: l.bundleId, appAppleId: nil, environment: l.environment) { return .rejected(reason: why) }
-        for chain in l.chains {
-            _ = ingestSnapshot(chain)
-            if chains[chain.originalTransactionId] != nil, chains[chain.originalTransactionId]!.user == nil {
-                chains[chain.originalTransactionId]!.user = l.userId
-            }
-        }
-        return .accepted
     }
 
     open func verifyTransaction(_ jws: String) -> Result<JWSTransactionDecodedPayload, SignedDataVerifier.Failure> {
@@ -214,44 +122,7 @@ open class ReferenceValidator: DecodedDeliveryValidator {
     }
 
     /// Verifies the envelope, checks the app, drops a replayed UUID, then verifies the nested JWS separately.
-    open func ingestSignedNotification(_ signedPayload: String) -> DeliveryVerdict {
-        let envelope: ResponseBodyV2SignedPayload
-        switch verifier.verify(signedPayload, as: ResponseBodyV2SignedPayload.self, signedDate: { $0.signedDate }) {
-        case .failure(let f): return .rejected(reason: "notification: \(f)")
-        case .success(let e): envelope = e
-        }
-        var data: NotificationData?
-        if let d = envelope.data {
-            guard let bundleId = d.bundleId, let environment = d.environment else {
-                return .rejected(reason: "notification data without bundleId or environment")
-            }
-            if let why = rejectApp(bundleId: bundleId, appAppleId: d.appAppleId, environment: environment) { return .rejected(reason: why) }
-            if dedupesNotifications && seenNotifications.contains(envelope.notificationUUID) { return .accepted }
-            var tx: JWSTransactionDecodedPayload?
-            var renewal: JWSRenewalInfoDecodedPayload?
-            if let jws = d.signedTransactionInfo {
-                switch verifyNestedTransaction(jws) {
-                case .failure(let f): return .rejected(reason: "nested transaction: \(f)")
-                case .success(let v): tx = v
-                }
-            }
-            if let jws = d.signedRenewalInfo {
-                switch verifyRenewal(jws) {
-                case .failure(let f): return .rejected(reason: "nested renewal info: \(f)")
-                case .success(let v): renewal = v
-                }
-            }
-            data = NotificationData(appAppleId: d.appAppleId, bundleId: bundleId, environment: environment,
-                                    transactionInfo: tx, renewalInfo: renewal, status: d.status)
-            data?.consumptionRequestReason = d.consumptionRequestReason
-        }
-        var decoded = ResponseBodyV2DecodedPayload(
-            notificationType: envelope.notificationType, subtype: envelope.subtype,
-            notificationUUID: envelope.notificationUUID, signedDate: envelope.signedDate, data: data,
-            summary: envelope.summary, externalPurchaseToken: envelope.externalPurchaseToken)
-        decoded.version = envelope.version ?? "2.0"
-        return ingestNotification(decoded)
-    }
+    open func ingestSignedNotification(_ signedPayload: String) -> DeliveryVerdict { verifyNotification(signedPayload) }
 
     open func ingestApp(_ s: AppTransactionSubmission) -> DeliveryVerdict {
         if let why = rejectTransaction(s.transaction) { return .rejected(reason: why) }
@@ -510,141 +381,11 @@ open class ReferenceValidator: DecodedDeliveryValidator {
         }
     }
 
-    /// `a + b`, stopping at the ends of `Int` instead of trapping.
-    static func saturating(_ a: Int, _ b: Int) -> Int {
-        let (sum, over) = a.addingReportingOverflow(b)
-        return over ? (b > 0 ? .max : .min) : sum
-    }
-
-    open func consumableBalance(userId: String, at t: Millis) -> [String: Int] {
-        var out: [String: Int] = [:]
-        for tx in consumableCredits.values where tx.purchaseDate <= t && user(ofChain: tx.originalTransactionId) == userId {
-            let units = max(tx.quantity ?? 1, 0)
-            var kept = units
-            if config.policy.consumableClawback && isRevoked(tx, at: t) {
-                switch config.policy.consumableRefundShare {
-                case .all: kept = 0
-                case .share:
-                    // What was not refunded stays: the unrefunded fraction of the units, a partial unit counting
-                    // whole. Full-width, so that a huge quantity cannot overflow.
-                    let share = Swift.min(Swift.max(tx.revocationPercentage ?? 100_000, 0), 100_000)
-                    kept = units - 100_000.dividingFullWidth(units.multipliedFullWidth(by: share)).quotient
-                }
-            }
-            out[tx.productId] = Self.saturating(out[tx.productId, default: 0], kept)
-        }
-        return out
-    }
+    /// Units of each consumable the user holds at `t`: every credited purchase, less what refunds clawed back.
+    open func consumableBalance(userId: String, at t: Millis) -> [String: Int] { consumableUnits(userId: userId, at: t) }
 
     // MARK: Answers
 
-    struct Holding {
-        var state: EntitlementState
-        var expires: Millis?
-        var ownership: InAppOwnershipType?
-        var since: Millis
-    }
-
-    public func entitlements(_ q: EntitlementQuery) throws(ValidatorFailure) -> EntitlementAnswer {
-        let t = evaluationInstant(q)
-        var held: [String: Holding] = [:]
-        var introTxs: [String: [JWSTransactionDecodedPayload]] = [:]
-
-        func record(_ productId: String, _ h: Holding) {
-            guard let old = held[productId] else { held[productId] = h; return }
-            switch (old.state.isEntitled, h.state.isEntitled) {
-            case (false, true): held[productId] = h
-            case (true, true):
-                if old.state == h.state {
-                    var merged = old
-                    if let a = old.expires, let b = h.expires { merged.expires = max(a, b) }
-                    if h.ownership == .purchased { merged.ownership = .purchased }
-                    held[productId] = merged
-                } else if h.state == .active {
-                    held[productId] = h  // paid access outranks grace
-                }
-            case (false, false): if h.since >= old.since { held[productId] = h }
-            case (true, false): break
-            }
-        }
-
-        var nonRenewing: [String: [JWSTransactionDecodedPayload]] = [:]
-        for otid in chains.keys.sorted() where user(ofChain: otid) == q.userId {
-            let chain = chains[otid]!
-            let listed = transactions(of: chain, chain: otid, at: t)
-            let everything = chain.severalIdsPerPurchase ? onePerPurchase(listed) : listed
-            let renewal = renewalInfo(of: chain, chain: otid, at: t)
-            let txs = everything.filter { $0.purchaseDate <= t && includes($0) }
-                .sorted { ($0.purchaseDate, $0.transactionId) < ($1.purchaseDate, $1.transactionId) }
-            for tx in txs where tx.inAppOwnershipType == .purchased {
-                if let g = tx.subscriptionGroupIdentifier { introTxs[g, default: []].append(tx) }
-            }
-            guard let first = txs.first else { continue }
-            switch first.type {
-            case .autoRenewable:
-                guard let latest = latestTransaction(txs, chain: otid, at: t) else { continue }
-                for tx in txs where tx.productId != latest.productId {
-                    record(tx.productId, Holding(state: .expired, since: .min))
-                }
-                var s = status(latest: latest, all: txs, renewal: renewal, chain: otid, at: t)
-                let introRuns = config.policy.upgradeDuringIntro == .union
-                if s == .active, upgradedAway(latest, chain: everything), !(introRuns && latest.offerType == .introductory) { s = .expired }
-                if introRuns {
-                    for tx in introPeriodsLeftRunning(txs, latest: latest, at: t) {
-                        record(tx.productId, Holding(state: .active, expires: periodEnd(of: tx, chain: otid), ownership: ownership(tx), since: tx.purchaseDate))
-                    }
-                }
-                let productId = entitledProduct(latest: latest, renewal: renewal)
-                if isEntitled(s) {
-                    let grace = s != .active
-                    let exp = grace ? graceEnd(renewal, latest: latest) : periodEnd(of: latest, chain: otid)
-                    record(productId, Holding(state: grace ? .grace : .active, expires: exp, ownership: ownership(latest), since: latest.purchaseDate))
-                } else {
-                    let state: EntitlementState = s == .revoked ? .revoked : s == .billingRetry ? .billingRetry : .expired
-                    record(productId, Holding(state: state, since: latest.purchaseDate))
-                }
-            case .nonConsumable:
-                for tx in txs {
-                    let ok = !isRevoked(tx, at: t)
-                    record(tx.productId, Holding(state: ok ? .active : .revoked, ownership: ok ? ownership(tx) : nil, since: tx.purchaseDate))
-                }
-            case .nonRenewing:
-                nonRenewing[first.productId, default: []] += txs
-            default:
-                break
-            }
-        }
-        for (productId, txs) in nonRenewing.sorted(by: { $0.key < $1.key }) {
-            var lastEnd: Millis = .min
-            let ordered = txs.sorted { ($0.purchaseDate, $0.transactionId) < ($1.purchaseDate, $1.transactionId) }
-            for tx in ordered {
-                let start = config.policy.nonRenewingStacking ? max(tx.purchaseDate, lastEnd) : tx.purchaseDate
-                guard let end = nonRenewingEnd(tx, start: start) else {
-                    if !isRevoked(tx, at: t) { record(productId, Holding(state: .active, ownership: ownership(tx), since: tx.purchaseDate)) }
-                    continue
-                }
-                lastEnd = end
-                if !isRevoked(tx, at: t) && covers(start: start, end: end, at: t) {
-                    record(productId, Holding(state: .active, expires: end, ownership: ownership(tx), since: tx.purchaseDate))
-                }
-            }
-            if held[productId] == nil || !(held[productId]!.state.isEntitled), let last = ordered.last {
-                held[productId] = Holding(state: isRevoked(last, at: t) ? .revoked : .expired, since: last.purchaseDate)
-            }
-        }
-
-        let products = held.map { id, h in
-            ProductEntitlement(productId: id, active: h.state.isEntitled, state: h.state,
-                               expiresDate: h.state.isEntitled ? h.expires : nil, ownership: h.state.isEntitled ? h.ownership : nil)
-        }
-        let groups = config.catalog.groups.map { g -> GroupEntitlement in
-            let best = products.filter { $0.active && product($0.productId)?.groupId == g.id }.min { a, b in
-                let la = product(a.productId)?.level ?? .max, lb = product(b.productId)?.level ?? .max
-                return la != lb ? la < lb : a.productId < b.productId
-            }
-            return GroupEntitlement(groupId: g.id, effectiveProductId: best?.productId, introEligible: introEligible(group: g.id, own: introTxs[g.id] ?? []))
-        }
-        let balances = consumableBalance(userId: q.userId, at: t).map { ConsumableBalance(productId: $0.key, balance: $0.value) }
-        return EntitlementAnswer(products: products, groups: groups, consumables: balances)
-    }
+    /// What the user may use at the asked instant, from the stored facts (see `ReferenceValidator+Answers.swift`).
+    open func entitlements(_ q: EntitlementQuery) throws(ValidatorFailure) -> EntitlementAnswer { answer(q) }
 }

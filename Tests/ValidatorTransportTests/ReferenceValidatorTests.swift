@@ -1,5 +1,6 @@
 import IAPModel
-import IAPValidators
+import IAPReference
+import IAPMutants
 import Testing
 
 /// Hand-written scenarios for the reference validator, each a rule of docs/semantics.md#core-rules.

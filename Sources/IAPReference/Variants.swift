@@ -1,4 +1,5 @@
 import IAPModel
+import IAPValidatorAPI
 
 /// Correct validators that read the App Store differently from the reference where Apple leaves room: each must
 /// pass every property. They keep the oracle honest — a false failure of one of them is a harness bug — and

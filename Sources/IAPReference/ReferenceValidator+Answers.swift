@@ -1,0 +1,142 @@
+import Foundation
+import IAPModel
+
+extension ReferenceValidator {
+    struct Holding {
+        var state: EntitlementState
+        var expires: Millis?
+        var ownership: InAppOwnershipType?
+        var since: Millis
+    }
+
+    /// Per chain: the latest transaction's status (auto-renewable), each purchase (non-consumable), stacked or
+    /// overlapping periods (non-renewing); per product the best holding; per group the highest level held.
+    func answer(_ q: EntitlementQuery) -> EntitlementAnswer {
+        let t = evaluationInstant(q)
+        var held: [String: Holding] = [:]
+        var introTxs: [String: [JWSTransactionDecodedPayload]] = [:]
+
+        func record(_ productId: String, _ h: Holding) {
+            guard let old = held[productId] else { held[productId] = h; return }
+            switch (old.state.isEntitled, h.state.isEntitled) {
+            case (false, true): held[productId] = h
+            case (true, true):
+                if old.state == h.state {
+                    var merged = old
+                    if let a = old.expires, let b = h.expires { merged.expires = max(a, b) }
+                    if h.ownership == .purchased { merged.ownership = .purchased }
+                    held[productId] = merged
+                } else if h.state == .active {
+                    held[productId] = h  // paid access outranks grace
+                }
+            case (false, false): if h.since >= old.since { held[productId] = h }
+            case (true, false): break
+            }
+        }
+
+        var nonRenewing: [String: [JWSTransactionDecodedPayload]] = [:]
+        for otid in chains.keys.sorted() where user(ofChain: otid) == q.userId {
+            let chain = chains[otid]!
+            let listed = transactions(of: chain, chain: otid, at: t)
+            let everything = chain.severalIdsPerPurchase ? onePerPurchase(listed) : listed
+            let renewal = renewalInfo(of: chain, chain: otid, at: t)
+            let txs = everything.filter { $0.purchaseDate <= t && includes($0) }
+                .sorted { ($0.purchaseDate, $0.transactionId) < ($1.purchaseDate, $1.transactionId) }
+            for tx in txs where tx.inAppOwnershipType == .purchased {
+                if let g = tx.subscriptionGroupIdentifier { introTxs[g, default: []].append(tx) }
+            }
+            guard let first = txs.first else { continue }
+            switch first.type {
+            case .autoRenewable:
+                guard let latest = latestTransaction(txs, chain: otid, at: t) else { continue }
+                for tx in txs where tx.productId != latest.productId {
+                    record(tx.productId, Holding(state: .expired, since: .min))
+                }
+                var s = status(latest: latest, all: txs, renewal: renewal, chain: otid, at: t)
+                let introRuns = config.policy.upgradeDuringIntro == .union
+                if s == .active, upgradedAway(latest, chain: everything), !(introRuns && latest.offerType == .introductory) { s = .expired }
+                if introRuns {
+                    for tx in introPeriodsLeftRunning(txs, latest: latest, at: t) {
+                        record(tx.productId, Holding(state: .active, expires: periodEnd(of: tx, chain: otid), ownership: ownership(tx), since: tx.purchaseDate))
+                    }
+                }
+                let productId = entitledProduct(latest: latest, renewal: renewal)
+                if isEntitled(s) {
+                    let grace = s != .active
+                    let exp = grace ? graceEnd(renewal, latest: latest) : periodEnd(of: latest, chain: otid)
+                    record(productId, Holding(state: grace ? .grace : .active, expires: exp, ownership: ownership(latest), since: latest.purchaseDate))
+                } else {
+                    let state: EntitlementState = s == .revoked ? .revoked : s == .billingRetry ? .billingRetry : .expired
+                    record(productId, Holding(state: state, since: latest.purchaseDate))
+                }
+            case .nonConsumable:
+                for tx in txs {
+                    let ok = !isRevoked(tx, at: t)
+                    record(tx.productId, Holding(state: ok ? .active : .revoked, ownership: ok ? ownership(tx) : nil, since: tx.purchaseDate))
+                }
+            case .nonRenewing:
+                nonRenewing[first.productId, default: []] += txs
+            default:
+                break
+            }
+        }
+        for (productId, txs) in nonRenewing.sorted(by: { $0.key < $1.key }) {
+            var lastEnd: Millis = .min
+            let ordered = txs.sorted { ($0.purchaseDate, $0.transactionId) < ($1.purchaseDate, $1.transactionId) }
+            for tx in ordered {
+                let start = config.policy.nonRenewingStacking ? max(tx.purchaseDate, lastEnd) : tx.purchaseDate
+                guard let end = nonRenewingEnd(tx, start: start) else {
+                    if !isRevoked(tx, at: t) { record(productId, Holding(state: .active, ownership: ownership(tx), since: tx.purchaseDate)) }
+                    continue
+                }
+                lastEnd = end
+                if !isRevoked(tx, at: t) && covers(start: start, end: end, at: t) {
+                    record(productId, Holding(state: .active, expires: end, ownership: ownership(tx), since: tx.purchaseDate))
+                }
+            }
+            if held[productId] == nil || !(held[productId]!.state.isEntitled), let last = ordered.last {
+                held[productId] = Holding(state: isRevoked(last, at: t) ? .revoked : .expired, since: last.purchaseDate)
+            }
+        }
+
+        let products = held.map { id, h in
+            ProductEntitlement(productId: id, active: h.state.isEntitled, state: h.state,
+                               expiresDate: h.state.isEntitled ? h.expires : nil, ownership: h.state.isEntitled ? h.ownership : nil)
+        }
+        let groups = config.catalog.groups.map { g -> GroupEntitlement in
+            let best = products.filter { $0.active && product($0.productId)?.groupId == g.id }.min { a, b in
+                let la = product(a.productId)?.level ?? .max, lb = product(b.productId)?.level ?? .max
+                return la != lb ? la < lb : a.productId < b.productId
+            }
+            return GroupEntitlement(groupId: g.id, effectiveProductId: best?.productId, introEligible: introEligible(group: g.id, own: introTxs[g.id] ?? []))
+        }
+        let balances = consumableBalance(userId: q.userId, at: t).map { ConsumableBalance(productId: $0.key, balance: $0.value) }
+        return EntitlementAnswer(products: products, groups: groups, consumables: balances)
+    }
+
+    /// `a + b`, stopping at the ends of `Int` instead of trapping.
+    package static func saturating(_ a: Int, _ b: Int) -> Int {
+        let (sum, over) = a.addingReportingOverflow(b)
+        return over ? (b > 0 ? .max : .min) : sum
+    }
+
+    func consumableUnits(userId: String, at t: Millis) -> [String: Int] {
+        var out: [String: Int] = [:]
+        for tx in consumableCredits.values where tx.purchaseDate <= t && user(ofChain: tx.originalTransactionId) == userId {
+            let units = max(tx.quantity ?? 1, 0)
+            var kept = units
+            if config.policy.consumableClawback && isRevoked(tx, at: t) {
+                switch config.policy.consumableRefundShare {
+                case .all: kept = 0
+                case .share:
+                    // What was not refunded stays: the unrefunded fraction of the units, a partial unit counting
+                    // whole. Full-width, so that a huge quantity cannot overflow.
+                    let share = Swift.min(Swift.max(tx.revocationPercentage ?? 100_000, 0), 100_000)
+                    kept = units - 100_000.dividingFullWidth(units.multipliedFullWidth(by: share)).quotient
+                }
+            }
+            out[tx.productId] = Self.saturating(out[tx.productId, default: 0], kept)
+        }
+        return out
+    }
+}
