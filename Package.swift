@@ -67,7 +67,7 @@ let package = Package(
         .target(name: "IAPConformance", dependencies: ["IAPModel", "IAPOracle", "PropertyEngine", "IAPSimulator", "IAPValidatorAPI", "IAPSigning"]),
         // Load profiles, schedules, the driver, HdrHistograms, results and gates.
         .target(name: "IAPLoad", dependencies: [
-            "IAPModel", "IAPOracle", "IAPSimulator", "IAPSigning", "IAPValidatorAPI", "IAPConformance", "PropertyEngine",
+            "IAPModel", "IAPOracle", "IAPSimulator", "IAPSigning", "IAPValidatorAPI", "PropertyEngine",
             .product(name: "Histogram", package: "hdrhistogram-swift"),
             .product(name: "Yams", package: "Yams"),
         ]),

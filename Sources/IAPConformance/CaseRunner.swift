@@ -76,9 +76,6 @@ public struct ForgeryTally: Codable, Hashable, Sendable {
 /// deliveries rendered as signed artifacts (forged ones by the forgery kit), the oracle learning the same genuine
 /// facts; at every question the two answers must agree. Stops at the first discrepancy.
 public enum CaseRunner {
-    /// The PKI every run signs with; validators are told to trust its root.
-    public static var pki: TestPKI { TestPKI.shared(seed: 1) }
-
     public static func run(_ c: GeneratedCase, against v: any Validator, signed: Bool = true) -> CaseOutcome {
         var tally = ForgeryTally()
         return run(c, against: v, signed: signed, tally: &tally)
@@ -91,7 +88,7 @@ public enum CaseRunner {
             return runParallel(c, against: cv, signed: signed)
         }
         let decodedPath = signed ? nil : v as? any DecodedDeliveryValidator
-        let pki = Self.pki
+        let pki = TestPKI.harness
         if let failure = reset(v, for: c) { return failure }
         let renderer = ArtifactRenderer(pki: pki, appAppleId: c.config.catalog.appAppleId)
         let kit = ForgeryKit(pki: pki)
@@ -164,7 +161,7 @@ public enum CaseRunner {
     /// Resets the validator for a case, trusting the test PKI's root; the failure outcome if it fails.
     static func reset(_ v: any Validator, for c: GeneratedCase) -> CaseOutcome? {
         var config = c.config
-        config.trustedRoots = pki.trustedRoots
+        config.trustedRoots = TestPKI.harness.trustedRoots
         do {
             try v.reset(config)
             return nil
@@ -177,7 +174,7 @@ public enum CaseRunner {
     /// that both deliver every remaining artifact (as an app and a webhook can). Merging is idempotent and
     /// order-free, so every sequential order gives the oracle's final answer; a race shows as a different one.
     static func runParallel(_ c: GeneratedCase, against v: any ConcurrentValidator, signed: Bool) -> CaseOutcome {
-        let pki = Self.pki
+        let pki = TestPKI.harness
         if let failure = reset(v, for: c) { return failure }
         let deliveries: [(Int, PlannedDelivery)] = c.steps.enumerated().compactMap { i, s in
             if case .deliver(let d) = s, d.forgery == nil { return (i, d) } else { return nil }

@@ -187,7 +187,7 @@ public enum CertificationSuite {
     /// Each forgery class on its own: a genuine purchase is delivered, then the forged artifact; it must be rejected
     /// (a replayed notification UUID may be acknowledged) and must not change the user's answer.
     public static func probeForgeries(_ v: any Validator, catalog: Catalog, policy: Policy) -> [ForgeryResult] {
-        let pki = CaseRunner.pki
+        let pki = TestPKI.harness
         let t: Millis = CivilTime.days(fromCivil: 2026, 3, 1) * CivilTime.msPerDay
         let user = "a1b2c3d4-0000-4000-8000-000000000001"
         guard let product = catalog.probeProduct else {

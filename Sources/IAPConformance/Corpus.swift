@@ -45,11 +45,7 @@ public struct CorpusCase: Codable, Sendable {
 }
 
 public enum Corpus {
-    static let encoder: JSONEncoder = {
-        let e = JSONEncoder()
-        e.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        return e
-    }()
+    static let encoder = JSONFormat.pretty()
 
     /// Loads one corpus file; a malformed file is a ``ConfigError`` naming the file.
     public static func load(path: String) throws(ConfigError) -> CorpusCase {
@@ -106,6 +102,3 @@ public enum Corpus {
     }
 }
 
-public enum IAPCheckVersion {
-    public static let current = "0.2.0"
-}

@@ -31,7 +31,7 @@ public enum PropertyName: String, Codable, Hashable, Sendable, CaseIterable {
     public var perturbations: Perturbations {
         var p = Perturbations()
         switch self {
-        case .entitlementAgreement: p.legacyReceipts = true
+        case .entitlementAgreement: p = .realistic
         case .idempotentDelivery:
             p.duplicates = true
             p.legacyReceipts = true

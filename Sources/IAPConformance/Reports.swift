@@ -152,14 +152,6 @@ public enum Reports {
             timeline: Timeline.render(c, failingStep: d.step), replay: replay)
     }
 
-    public static func writeJSON<T: Encodable>(_ value: T, to path: String) throws {
-        let e = JSONEncoder()
-        e.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        let dir = (path as NSString).deletingLastPathComponent
-        if !dir.isEmpty { try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true) }
-        try e.encode(value).write(to: URL(fileURLWithPath: path), options: .atomic)
-    }
-
     /// JUnit XML: one test case per property (and one for the corpus replay), failed with the discrepancy's text.
     public static func junit(_ s: CheckSummary) -> String {
         func esc(_ x: String) -> String {

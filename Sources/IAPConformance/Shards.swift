@@ -64,8 +64,7 @@ public struct RunIdentity: Codable, Hashable, Sendable {
 
     /// FNV-1a (64 bit) of the catalog's canonical JSON: equal catalogs give equal digests on every machine.
     static func digest(_ catalog: Catalog) -> String {
-        let e = JSONEncoder()
-        e.outputFormatting = [.sortedKeys]
+        let e = JSONFormat.compact()
         let bytes = (try? e.encode(catalog)) ?? Data()
         var h: UInt64 = 0xcbf2_9ce4_8422_2325
         for b in bytes { h = (h ^ UInt64(b)) &* 0x0000_0100_0000_01b3 }
@@ -209,8 +208,7 @@ public enum ShardMerge {
 
     /// The keys on which two policies differ, as `key: value` lists.
     static func policyDifference(_ a: Policy, _ b: Policy) -> (String, String) {
-        let e = JSONEncoder()
-        e.outputFormatting = [.sortedKeys]
+        let e = JSONFormat.compact()
         func fields(_ p: Policy) -> [String: String] {
             guard let data = try? e.encode(p), let o = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return [:] }
             return o.mapValues { "\($0)" }

@@ -166,11 +166,7 @@ public class HTTPValidator: Validator {
         }
     }
 
-    static let encoder: JSONEncoder = {
-        let e = JSONEncoder()
-        e.outputFormatting = [.withoutEscapingSlashes]
-        return e
-    }()
+    static let encoder = JSONFormat.compact()
 
     func encode<T: Encodable>(_ v: T) -> Data { (try? Self.encoder.encode(v)) ?? Data() }
 

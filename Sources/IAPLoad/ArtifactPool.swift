@@ -1,5 +1,4 @@
 import Foundation
-import IAPConformance
 import IAPModel
 import IAPOracle
 import IAPSigning
@@ -38,7 +37,7 @@ public struct ArtifactPool: Sendable {
         /// pool's histories share identifiers. A sample gets its own: the identifiers' fixed prefixes are rewritten
         /// (lengths and formats kept), consistently in the facts, the questions and hence the oracle's answers.
         static func apart<T: Codable>(_ value: T, _ j: Int) -> T? {
-            guard let data = try? JSONEncoder().encode(value) else { return nil }
+            guard let data = try? JSONFormat.compact().encode(value) else { return nil }
             let tag = String(format: "%03d", j)
             var text = String(decoding: data, as: UTF8.self)
             text = text.replacingOccurrences(of: #""2000(\d{12})""#, with: "\"7\(tag)$1\"", options: .regularExpression)
@@ -56,16 +55,14 @@ public struct ArtifactPool: Sendable {
         /// the case's facts are known — what a validator that received them all must answer, whatever came since.
         public static func build(seed: UInt64, catalog: Catalog, policy: Policy) -> AnswerSamples {
             var out = AnswerSamples()
-            let pki = CaseRunner.pki
-            let generator = CaseGenerator(catalog: catalog, policy: policy)
-            var config = ValidatorConfig(catalog: catalog, policy: policy)
-            config.trustedRoots = pki.trustedRoots
+            let pki = TestPKI.harness
             for j in 0..<8 {
-                let (c, _) = generator.generate(.entitlementAgreement, ChoiceSource(seed: SplitMix64.derive(seed ^ 0x5A3D_1E00_0000_0000, UInt64(j))))
+                let (sim, steps) = ArtifactPool.history(
+                    catalog: catalog, policy: policy, ChoiceSource(seed: SplitMix64.derive(seed ^ 0x5A3D_1E00_0000_0000, UInt64(j))))
                 let renderer = ArtifactRenderer(pki: pki, appAppleId: catalog.appAppleId)
-                var knowledge = Knowledge(config: c.config)
+                var knowledge = Knowledge(config: ValidatorConfig(catalog: sim.catalog, policy: policy))
                 var queries: [EntitlementQuery] = []
-                for step in c.steps {
+                for step in steps {
                     switch step {
                     case .deliver(let d):
                         guard d.forgery == nil, let delivery = Self.apart(d.delivery, j), knowledge.rejection(delivery) == nil else { continue }
@@ -81,23 +78,28 @@ public struct ArtifactPool: Sendable {
         }
     }
 
+    /// A generated history and its realistic delivery plan: what an entitlement-agreement case of `check` is made of.
+    static func history(catalog: Catalog, policy: Policy, _ src: ChoiceSource) -> (StoreSimulator, [CaseStep]) {
+        let history = HistoryGenerator(catalog: catalog, policy: policy).generate(src)
+        return (history.sim, DeliveryPlanner(perturbations: .realistic).plan(history))
+    }
+
     public static func build(_ profile: LoadProfile) -> ArtifactPool {
-        let pki = CaseRunner.pki
+        let pki = TestPKI.harness
         // Cache-hostile share: the same chain shape under the same root, but one of many leaves, so a bounded chain
         // cache keeps missing.
         let hostile = profile.distinctChains > 0
             ? try! TestPKI(seed: pki.seed, validFrom: pki.validFrom, validUntil: pki.validUntil, leafCount: 256) : nil
         var byOp: [LoadProfile.Operation: [Item]] = [:]
-        let generator = CaseGenerator(catalog: .standard, policy: .default)
         var rng = SplitMix64(seed: profile.poolSeed)
         var i: UInt64 = 0
         let wanted = profile.mix.filter { $0.value > 0 }.keys
         func enough() -> Bool { wanted.allSatisfy { (byOp[$0]?.count ?? 0) >= profile.poolSize } }
         while !enough() && i < 100_000 {
-            let (c, _) = generator.generate(.entitlementAgreement, ChoiceSource(seed: SplitMix64.derive(profile.poolSeed, i)))
+            let (sim, steps) = Self.history(catalog: .standard, policy: .default, ChoiceSource(seed: SplitMix64.derive(profile.poolSeed, i)))
             i += 1
-            let renderer = ArtifactRenderer(pki: pki, appAppleId: c.config.catalog.appAppleId)
-            for step in c.steps {
+            let renderer = ArtifactRenderer(pki: pki, appAppleId: sim.catalog.appAppleId)
+            for step in steps {
                 switch step {
                 case .deliver(let d):
                     let op: LoadProfile.Operation

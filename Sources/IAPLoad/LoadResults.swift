@@ -1,6 +1,5 @@
 import Foundation
 import Histogram
-import IAPConformance
 import IAPModel
 
 /// The merged outcome of a load run and everything written to its result folder.
@@ -206,15 +205,15 @@ public struct LoadResults: Sendable {
     public func write(to directory: String) throws {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         func path(_ name: String) -> String { (directory as NSString).appendingPathComponent(name) }
-        try Reports.writeJSON(summary, to: path("summary.json"))
+        try JSONFormat.write(summary, to: path("summary.json"))
         var hgrm = "", raw = ""
         corrected.outputPercentileDistribution(to: &hgrm, outputValueUnitScalingRatio: 1000)
         uncorrected.outputPercentileDistribution(to: &raw, outputValueUnitScalingRatio: 1000)
         try hgrm.write(toFile: path("latency.hgrm"), atomically: true, encoding: .utf8)
         try raw.write(toFile: path("latency-uncorrected.hgrm"), atomically: true, encoding: .utf8)
-        try Reports.writeJSON(corrected, to: path("histogram.json"))
-        try Reports.writeJSON(uncorrected, to: path("histogram-uncorrected.json"))
-        try Reports.writeJSON(perSecondHistograms, to: path("per-second.json"))
+        try JSONFormat.write(corrected, to: path("histogram.json"))
+        try JSONFormat.write(uncorrected, to: path("histogram-uncorrected.json"))
+        try JSONFormat.write(perSecondHistograms, to: path("per-second.json"))
         try LoadReportHTML.render(self).write(toFile: path("report.html"), atomically: true, encoding: .utf8)
     }
 }

@@ -11,11 +11,7 @@ public struct JWSSigner: Sendable {
 
     /// Keys sorted: the encoder's own key order is not stable between encodings of one value, and the same fact
     /// must render to the same bytes every time (a retry is byte-identical to its first attempt, as Apple's are).
-    static let encoder: JSONEncoder = {
-        let e = JSONEncoder()
-        e.outputFormatting = [.withoutEscapingSlashes, .sortedKeys]
-        return e
-    }()
+    static let encoder: JSONEncoder = JSONFormat.compact()
 
     /// `{"alg":…,"x5c":[…]}` (x5c omitted when nil), base64url-encoded.
     public static func header(alg: String, x5c: [String]?, extra: String = "") -> String {

@@ -68,6 +68,10 @@ public final class TestPKI: @unchecked Sendable {
     private static let lock = NSLock()
     nonisolated(unsafe) private static var cache: [UInt64: TestPKI] = [:]
 
+    /// The PKI every conformance case and load pool signs with (validators are told to trust its root), so a case
+    /// saved by one command replays under another.
+    public static var harness: TestPKI { shared(seed: 1) }
+
     /// The PKI of `seed` with the default validity, built once per process.
     public static func shared(seed: UInt64 = 1) -> TestPKI {
         lock.lock()

@@ -18,6 +18,14 @@ public struct Perturbations: Codable, Hashable, Sendable {
     public var legacyReceipts = false
 
     public init() {}
+
+    /// Delivery as it usually goes: Apple's delays, app submissions, legacy receipts for legacy apps — no duplicates,
+    /// retries, drops, clock skew, forgeries or unknown values (entitlement-agreement cases and load pools).
+    public static var realistic: Perturbations {
+        var p = Perturbations()
+        p.legacyReceipts = true
+        return p
+    }
 }
 
 /// One step of a case: deliver something, or ask a question.

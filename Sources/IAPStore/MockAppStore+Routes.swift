@@ -5,11 +5,7 @@ import IAPModel
 import IAPHTTP
 
 extension MockAppStore {
-    static let encoder: JSONEncoder = {
-        let e = JSONEncoder()
-        e.outputFormatting = [.withoutEscapingSlashes, .sortedKeys]
-        return e
-    }()
+    static let encoder: JSONEncoder = JSONFormat.compact()
 
     static func json<T: Encodable>(_ value: T, status: HTTPResponse.Status = .ok) -> Response {
         let data = (try? encoder.encode(value)) ?? Data("{}".utf8)

@@ -46,11 +46,7 @@ public enum WireProtocol {
         }
     }
 
-    public static let encoder: JSONEncoder = {
-        let e = JSONEncoder()
-        e.outputFormatting = [.withoutEscapingSlashes, .sortedKeys]
-        return e
-    }()
+    public static let encoder: JSONEncoder = JSONFormat.compact()
 
     /// Serves `validator` on stdin/stdout until stdin closes: the in-process reference (or a mutant) as a
     /// subprocess validator, and a model for implementers.

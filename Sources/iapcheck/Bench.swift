@@ -31,7 +31,7 @@ struct Bench: ParsableCommand {
         }
 
         func run() throws {
-            let pki = CaseRunner.pki
+            let pki = TestPKI.harness
             let signer = JWSSigner(pki: pki)
             let t0 = CivilTime.days(fromCivil: 2026, 3, 1) * CivilTime.msPerDay
             let pool: [String] = (0..<tokens).map { i in
@@ -105,7 +105,7 @@ struct Bench: ParsableCommand {
                 let warmOps = rows.first { $0.threads == n && $0.name.contains("warm") }!.opsPerSecond
                 print("ratio warm-cache / raw, \(n) thread\(n == 1 ? "" : "s"): \(String(format: "%.2f", warmOps / rawOps))")
             }
-            if let json { try Reports.writeJSON(rows, to: json) }
+            if let json { try JSONFormat.write(rows, to: json) }
         }
     }
 }

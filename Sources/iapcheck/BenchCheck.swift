@@ -42,7 +42,7 @@ extension Bench {
 
         func run() throws {
             // The cryptography alone, on a real token's signing input (the 3-certificate header and a transaction).
-            let pki = CaseRunner.pki
+            let pki = TestPKI.harness
             let (sample, _) = Checker(options: CheckOptions(), validator: ReferenceValidator()).generate(caseIndex: 0)
             let renderer = ArtifactRenderer(pki: pki, appAppleId: sample.config.catalog.appAppleId)
             guard let token = sample.steps.lazy.compactMap({ step -> String? in
@@ -88,7 +88,7 @@ extension Bench {
             let (parallel, _) = casesPerSecond(cases * max(1, jobs), signed: true, jobs: jobs)
             print("signed check, \(jobs) jobs: \(Int(parallel)) cases/s; scaling ×\(String(format: "%.2f", parallel / signed)) over 1 job")
             if let json {
-                try Reports.writeJSON(Figures(microsecondsPerSign: sign, microsecondsPerVerify: verify, unsignedCasesPerSecond: unsigned,
+                try JSONFormat.write(Figures(microsecondsPerSign: sign, microsecondsPerVerify: verify, unsignedCasesPerSecond: unsigned,
                                               signedCasesPerSecond: signed, signaturesPerCase: signs, verificationsPerCase: verifies,
                                               cryptoLimitRatio: ratio, jobs: jobs, signedCasesPerSecondWithJobs: parallel,
                                               scaling: parallel / signed), to: json)

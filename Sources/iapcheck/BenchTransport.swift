@@ -24,7 +24,7 @@ extension Bench {
 
         func run() throws {
             // A realistic operation mix: the steps of generated cases, rendered once, before the clock starts.
-            let pki = CaseRunner.pki
+            let pki = TestPKI.harness
             let generator = CaseGenerator(catalog: .standard, policy: .default)
             var ops: [(ValidatorConfig?, SignedDelivery?, Millis, EntitlementQuery?)] = []
             for i in 0..<60 {

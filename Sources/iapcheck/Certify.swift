@@ -62,7 +62,7 @@ struct Certify: ParsableCommand {
         let verdict = report.passed ? "CERTIFIED" : report.passedWithDeclaredDivergences ? "CERTIFIED WITH DECLARED DIVERGENCES" : "NOT CERTIFIED"
         try writeResults("the certification report", to: dir) {
             try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-            try Reports.writeJSON(report, to: (dir as NSString).appendingPathComponent("report.json"))
+            try JSONFormat.write(report, to: (dir as NSString).appendingPathComponent("report.json"))
             try CertificationHTML.render(report).write(toFile: (dir as NSString).appendingPathComponent("report.html"), atomically: true, encoding: .utf8)
         }
         print("catalog: \(record.description), bundle id \(record.bundleId)")

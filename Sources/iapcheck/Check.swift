@@ -205,7 +205,7 @@ struct Check: ParsableCommand {
             let missing = report.coverage.missingFamilies
             if !missing.isEmpty { print("not exercised: \(missing.joined(separator: ", "))") }
         }
-        if let json { try writeResults("the JSON report", to: json) { try Reports.writeJSON(summary, to: json) } }
+        if let json { try writeResults("the JSON report", to: json) { try JSONFormat.write(summary, to: json) } }
         if let junit { try writeResults("the JUnit report", to: junit) { try Reports.junit(summary).write(toFile: junit, atomically: true, encoding: .utf8) } }
         if !failures.isEmpty { throw ExitCode(Exit.validatorFailure) }
         if !discrepancies.isEmpty { throw ExitCode(Exit.discrepancy) }

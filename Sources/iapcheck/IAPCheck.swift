@@ -216,7 +216,7 @@ func startStore(_ settings: StoreSettings, for target: HTTPValidator.Target?) th
         store.webhook = (target.host, target.port, route.path, target.clockHeader)
     }
     store.testNotificationSigner = { now, catalog in
-        ArtifactRenderer(pki: CaseRunner.pki, appAppleId: catalog.appAppleId).notification(ResponseBodyV2DecodedPayload(
+        ArtifactRenderer(pki: TestPKI.harness, appAppleId: catalog.appAppleId).notification(ResponseBodyV2DecodedPayload(
             notificationType: .test, subtype: nil, notificationUUID: UUID().uuidString.lowercased(), signedDate: now,
             data: NotificationData(appAppleId: catalog.appAppleId, bundleId: catalog.bundleId, environment: catalog.environment,
                                    transactionInfo: nil, renewalInfo: nil, status: nil)))

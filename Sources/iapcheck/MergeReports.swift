@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import IAPConformance
+import IAPModel
 import IAPValidatorAPI
 
 /// `iapcheck merge-reports`: the shards of one `check --shard i/N` run, joined into one verdict.
@@ -80,7 +81,7 @@ struct MergeReports: ParsableCommand {
         if !result.missing.isEmpty { print("MISSING shards: \(result.missing.map(\.description).joined(separator: ", "))") }
         if !result.interrupted.isEmpty { print("INTERRUPTED shards: \(result.interrupted.joined(separator: ", "))") }
 
-        if let json { try writeResults("the merged JSON summary", to: json) { try Reports.writeJSON(s, to: json) } }
+        if let json { try writeResults("the merged JSON summary", to: json) { try JSONFormat.write(s, to: json) } }
         if let junit { try writeResults("the merged JUnit report", to: junit) { try Reports.junit(s).write(toFile: junit, atomically: true, encoding: .utf8) } }
         if !s.validatorFailures.isEmpty { throw ExitCode(Exit.validatorFailure) }
         if !s.discrepancies.isEmpty { throw ExitCode(Exit.discrepancy) }

@@ -125,7 +125,7 @@ struct Mutants: ParsableCommand {
         let killed = rows.filter(\.killed).count
         print("killed \(killed)/\(rows.count); median shrunk counterexample \(median.map { String(format: "%.1f", $0) } ?? "-") actions")
         if let json {
-            try Reports.writeJSON(Reports.MutantsSummary(seed: options.seed, casesPerMutant: cases, total: rows.count, killed: killed, medianShrunkEvents: median, mutants: rows), to: json)
+            try JSONFormat.write(Reports.MutantsSummary(seed: options.seed, casesPerMutant: cases, total: rows.count, killed: killed, medianShrunkEvents: median, mutants: rows), to: json)
         }
         if killed < rows.count { throw ExitCode(Exit.discrepancy) }
         if setupFailures > 0 { throw ExitCode(Exit.validatorFailure) }

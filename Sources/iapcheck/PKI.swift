@@ -18,7 +18,7 @@ struct PKI: ParsableCommand {
         @Option(help: "Put this OCSP responder URL (Authority Information Access) on the intermediate and leaves, e.g. http://127.0.0.1:8081/ocsp. The default PKI has none, so validators run offline.")
         var ocspUrl: String?
         func run() throws {
-            var pki = CaseRunner.pki
+            var pki = TestPKI.harness
             if let ocspUrl {
                 pki = try TestPKI(seed: pki.seed, validFrom: pki.validFrom, validUntil: pki.validUntil, ocspURL: ocspUrl)
             }
@@ -45,7 +45,7 @@ struct PKI: ParsableCommand {
             }
             let written: (genuine: Int, forged: Int)
             do {
-                written = try PKIExport.samples(CaseRunner.pki, catalog: catalog, at: at, to: directory)
+                written = try PKIExport.samples(TestPKI.harness, catalog: catalog, at: at, to: directory)
             } catch let e as PKIExportError {
                 throw fail("error: \(e)", code: Exit.usage)
             }

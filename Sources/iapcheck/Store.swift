@@ -71,7 +71,7 @@ struct Store: ParsableCommand {
             options.policy = policy
             let (c, _) = Checker(options: options, validator: ReferenceValidator()).generate(caseIndex: self.case)
             store.reset(c.config)
-            let renderer = ArtifactRenderer(pki: CaseRunner.pki, appAppleId: c.config.catalog.appAppleId)
+            let renderer = ArtifactRenderer(pki: TestPKI.harness, appAppleId: c.config.catalog.appAppleId)
             print("mock App Store on http://127.0.0.1:\(store.port): case \(self.case) of seed \(cases.seed) (\(c.property.rawValue)), bundle \(c.config.catalog.bundleId)")
             print(settings.apiKey.map { "  API tokens: key \($0.keyId), issuer \($0.issuerId)" } ?? "  API tokens: not checked (no key)")
             var notifications: [(Millis, String)] = []
@@ -99,7 +99,7 @@ struct Store: ParsableCommand {
                 // post through the store.
                 let backend = HTTPValidator(target: t, name: "http:\(t.host):\(t.port)", timeout: 10, store: store)
                 var config = c.config
-                config.trustedRoots = CaseRunner.pki.trustedRoots
+                config.trustedRoots = TestPKI.harness.trustedRoots
                 do {
                     try backend.reset(config)
                     for (now, payload) in notifications {

@@ -91,7 +91,7 @@ import Testing
         // Asked with the consumable's chain: the same history.
         let coins = try #require(sim.chains(of: 0).first { $0.productId == "coins.100" }?.id)
         #expect(Set(sim.history(asking: coins, at: t0 + 5 * hour).transactions) == Set(answer.transactions))
-        let signed = ArtifactRenderer(pki: CaseRunner.pki, appAppleId: Catalog.standard.appAppleId).render(.apiSnapshot(answer))
+        let signed = ArtifactRenderer(pki: TestPKI.harness, appAppleId: Catalog.standard.appAppleId).render(.apiSnapshot(answer))
         guard case let .apiSnapshot(_, pages, statuses) = signed else { Issue.record("not an API answer"); return }
         #expect(pages.flatMap(\.signedTransactions).count == 4)
         #expect(Set(try #require(statuses).data.map(\.subscriptionGroupIdentifier)) == ["21000001", "21000002"])
@@ -102,7 +102,7 @@ import Testing
         #expect(Set(k.renewals.keys) == Set(answer.renewalInfos.map(\.originalTransactionId)) && k.renewals.count == 2)
         #expect(k.transactions.count == 4)
         let v = ReferenceValidator()
-        try v.reset(ValidatorConfig(catalog: .standard, policy: .default, trustedRoots: CaseRunner.pki.trustedRoots))
+        try v.reset(ValidatorConfig(catalog: .standard, policy: .default, trustedRoots: TestPKI.harness.trustedRoots))
         #expect(try v.deliver(signed, now: t0 + 5 * hour).isAccepted)
     }
 }

@@ -328,7 +328,7 @@ final class ExpiresDateOnly: ReferenceValidator {
         var repeats = 0
         for seed in UInt64(0)..<300 where repeats < 5 {
             let (c, _) = Fixtures.generated(seed: seed, property: .idempotentDelivery)
-            let renderer = ArtifactRenderer(pki: CaseRunner.pki, appAppleId: c.config.catalog.appAppleId)
+            let renderer = ArtifactRenderer(pki: TestPKI.harness, appAppleId: c.config.catalog.appAppleId)
             var first: [String: String] = [:]
             for step in c.steps {
                 guard case .deliver(let d) = step, d.forgery == nil, case .notification(let n) = d.delivery,
