@@ -1,6 +1,3 @@
-/// UNIX epoch milliseconds (UTC), the unit of every date in Apple's payloads.
-public typealias Millis = Int64
-
 /// The decoded payload of a signed transaction (`signedTransactionInfo`).
 ///
 /// Field names and types are Apple's; see

@@ -6,13 +6,6 @@ import IAPModel
 /// The simulator is deterministic and takes no random input: the ``HistoryGenerator`` makes every choice and
 /// calls the action methods. Every object version is stamped with the instant it was signed, and two versions of
 /// one object never share an instant (actions are at least 1 ms apart), so "latest signed wins" is well defined.
-/// A truth segment a refund cut short: which transaction, which segment, and where it used to end.
-struct RefundCut: Hashable, Sendable {
-    var tx: String
-    var segment: Int
-    var end: Millis
-}
-
 public struct StoreSimulator: Sendable {
     public let catalog: Catalog
     public let policy: Policy
@@ -315,4 +308,11 @@ public struct StoreSimulator: Sendable {
         chainOrder.append(id)
         return id
     }
+}
+
+/// A truth segment a refund cut short: which transaction, which segment, and where it used to end.
+struct RefundCut: Hashable, Sendable {
+    var tx: String
+    var segment: Int
+    var end: Millis
 }
