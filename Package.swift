@@ -30,21 +30,25 @@ let package = Package(
         // Store simulator, history generators and the delivery schedule.
         .target(name: "IAPSimulator", dependencies: ["IAPModel", "PropertyEngine"]),
         // The test PKI, JWS renderers and the forgery kit: what the harness signs. A leaf: crypto lives here.
-        .target(name: "IAPSigning", dependencies: [
-            "IAPModel",
-            .product(name: "Crypto", package: "swift-crypto"),
-            .product(name: "X509", package: "swift-certificates"),
-            .product(name: "SwiftASN1", package: "swift-asn1"),
-        ]),
+        .target(
+            name: "IAPSigning",
+            dependencies: [
+                "IAPModel",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+            ]),
         // The validator protocol every transport implements, its failures and the fault profile: no crypto, no I/O.
         .target(name: "IAPValidatorAPI", dependencies: ["IAPModel"]),
         // JWS and X.509 chain verification as Apple's libraries do it, with a cache of chain verdicts.
-        .target(name: "IAPVerification", dependencies: [
-            "IAPModel",
-            .product(name: "Crypto", package: "swift-crypto"),
-            .product(name: "X509", package: "swift-certificates"),
-            .product(name: "SwiftASN1", package: "swift-asn1"),
-        ]),
+        .target(
+            name: "IAPVerification",
+            dependencies: [
+                "IAPModel",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+            ]),
         // The reference validator: a backend's logic written to the oracle's rules (it verifies JWS itself, as a real
         // backend does), its thread-safe wrapper and the correct variants that read Apple's leeway differently.
         .target(name: "IAPReference", dependencies: ["IAPModel", "IAPValidatorAPI", "IAPVerification"]),
@@ -57,59 +61,93 @@ let package = Package(
         // The HTTP transport (`http:`): target files, backends iapcheck starts, the loopback client, the store bridge.
         .target(name: "IAPHTTP", dependencies: ["IAPModel", "IAPValidatorAPI", "IAPProcess"]),
         // The mock App Store (Server API with JWT auth, verifyReceipt, webhook posts with Apple's retries) on loopback.
-        .target(name: "IAPStore", dependencies: [
-            "IAPModel", "IAPValidatorAPI", "IAPHTTP",
-            .product(name: "Crypto", package: "swift-crypto"),
-            .product(name: "Hummingbird", package: "hummingbird"),
-            .product(name: "Logging", package: "swift-log"),
-        ]),
+        .target(
+            name: "IAPStore",
+            dependencies: [
+                "IAPModel", "IAPValidatorAPI", "IAPHTTP",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         // Properties, the case runner, corpus, coverage and reports.
-        .target(name: "IAPConformance", dependencies: ["IAPModel", "IAPOracle", "PropertyEngine", "IAPSimulator", "IAPValidatorAPI", "IAPSigning"]),
+        .target(
+            name: "IAPConformance",
+            dependencies: ["IAPModel", "IAPOracle", "PropertyEngine", "IAPSimulator", "IAPValidatorAPI", "IAPSigning"]),
         // Load profiles, schedules, the driver, HdrHistograms, results and gates.
-        .target(name: "IAPLoad", dependencies: [
-            "IAPModel", "IAPOracle", "IAPSimulator", "IAPSigning", "IAPValidatorAPI", "PropertyEngine",
-            .product(name: "Histogram", package: "hdrhistogram-swift"),
-            .product(name: "Yams", package: "Yams"),
-        ]),
+        .target(
+            name: "IAPLoad",
+            dependencies: [
+                "IAPModel", "IAPOracle", "IAPSimulator", "IAPSigning", "IAPValidatorAPI", "PropertyEngine",
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+                .product(name: "Yams", package: "Yams"),
+            ]),
         // The command line: argument parsing and wiring only.
-        .executableTarget(name: "iapcheck", dependencies: [
-            "IAPConformance", "IAPModel", "IAPValidatorAPI", "IAPVerification", "IAPReference", "IAPMutants", "IAPSubprocess", "IAPHTTP",
-            "IAPSigning", "IAPLoad", "IAPStore",
-            .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            .product(name: "Crypto", package: "swift-crypto"),
-        ]),
+        .executableTarget(
+            name: "iapcheck",
+            dependencies: [
+                "IAPConformance", "IAPModel", "IAPValidatorAPI", "IAPVerification", "IAPReference", "IAPMutants",
+                "IAPSubprocess", "IAPHTTP",
+                "IAPSigning", "IAPLoad", "IAPStore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]),
         // An example backend a team could start from: Hummingbird routes, SQLite persistence, the reference logic.
-        .executableTarget(name: "ExampleBackend", dependencies: [
-            "IAPModel", "IAPValidatorAPI", "IAPReference", "IAPMutants", "IAPHTTP",
-            .product(name: "Crypto", package: "swift-crypto"),
-            .product(name: "Hummingbird", package: "hummingbird"),
-            .product(name: "SQLiteNIO", package: "sqlite-nio"),
-            .product(name: "Logging", package: "swift-log"),
-        ]),
+        .executableTarget(
+            name: "ExampleBackend",
+            dependencies: [
+                "IAPModel", "IAPValidatorAPI", "IAPReference", "IAPMutants", "IAPHTTP",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "SQLiteNIO", package: "sqlite-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         // Fuzz targets for every reader of outside input; a replay tool without the fuzzer (see Fuzz/README.md).
-        .executableTarget(name: "IAPFuzz", dependencies: [
-            "IAPModel", "IAPValidatorAPI", "IAPVerification", "IAPReference", "IAPHTTP", "IAPSubprocess", "IAPConformance", "IAPLoad",
-            "IAPSigning",
-        ]),
+        .executableTarget(
+            name: "IAPFuzz",
+            dependencies: [
+                "IAPModel", "IAPValidatorAPI", "IAPVerification", "IAPReference", "IAPHTTP", "IAPSubprocess",
+                "IAPConformance", "IAPLoad",
+                "IAPSigning",
+            ]),
         // Test support shared by the test targets.
-        .target(name: "IAPTesting", dependencies: [
-            "IAPModel", "IAPOracle", "IAPSimulator", "IAPValidatorAPI", "IAPReference", "IAPMutants", "IAPSubprocess", "IAPHTTP",
-            "IAPConformance", "PropertyEngine", "IAPSigning",
-        ]),
+        .target(
+            name: "IAPTesting",
+            dependencies: [
+                "IAPModel", "IAPOracle", "IAPSimulator", "IAPValidatorAPI", "IAPReference", "IAPMutants",
+                "IAPSubprocess", "IAPHTTP",
+                "IAPConformance", "PropertyEngine", "IAPSigning",
+            ]),
         .testTarget(name: "IAPModelTests", dependencies: ["IAPModel", "IAPTesting"]),
         .testTarget(name: "PropertyEngineTests", dependencies: ["PropertyEngine"]),
         .testTarget(name: "IAPSimulatorTests", dependencies: ["IAPSimulator", "IAPOracle", "IAPTesting"]),
-        .testTarget(name: "ValidatorTransportTests", dependencies: [
-            "IAPValidatorAPI", "IAPVerification", "IAPReference", "IAPMutants", "IAPSubprocess", "IAPHTTP", "IAPTesting", "IAPSigning",
-        ]),
-        .testTarget(name: "IAPStoreTests", dependencies: [
-            "IAPStore", "IAPTesting", "IAPSigning", "IAPHTTP", "IAPReference", .product(name: "Crypto", package: "swift-crypto"),
-        ]),
-        .testTarget(name: "IAPLoadTests", dependencies: ["IAPLoad", "IAPTesting", "IAPValidatorAPI", "IAPReference", "IAPMutants", "IAPSubprocess", "IAPHTTP"]),
-        .testTarget(name: "IAPSigningTests", dependencies: ["IAPSigning", "IAPValidatorAPI", "IAPVerification", "IAPReference", "IAPMutants", "IAPTesting"]),
-        .testTarget(name: "IAPConformanceTests", dependencies: [
-            "IAPConformance", "IAPTesting", "IAPStore", "IAPReference", "IAPMutants", "IAPSubprocess", "IAPHTTP",
-        ]),
-        .testTarget(name: "QualityTests", dependencies: ["IAPConformance", "IAPReference", "IAPMutants", "IAPTesting"]),
+        .testTarget(
+            name: "ValidatorTransportTests",
+            dependencies: [
+                "IAPValidatorAPI", "IAPVerification", "IAPReference", "IAPMutants", "IAPSubprocess", "IAPHTTP",
+                "IAPTesting", "IAPSigning",
+            ]),
+        .testTarget(
+            name: "IAPStoreTests",
+            dependencies: [
+                "IAPStore", "IAPTesting", "IAPSigning", "IAPHTTP", "IAPReference",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]),
+        .testTarget(
+            name: "IAPLoadTests",
+            dependencies: [
+                "IAPLoad", "IAPTesting", "IAPValidatorAPI", "IAPReference", "IAPMutants", "IAPSubprocess", "IAPHTTP",
+            ]),
+        .testTarget(
+            name: "IAPSigningTests",
+            dependencies: [
+                "IAPSigning", "IAPValidatorAPI", "IAPVerification", "IAPReference", "IAPMutants", "IAPTesting",
+            ]),
+        .testTarget(
+            name: "IAPConformanceTests",
+            dependencies: [
+                "IAPConformance", "IAPTesting", "IAPStore", "IAPReference", "IAPMutants", "IAPSubprocess", "IAPHTTP",
+            ]),
+        .testTarget(
+            name: "QualityTests", dependencies: ["IAPConformance", "IAPReference", "IAPMutants", "IAPTesting"]),
     ]
 )

@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
-import IAPModel
 import IAPHTTP
+import IAPModel
 
 /// The backend's side of the App Store: the App Store Server API (with the ES256 JWT Apple requires) and the legacy
 /// verifyReceipt endpoint. Point it at Apple's hosts in production; iapcheck points it at its mock App Store.
@@ -57,10 +57,13 @@ final class AppStoreClient: @unchecked Sendable {
         let now = Int64(Date().timeIntervalSince1970)
         if let c = lock.withLock({ cachedToken }), c.bundleId == bundleId, c.expires - now > 300 { return c.token }
         struct Header: Encodable { let alg = "ES256"; let kid: String; let typ = "JWT" }
-        struct Claims: Encodable { let iss: String; let iat: Int64; let exp: Int64; let aud = "appstoreconnect-v1"; let bid: String }
+        struct Claims: Encodable {
+            let iss: String; let iat: Int64; let exp: Int64; let aud = "appstoreconnect-v1"; let bid: String
+        }
         let encoder = JSONEncoder()
         let h = Base64URL.encode([UInt8](try encoder.encode(Header(kid: kid))))
-        let c = Base64URL.encode([UInt8](try encoder.encode(Claims(iss: iss, iat: now, exp: now + 1200, bid: bundleId))))
+        let c = Base64URL.encode(
+            [UInt8](try encoder.encode(Claims(iss: iss, iat: now, exp: now + 1200, bid: bundleId))))
         let signature = try key.signature(for: Data("\(h).\(c)".utf8))
         let token = "\(h).\(c).\(Base64URL.encode([UInt8](signature.rawRepresentation)))"
         lock.withLock { cachedToken = (bundleId, token, now + 1200) }
@@ -68,10 +71,14 @@ final class AppStoreClient: @unchecked Sendable {
     }
 
     /// One request on a pooled keep-alive connection, run off the event loop (the client blocks).
-    func request(_ method: String, _ path: String, headers: [(String, String)] = [], body: Data? = nil) async throws -> (Int, Data) {
+    func request(_ method: String, _ path: String, headers: [(String, String)] = [], body: Data? = nil) async throws
+        -> (Int, Data)
+    {
         try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global().async {
-                let client = self.lock.withLock { self.idle.popLast() } ?? LoopbackHTTPClient(host: self.settings.host, port: self.settings.port, timeout: 10)
+                let client =
+                    self.lock.withLock { self.idle.popLast() }
+                    ?? LoopbackHTTPClient(host: self.settings.host, port: self.settings.port, timeout: 10)
                 do {
                     let reply = try client.request(method, path, headers: headers, body: body)
                     self.lock.withLock { self.idle.append(client) }
@@ -84,7 +91,8 @@ final class AppStoreClient: @unchecked Sendable {
     }
 
     func apiGet<T: Decodable>(_ path: String, bundleId: String, as: T.Type) async throws -> T? {
-        let (status, body) = try await request("GET", path, headers: [("Authorization", "Bearer \(try token(bundleId: bundleId))")])
+        let (status, body) = try await request(
+            "GET", path, headers: [("Authorization", "Bearer \(try token(bundleId: bundleId))")])
         if status == 404 { return nil }
         guard status == 200 else { throw Failure.http(path, status, String(decoding: body.prefix(200), as: UTF8.self)) }
         guard let value = try? JSONDecoder().decode(T.self, from: body) else { throw Failure.malformed(path) }
@@ -96,8 +104,13 @@ final class AppStoreClient: @unchecked Sendable {
         var pages: [HistoryResponse] = []
         var revision: String?
         repeat {
-            let query = revision.map { "?revision=\($0.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? $0)" } ?? ""
-            guard let page = try await apiGet("/inApps/v2/history/\(otid)\(query)", bundleId: bundleId, as: HistoryResponse.self) else {
+            let query =
+                revision.map { "?revision=\($0.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? $0)" }
+                ?? ""
+            guard
+                let page = try await apiGet(
+                    "/inApps/v2/history/\(otid)\(query)", bundleId: bundleId, as: HistoryResponse.self)
+            else {
                 return nil
             }
             pages.append(page)
@@ -121,7 +134,9 @@ final class AppStoreClient: @unchecked Sendable {
             (http, reply) = try await self.request("POST", "/sandbox/verifyReceipt", body: body)
             status = (try? JSONDecoder().decode(ReceiptStatus.self, from: reply))?.status
         }
-        guard http == 200, let status else { throw Failure.http("/verifyReceipt", http, String(decoding: reply.prefix(200), as: UTF8.self)) }
+        guard http == 200, let status else {
+            throw Failure.http("/verifyReceipt", http, String(decoding: reply.prefix(200), as: UTF8.self))
+        }
         return (status, String(decoding: reply, as: UTF8.self))
     }
 }

@@ -1,9 +1,9 @@
 import Foundation
 import Hummingbird
 import IAPModel
-import IAPValidatorAPI
-import IAPReference
 import IAPMutants
+import IAPReference
+import IAPValidatorAPI
 import Logging
 import SQLiteNIO
 
@@ -51,7 +51,8 @@ struct Options {
             case "--no-sandbox-fallback": store.sandboxFallback = false
             case "--slow-ack-ms": slowAckMs = max(0, Int(args[i + 1]) ?? 0); i += 1
             case "--help", "-h":
-                print("""
+                print(
+                    """
                     usage: iapcheck-example-backend [--port N] [--database FILE] [--ack-before-persist]
                                                     [--app-store 127.0.0.1:PORT] [--api-key FILE.p8 --key-id ID --issuer-id UUID]
                                                     [--shared-secret SECRET] [--mutant NAME]
@@ -105,12 +106,16 @@ final class Backend: @unchecked Sendable {
 
         var line: String {
             let t = String(now ?? 0)
-            if let reset { return "R\t0\t" + String(decoding: (try? Backend.encoder.encode(reset)) ?? Data(), as: UTF8.self) }
+            if let reset {
+                return "R\t0\t" + String(decoding: (try? Backend.encoder.encode(reset)) ?? Data(), as: UTF8.self)
+            }
             switch delivery {
-            case let .appTransaction(userId, jws, deviceTime)?: return "A\t\(t)\t\(userId)\t\(deviceTime.map(String.init) ?? "-")\t\(jws)"
+            case let .appTransaction(userId, jws, deviceTime)?:
+                return "A\t\(t)\t\(userId)\t\(deviceTime.map(String.init) ?? "-")\t\(jws)"
             case .notification(let jws)?: return "N\t\(t)\t\(jws)"
             case let .legacyReceipt(userId, body)?: return "L\t\(t)\t\(userId)\t\(body)"
-            case let d?: return "S\t\(t)\t" + String(decoding: (try? Backend.encoder.encode(d)) ?? Data(), as: UTF8.self)
+            case let d?:
+                return "S\t\(t)\t" + String(decoding: (try? Backend.encoder.encode(d)) ?? Data(), as: UTF8.self)
             case nil: return ""
             }
         }
@@ -126,11 +131,20 @@ final class Backend: @unchecked Sendable {
             guard f.count >= 3, let t = Millis(f[1]) else { return nil }
             now = t
             switch f[0] {
-            case "R": guard let c = try? Backend.decoder.decode(ValidatorConfig.self, from: Data(f[2].utf8)) else { return nil }; reset = c
-            case "A" where f.count == 5: delivery = .appTransaction(userId: f[2], signedTransaction: f[4], deviceTime: Millis(f[3]))
+            case "R":
+                guard let c = try? Backend.decoder.decode(ValidatorConfig.self, from: Data(f[2].utf8)) else {
+                    return nil
+                }; reset = c
+            case "A" where f.count == 5:
+                delivery = .appTransaction(userId: f[2], signedTransaction: f[4], deviceTime: Millis(f[3]))
             case "N": delivery = .notification(signedPayload: f[2...].joined(separator: "\t"))
-            case "L" where f.count >= 4: delivery = .legacyReceipt(userId: f[2], responseBody: f[3...].joined(separator: "\t"))
-            case "S": guard let d = try? Backend.decoder.decode(SignedDelivery.self, from: Data(f[2...].joined(separator: "\t").utf8)) else { return nil }; delivery = d
+            case "L" where f.count >= 4:
+                delivery = .legacyReceipt(userId: f[2], responseBody: f[3...].joined(separator: "\t"))
+            case "S":
+                guard
+                    let d = try? Backend.decoder.decode(
+                        SignedDelivery.self, from: Data(f[2...].joined(separator: "\t").utf8))
+                else { return nil }; delivery = d
             default: return nil
             }
         }
@@ -141,7 +155,8 @@ final class Backend: @unchecked Sendable {
         // only an OS crash or power loss can lose the last transactions. Use synchronous=FULL to cover those too.
         try await db.query("PRAGMA journal_mode=WAL", []) { _ in }
         try await db.query("PRAGMA synchronous=NORMAL", []) { _ in }
-        try await db.query("CREATE TABLE IF NOT EXISTS journal_v2 (seq INTEGER PRIMARY KEY, record TEXT NOT NULL)", []) { _ in }
+        try await db.query("CREATE TABLE IF NOT EXISTS journal_v2 (seq INTEGER PRIMARY KEY, record TEXT NOT NULL)", [])
+        { _ in }
         let rows = LockedRows()
         try await db.query("SELECT seq, record FROM journal_v2 ORDER BY seq", []) { row in
             rows.append("\(row.column("seq")?.integer ?? -1)\t" + (row.column("record")?.string ?? ""))
@@ -151,7 +166,9 @@ final class Backend: @unchecked Sendable {
         for entry in rows.all {
             let parts = entry.split(separator: "\t", maxSplits: 1, omittingEmptySubsequences: false)
             let seq = parts[0], text = parts.count > 1 ? String(parts[1]) : ""
-            guard let r = Record(line: text) else { throw JournalError(message: "journal row \(seq) cannot be read: \(text.prefix(80))") }
+            guard let r = Record(line: text) else {
+                throw JournalError(message: "journal row \(seq) cannot be read: \(text.prefix(80))")
+            }
             do {
                 if let c = r.reset {
                     try validator.reset(c)
@@ -184,19 +201,25 @@ final class Backend: @unchecked Sendable {
         let verdict = try validator.deliver(d, now: now)
         try await persist(Record(delivery: d, now: now))
         switch verdict {
-        case .accepted: return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(staticString: #"{"accepted":true}"#)))
+        case .accepted:
+            return Response(
+                status: .ok, headers: [.contentType: "application/json"],
+                body: .init(byteBuffer: ByteBuffer(staticString: #"{"accepted":true}"#)))
         case .rejected(let why): return Self.json(["accepted": false, "reason": why], status: .unprocessableContent)
         }
     }
 
     static func json(_ object: [String: any Sendable], status: HTTPResponse.Status) -> Response {
         let data = (try? JSONSerialization.data(withJSONObject: object)) ?? Data("{}".utf8)
-        return Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
+        return Response(
+            status: status, headers: [.contentType: "application/json"],
+            body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }
 
     static func json<T: Encodable>(_ value: T) -> Response {
         let data = (try? encoder.encode(value)) ?? Data("{}".utf8)
-        return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
+        return Response(
+            status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }
 }
 
@@ -206,8 +229,12 @@ final class LockedValidator: @unchecked Sendable {
     let lock = NSLock()
     init(_ inner: any Validator) { self.inner = inner }
     func reset(_ c: ValidatorConfig) throws { try lock.withLock { try inner.reset(c) } }
-    func deliver(_ d: SignedDelivery, now: Millis) throws -> DeliveryVerdict { try lock.withLock { try inner.deliver(d, now: now) } }
-    func entitlements(_ q: EntitlementQuery) throws -> EntitlementAnswer { try lock.withLock { try inner.entitlements(q) } }
+    func deliver(_ d: SignedDelivery, now: Millis) throws -> DeliveryVerdict {
+        try lock.withLock { try inner.deliver(d, now: now) }
+    }
+    func entitlements(_ q: EntitlementQuery) throws -> EntitlementAnswer {
+        try lock.withLock { try inner.entitlements(q) }
+    }
 }
 
 struct JournalError: Error, CustomStringConvertible {
@@ -243,7 +270,8 @@ func now(_ request: Request) -> Millis {
 struct ExampleBackend {
     static func main() async throws {
         let options = Options(CommandLine.arguments)
-        let db: SQLiteConnection = try await SQLiteConnection.open(storage: .file(path: options.database), logger: Logger(label: "example-backend"))
+        let db: SQLiteConnection = try await SQLiteConnection.open(
+            storage: .file(path: options.database), logger: Logger(label: "example-backend"))
         var logic: any Validator = ReferenceValidator()
         if let name = options.mutant {
             guard let m = Mutants.named(name) else {
@@ -252,7 +280,8 @@ struct ExampleBackend {
             }
             logic = m.make()
         }
-        let backend = Backend(db: db, ackBeforePersist: options.ackBeforePersist, store: try AppStoreClient(options.store), logic: logic)
+        let backend = Backend(
+            db: db, ackBeforePersist: options.ackBeforePersist, store: try AppStoreClient(options.store), logic: logic)
         do {
             try await backend.open()
         } catch {
@@ -270,7 +299,9 @@ struct ExampleBackend {
         }
         router.post("/apple/app-transactions") { request, _ -> Response in
             let b = try await body(request, as: AppTransactionBody.self)
-            return try await backend.deliver(.appTransaction(userId: b.userId, signedTransaction: b.signedTransaction, deviceTime: b.deviceTime), now: now(request))
+            return try await backend.deliver(
+                .appTransaction(userId: b.userId, signedTransaction: b.signedTransaction, deviceTime: b.deviceTime),
+                now: now(request))
         }
         router.post("/apple/notifications") { request, _ -> Response in
             let b = try await body(request, as: NotificationBody.self)
@@ -283,15 +314,21 @@ struct ExampleBackend {
         }
         router.post("/apple/legacy-receipts") { request, _ -> Response in
             let b = try await body(request, as: LegacyBody.self)
-            return try await backend.deliver(.legacyReceipt(userId: b.userId, responseBody: b.responseBody), now: now(request))
+            return try await backend.deliver(
+                .legacyReceipt(userId: b.userId, responseBody: b.responseBody), now: now(request))
         }
         router.post("/apple/reconcile") { request, _ -> Response in
             // Pull the chain from the App Store Server API, then ingest it like any signed data.
             let b = try await body(request, as: ReconcileBody.self)
             let bundleId = backend.lock.withLock { backend.bundleId }
             do {
-                guard let d = try await backend.store.chain(originalTransactionId: b.originalTransactionId, bundleId: bundleId) else {
-                    return Backend.json(["accepted": false, "reason": "the App Store knows no transaction \(b.originalTransactionId)"], status: .unprocessableContent)
+                guard
+                    let d = try await backend.store.chain(
+                        originalTransactionId: b.originalTransactionId, bundleId: bundleId)
+                else {
+                    return Backend.json(
+                        ["accepted": false, "reason": "the App Store knows no transaction \(b.originalTransactionId)"],
+                        status: .unprocessableContent)
                 }
                 return try await backend.deliver(d, now: now(request))
             } catch let e as AppStoreClient.Failure {
@@ -303,10 +340,14 @@ struct ExampleBackend {
             do {
                 let (status, responseBody) = try await backend.store.verifyReceipt(b.receiptData)
                 switch status {
-                case 0: return try await backend.deliver(.legacyReceipt(userId: b.userId, responseBody: responseBody), now: now(request))
+                case 0:
+                    return try await backend.deliver(
+                        .legacyReceipt(userId: b.userId, responseBody: responseBody), now: now(request))
                 case 21002, 21003, 21010:
-                    return Backend.json(["accepted": false, "reason": "verifyReceipt status \(status)"], status: .unprocessableContent)
-                default:  // 21004 (shared secret), 21005 (unavailable), 21008 … : our problem or Apple's, not the receipt's
+                    return Backend.json(
+                        ["accepted": false, "reason": "verifyReceipt status \(status)"], status: .unprocessableContent)
+                default:
+                    // 21004 (shared secret), 21005 (unavailable), 21008 … : our problem or Apple's, not the receipt's
                     return Backend.json(["error": "verifyReceipt status \(status)"], status: .badGateway)
                 }
             } catch let e as AppStoreClient.Failure {
@@ -314,7 +355,9 @@ struct ExampleBackend {
             }
         }
         router.get("/users/:id/entitlements") { request, context -> Response in
-            guard let id = context.parameters.get("id") else { return Backend.json(["error": "no user"], status: .badRequest) }
+            guard let id = context.parameters.get("id") else {
+                return Backend.json(["error": "no user"], status: .badRequest)
+            }
             let at = request.uri.queryParameters.get("at").flatMap { Millis($0) } ?? now(request)
             return Backend.json(try backend.validator.entitlements(EntitlementQuery(userId: id, at: at)))
         }

@@ -83,7 +83,9 @@ public enum CaseRunner {
 
     /// With `signed: false` (in-process validators only) facts travel decoded and forged artifacts are skipped:
     /// entitlement logic at full speed, no cryptography.
-    public static func run(_ c: GeneratedCase, against v: any Validator, signed: Bool = true, tally: inout ForgeryTally) -> CaseOutcome {
+    public static func run(_ c: GeneratedCase, against v: any Validator, signed: Bool = true, tally: inout ForgeryTally)
+        -> CaseOutcome
+    {
         if c.property == .parallelDelivery, let cv = v as? any ConcurrentValidator {
             return runParallel(c, against: cv, signed: signed)
         }
@@ -107,7 +109,8 @@ public enum CaseRunner {
                     if let decodedPath {
                         verdict = try decodedPath.deliver(decoded: d.delivery, now: d.now)
                     } else {
-                        verdict = try v.deliver(d.forgery.map { kit.render($0, d.delivery) } ?? renderer.render(d.delivery), now: d.now)
+                        verdict = try v.deliver(
+                            d.forgery.map { kit.render($0, d.delivery) } ?? renderer.render(d.delivery), now: d.now)
                     }
                 } catch {
                     return .validatorFailed(error, step: i)
@@ -120,10 +123,14 @@ public enum CaseRunner {
                 }
                 if verdict.isAccepted != expectedAccept && !(d.forgery?.mayBeAcknowledged ?? false) {
                     let property: PropertyName = expectedAccept ? .robustInput : .forgeryRejected
-                    return .discrepancy(Discrepancy(
-                        property: property, kind: .verdict, step: i,
-                        expected: expectedAccept ? "accepted" : "rejected (\(d.forgery.map { "forged: \($0.rawValue)" } ?? knowledge.rejection(d.delivery)!))",
-                        observed: Self.describe(verdict), differences: [], expectedAnswer: nil, observedAnswer: nil))
+                    return .discrepancy(
+                        Discrepancy(
+                            property: property, kind: .verdict, step: i,
+                            expected: expectedAccept
+                                ? "accepted"
+                                : "rejected (\(d.forgery.map { "forged: \($0.rawValue)" } ?? knowledge.rejection(d.delivery)!))",
+                            observed: Self.describe(verdict), differences: [], expectedAnswer: nil, observedAnswer: nil)
+                    )
                 }
                 if expectedAccept { knowledge.learn(d.delivery) }
                 // Fault profile: kill the validator right after it acknowledged, at deterministic points of the case.
@@ -147,10 +154,11 @@ public enum CaseRunner {
                 }
                 let diffs = observed.answerDifferences(from: expected, ignoring: judgement.undetermined)
                 if !diffs.isEmpty {
-                    return .discrepancy(Discrepancy(
-                        property: attribute(c, step: i), kind: .answer, step: i, expected: Self.summary(expected),
-                        observed: Self.summary(observed), differences: diffs.map(\.text), expectedAnswer: expected,
-                        observedAnswer: observed, differenceKeys: diffs.map(Self.key)))
+                    return .discrepancy(
+                        Discrepancy(
+                            property: attribute(c, step: i), kind: .answer, step: i, expected: Self.summary(expected),
+                            observed: Self.summary(observed), differences: diffs.map(\.text), expectedAnswer: expected,
+                            observedAnswer: observed, differenceKeys: diffs.map(Self.key)))
                 }
             }
         }
@@ -236,10 +244,15 @@ public enum CaseRunner {
             }
             let diffs = observed.answerDifferences(from: expected, ignoring: judgement.undetermined)
             if !diffs.isEmpty {
-                return .discrepancy(Discrepancy(
-                    property: .parallelDelivery, kind: .answer, step: c.steps.count - 1, expected: summary(expected),
-                    observed: summary(observed), differences: diffs.map(\.text) + ["(after the second half was delivered by two concurrent clients)"],
-                    expectedAnswer: expected, observedAnswer: observed, differenceKeys: diffs.map(Self.key)))
+                return .discrepancy(
+                    Discrepancy(
+                        property: .parallelDelivery, kind: .answer, step: c.steps.count - 1,
+                        expected: summary(expected),
+                        observed: summary(observed),
+                        differences: diffs.map(\.text) + [
+                            "(after the second half was delivered by two concurrent clients)"
+                        ],
+                        expectedAnswer: expected, observedAnswer: observed, differenceKeys: diffs.map(Self.key)))
             }
         }
         return .passed(questions: c.persons.count)
@@ -252,9 +265,13 @@ public enum CaseRunner {
         for s in c.steps.prefix(step + 1) {
             switch s {
             case .deliver(let d):
-                if !["app", "notification", "legacy-receipt"].contains(d.label) || d.now != d.arrival { return c.property }
+                if !["app", "notification", "legacy-receipt"].contains(d.label) || d.now != d.arrival {
+                    return c.property
+                }
             case .query(let q):
-                if q.query.at != q.appleTime || (q.query.deviceTime.map { $0 != q.query.at } ?? false) { return c.property }
+                if q.query.at != q.appleTime || (q.query.deviceTime.map { $0 != q.query.at } ?? false) {
+                    return c.property
+                }
             }
         }
         return .entitlementAgreement

@@ -1,7 +1,7 @@
 import Foundation
 import IAPModel
-import IAPSimulator
 import IAPSigning
+import IAPSimulator
 import IAPValidatorAPI
 
 /// The fixed, versioned certification suite: named seeds and case counts per property, plus a probe of every
@@ -73,7 +73,9 @@ public enum CertificationSuite {
             self.drawn = drawn ? true : nil
         }
 
-        public static func builtIn(_ catalog: Catalog) -> CatalogRecord { CatalogRecord(file: nil, sha256: nil, catalog: catalog, arguments: "") }
+        public static func builtIn(_ catalog: Catalog) -> CatalogRecord {
+            CatalogRecord(file: nil, sha256: nil, catalog: catalog, arguments: "")
+        }
 
         /// How a report names the catalog: the file, the built-in one, or drawn per case.
         public var description: String {
@@ -102,7 +104,9 @@ public enum CertificationSuite {
         /// Declared divergences that did not occur (the declaration can go).
         public var declaredButNotObserved: [String] = []
         /// No validator failure and every divergence declared.
-        public var passedWithDeclaredDivergences: Bool { divergences.allSatisfy(\.declared) && properties.allSatisfy { $0.validatorFailure == nil } }
+        public var passedWithDeclaredDivergences: Bool {
+            divergences.allSatisfy(\.declared) && properties.allSatisfy { $0.validatorFailure == nil }
+        }
     }
 
     public struct Divergence: Codable, Sendable, Hashable {
@@ -115,10 +119,13 @@ public enum CertificationSuite {
 
     /// Runs the suite. `scale` multiplies every case count (1 is the certified size).
     /// `spec` is how the command line names the validator, for the replay commands in the report.
-    public static func run(_ validator: any Validator, spec: String = "reference", catalog: Catalog = .standard, policy: Policy = .default, scale: Double = 1,
-                           knownDivergences: Set<String> = [], faults: String? = nil, durableAck: Bool = false,
-                           catalogRecord: CatalogRecord? = nil, jobs: Int = 1, makeWorker: (() throws -> any Validator)? = nil,
-                           maxSize: Int = HistoryGenerator.defaultMaxSize, progress: ((String) -> Void)? = nil) -> Report {
+    public static func run(
+        _ validator: any Validator, spec: String = "reference", catalog: Catalog = .standard, policy: Policy = .default,
+        scale: Double = 1,
+        knownDivergences: Set<String> = [], faults: String? = nil, durableAck: Bool = false,
+        catalogRecord: CatalogRecord? = nil, jobs: Int = 1, makeWorker: (() throws -> any Validator)? = nil,
+        maxSize: Int = HistoryGenerator.defaultMaxSize, progress: ((String) -> Void)? = nil
+    ) -> Report {
         let record = catalogRecord ?? .builtIn(catalog)
         let faultArgs = (faults.map { " --faults \($0)" } ?? "") + record.arguments
         var results: [PropertyResult] = []
@@ -153,32 +160,48 @@ public enum CertificationSuite {
                         property: d.property.rawValue, caseIndex: f.caseIndex, shrunkEvents: f.shrunk.actionCount,
                         expected: d.expected, observed: d.observed, differences: d.differences,
                         timeline: Timeline.render(f.shrunk, failingStep: d.step),
-                        replay: "iapcheck check --validator '\(spec)' --property \(e.property.rawValue) --seed \(e.seed) --case \(f.caseIndex)\(faultArgs)")
+                        replay:
+                            "iapcheck check --validator '\(spec)' --property \(e.property.rawValue) --seed \(e.seed) --case \(f.caseIndex)\(faultArgs)"
+                    )
                 } else if let failure = f.validatorFailure {
-                    vf = Reports.ValidatorFailureSummary(kind: failure.kind.rawValue, message: failure.message, caseIndex: f.caseIndex, transcript: failure.transcript)
+                    vf = Reports.ValidatorFailureSummary(
+                        kind: failure.kind.rawValue, message: failure.message, caseIndex: f.caseIndex,
+                        transcript: failure.transcript)
                 }
             }
-            results.append(PropertyResult(property: e.property.rawValue, seed: e.seed, cases: o.cases, passed: r.failure == nil,
-                                          casesRun: r.cases, counterexample: cx, validatorFailure: vf, coverage: r.coverage,
-                                          forgeryClass: forgeryClass))
+            results.append(
+                PropertyResult(
+                    property: e.property.rawValue, seed: e.seed, cases: o.cases, passed: r.failure == nil,
+                    casesRun: r.cases, counterexample: cx, validatorFailure: vf, coverage: r.coverage,
+                    forgeryClass: forgeryClass))
         }
-        progress?("forgery probe: \(ForgeryClass.allCases.filter { $0.applies(in: catalog.environment) }.count) classes")
+        progress?(
+            "forgery probe: \(ForgeryClass.allCases.filter { $0.applies(in: catalog.environment) }.count) classes")
         let forgeries = probeForgeries(validator, catalog: catalog, policy: policy)
         let name = validator.selfReportedName ?? validator.name
-        var report = Report(validator: validator.name, hello: name, date: CivilTime.iso8601(Millis(Date().timeIntervalSince1970 * 1000)),
-                            scale: scale, passed: results.allSatisfy(\.passed) && forgeries.allSatisfy(\.rejected),
-                            properties: results, forgeries: forgeries)
+        var report = Report(
+            validator: validator.name, hello: name,
+            date: CivilTime.iso8601(Millis(Date().timeIntervalSince1970 * 1000)),
+            scale: scale, passed: results.allSatisfy(\.passed) && forgeries.allSatisfy(\.rejected),
+            properties: results, forgeries: forgeries)
         report.faults = faults
         report.catalog = record
         for p in results where !p.passed {
             // A property failing on a forged artifact of a declared class is that declared divergence, seen again.
-            let declared = knownDivergences.contains(p.property) || p.forgeryClass.map(knownDivergences.contains) == true
-            let detail = p.counterexample.map { $0.differences.first ?? "observed \($0.observed)" } ?? p.validatorFailure?.message ?? ""
-            report.divergences.append(Divergence(kind: "property", name: p.property, declared: declared,
-                                                 detail: p.forgeryClass.map { "\(detail) (forged artifact: \($0))" } ?? detail))
+            let declared =
+                knownDivergences.contains(p.property) || p.forgeryClass.map(knownDivergences.contains) == true
+            let detail =
+                p.counterexample.map { $0.differences.first ?? "observed \($0.observed)" } ?? p.validatorFailure?
+                .message ?? ""
+            report.divergences.append(
+                Divergence(
+                    kind: "property", name: p.property, declared: declared,
+                    detail: p.forgeryClass.map { "\(detail) (forged artifact: \($0))" } ?? detail))
         }
         for f in forgeries where !f.rejected {
-            report.divergences.append(Divergence(kind: "forgery", name: f.name, declared: knownDivergences.contains(f.name), detail: f.reason ?? ""))
+            report.divergences.append(
+                Divergence(
+                    kind: "forgery", name: f.name, declared: knownDivergences.contains(f.name), detail: f.reason ?? ""))
         }
         report.declaredButNotObserved = knownDivergences.subtracting(report.divergences.map(\.name)).sorted()
         return report
@@ -191,17 +214,21 @@ public enum CertificationSuite {
         let t: Millis = CivilTime.days(fromCivil: 2026, 3, 1) * CivilTime.msPerDay
         let user = "a1b2c3d4-0000-4000-8000-000000000001"
         guard let product = catalog.probeProduct else {
-            return ForgeryClass.allCases.map { ForgeryResult(name: $0.rawValue, rejected: false, reason: "not probed: the catalog has no product") }
+            return ForgeryClass.allCases.map {
+                ForgeryResult(name: $0.rawValue, rejected: false, reason: "not probed: the catalog has no product")
+            }
         }
         var tx = catalog.probeTransaction(of: product, at: t, user: user)
         tx.revocationDate = t + 1000
         tx.revocationReason = .refundedDueToIssue
         tx.signedDate = t + 1000
         let notification = ResponseBodyV2DecodedPayload(
-            notificationType: .refund, subtype: nil, notificationUUID: "5e1f0000-0000-4000-9000-000000000001", signedDate: t + 1000,
-            data: NotificationData(appAppleId: catalog.appAppleId, bundleId: catalog.bundleId, environment: catalog.environment,
-                                   transactionInfo: tx, renewalInfo: nil,
-                                   status: product.kind == .autoRenewable ? .revoked : nil))
+            notificationType: .refund, subtype: nil, notificationUUID: "5e1f0000-0000-4000-9000-000000000001",
+            signedDate: t + 1000,
+            data: NotificationData(
+                appAppleId: catalog.appAppleId, bundleId: catalog.bundleId, environment: catalog.environment,
+                transactionInfo: tx, renewalInfo: nil,
+                status: product.kind == .autoRenewable ? .revoked : nil))
         var tempting = tx
         tempting.revocationDate = nil
         tempting.revocationReason = nil
@@ -214,7 +241,13 @@ public enum CertificationSuite {
         return ForgeryClass.allCases.filter { $0.applies(in: catalog.environment) }.map { f in
             do {
                 try v.reset(config)
-                _ = try v.deliver(.appTransaction(userId: user, signedTransaction: renderer.transaction({ var x = tx; x.revocationDate = nil; x.revocationReason = nil; x.signedDate = t; return x }()), deviceTime: nil), now: t)
+                _ = try v.deliver(
+                    .appTransaction(
+                        userId: user,
+                        signedTransaction: renderer.transaction(
+                            {
+                                var x = tx; x.revocationDate = nil; x.revocationReason = nil; x.signedDate = t; return x
+                            }()), deviceTime: nil), now: t)
                 _ = try v.deliver(renderer.render(.notification(notification)), now: t + 1000)
                 let before = try v.entitlements(EntitlementQuery(userId: user, at: t + 3000))
                 let forged = ForgeryKit.delivery(f, tempting: tempting, notification: notification, userId: user)
@@ -224,10 +257,14 @@ public enum CertificationSuite {
                 let ok = (!verdict.isAccepted || f.mayBeAcknowledged) && changed.isEmpty
                 var reason: String?
                 if verdict.isAccepted && !f.mayBeAcknowledged { reason = "accepted" }
-                if !changed.isEmpty { reason = (reason.map { $0 + "; " } ?? "") + "changed the answer: " + changed.joined(separator: "; ") }
+                if !changed.isEmpty {
+                    reason = (reason.map { $0 + "; " } ?? "") + "changed the answer: " + changed.joined(separator: "; ")
+                }
                 return ForgeryResult(name: f.rawValue, rejected: ok, reason: reason)
             } catch {
-                return ForgeryResult(name: f.rawValue, rejected: false, reason: "validator failure: \(error)", validatorFailure: "\(error)")
+                return ForgeryResult(
+                    name: f.rawValue, rejected: false, reason: "validator failure: \(error)",
+                    validatorFailure: "\(error)")
             }
         }
     }

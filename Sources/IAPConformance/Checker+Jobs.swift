@@ -76,15 +76,18 @@ extension Checker {
             forgeries.merge(r.tally)
             counted += 1
             if let (c, src, outcome) = r.failure {
-                let failure = shrink(caseIndex: range.lowerBound + counted - 1, original: c, source: src, outcome: outcome)
-                return CheckReport(validator: validator.name, cases: counted, passed: passed, questions: questions,
-                                   failure: failure, coverage: coverage, seconds: Self.seconds(since: start), forgeries: forgeries)
+                let failure = shrink(
+                    caseIndex: range.lowerBound + counted - 1, original: c, source: src, outcome: outcome)
+                return CheckReport(
+                    validator: validator.name, cases: counted, passed: passed, questions: questions,
+                    failure: failure, coverage: coverage, seconds: Self.seconds(since: start), forgeries: forgeries)
             }
             passed += 1
             questions += r.questions
         }
-        return CheckReport(validator: validator.name, cases: counted, passed: passed, questions: questions, failure: nil,
-                           coverage: coverage, seconds: Self.seconds(since: start), forgeries: forgeries, interrupted: counted < total)
+        return CheckReport(
+            validator: validator.name, cases: counted, passed: passed, questions: questions, failure: nil,
+            coverage: coverage, seconds: Self.seconds(since: start), forgeries: forgeries, interrupted: counted < total)
     }
 }
 

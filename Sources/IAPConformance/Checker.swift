@@ -90,8 +90,10 @@ public struct Checker {
 
     /// The generator of case `i`: its size depends on the index (small cases first, then a long tail).
     func generator(forCase i: Int) -> CaseGenerator {
-        CaseGenerator(catalog: options.catalog, policy: options.policy, maxActions: options.maxActions, drawsCatalogs: options.drawsCatalogs,
-                      size: HistoryGenerator.sizeLimit(caseIndex: i, maxSize: options.maxSize))
+        CaseGenerator(
+            catalog: options.catalog, policy: options.policy, maxActions: options.maxActions,
+            drawsCatalogs: options.drawsCatalogs,
+            size: HistoryGenerator.sizeLimit(caseIndex: i, maxSize: options.maxSize))
     }
 
     /// The properties this run takes turns with: a validator that takes concurrent calls is also checked for races.
@@ -123,8 +125,10 @@ public struct Checker {
         let indices: [Int] = options.onlyCase.map { [$0] } ?? Array(options.caseRange)
         for (n, i) in indices.enumerated() {
             if options.shouldStop() {
-                return CheckReport(validator: validator.name, cases: n, passed: passed, questions: questions,
-                                   failure: nil, coverage: coverage, seconds: Self.seconds(since: start), forgeries: forgeries, interrupted: true)
+                return CheckReport(
+                    validator: validator.name, cases: n, passed: passed, questions: questions,
+                    failure: nil, coverage: coverage, seconds: Self.seconds(since: start), forgeries: forgeries,
+                    interrupted: true)
             }
             let (c, src) = generate(caseIndex: i)
             coverage.add(c)
@@ -136,11 +140,13 @@ public struct Checker {
                 continue
             }
             let failure = shrink(caseIndex: i, original: c, source: src, outcome: outcome)
-            return CheckReport(validator: validator.name, cases: n + 1, passed: passed, questions: questions,
-                               failure: failure, coverage: coverage, seconds: Self.seconds(since: start), forgeries: forgeries)
+            return CheckReport(
+                validator: validator.name, cases: n + 1, passed: passed, questions: questions,
+                failure: failure, coverage: coverage, seconds: Self.seconds(since: start), forgeries: forgeries)
         }
-        return CheckReport(validator: validator.name, cases: indices.count, passed: passed, questions: questions,
-                           failure: nil, coverage: coverage, seconds: Self.seconds(since: start), forgeries: forgeries)
+        return CheckReport(
+            validator: validator.name, cases: indices.count, passed: passed, questions: questions,
+            failure: nil, coverage: coverage, seconds: Self.seconds(since: start), forgeries: forgeries)
     }
 
     static func seconds(since start: UInt64) -> Double { Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9 }
@@ -162,21 +168,25 @@ public struct Checker {
         // original `b`'s first difference); a wrong verdict keeps its property (forgery accepted vs genuine
         // artifact refused).
         case let (.discrepancy(x), .discrepancy(y)):
-            x.kind == y.kind && (x.kind == .answer
-                ? (y.differenceKeys?.first).map { x.differenceKeys?.contains($0) ?? false } ?? true
-                : x.property == y.property)
+            x.kind == y.kind
+                && (x.kind == .answer
+                    ? (y.differenceKeys?.first).map { x.differenceKeys?.contains($0) ?? false } ?? true
+                    : x.property == y.property)
         case let (.validatorFailed(x, _), .validatorFailed(y, _)): x.kind == y.kind
         default: false
         }
     }
 
     /// Shrinks a failing case on its choice sequence, keeping the same kind of failure.
-    public func shrink(caseIndex i: Int, original: GeneratedCase, source: ChoiceSource, outcome: CaseOutcome) -> FailureReport {
+    public func shrink(caseIndex i: Int, original: GeneratedCase, source: ChoiceSource, outcome: CaseOutcome)
+        -> FailureReport
+    {
         let property = original.property
         let generator = generator(forCase: i)
         // Shrink without cryptography when the failure shows there too (entitlement bugs): thousands of attempts
         // then cost milliseconds. Signature-dependent failures shrink signed.
-        let decodedReproduces = options.signed && validator is any DecodedDeliveryValidator
+        let decodedReproduces =
+            options.signed && validator is any DecodedDeliveryValidator
             && Self.sameFailure(CaseRunner.run(original, against: validator, signed: false), outcome)
         // Candidates that hang cost --timeout each: after a few, stop trying (the rest are refused unrun).
         var hangs = 0
@@ -185,15 +195,19 @@ public struct Checker {
             if signed { budget.maxAttempts = min(budget.maxAttempts, 400) }
             // A validator that fails as a program (a hang, a crash, garbage) costs up to --timeout per attempt, and
             // its failure rarely depends on the history's details: a few attempts, still deterministic.
-            if case .validatorFailed(let f, _) = outcome { budget.maxAttempts = min(budget.maxAttempts, f.kind == .timedOut ? 8 : 40) }
-            return Shrinker(budget: budget, zeroOnlyLabels: ["entropy"]).shrink(source.choices, spans: source.spans) { candidate in
+            if case .validatorFailed(let f, _) = outcome {
+                budget.maxAttempts = min(budget.maxAttempts, f.kind == .timedOut ? 8 : 40)
+            }
+            return Shrinker(budget: budget, zeroOnlyLabels: ["entropy"]).shrink(source.choices, spans: source.spans) {
+                candidate in
                 let src = ChoiceSource(replaying: candidate)
                 guard hangs < 4 else { return Shrinker.Outcome(failing: false, spans: [], consumed: candidate) }
                 let (c, _) = generator.generate(property, src)
                 let run = CaseRunner.run(c, against: validator, signed: signed)
                 if case .validatorFailed(let f, _) = run, f.kind == .timedOut { hangs += 1 }
                 let failing = Self.sameFailure(run, outcome)
-                return Shrinker.Outcome(failing: failing, spans: src.spans, consumed: Array(src.choices.prefix(src.drawCount)))
+                return Shrinker.Outcome(
+                    failing: failing, spans: src.spans, consumed: Array(src.choices.prefix(src.drawCount)))
             }
         }
         // Regenerate from the final sequence and confirm the failure with signed artifacts, as the run saw it.
@@ -211,16 +225,20 @@ public struct Checker {
             best = confirmed(result)
         }
         let bestCase = best ?? (original, outcome)
-        let step: Int? = switch bestCase.1 {
-        case .discrepancy(let d): d.step
-        case .validatorFailed(_, let s): s
-        case .passed: nil
-        }
+        let step: Int? =
+            switch bestCase.1 {
+            case .discrepancy(let d): d.step
+            case .validatorFailed(_, let s): s
+            case .passed: nil
+            }
         // Replay the counterexample a few times: different outcomes mean a flaky validator, reported as such.
         var outcomes = [Self.describe(bestCase.1)]
-        for _ in 1..<max(options.flakinessReplays, 1) { outcomes.append(Self.describe(CaseRunner.run(bestCase.0, against: validator, signed: options.signed))) }
+        for _ in 1..<max(options.flakinessReplays, 1) {
+            outcomes.append(Self.describe(CaseRunner.run(bestCase.0, against: validator, signed: options.signed)))
+        }
         let flaky = Set(outcomes).count > 1 ? FlakyReport(runs: outcomes.count, outcomes: outcomes) : nil
-        return FailureReport(caseIndex: i, seed: options.seed, property: property, originalActions: original.actionCount,
-                             shrunk: bestCase.0, outcome: bestCase.1, shrinkAttempts: result.attempts, failingStep: step, flaky: flaky)
+        return FailureReport(
+            caseIndex: i, seed: options.seed, property: property, originalActions: original.actionCount,
+            shrunk: bestCase.0, outcome: bestCase.1, shrinkAttempts: result.attempts, failingStep: step, flaky: flaky)
     }
 }

@@ -32,7 +32,9 @@ public struct CorpusCase: Codable, Sendable {
 
     /// A stable file name: the validator, the property and a hash of the case's content.
     public var fileName: String {
-        let who = foundWith.replacingOccurrences(of: "mutant:", with: "").map { $0.isLetter || $0.isNumber || $0 == "-" ? $0 : "_" }
+        let who = foundWith.replacingOccurrences(of: "mutant:", with: "").map {
+            $0.isLetter || $0.isNumber || $0 == "-" ? $0 : "_"
+        }
         var h: UInt64 = 0xcbf2_9ce4_8422_2325
         var named = testCase
         named.lost = nil  // for reading only: a case saved before it existed keeps its name
@@ -70,10 +72,12 @@ public enum Corpus {
         switch e {
         case .typeMismatch(_, let c), .valueNotFound(_, let c), .dataCorrupted(let c): ctx = c
         case .keyNotFound(let k, let c):
-            return (c.codingPath + [k]).map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined().trimmingCharacters(in: CharacterSet(charactersIn: "."))
+            return (c.codingPath + [k]).map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
+                .trimmingCharacters(in: CharacterSet(charactersIn: "."))
         @unknown default: return ""
         }
-        return ctx.codingPath.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined().trimmingCharacters(in: CharacterSet(charactersIn: "."))
+        return ctx.codingPath.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined().trimmingCharacters(
+            in: CharacterSet(charactersIn: "."))
     }
 
     static func describe(_ e: DecodingError) -> String {
@@ -98,7 +102,8 @@ public enum Corpus {
     /// The `.json` files of a directory, sorted; an empty list if it does not exist.
     public static func files(in directory: String) -> [String] {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return [] }
-        return names.filter { $0.hasSuffix(".json") }.sorted().map { (directory as NSString).appendingPathComponent($0) }
+        return names.filter { $0.hasSuffix(".json") }.sorted().map {
+            (directory as NSString).appendingPathComponent($0)
+        }
     }
 }
-

@@ -58,7 +58,8 @@ public struct Coverage: Codable, Hashable, Sendable {
         "DID_CHANGE_RENEWAL_STATUS/AUTO_RENEW_ENABLED", "DID_CHANGE_RENEWAL_STATUS/AUTO_RENEW_DISABLED",
         "OFFER_REDEEMED", "OFFER_REDEEMED/INITIAL_BUY", "OFFER_REDEEMED/RESUBSCRIBE", "OFFER_REDEEMED/UPGRADE",
         "OFFER_REDEEMED/DOWNGRADE", "DID_FAIL_TO_RENEW", "DID_FAIL_TO_RENEW/GRACE_PERIOD", "GRACE_PERIOD_EXPIRED",
-        "EXPIRED", "EXPIRED/VOLUNTARY", "EXPIRED/BILLING_RETRY", "EXPIRED/PRICE_INCREASE", "EXPIRED/PRODUCT_NOT_FOR_SALE",
+        "EXPIRED", "EXPIRED/VOLUNTARY", "EXPIRED/BILLING_RETRY", "EXPIRED/PRICE_INCREASE",
+        "EXPIRED/PRODUCT_NOT_FOR_SALE",
         "PRICE_INCREASE/PENDING", "PRICE_INCREASE/ACCEPTED", "REFUND", "REFUND_DECLINED", "REFUND_REVERSED",
         "CONSUMPTION_REQUEST", "REVOKE", "RENEWAL_EXTENDED", "RENEWAL_EXTENSION/SUMMARY", "RENEWAL_EXTENSION/FAILURE",
         "ONE_TIME_CHARGE", "TEST", "EXTERNAL_PURCHASE_TOKEN/UNREPORTED",
@@ -87,10 +88,14 @@ public struct Coverage: Codable, Hashable, Sendable {
         if productChanges.count < ProductMove.directions.count {
             for d in Self.possibleDirections(c.config.catalog) where productChanges[d] == nil { productChanges[d] = 0 }
         }
-        for d in Set(c.events.compactMap { $0.change?.direction(in: c.config.catalog) }) { productChanges[d, default: 0] += 1 }
+        for d in Set(c.events.compactMap { $0.change?.direction(in: c.config.catalog) }) {
+            productChanges[d, default: 0] += 1
+        }
         for n in c.historySizes ?? [] { historySize.add(n) }
         for case .deliver(let d) in c.steps {
-            if case .apiSnapshot(let s) = d.delivery { apiPages.add(HistoryResponse.pages(forTransactions: s.transactions.count)) }
+            if case .apiSnapshot(let s) = d.delivery {
+                apiPages.add(HistoryResponse.pages(forTransactions: s.transactions.count))
+            }
         }
     }
 
@@ -99,7 +104,11 @@ public struct Coverage: Codable, Hashable, Sendable {
         var out: Set<String> = []
         for g in catalog.groups {
             let ps = catalog.products(inGroup: g.id).filter { $0.kind == .autoRenewable }
-            for p in ps { for q in ps where q.id != p.id { if let d = ProductMove(from: p.id, to: q.id).direction(in: catalog) { out.insert(d) } } }
+            for p in ps {
+                for q in ps where q.id != p.id {
+                    if let d = ProductMove(from: p.id, to: q.id).direction(in: catalog) { out.insert(d) }
+                }
+            }
         }
         return out
     }

@@ -73,7 +73,9 @@ public struct CaseGenerator: Sendable {
     }
 
     public func generate(_ property: PropertyName, _ src: ChoiceSource) -> (GeneratedCase, StoreSimulator) {
-        let history = HistoryGenerator(catalog: catalog, policy: policy, maxActions: maxActions, drawsCatalog: drawsCatalogs, size: size).generate(src)
+        let history = HistoryGenerator(
+            catalog: catalog, policy: policy, maxActions: maxActions, drawsCatalog: drawsCatalogs, size: size
+        ).generate(src)
         let sim = history.sim
         let steps = DeliveryPlanner(perturbations: property.perturbations).plan(history)
         let kinds = sim.notifications.map { n in
@@ -85,7 +87,11 @@ public struct CaseGenerator: Sendable {
             lost: GeneratedCase.lost(sim, steps: steps))
         var sizes = [Int](repeating: 0, count: sim.persons.count)
         for id in sim.txOrder {
-            if let otid = sim.latest(id)?.originalTransactionId, let p = sim.chains[otid]?.person, sizes.indices.contains(p) { sizes[p] += 1 }
+            if let otid = sim.latest(id)?.originalTransactionId, let p = sim.chains[otid]?.person,
+                sizes.indices.contains(p)
+            {
+                sizes[p] += 1
+            }
         }
         c.historySizes = sizes.filter { $0 > 0 }  // customers: people with at least one transaction
         return (c, sim)

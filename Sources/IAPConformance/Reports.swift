@@ -22,7 +22,11 @@ public enum Reports {
         /// The run stopped before its last case.
         public var interrupted: Bool?
 
-        public init(validator: String, seed: UInt64, cases: Int, passed: Int, questions: Int, seconds: Double, corpus: CorpusSummary, discrepancies: [DiscrepancySummary], validatorFailures: [ValidatorFailureSummary], coverage: Coverage) {
+        public init(
+            validator: String, seed: UInt64, cases: Int, passed: Int, questions: Int, seconds: Double,
+            corpus: CorpusSummary, discrepancies: [DiscrepancySummary], validatorFailures: [ValidatorFailureSummary],
+            coverage: Coverage
+        ) {
             self.validator = validator
             self.seed = seed
             self.cases = cases
@@ -50,7 +54,9 @@ public enum Reports {
                 let sent = t.sent[f.rawValue] ?? 0
                 var channels: [String: ForgeryTally.Count] = [:]
                 for ch in f.channels { channels[ch.rawValue] = t.channels[f.rawValue]?[ch] ?? ForgeryTally.Count() }
-                return ForgerySummary(name: f.rawValue, sent: sent, rejected: sent > 0 && (t.rejected[f.rawValue] ?? 0) == sent, channels: channels)
+                return ForgerySummary(
+                    name: f.rawValue, sent: sent, rejected: sent > 0 && (t.rejected[f.rawValue] ?? 0) == sent,
+                    channels: channels)
             }
         }
     }
@@ -76,7 +82,10 @@ public enum Reports {
         public var timeline: String
         public var replay: String
 
-        public init(property: String, caseIndex: Int? = nil, corpusFile: String? = nil, shrunkEvents: Int, expected: String, observed: String, differences: [String], timeline: String, replay: String) {
+        public init(
+            property: String, caseIndex: Int? = nil, corpusFile: String? = nil, shrunkEvents: Int, expected: String,
+            observed: String, differences: [String], timeline: String, replay: String
+        ) {
             self.property = property
             self.caseIndex = caseIndex
             self.corpusFile = corpusFile
@@ -113,7 +122,10 @@ public enum Reports {
         public var property: String?
         public var seconds: Double
 
-        public init(name: String, description: String, pitfall: String, killed: Bool, casesToKill: Int? = nil, shrunkEvents: Int? = nil, property: String? = nil, seconds: Double) {
+        public init(
+            name: String, description: String, pitfall: String, killed: Bool, casesToKill: Int? = nil,
+            shrunkEvents: Int? = nil, property: String? = nil, seconds: Double
+        ) {
             self.name = name
             self.description = description
             self.pitfall = pitfall
@@ -134,7 +146,10 @@ public enum Reports {
         public var medianShrunkEvents: Double?
         public var mutants: [MutantSummary]
 
-        public init(seed: UInt64, casesPerMutant: Int, total: Int, killed: Int, medianShrunkEvents: Double? = nil, mutants: [MutantSummary]) {
+        public init(
+            seed: UInt64, casesPerMutant: Int, total: Int, killed: Int, medianShrunkEvents: Double? = nil,
+            mutants: [MutantSummary]
+        ) {
             self.seed = seed
             self.casesPerMutant = casesPerMutant
             self.total = total
@@ -145,7 +160,9 @@ public enum Reports {
     }
 
     /// A discrepancy as reported: what differed, the (shrunk) case's timeline and the command that replays it.
-    public static func summary(of d: Discrepancy, _ c: GeneratedCase, caseIndex: Int?, corpusFile: String?, replay: String) -> DiscrepancySummary {
+    public static func summary(
+        of d: Discrepancy, _ c: GeneratedCase, caseIndex: Int?, corpusFile: String?, replay: String
+    ) -> DiscrepancySummary {
         DiscrepancySummary(
             property: d.property.rawValue, caseIndex: caseIndex, corpusFile: corpusFile, shrunkEvents: c.actionCount,
             expected: d.expected, observed: d.observed, differences: d.differences,
@@ -161,31 +178,39 @@ public enum Reports {
         var cases: [String] = []
         var failures = 0
         let checked = s.coverage.properties.keys.sorted()
-        for p in PropertyName.allCases.map(\.rawValue) where checked.contains(p) || s.discrepancies.contains(where: { $0.property == p }) {
+        for p in PropertyName.allCases.map(\.rawValue)
+        where checked.contains(p) || s.discrepancies.contains(where: { $0.property == p }) {
             if let d = s.discrepancies.first(where: { $0.property == p }) {
                 failures += 1
-                let body = "expected: \(d.expected)\nobserved: \(d.observed)\n\(d.differences.joined(separator: "\n"))\n\n\(d.timeline)\n\nreplay: \(d.replay)"
-                cases.append("    <testcase classname=\"iapcheck.\(esc(s.validator))\" name=\"\(p)\"><failure message=\"\(esc(d.differences.first ?? d.observed))\">\(esc(body))</failure></testcase>")
+                let body =
+                    "expected: \(d.expected)\nobserved: \(d.observed)\n\(d.differences.joined(separator: "\n"))\n\n\(d.timeline)\n\nreplay: \(d.replay)"
+                cases.append(
+                    "    <testcase classname=\"iapcheck.\(esc(s.validator))\" name=\"\(p)\"><failure message=\"\(esc(d.differences.first ?? d.observed))\">\(esc(body))</failure></testcase>"
+                )
             } else {
                 cases.append("    <testcase classname=\"iapcheck.\(esc(s.validator))\" name=\"\(p)\"/>")
             }
         }
         if s.interrupted == true {
             failures += 1
-            cases.append("    <testcase classname=\"iapcheck.\(esc(s.validator))\" name=\"completeness\"><error message=\"the run did not check every case (interrupted, or shards missing)\"/></testcase>")
+            cases.append(
+                "    <testcase classname=\"iapcheck.\(esc(s.validator))\" name=\"completeness\"><error message=\"the run did not check every case (interrupted, or shards missing)\"/></testcase>"
+            )
         }
         for f in s.validatorFailures {
             failures += 1
-            cases.append("    <testcase classname=\"iapcheck.\(esc(s.validator))\" name=\"validator-health\"><error message=\"\(esc(f.kind + ": " + f.message))\">\(esc(f.transcript.joined(separator: "\n")))</error></testcase>")
+            cases.append(
+                "    <testcase classname=\"iapcheck.\(esc(s.validator))\" name=\"validator-health\"><error message=\"\(esc(f.kind + ": " + f.message))\">\(esc(f.transcript.joined(separator: "\n")))</error></testcase>"
+            )
         }
         return """
-        <?xml version="1.0" encoding="UTF-8"?>
-        <testsuites>
-          <testsuite name="iapcheck \(esc(s.validator))" tests="\(cases.count)" failures="\(failures)" time="\(String(format: "%.3f", s.seconds))">
-        \(cases.joined(separator: "\n"))
-          </testsuite>
-        </testsuites>
+            <?xml version="1.0" encoding="UTF-8"?>
+            <testsuites>
+              <testsuite name="iapcheck \(esc(s.validator))" tests="\(cases.count)" failures="\(failures)" time="\(String(format: "%.3f", s.seconds))">
+            \(cases.joined(separator: "\n"))
+              </testsuite>
+            </testsuites>
 
-        """
+            """
     }
 }

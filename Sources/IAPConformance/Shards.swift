@@ -52,7 +52,10 @@ public struct RunIdentity: Codable, Hashable, Sendable {
     /// `--max-size` when not the default (absent in summaries written before it existed).
     public var maxSize: Int?
 
-    public init(seed: UInt64, totalCases: Int, properties: [String], policy: Policy, catalog: Catalog, drawsCatalogs: Bool = false, signed: Bool, shard: Shard) {
+    public init(
+        seed: UInt64, totalCases: Int, properties: [String], policy: Policy, catalog: Catalog,
+        drawsCatalogs: Bool = false, signed: Bool, shard: Shard
+    ) {
         self.seed = seed
         self.totalCases = totalCases
         self.properties = properties
@@ -104,12 +107,20 @@ public enum ShardMerge {
         guard let first = inputs.first else { throw Mismatch(description: "no summaries to merge") }
         func identity(_ x: Input) throws(Mismatch) -> RunIdentity {
             guard let id = x.summary.run else {
-                throw Mismatch(description: "\(x.path): names no run: a single-case run (check --case) or a summary of an iapcheck older than --shard")
+                throw Mismatch(
+                    description:
+                        "\(x.path): names no run: a single-case run (check --case) or a summary of an iapcheck older than --shard"
+                )
             }
             let s = x.summary
-            guard id.shard.isValid, id.totalCases >= 0, s.cases >= 0, s.passed >= 0, s.passed <= s.cases, s.questions >= 0,
-                  s.cases <= id.shard.range(of: id.totalCases).count else {
-                throw Mismatch(description: "\(x.path): not a shard summary iapcheck writes: shard \(id.shard.index)/\(id.shard.count), \(s.cases) cases (\(s.passed) passed) of \(id.totalCases)")
+            guard id.shard.isValid, id.totalCases >= 0, s.cases >= 0, s.passed >= 0, s.passed <= s.cases,
+                s.questions >= 0,
+                s.cases <= id.shard.range(of: id.totalCases).count
+            else {
+                throw Mismatch(
+                    description:
+                        "\(x.path): not a shard summary iapcheck writes: shard \(id.shard.index)/\(id.shard.count), \(s.cases) cases (\(s.passed) passed) of \(id.totalCases)"
+                )
             }
             return id
         }
@@ -120,27 +131,40 @@ public enum ShardMerge {
             func differ(_ what: String, _ a: String, _ b: String) -> Mismatch {
                 var hint = ""
                 if what == "shard count" && (a == "1" || b == "1") {
-                    hint = " (a merged or unsharded summary among the shards? write the merged summary outside their directory)"
+                    hint =
+                        " (a merged or unsharded summary among the shards? write the merged summary outside their directory)"
                 }
-                return Mismatch(description: "\(x.path) and \(first.path) are not shards of one run: \(what) \(b) vs \(a)\(hint)")
+                return Mismatch(
+                    description: "\(x.path) and \(first.path) are not shards of one run: \(what) \(b) vs \(a)\(hint)")
             }
             if x.summary.iapcheckVersion != first.summary.iapcheckVersion {
                 throw differ("iapcheck version", first.summary.iapcheckVersion, x.summary.iapcheckVersion)
             }
-            if x.summary.validator != first.summary.validator { throw differ("validator", first.summary.validator, x.summary.validator) }
+            if x.summary.validator != first.summary.validator {
+                throw differ("validator", first.summary.validator, x.summary.validator)
+            }
             if id.seed != id0.seed { throw differ("seed", "\(id0.seed)", "\(id.seed)") }
             if id.totalCases != id0.totalCases { throw differ("--cases", "\(id0.totalCases)", "\(id.totalCases)") }
-            if id.shard.count != id0.shard.count { throw differ("shard count", "\(id0.shard.count)", "\(id.shard.count)") }
+            if id.shard.count != id0.shard.count {
+                throw differ("shard count", "\(id0.shard.count)", "\(id.shard.count)")
+            }
             if id.catalogDigest != id0.catalogDigest {
-                func mode(_ d: String) -> String { d.hasPrefix("drawn:") ? "drawn per case (\(d.dropFirst(6)))" : "pinned (\(d))" }
+                func mode(_ d: String) -> String {
+                    d.hasPrefix("drawn:") ? "drawn per case (\(d.dropFirst(6)))" : "pinned (\(d))"
+                }
                 throw differ("catalog", mode(id0.catalogDigest), mode(id.catalogDigest))
             }
-            if id.maxSize != id0.maxSize { throw differ("--max-size", id0.maxSize.map(String.init) ?? "default", id.maxSize.map(String.init) ?? "default") }
+            if id.maxSize != id0.maxSize {
+                throw differ(
+                    "--max-size", id0.maxSize.map(String.init) ?? "default", id.maxSize.map(String.init) ?? "default")
+            }
             if id.policy != id0.policy {
                 let (a, b) = Self.policyDifference(id0.policy, id.policy)
                 throw differ("policy", a, b)
             }
-            if id.properties != id0.properties { throw differ("properties", id0.properties.joined(separator: ","), id.properties.joined(separator: ",")) }
+            if id.properties != id0.properties {
+                throw differ("properties", id0.properties.joined(separator: ","), id.properties.joined(separator: ","))
+            }
             if id.signed != id0.signed { throw differ("signed", "\(id0.signed)", "\(id.signed)") }
             if let other = byIndex[id.shard.index] {
                 throw Mismatch(description: "shard \(id.shard) appears twice: \(other.path) and \(x.path)")
@@ -173,10 +197,15 @@ public enum ShardMerge {
         var corpusCrashes: [Reports.ValidatorFailureSummary] = []
         var failedFiles: [String] = []
         for s in ordered {
-            for d in s.discrepancies where d.caseIndex == nil && !corpusFailures.contains(where: { $0.corpusFile == d.corpusFile && $0.property == d.property }) {
+            for d in s.discrepancies
+            where d.caseIndex == nil
+                && !corpusFailures.contains(where: { $0.corpusFile == d.corpusFile && $0.property == d.property })
+            {
                 corpusFailures.append(d)
             }
-            for f in s.validatorFailures where f.caseIndex == nil && !corpusCrashes.contains(where: { $0.kind == f.kind && $0.message == f.message }) {
+            for f in s.validatorFailures
+            where f.caseIndex == nil && !corpusCrashes.contains(where: { $0.kind == f.kind && $0.message == f.message })
+            {
                 corpusCrashes.append(f)
             }
             for f in s.corpus.failed where !failedFiles.contains(f) { failedFiles.append(f) }
@@ -192,7 +221,8 @@ public enum ShardMerge {
             merged.questions = Self.saturating(merged.questions, s.questions)
             merged.coverage.merge(s.coverage)
             tallies.append(s.forgeries)
-            let found = s.discrepancies.filter { $0.caseIndex != nil }, crashed = s.validatorFailures.filter { $0.caseIndex != nil }
+            let found = s.discrepancies.filter { $0.caseIndex != nil },
+                crashed = s.validatorFailures.filter { $0.caseIndex != nil }
             merged.discrepancies += found
             merged.validatorFailures += crashed
             if !found.isEmpty || !crashed.isEmpty { break }
@@ -210,12 +240,16 @@ public enum ShardMerge {
     static func policyDifference(_ a: Policy, _ b: Policy) -> (String, String) {
         let e = JSONFormat.compact()
         func fields(_ p: Policy) -> [String: String] {
-            guard let data = try? e.encode(p), let o = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return [:] }
+            guard let data = try? e.encode(p), let o = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+            else { return [:] }
             return o.mapValues { "\($0)" }
         }
         let fa = fields(a), fb = fields(b)
         let keys = Set(fa.keys).union(fb.keys).filter { fa[$0] != fb[$0] }.sorted()
-        return (keys.map { "\($0): \(fa[$0] ?? "-")" }.joined(separator: ", "), keys.map { "\($0): \(fb[$0] ?? "-")" }.joined(separator: ", "))
+        return (
+            keys.map { "\($0): \(fa[$0] ?? "-")" }.joined(separator: ", "),
+            keys.map { "\($0): \(fb[$0] ?? "-")" }.joined(separator: ", ")
+        )
     }
 }
 

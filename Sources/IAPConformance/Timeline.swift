@@ -11,25 +11,35 @@ public enum Timeline {
             return s.padding(toLength: max(s.count, 18), withPad: " ", startingAt: 0)
         }
         let name = Dictionary(c.persons.map { ($0.accountId, $0.name) }, uniquingKeysWith: { a, _ in a })
-        let grace = c.config.catalog.gracePeriod.map { "grace \($0.days) d (\($0.eligibility.rawValue))" } ?? "grace off"
-        out.append("\(indent)app: \(c.config.catalog.bundleId) \(c.config.catalog.environment), \(grace); people: "
-            + c.persons.map { $0.name + ($0.familyId != nil ? " (family)" : "") }.joined(separator: ", "))
+        let grace =
+            c.config.catalog.gracePeriod.map { "grace \($0.days) d (\($0.eligibility.rawValue))" } ?? "grace off"
+        out.append(
+            "\(indent)app: \(c.config.catalog.bundleId) \(c.config.catalog.environment), \(grace); people: "
+                + c.persons.map { $0.name + ($0.familyId != nil ? " (family)" : "") }.joined(separator: ", "))
         // The products the history names, with what makes a product change up, down or across: the catalog may
         // have been drawn for this case.
         let cat = c.config.catalog
-        let words = Set(c.events.flatMap { e in
-            e.summary.split { !($0.isLetter || $0.isNumber || ".-_".contains($0)) }.map { String($0.hasSuffix(".") ? $0.dropLast() : $0[...]) }
-        })
+        let words = Set(
+            c.events.flatMap { e in
+                e.summary.split { !($0.isLetter || $0.isNumber || ".-_".contains($0)) }.map {
+                    String($0.hasSuffix(".") ? $0.dropLast() : $0[...])
+                }
+            })
         let named = cat.products.filter { words.contains($0.id) }
         if !named.isEmpty {
-            out.append("\(indent)products: " + named.map { p in
-                let group = p.groupId.map { g in cat.groups.first { $0.id == g }?.name ?? g }
-                let shape = [group.map { "group \($0)" }, p.level.map { "level \($0)" }, p.period.map(\.description),
-                             p.familyShareable ? "family" : nil].compactMap { $0 }
-                return p.id + " (" + ([p.kind.rawValue] + shape).joined(separator: ", ") + ")"
-            }.joined(separator: "; "))
+            out.append(
+                "\(indent)products: "
+                    + named.map { p in
+                        let group = p.groupId.map { g in cat.groups.first { $0.id == g }?.name ?? g }
+                        let shape = [
+                            group.map { "group \($0)" }, p.level.map { "level \($0)" }, p.period.map(\.description),
+                            p.familyShareable ? "family" : nil,
+                        ].compactMap { $0 }
+                        return p.id + " (" + ([p.kind.rawValue] + shape).joined(separator: ", ") + ")"
+                    }.joined(separator: "; "))
         }
-        out.append("\(indent)store history (Apple time, relative to the first purchase at \(CivilTime.iso8601(c.origin))):")
+        out.append(
+            "\(indent)store history (Apple time, relative to the first purchase at \(CivilTime.iso8601(c.origin))):")
         for e in c.events { out.append("\(indent)  \(rel(e.time)) \(e.summary)") }
         out.append("\(indent)what the validator saw and was asked:")
         let last = failingStep ?? (c.steps.count - 1)
@@ -50,14 +60,19 @@ public enum Timeline {
                 out.append("\(indent)  \(rel(d.arrival)) \(describe(d, names: name))")
                 deliveries += 1
                 if c.property == .durableAck && deliveries % 5 == 0 {
-                    out.append("\(indent)  \(rel(d.arrival)) ✕ validator killed (SIGKILL) after acknowledging, restarted without reset")
+                    out.append(
+                        "\(indent)  \(rel(d.arrival)) ✕ validator killed (SIGKILL) after acknowledging, restarted without reset"
+                    )
                 }
             case .query(let q):
                 showLost(before: q.appleTime)
                 if i == last, failingStep != nil {
                     let who = name[q.query.userId] ?? q.query.userId
-                    var line = "\(indent)  \(rel(q.appleTime)) ask: what may \(who) use at \(CivilTime.relative(q.query.at - c.origin))?"
-                    if let d = q.query.deviceTime, d != q.query.at { line += " (device says \(CivilTime.relative(d - c.origin)))" }
+                    var line =
+                        "\(indent)  \(rel(q.appleTime)) ask: what may \(who) use at \(CivilTime.relative(q.query.at - c.origin))?"
+                    if let d = q.query.deviceTime, d != q.query.at {
+                        line += " (device says \(CivilTime.relative(d - c.origin)))"
+                    }
                     out.append(line)
                 }
             }
@@ -70,7 +85,8 @@ public enum Timeline {
         switch d.delivery {
         case .appTransaction(let s):
             let t = s.transaction
-            return "app: \(names[s.userId] ?? s.userId) submits \(t.productId) …\(t.transactionId.suffix(4))\(t.inAppOwnershipType == .familyShared ? " (family)" : "")\(tag)"
+            return
+                "app: \(names[s.userId] ?? s.userId) submits \(t.productId) …\(t.transactionId.suffix(4))\(t.inAppOwnershipType == .familyShared ? " (family)" : "")\(tag)"
         case .notification(let n):
             let kind = n.notificationType.rawValue + (n.subtype.map { "/" + $0.rawValue } ?? "")
             var product = ""
@@ -86,10 +102,12 @@ public enum Timeline {
         case .apiSnapshot(let s):
             let chains = Set(s.transactions.map(\.originalTransactionId)).count
             let pages = HistoryResponse.pages(forTransactions: s.transactions.count)
-            return "API: history asked with …\(s.originalTransactionId.suffix(4)) (\(s.transactions.count) transactions of \(chains) chain\(chains == 1 ? "" : "s"), \(pages) page\(pages == 1 ? "" : "s"))\(tag)"
+            return
+                "API: history asked with …\(s.originalTransactionId.suffix(4)) (\(s.transactions.count) transactions of \(chains) chain\(chains == 1 ? "" : "s"), \(pages) page\(pages == 1 ? "" : "s"))\(tag)"
         case .legacyReceipt(let l):
             let n = l.chains.map(\.transactions.count).reduce(0, +)
-            return "legacy: \(names[l.userId] ?? l.userId)'s receipt via verifyReceipt (\(l.chains.count) chains, \(n) transactions)\(tag)"
+            return
+                "legacy: \(names[l.userId] ?? l.userId)'s receipt via verifyReceipt (\(l.chains.count) chains, \(n) transactions)\(tag)"
         }
     }
 }

@@ -1,11 +1,11 @@
 import Foundation
 import IAPConformance
+import IAPHTTP
 import IAPLoad
 import IAPModel
 import IAPSigning
-import IAPVerification
-import IAPHTTP
 import IAPSubprocess
+import IAPVerification
 
 /// The inputs iapcheck takes from outside, each behind one function that must never trap, hang or leak: a libFuzzer
 /// target per reader (`Fuzz/run.sh TARGET SECONDS`), and a replay of saved inputs without the fuzzer (`swift run
@@ -40,7 +40,11 @@ enum FuzzTarget: String, CaseIterable {
     }
 
     static let expected = EntitlementAnswer(
-        products: [ProductEntitlement(productId: "pro.monthly", active: true, state: .active, expiresDate: 1_774_915_200_000, ownership: .purchased)],
+        products: [
+            ProductEntitlement(
+                productId: "pro.monthly", active: true, state: .active, expiresDate: 1_774_915_200_000,
+                ownership: .purchased)
+        ],
         groups: [GroupEntitlement(groupId: "21000001", effectiveProductId: "pro.monthly", introEligible: false)],
         consumables: [ConsumableBalance(productId: "coins.100", balance: 3)])
 
@@ -88,66 +92,74 @@ enum FuzzTarget: String, CaseIterable {
 }
 
 #if IAPCHECK_FUZZ
-/// libFuzzer's driver (in the fuzzer runtime that `-sanitize=fuzzer` links). SwiftPM makes an executable's `main`
-/// an alias of its Swift entry point, so the driver is started from there instead of from libFuzzer's own `main`.
-@_silgen_name("LLVMFuzzerRunDriver")
-func runFuzzerDriver(
-    _ argc: UnsafeMutablePointer<CInt>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>,
-    _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt) -> CInt
+    /// libFuzzer's driver (in the fuzzer runtime that `-sanitize=fuzzer` links). SwiftPM makes an executable's `main`
+    /// an alias of its Swift entry point, so the driver is started from there instead of from libFuzzer's own `main`.
+    @_silgen_name("LLVMFuzzerRunDriver")
+    func runFuzzerDriver(
+        _ argc: UnsafeMutablePointer<CInt>,
+        _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>,
+        _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
+    ) -> CInt
 
-/// The target, from IAPCHECK_FUZZ_TARGET (Fuzz/run.sh sets it); read once, before the first input.
-let fuzzTarget: FuzzTarget = {
-    guard let t = FuzzTarget(rawValue: ProcessInfo.processInfo.environment["IAPCHECK_FUZZ_TARGET"] ?? "") else {
-        print("set IAPCHECK_FUZZ_TARGET to one of \(FuzzTarget.allCases.map(\.rawValue).joined(separator: ", ")) (Fuzz/run.sh does)")
-        exit(2)
-    }
-    return t
-}()
-
-/// libFuzzer calls this for every input (whichever `main` the linker keeps: libFuzzer's, or ours below).
-@_cdecl("LLVMFuzzerTestOneInput")
-public func fuzzOneInput(_ bytes: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
-    fuzzTarget.run(count == 0 || bytes == nil ? [] : Array(UnsafeBufferPointer(start: bytes, count: count)))
-    return 0
-}
-
-@main
-enum FuzzMain {
-    static func main() {
-        _ = fuzzTarget
-        var argc = CommandLine.argc
-        var argv = CommandLine.unsafeArgv
-        exit(runFuzzerDriver(&argc, &argv) { bytes, count in fuzzOneInput(bytes, count) })
-    }
-}
-#else
-@main
-enum FuzzReplay {
-    static func main() {
-        let args = CommandLine.arguments.dropFirst()
-        guard let name = args.first, let target = FuzzTarget(rawValue: name) else {
-            print("usage: iapcheck-fuzz TARGET FILE|DIR…   (targets: \(FuzzTarget.allCases.map(\.rawValue).joined(separator: ", ")))")
-            print("Replays saved inputs through a fuzz target; Fuzz/run.sh TARGET SECONDS runs the fuzzer itself.")
+    /// The target, from IAPCHECK_FUZZ_TARGET (Fuzz/run.sh sets it); read once, before the first input.
+    let fuzzTarget: FuzzTarget = {
+        guard let t = FuzzTarget(rawValue: ProcessInfo.processInfo.environment["IAPCHECK_FUZZ_TARGET"] ?? "") else {
+            print(
+                "set IAPCHECK_FUZZ_TARGET to one of \(FuzzTarget.allCases.map(\.rawValue).joined(separator: ", ")) (Fuzz/run.sh does)"
+            )
             exit(2)
         }
-        var files: [String] = []
-        for arg in args.dropFirst() {
-            var isDir: ObjCBool = false
-            if FileManager.default.fileExists(atPath: arg, isDirectory: &isDir), isDir.boolValue {
-                let names = (try? FileManager.default.contentsOfDirectory(atPath: arg)) ?? []
-                files += names.sorted().filter { !$0.hasPrefix(".") }.map { (arg as NSString).appendingPathComponent($0) }
-            } else {
-                files.append(arg)
-            }
+        return t
+    }()
+
+    /// libFuzzer calls this for every input (whichever `main` the linker keeps: libFuzzer's, or ours below).
+    @_cdecl("LLVMFuzzerTestOneInput")
+    public func fuzzOneInput(_ bytes: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
+        fuzzTarget.run(count == 0 || bytes == nil ? [] : Array(UnsafeBufferPointer(start: bytes, count: count)))
+        return 0
+    }
+
+    @main
+    enum FuzzMain {
+        static func main() {
+            _ = fuzzTarget
+            var argc = CommandLine.argc
+            var argv = CommandLine.unsafeArgv
+            exit(runFuzzerDriver(&argc, &argv) { bytes, count in fuzzOneInput(bytes, count) })
         }
-        for file in files {
-            guard let data = FileManager.default.contents(atPath: file) else {
-                print("cannot read \(file)")
+    }
+#else
+    @main
+    enum FuzzReplay {
+        static func main() {
+            let args = CommandLine.arguments.dropFirst()
+            guard let name = args.first, let target = FuzzTarget(rawValue: name) else {
+                print(
+                    "usage: iapcheck-fuzz TARGET FILE|DIR…   (targets: \(FuzzTarget.allCases.map(\.rawValue).joined(separator: ", ")))"
+                )
+                print("Replays saved inputs through a fuzz target; Fuzz/run.sh TARGET SECONDS runs the fuzzer itself.")
                 exit(2)
             }
-            target.run(Array(data))
+            var files: [String] = []
+            for arg in args.dropFirst() {
+                var isDir: ObjCBool = false
+                if FileManager.default.fileExists(atPath: arg, isDirectory: &isDir), isDir.boolValue {
+                    let names = (try? FileManager.default.contentsOfDirectory(atPath: arg)) ?? []
+                    files += names.sorted().filter { !$0.hasPrefix(".") }.map {
+                        (arg as NSString).appendingPathComponent($0)
+                    }
+                } else {
+                    files.append(arg)
+                }
+            }
+            for file in files {
+                guard let data = FileManager.default.contents(atPath: file) else {
+                    print("cannot read \(file)")
+                    exit(2)
+                }
+                target.run(Array(data))
+            }
+            print("\(target.rawValue): \(files.count) inputs replayed, no crash")
         }
-        print("\(target.rawValue): \(files.count) inputs replayed, no crash")
     }
-}
 #endif

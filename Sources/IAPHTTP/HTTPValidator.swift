@@ -22,8 +22,10 @@ public class HTTPValidator: Validator {
         public var store: StoreSettings?
         /// How iapcheck starts the backend itself (`start`), so the `kill` fault can kill and restart it.
         public var start: (command: String, readySeconds: Double)?
-        public static let operations = ["reset", "appTransaction", "notification", "apiSnapshot", "legacyReceipt", "entitlements",
-                                        "reconcile", "receipt"]
+        public static let operations = [
+            "reset", "appTransaction", "notification", "apiSnapshot", "legacyReceipt", "entitlements",
+            "reconcile", "receipt",
+        ]
         /// Operations that only make sense when the backend calls the mock App Store.
         static let storeOperations: Set<String> = ["reconcile", "receipt"]
 
@@ -43,7 +45,9 @@ public class HTTPValidator: Validator {
                     r.problem(o.keyPath("baseURL"), "\"\(base)\" is not http://HOST:PORT")
                 }
                 if !["127.0.0.1", "localhost", "::1"].contains(host) {
-                    r.problem(o.keyPath("baseURL"), "iapcheck sends traffic only to loopback addresses (127.0.0.1, localhost, ::1)")
+                    r.problem(
+                        o.keyPath("baseURL"),
+                        "iapcheck sends traffic only to loopback addresses (127.0.0.1, localhost, ::1)")
                 }
             }
             let clock = o.string("clockHeader", required: false) ?? "X-IAPCheck-Now"
@@ -77,8 +81,13 @@ public class HTTPValidator: Validator {
                     let keyId = k.string("keyId"), issuerId = k.string("issuerId"), file = k.string("privateKeyFile")
                     if let keyId, let issuerId, let file {
                         // Relative to the target file, so a target and its key travel together.
-                        let resolved = file.hasPrefix("/") ? file : URL(fileURLWithPath: path).deletingLastPathComponent().appendingPathComponent(file).path
-                        if !FileManager.default.fileExists(atPath: resolved) { r.problem(k.keyPath("privateKeyFile"), "no file at \(resolved)") }
+                        let resolved =
+                            file.hasPrefix("/")
+                            ? file
+                            : URL(fileURLWithPath: path).deletingLastPathComponent().appendingPathComponent(file).path
+                        if !FileManager.default.fileExists(atPath: resolved) {
+                            r.problem(k.keyPath("privateKeyFile"), "no file at \(resolved)")
+                        }
                         settings.apiKey = .init(keyId: keyId, issuerId: issuerId, privateKeyFile: resolved)
                     }
                     k.rejectUnknownKeys()
@@ -95,12 +104,16 @@ public class HTTPValidator: Validator {
             }
             if store == nil {
                 for op in storeOperations.sorted() where routes[op] != nil {
-                    r.problem(o.keyPath("routes"), "route \(op) needs a \"store\" section (the backend calls the mock App Store)")
+                    r.problem(
+                        o.keyPath("routes"),
+                        "route \(op) needs a \"store\" section (the backend calls the mock App Store)")
                 }
             }
             o.rejectUnknownKeys()
             try r.finish()
-            return Target(host: host == "localhost" ? "127.0.0.1" : host, port: port, clockHeader: clock, routes: routes, store: store, start: start)
+            return Target(
+                host: host == "localhost" ? "127.0.0.1" : host, port: port, clockHeader: clock, routes: routes,
+                store: store, start: start)
         }
     }
 
@@ -117,7 +130,10 @@ public class HTTPValidator: Validator {
     public private(set) var resetsInjected = 0
     var transcript: [String] { client.transcript }
 
-    public init(target: Target, name: String, timeout: TimeInterval = 5, store: (any AppStoreBridge)? = nil, faults: FaultProfile = FaultProfile()) {
+    public init(
+        target: Target, name: String, timeout: TimeInterval = 5, store: (any AppStoreBridge)? = nil,
+        faults: FaultProfile = FaultProfile()
+    ) {
         self.target = target
         self.name = name
         self.timeout = timeout
@@ -127,10 +143,14 @@ public class HTTPValidator: Validator {
     }
 
     /// The validator for a target: one that starts (and can kill and restart) the backend when the target says how.
-    public static func make(target: Target, name: String, timeout: TimeInterval, store: (any AppStoreBridge)?, faults: FaultProfile) throws(ValidatorFailure) -> HTTPValidator {
+    public static func make(
+        target: Target, name: String, timeout: TimeInterval, store: (any AppStoreBridge)?, faults: FaultProfile
+    ) throws(ValidatorFailure) -> HTTPValidator {
         if let start = target.start {
-            let backend = try ManagedBackend.shared(command: start.command, host: target.host, port: target.port, readySeconds: start.readySeconds)
-            return ManagedHTTPValidator(target: target, name: name, timeout: timeout, store: store, faults: faults, backend: backend)
+            let backend = try ManagedBackend.shared(
+                command: start.command, host: target.host, port: target.port, readySeconds: start.readySeconds)
+            return ManagedHTTPValidator(
+                target: target, name: name, timeout: timeout, store: store, faults: faults, backend: backend)
         }
         return HTTPValidator(target: target, name: name, timeout: timeout, store: store, faults: faults)
     }
@@ -150,7 +170,9 @@ public class HTTPValidator: Validator {
 
     /// One request to the backend, failures turned into validator failures with the transcript.
     func send(_ op: String, path: String, body: Data?, now: Millis?) throws(ValidatorFailure) -> (Int, Data) {
-        guard let route = target.routes[op] else { throw ValidatorFailure(.protocolViolation, "the target file has no route for \(op)") }
+        guard let route = target.routes[op] else {
+            throw ValidatorFailure(.protocolViolation, "the target file has no route for \(op)")
+        }
         var headers: [(String, String)] = []
         if let now { headers.append((target.clockHeader, String(now))) }
         do {
@@ -158,7 +180,9 @@ public class HTTPValidator: Validator {
         } catch {
             switch error.kind {
             case .unavailable:
-                throw ValidatorFailure(.unavailable, "cannot connect to http://\(target.host):\(target.port) (is the backend running?)", transcript: transcript)
+                throw ValidatorFailure(
+                    .unavailable, "cannot connect to http://\(target.host):\(target.port) (is the backend running?)",
+                    transcript: transcript)
             case .timedOut: throw ValidatorFailure(.timedOut, "\(op): \(error.message)", transcript: transcript)
             case .closed: throw ValidatorFailure(.crashed, "\(op): \(error.message)", transcript: transcript)
             case .malformed: throw ValidatorFailure(.badAnswer, "\(op): \(error.message)", transcript: transcript)
@@ -173,15 +197,19 @@ public class HTTPValidator: Validator {
     /// Strings that need no JSON escaping (JWS compact serializations, UUIDs): the hot path writes them directly.
     static func plain(_ s: String) -> Bool {
         s.utf8.allSatisfy { b in
-            (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || b == 0x2D || b == 0x5F || b == 0x2E || b == 0x3D || b == 0x2B || b == 0x2F
+            (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || b == 0x2D || b == 0x5F
+                || b == 0x2E || b == 0x3D || b == 0x2B || b == 0x2F
         }
     }
 
     public func reset(_ config: ValidatorConfig) throws(ValidatorFailure) {
         store?.reset(config)
-        let (status, body) = try send("reset", path: target.routes["reset"]?.path ?? "/", body: encode(config), now: nil)
+        let (status, body) = try send(
+            "reset", path: target.routes["reset"]?.path ?? "/", body: encode(config), now: nil)
         guard (200..<300).contains(status) else {
-            throw ValidatorFailure(.badAnswer, "reset answered HTTP \(status): \(String(decoding: body.prefix(200), as: UTF8.self))", transcript: transcript)
+            throw ValidatorFailure(
+                .badAnswer, "reset answered HTTP \(status): \(String(decoding: body.prefix(200), as: UTF8.self))",
+                transcript: transcript)
         }
     }
 
@@ -200,16 +228,23 @@ public class HTTPValidator: Validator {
         switch delivery {
         case let .appTransaction(userId, jws, deviceTime):
             op = "appTransaction"
-            let body = Self.plain(userId) && Self.plain(jws)
-                ? Data(#"{"userId":"\#(userId)","signedTransaction":"\#(jws)","deviceTime":\#(deviceTime.map(String.init) ?? "null")}"#.utf8)
+            let body =
+                Self.plain(userId) && Self.plain(jws)
+                ? Data(
+                    #"{"userId":"\#(userId)","signedTransaction":"\#(jws)","deviceTime":\#(deviceTime.map(String.init) ?? "null")}"#
+                        .utf8)
                 : encode(AppTransactionBody(userId: userId, signedTransaction: jws, deviceTime: deviceTime))
             (status, reply) = try post(op, body: body, now: now)
         case .notification(let signedPayload):
             op = "notification"
-            let body = Self.plain(signedPayload) ? Data(#"{"signedPayload":"\#(signedPayload)"}"#.utf8) : encode(NotificationBody(signedPayload: signedPayload))
+            let body =
+                Self.plain(signedPayload)
+                ? Data(#"{"signedPayload":"\#(signedPayload)"}"#.utf8)
+                : encode(NotificationBody(signedPayload: signedPayload))
             if let store {
                 // The mock App Store posts it to the webhook, retrying on 5xx and timeouts on Apple's schedule.
-                (status, reply) = try store.postNotification(signedPayload, now: now) { (at: Millis) throws(ValidatorFailure) -> (Int, Data) in
+                (status, reply) = try store.postNotification(signedPayload, now: now) {
+                    (at: Millis) throws(ValidatorFailure) -> (Int, Data) in
                     try self.post(op, body: body, now: at)
                 }
             } else {
@@ -233,16 +268,22 @@ public class HTTPValidator: Validator {
                 // The backend sends the receipt to the mock App Store's verifyReceipt.
                 op = "receipt"
                 let receiptData = store.registerReceipt(responseBody: responseBody)
-                (status, reply) = try post(op, body: encode(ReceiptBody(userId: userId, receiptData: receiptData)), now: now)
+                (status, reply) = try post(
+                    op, body: encode(ReceiptBody(userId: userId, receiptData: receiptData)), now: now)
             } else {
                 op = "legacyReceipt"
-                (status, reply) = try post(op, body: encode(LegacyBody(userId: userId, responseBody: responseBody)), now: now)
+                (status, reply) = try post(
+                    op, body: encode(LegacyBody(userId: userId, responseBody: responseBody)), now: now)
             }
         }
         switch status {
         case 200..<300: return .accepted
-        case 400..<500: return .rejected(reason: (try? JSONDecoder().decode(Reason.self, from: reply).reason) ?? "HTTP \(status)")
-        default: throw ValidatorFailure(.badAnswer, "HTTP \(status) for \(op): \(String(decoding: reply.prefix(200), as: UTF8.self))", transcript: transcript)
+        case 400..<500:
+            return .rejected(reason: (try? JSONDecoder().decode(Reason.self, from: reply).reason) ?? "HTTP \(status)")
+        default:
+            throw ValidatorFailure(
+                .badAnswer, "HTTP \(status) for \(op): \(String(decoding: reply.prefix(200), as: UTF8.self))",
+                transcript: transcript)
         }
     }
 
@@ -250,19 +291,28 @@ public class HTTPValidator: Validator {
 
     public func entitlements(_ query: EntitlementQuery) throws(ValidatorFailure) -> EntitlementAnswer {
         let template = target.routes["entitlements"]?.path ?? "/"
-        let path = template.replacingOccurrences(of: "{userId}", with: query.userId).replacingOccurrences(of: "{at}", with: String(query.at))
+        let path = template.replacingOccurrences(of: "{userId}", with: query.userId).replacingOccurrences(
+            of: "{at}", with: String(query.at))
         let (status, body) = try send("entitlements", path: path, body: nil, now: query.at)
         guard status == 200 else {
-            throw ValidatorFailure(.badAnswer, "entitlements answered HTTP \(status): \(String(decoding: body.prefix(200), as: UTF8.self))", transcript: transcript)
+            throw ValidatorFailure(
+                .badAnswer,
+                "entitlements answered HTTP \(status): \(String(decoding: body.prefix(200), as: UTF8.self))",
+                transcript: transcript)
         }
         let a: EntitlementAnswer
         do {
             a = try JSONDecoder().decode(EntitlementAnswer.self, from: body)
         } catch {
-            throw ValidatorFailure(.badAnswer, "the entitlements body is not an answer (\(ValidatorFailure.decodingProblem(error, in: body))): \(String(decoding: body.prefix(200), as: UTF8.self))", transcript: transcript)
+            throw ValidatorFailure(
+                .badAnswer,
+                "the entitlements body is not an answer (\(ValidatorFailure.decodingProblem(error, in: body))): \(String(decoding: body.prefix(200), as: UTF8.self))",
+                transcript: transcript)
         }
         let answer = EntitlementAnswer(products: a.products, groups: a.groups, consumables: a.consumables)
-        if let problem = answer.problems.first { throw ValidatorFailure(.badAnswer, "malformed answer: \(problem)", transcript: transcript) }
+        if let problem = answer.problems.first {
+            throw ValidatorFailure(.badAnswer, "malformed answer: \(problem)", transcript: transcript)
+        }
         return answer
     }
 }
@@ -297,13 +347,16 @@ public protocol AppStoreBridge: AnyObject, Sendable {
     func reset(_ config: ValidatorConfig)
     /// Serve this chain's history pages and statuses from now on; returns what puts back the answers it replaced.
     @discardableResult
-    func publish(originalTransactionId: String, history: [HistoryResponse], statuses: StatusResponse?) -> @Sendable () -> Void
+    func publish(originalTransactionId: String, history: [HistoryResponse], statuses: StatusResponse?)
+        -> @Sendable () -> Void
     /// Remember a verifyReceipt answer; returns the `receipt-data` the backend will send for it.
     func registerReceipt(responseBody: String) -> String
     /// Posts a notification to the backend's webhook with `send` (given the clock of each attempt), retrying as Apple
     /// does; returns the answer of the last attempt. Every attempt goes into the notification history.
-    func postNotification(_ signedPayload: String, now: Millis,
-                          send: (Millis) throws(ValidatorFailure) -> (Int, Data)) throws(ValidatorFailure) -> (Int, Data)
+    func postNotification(
+        _ signedPayload: String, now: Millis,
+        send: (Millis) throws(ValidatorFailure) -> (Int, Data)
+    ) throws(ValidatorFailure) -> (Int, Data)
 }
 
 /// An HTTP target whose backend iapcheck started itself (`start` in the target file): it can be killed and started
@@ -311,7 +364,10 @@ public protocol AppStoreBridge: AnyObject, Sendable {
 public final class ManagedHTTPValidator: HTTPValidator, RestartableValidator {
     public let backend: ManagedBackend
 
-    init(target: Target, name: String, timeout: TimeInterval, store: (any AppStoreBridge)?, faults: FaultProfile, backend: ManagedBackend) {
+    init(
+        target: Target, name: String, timeout: TimeInterval, store: (any AppStoreBridge)?, faults: FaultProfile,
+        backend: ManagedBackend
+    ) {
         self.backend = backend
         super.init(target: target, name: name, timeout: timeout, store: store, faults: faults)
     }

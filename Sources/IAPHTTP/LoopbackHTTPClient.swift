@@ -1,8 +1,9 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// A small blocking HTTP/1.1 client for loopback: one kept-alive connection, reconnected once when the server has
@@ -37,11 +38,12 @@ public final class LoopbackHTTPClient {
     /// The last requests and answers, abbreviated, for failure reports.
     public var transcript: [String] {
         entries.map { e in
-            let s: String = switch e {
-            case .text(let t): t
-            case let .sent(method, path): "→ \(method) \(path)"
-            case let .received(status, body): "← \(status) \(String(decoding: body, as: UTF8.self))"
-            }
+            let s: String =
+                switch e {
+                case .text(let t): t
+                case let .sent(method, path): "→ \(method) \(path)"
+                case let .received(status, body): "← \(status) \(String(decoding: body, as: UTF8.self))"
+                }
             return s.count > 300 ? String(s.prefix(300)) + "…" : s
         }
     }
@@ -101,7 +103,11 @@ public final class LoopbackHTTPClient {
         addr.sin_family = sa_family_t(AF_INET)
         addr.sin_port = in_port_t(UInt16(port).bigEndian)
         inet_pton(AF_INET, host, &addr.sin_addr)
-        let rc = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        let rc = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
         if rc != 0 {
             Glibc.close(fd)
             return nil
@@ -123,14 +129,18 @@ public final class LoopbackHTTPClient {
     private var request = [UInt8]()
 
     /// One request and its answer. `headers` are added as given; the body is sent with `contentType`.
-    public func request(_ method: String, _ path: String, headers: [(String, String)] = [], body: Data? = nil,
-                        contentType: String = "application/json") throws(Failure) -> (status: Int, body: Data) {
+    public func request(
+        _ method: String, _ path: String, headers: [(String, String)] = [], body: Data? = nil,
+        contentType: String = "application/json"
+    ) throws(Failure) -> (status: Int, body: Data) {
         request.removeAll(keepingCapacity: true)
         func put(_ s: String) { request.append(contentsOf: s.utf8) }
         put(method); put(" "); put(path); put(" HTTP/1.1\r\nHost: "); put(host); put(":"); put(String(port))
         put("\r\nConnection: keep-alive\r\n")
         for (k, v) in headers { put(k); put(": "); put(v); put("\r\n") }
-        if let body { put("Content-Type: "); put(contentType); put("\r\nContent-Length: "); put(String(body.count)); put("\r\n") }
+        if let body {
+            put("Content-Type: "); put(contentType); put("\r\nContent-Length: "); put(String(body.count)); put("\r\n")
+        }
         put("\r\n")
         if let body { request.append(contentsOf: body) }
         keep(.sent(method: method, path: path))
@@ -155,7 +165,9 @@ public final class LoopbackHTTPClient {
                 close()
                 throw Failure(kind: .timedOut, message: "the server did not read the request within \(timeout) s")
             }
-            let n = request.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+            let n = request.withUnsafeBytes {
+                Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL))
+            }
             if n > 0 {
                 offset += n  // a partial send after SO_SNDTIMEO: the deadline above bounds the whole request
                 continue
@@ -183,7 +195,9 @@ public final class LoopbackHTTPClient {
             if filled == inbox.count { inbox.append(contentsOf: [UInt8](repeating: 0, count: inbox.count)) }
             while true {
                 let remaining = deadline.timeIntervalSinceNow
-                if remaining <= 0 { throw fail(.timedOut, "no complete HTTP response within \(timeout) s (\(filled) bytes received)") }
+                if remaining <= 0 {
+                    throw fail(.timedOut, "no complete HTTP response within \(timeout) s (\(filled) bytes received)")
+                }
                 var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
                 let ready = poll(&pfd, 1, Int32(min(remaining, 3600) * 1000) + 1)
                 if ready < 0 && errno == EINTR { continue }
@@ -205,14 +219,18 @@ public final class LoopbackHTTPClient {
         var headerEnd = -1
         var scanned = 0
         while headerEnd < 0 {
-            if filled > Self.maxHeaderBytes { throw fail(.malformed, "response headers longer than \(Self.maxHeaderBytes >> 10) KiB") }
+            if filled > Self.maxHeaderBytes {
+                throw fail(.malformed, "response headers longer than \(Self.maxHeaderBytes >> 10) KiB")
+            }
             if !(try fill()) {
                 if filled == 0 { return nil }
                 throw fail(.closed, "the connection closed in the middle of a response")
             }
             var i = max(scanned - 3, 0)
             while i + 3 < filled {
-                if inbox[i] == 13 && inbox[i + 1] == 10 && inbox[i + 2] == 13 && inbox[i + 3] == 10 { headerEnd = i; break }
+                if inbox[i] == 13 && inbox[i + 1] == 10 && inbox[i + 2] == 13 && inbox[i + 3] == 10 {
+                    headerEnd = i; break
+                }
                 i += 1
             }
             scanned = filled
@@ -221,7 +239,8 @@ public final class LoopbackHTTPClient {
         guard headerEnd >= 12, inbox[0] == 0x48, inbox[1] == 0x54, inbox[2] == 0x54, inbox[3] == 0x50, inbox[4] == 0x2F,
             let status = Self.digits(inbox, 9, 12)
         else {
-            throw fail(.malformed, "not an HTTP response: \(String(decoding: inbox[0..<min(filled, 100)], as: UTF8.self))")
+            throw fail(
+                .malformed, "not an HTTP response: \(String(decoding: inbox[0..<min(filled, 100)], as: UTF8.self))")
         }
         var length: Int?
         var chunked = false
@@ -238,16 +257,21 @@ public final class LoopbackHTTPClient {
                     j += 1
                     digits += 1
                 }
-                if v > maxBodyBytes { throw fail(.malformed, "a response body of more than \(maxBodyBytes >> 20) MiB (Content-Length)") }
+                if v > maxBodyBytes {
+                    throw fail(.malformed, "a response body of more than \(maxBodyBytes >> 20) MiB (Content-Length)")
+                }
                 if digits == 0 { throw fail(.malformed, "Content-Length is not a number") }
                 length = v
             } else if Self.hasPrefix(inbox, lineStart, lineEnd, "transfer-encoding:") {
                 let value = String(decoding: inbox[(lineStart + 18)..<lineEnd], as: UTF8.self).lowercased()
                 guard value.trimmingCharacters(in: .whitespaces).hasSuffix("chunked") else {
-                    throw fail(.malformed, "unsupported Transfer-Encoding \(value.trimmingCharacters(in: .whitespaces))")
+                    throw fail(
+                        .malformed, "unsupported Transfer-Encoding \(value.trimmingCharacters(in: .whitespaces))")
                 }
                 chunked = true
-            } else if Self.hasPrefix(inbox, lineStart, lineEnd, "connection:") && String(decoding: inbox[lineStart..<lineEnd], as: UTF8.self).lowercased().contains("close") {
+            } else if Self.hasPrefix(inbox, lineStart, lineEnd, "connection:")
+                && String(decoding: inbox[lineStart..<lineEnd], as: UTF8.self).lowercased().contains("close")
+            {
                 closeAfter = true
             }
             lineStart = lineEnd + 2
@@ -264,7 +288,9 @@ public final class LoopbackHTTPClient {
         } else {
             // Neither a length nor chunked: the body runs to the end of the connection (HTTP/1.0 style).
             while try fill() {
-                if filled - bodyStart > maxBodyBytes { throw fail(.malformed, "a response body of more than \(maxBodyBytes >> 20) MiB") }
+                if filled - bodyStart > maxBodyBytes {
+                    throw fail(.malformed, "a response body of more than \(maxBodyBytes >> 20) MiB")
+                }
             }
             body = Data(inbox[bodyStart..<filled])
             closeAfter = true
@@ -274,8 +300,10 @@ public final class LoopbackHTTPClient {
     }
 
     /// A chunked body: size lines in hex, data, CRLF, until a zero-size chunk and the trailers' empty line.
-    private func readChunked(from start: Int, fill: () throws(Failure) -> Bool,
-                             fail: (Failure.Kind, String) -> Failure) throws(Failure) -> Data {
+    private func readChunked(
+        from start: Int, fill: () throws(Failure) -> Bool,
+        fail: (Failure.Kind, String) -> Failure
+    ) throws(Failure) -> Data {
         var body = Data()
         var pos = start
         /// The end of the line starting at `pos` (index of its CR), reading more as needed.
@@ -292,14 +320,18 @@ public final class LoopbackHTTPClient {
         }
         while true {
             // Framing too is bounded: chunk extensions and tiny chunks must not grow the buffer without end.
-            if pos - start > maxBodyBytes + Self.maxHeaderBytes { throw fail(.malformed, "a chunked response of more than \(maxBodyBytes >> 20) MiB on the wire") }
+            if pos - start > maxBodyBytes + Self.maxHeaderBytes {
+                throw fail(.malformed, "a chunked response of more than \(maxBodyBytes >> 20) MiB on the wire")
+            }
             let end = try lineEnd()
             var size = 0, digits = 0, j = pos
             while j < end, let d = Self.hexValue(inbox[j]) {
                 size = size * 16 + d
                 digits += 1
                 j += 1
-                if body.count + size > maxBodyBytes { throw fail(.malformed, "a chunked response body of more than \(maxBodyBytes >> 20) MiB") }
+                if body.count + size > maxBodyBytes {
+                    throw fail(.malformed, "a chunked response body of more than \(maxBodyBytes >> 20) MiB")
+                }
             }
             if digits == 0 { throw fail(.malformed, "a chunk-size line that is not hexadecimal") }
             pos = end + 2
@@ -310,14 +342,18 @@ public final class LoopbackHTTPClient {
                     let empty = e == pos
                     pos = e + 2
                     if empty { return body }
-                    if pos - start > maxBodyBytes + Self.maxHeaderBytes { throw fail(.malformed, "chunked trailers too long") }
+                    if pos - start > maxBodyBytes + Self.maxHeaderBytes {
+                        throw fail(.malformed, "chunked trailers too long")
+                    }
                 }
             }
             while filled < pos + size + 2 {
                 if !(try fill()) { throw fail(.closed, "the connection closed in the middle of a chunk") }
             }
             body.append(contentsOf: inbox[pos..<(pos + size)])
-            guard inbox[pos + size] == 13, inbox[pos + size + 1] == 10 else { throw fail(.malformed, "a chunk not followed by CRLF") }
+            guard inbox[pos + size] == 13, inbox[pos + size + 1] == 10 else {
+                throw fail(.malformed, "a chunk not followed by CRLF")
+            }
             pos += size + 2
         }
     }

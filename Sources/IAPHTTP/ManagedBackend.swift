@@ -1,10 +1,11 @@
 import Foundation
 import IAPProcess
 import IAPValidatorAPI
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// A backend process iapcheck starts itself (the target file's `start` command), so it can kill it and start it
@@ -25,7 +26,9 @@ public final class ManagedBackend: @unchecked Sendable {
     static let runningLock = NSLock()
 
     /// The backend of this target, started on first use.
-    public static func shared(command: String, host: String, port: Int, readySeconds: Double) throws(ValidatorFailure) -> ManagedBackend {
+    public static func shared(command: String, host: String, port: Int, readySeconds: Double) throws(ValidatorFailure)
+        -> ManagedBackend
+    {
         runningLock.lock()
         defer { runningLock.unlock() }
         if let b = running[port] { return b }
@@ -59,7 +62,10 @@ public final class ManagedBackend: @unchecked Sendable {
     /// Starts the command and waits until the port accepts connections.
     public func start() throws(ValidatorFailure) {
         if Self.accepts(host: host, port: port) {
-            throw ValidatorFailure(.unavailable, "127.0.0.1:\(port) is already taken; stop what listens there, or drop \"start\" from the target to use it as is")
+            throw ValidatorFailure(
+                .unavailable,
+                "127.0.0.1:\(port) is already taken; stop what listens there, or drop \"start\" from the target to use it as is"
+            )
         }
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/bin/sh")
@@ -78,11 +84,15 @@ public final class ManagedBackend: @unchecked Sendable {
         while Date() < deadline {
             if Self.accepts(host: host, port: port) { return }
             if !p.isRunning {
-                throw ValidatorFailure(.crashed, "the backend exited (status \(p.terminationStatus)) before listening on \(port); its output: \(log)")
+                throw ValidatorFailure(
+                    .crashed,
+                    "the backend exited (status \(p.terminationStatus)) before listening on \(port); its output: \(log)"
+                )
             }
             usleep(50_000)
         }
-        throw ValidatorFailure(.timedOut, "the backend did not listen on \(port) within \(readySeconds) s; its output: \(log)")
+        throw ValidatorFailure(
+            .timedOut, "the backend did not listen on \(port) within \(readySeconds) s; its output: \(log)")
     }
 
     /// SIGKILL to the process and its children.

@@ -13,7 +13,8 @@ public struct ArtifactPool: Sendable {
         public var delivery: SignedDelivery?
         public var query: EntitlementQuery?
         public var now: Millis
-        public init(operation: LoadProfile.Operation, delivery: SignedDelivery?, query: EntitlementQuery?, now: Millis) {
+        public init(operation: LoadProfile.Operation, delivery: SignedDelivery?, query: EntitlementQuery?, now: Millis)
+        {
             self.operation = operation
             self.delivery = delivery
             self.query = query
@@ -58,14 +59,17 @@ public struct ArtifactPool: Sendable {
             let pki = TestPKI.harness
             for j in 0..<8 {
                 let (sim, steps) = ArtifactPool.history(
-                    catalog: catalog, policy: policy, ChoiceSource(seed: SplitMix64.derive(seed ^ 0x5A3D_1E00_0000_0000, UInt64(j))))
+                    catalog: catalog, policy: policy,
+                    ChoiceSource(seed: SplitMix64.derive(seed ^ 0x5A3D_1E00_0000_0000, UInt64(j))))
                 let renderer = ArtifactRenderer(pki: pki, appAppleId: catalog.appAppleId)
                 var knowledge = Knowledge(config: ValidatorConfig(catalog: sim.catalog, policy: policy))
                 var queries: [EntitlementQuery] = []
                 for step in steps {
                     switch step {
                     case .deliver(let d):
-                        guard d.forgery == nil, let delivery = Self.apart(d.delivery, j), knowledge.rejection(delivery) == nil else { continue }
+                        guard d.forgery == nil, let delivery = Self.apart(d.delivery, j),
+                            knowledge.rejection(delivery) == nil
+                        else { continue }
                         _ = knowledge.learn(delivery)
                         out.deliveries.append((renderer.render(delivery), d.now))
                     case .query(let q):
@@ -88,7 +92,8 @@ public struct ArtifactPool: Sendable {
         let pki = TestPKI.harness
         // Cache-hostile share: the same chain shape under the same root, but one of many leaves, so a bounded chain
         // cache keeps missing.
-        let hostile = profile.distinctChains > 0
+        let hostile =
+            profile.distinctChains > 0
             ? try! TestPKI(seed: pki.seed, validFrom: pki.validFrom, validUntil: pki.validUntil, leafCount: 256) : nil
         var byOp: [LoadProfile.Operation: [Item]] = [:]
         var rng = SplitMix64(seed: profile.poolSeed)
@@ -96,7 +101,8 @@ public struct ArtifactPool: Sendable {
         let wanted = profile.mix.filter { $0.value > 0 }.keys
         func enough() -> Bool { wanted.allSatisfy { (byOp[$0]?.count ?? 0) >= profile.poolSize } }
         while !enough() && i < 100_000 {
-            let (sim, steps) = Self.history(catalog: .standard, policy: .default, ChoiceSource(seed: SplitMix64.derive(profile.poolSeed, i)))
+            let (sim, steps) = Self.history(
+                catalog: .standard, policy: .default, ChoiceSource(seed: SplitMix64.derive(profile.poolSeed, i)))
             i += 1
             let renderer = ArtifactRenderer(pki: pki, appAppleId: sim.catalog.appAppleId)
             for step in steps {
@@ -112,15 +118,19 @@ public struct ArtifactPool: Sendable {
                     guard (byOp[op]?.count ?? 0) < profile.poolSize else { continue }
                     var signed = renderer.render(d.delivery)
                     if let hostile, Double(rng.next() % 10_000) / 10_000 < profile.distinctChains,
-                        case .appTransaction(let s) = d.delivery {
+                        case .appTransaction(let s) = d.delivery
+                    {
                         let leaf = hostile.leaves[Int(rng.next() % UInt64(hostile.leaves.count))]
-                        let jws = JWSSigner.es256(JWSSigner.header(alg: "ES256", x5c: leaf.chain), JWSSigner.payload(s.transaction), key: leaf.key)
+                        let jws = JWSSigner.es256(
+                            JWSSigner.header(alg: "ES256", x5c: leaf.chain), JWSSigner.payload(s.transaction),
+                            key: leaf.key)
                         signed = .appTransaction(userId: s.userId, signedTransaction: jws, deviceTime: s.deviceTime)
                     }
                     byOp[op, default: []].append(Item(operation: op, delivery: signed, query: nil, now: d.now))
                 case .query(let q):
                     guard (byOp[.query]?.count ?? 0) < profile.poolSize else { continue }
-                    byOp[.query, default: []].append(Item(operation: .query, delivery: nil, query: q.query, now: q.query.at))
+                    byOp[.query, default: []].append(
+                        Item(operation: .query, delivery: nil, query: q.query, now: q.query.at))
                 }
             }
         }
@@ -142,7 +152,8 @@ public struct ArtifactPool: Sendable {
                 pick -= w
             }
         }
-        var pool = ArtifactPool(items: items, config: ValidatorConfig(catalog: .standard, policy: .default, trustedRoots: pki.trustedRoots))
+        var pool = ArtifactPool(
+            items: items, config: ValidatorConfig(catalog: .standard, policy: .default, trustedRoots: pki.trustedRoots))
         if profile.answerSamplePercent > 0 && (profile.mix[.query] ?? 0) > 0 {
             pool.samples = .build(seed: profile.poolSeed, catalog: .standard, policy: .default)
         }

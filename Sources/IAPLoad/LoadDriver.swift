@@ -10,8 +10,10 @@ import IAPValidatorAPI
 /// corrected) and from the actual send.
 public final class LoadDriver: @unchecked Sendable {
     public struct WorkerResult: Sendable {
-        public var corrected = Histogram<UInt64>(highestTrackableValue: 120_000_000, numberOfSignificantValueDigits: .three)
-        public var uncorrected = Histogram<UInt64>(highestTrackableValue: 120_000_000, numberOfSignificantValueDigits: .three)
+        public var corrected = Histogram<UInt64>(
+            highestTrackableValue: 120_000_000, numberOfSignificantValueDigits: .three)
+        public var uncorrected = Histogram<UInt64>(
+            highestTrackableValue: 120_000_000, numberOfSignificantValueDigits: .three)
         /// Per second of the run: requests, errors, latency (corrected).
         public var perSecond: [Histogram<UInt64>] = []
         public var errorsPerSecond: [Int] = []
@@ -35,7 +37,8 @@ public final class LoadDriver: @unchecked Sendable {
     /// How many times `periodicFault` fired in the last run.
     public private(set) var faultsInjected = 0
 
-    public init(profile: LoadProfile, pool: ArtifactPool, makeValidator: @escaping @Sendable () throws -> any Validator) {
+    public init(profile: LoadProfile, pool: ArtifactPool, makeValidator: @escaping @Sendable () throws -> any Validator)
+    {
         self.profile = profile
         self.pool = pool
         self.makeValidator = makeValidator
@@ -85,10 +88,14 @@ public final class LoadDriver: @unchecked Sendable {
     /// `segment` (i of n) runs a deterministic slice of the profile — every n-th intended send starting at i, or
     /// every n-th worker of a closed executor — so n processes or machines together send the whole profile (k6's
     /// execution segments). Artifacts keep their place in the whole profile: send k uses pool item k in every segment.
-    public func run(seconds: Double, record: Bool, segment: (index: Int, count: Int) = (0, 1)) throws -> [WorkerResult] {
+    public func run(seconds: Double, record: Bool, segment: (index: Int, count: Int) = (0, 1)) throws -> [WorkerResult]
+    {
         let ids = Self.workers(of: profile.executor, segment: segment)
         guard !ids.isEmpty else {
-            throw SegmentError(description: "segment \(segment.index)/\(segment.count) has no worker: the closed executor has \(profile.executor.workers) workers, fewer than \(segment.count) segments")
+            throw SegmentError(
+                description:
+                    "segment \(segment.index)/\(segment.count) has no worker: the closed executor has \(profile.executor.workers) workers, fewer than \(segment.count) segments"
+            )
         }
         let schedule: [(index: Int, offset: UInt64)]? = Self.schedule(profile.executor, seconds: seconds).map { full in
             stride(from: segment.index, to: full.count, by: segment.count).map { ($0, full[$0]) }
@@ -141,8 +148,10 @@ public final class LoadDriver: @unchecked Sendable {
         for (slot, w) in ids.enumerated() {
             group.enter()
             let thread = Thread {
-                let r = self.work(w, slot: slot, of: ids.count, validator: vs[slot], schedule: schedule, start: start, end: end, maxLag: maxLag,
-                                  items: items, counter: counter, stop: stop)
+                let r = self.work(
+                    w, slot: slot, of: ids.count, validator: vs[slot], schedule: schedule, start: start, end: end,
+                    maxLag: maxLag,
+                    items: items, counter: counter, stop: stop)
                 resultsLock.withLock { results[slot] = r }
                 group.leave()
             }
@@ -162,12 +171,17 @@ public final class LoadDriver: @unchecked Sendable {
     /// One worker's loop; everything it records is its own until the end. Worker `w` of the profile is the
     /// `slot`-th of the segment's `slots` workers: it takes every `slots`-th send of the segment's schedule, and on
     /// the closed executor the items w, w + W, w + 2W, … (W the profile's workers), whichever segment runs it.
-    func work(_ w: Int, slot: Int, of slots: Int, validator v: any Validator, schedule: [(index: Int, offset: UInt64)]?, start: UInt64,
-              end: UInt64, maxLag: UInt64, items: [ArtifactPool.Item], counter: Counter, stop: @Sendable () -> Bool) -> WorkerResult {
+    func work(
+        _ w: Int, slot: Int, of slots: Int, validator v: any Validator, schedule: [(index: Int, offset: UInt64)]?,
+        start: UInt64,
+        end: UInt64, maxLag: UInt64, items: [ArtifactPool.Item], counter: Counter, stop: @Sendable () -> Bool
+    ) -> WorkerResult {
         let workers = profile.executor.workers
         var r = WorkerResult()
         let questions = pool.samples.questions
-        let sampleEvery = questions.isEmpty || profile.answerSamplePercent <= 0 ? Int.max : max(1, Int((100 / profile.answerSamplePercent).rounded()))
+        let sampleEvery =
+            questions.isEmpty || profile.answerSamplePercent <= 0
+            ? Int.max : max(1, Int((100 / profile.answerSamplePercent).rounded()))
         var queriesSent = 0
         func perform(_ item: ArtifactPool.Item) -> String? {
             do {
@@ -182,7 +196,8 @@ public final class LoadDriver: @unchecked Sendable {
                         let (sq, expected) = questions[(queriesSent / sampleEvery + w) % questions.count]
                         r.answersChecked += 1
                         let observed = try v.entitlements(sq)
-                        return observed.answerDifferences(from: expected.answer, ignoring: expected.undetermined).isEmpty ? nil : "wrong-answer"
+                        return observed.answerDifferences(from: expected.answer, ignoring: expected.undetermined)
+                            .isEmpty ? nil : "wrong-answer"
                     }
                     _ = try v.entitlements(q)
                 }
@@ -197,7 +212,8 @@ public final class LoadDriver: @unchecked Sendable {
             _ = r.uncorrected.record(min(uus, 120_000_000))
             let second = Int((at - start) / 1_000_000_000)
             while r.perSecond.count <= second {
-                r.perSecond.append(Histogram<UInt64>(highestTrackableValue: 120_000_000, numberOfSignificantValueDigits: .two))
+                r.perSecond.append(
+                    Histogram<UInt64>(highestTrackableValue: 120_000_000, numberOfSignificantValueDigits: .two))
                 r.errorsPerSecond.append(0)
             }
             _ = r.perSecond[second].record(min(us, 120_000_000))

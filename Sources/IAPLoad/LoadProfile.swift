@@ -45,9 +45,11 @@ public struct LoadProfile: Sendable {
         case appTransaction, notification, query, legacyReceipt
     }
 
-    public init(name: String, target: String, mix: [Operation: Int], poolSize: Int, poolSeed: UInt64, distinctChains: Double,
-                executor: Executor, warmupSeconds: Double, durationSeconds: Double, maxLagSeconds: Double,
-                thresholds: [Threshold], baselineTolerance: Double, answerSamplePercent: Double = 1) {
+    public init(
+        name: String, target: String, mix: [Operation: Int], poolSize: Int, poolSeed: UInt64, distinctChains: Double,
+        executor: Executor, warmupSeconds: Double, durationSeconds: Double, maxLagSeconds: Double,
+        thresholds: [Threshold], baselineTolerance: Double, answerSamplePercent: Double = 1
+    ) {
         self.name = name
         self.target = target
         self.mix = mix
@@ -76,8 +78,11 @@ public struct LoadProfile: Sendable {
         let o = try r.root(data)
         let name = o.string("name") ?? "profile"
         let target = o.string("target", required: false) ?? "reference"
-        if !(target == "reference" || target.hasPrefix("mutant:") || target.hasPrefix("exec:") || target.hasPrefix("http:")) {
-            r.problem(o.keyPath("target"), "\"\(target)\" is not reference, mutant:NAME, exec:COMMAND or http:TARGET.json")
+        if !(target == "reference" || target.hasPrefix("mutant:") || target.hasPrefix("exec:")
+            || target.hasPrefix("http:"))
+        {
+            r.problem(
+                o.keyPath("target"), "\"\(target)\" is not reference, mutant:NAME, exec:COMMAND or http:TARGET.json")
         }
         var mix: [Operation: Int] = [:]
         if let m = o.object("mix") {
@@ -112,7 +117,10 @@ public struct LoadProfile: Sendable {
                 executor = .rampingRate(stages: stages.map { (rate: $0.0, seconds: $0.1) }, workers: workers)
             default: break
             }
-            if case .rampingRate = executor {} else if e.has("stages") { r.problem(e.keyPath("stages"), "only for ramping-rate") }
+            if case .rampingRate = executor {
+            } else if e.has("stages") {
+                r.problem(e.keyPath("stages"), "only for ramping-rate")
+            }
             e.rejectUnknownKeys()
         }
         let warmup = Double(o.int("warmupSeconds", required: false, range: 0...3600) ?? 1)
@@ -123,8 +131,13 @@ public struct LoadProfile: Sendable {
         if let list = o.dict["thresholds"] {
             if let strings = list as? [String] {
                 for (i, s) in strings.enumerated() {
-                    if let t = Threshold(s) { thresholds.append(t) } else {
-                        r.problem("thresholds[\(i)]", "\"\(s)\" is not a threshold like \"p99 < 20ms\", \"errors < 0.1%\", \"throughput >= 5000/s\"")
+                    if let t = Threshold(s) {
+                        thresholds.append(t)
+                    } else {
+                        r.problem(
+                            "thresholds[\(i)]",
+                            "\"\(s)\" is not a threshold like \"p99 < 20ms\", \"errors < 0.1%\", \"throughput >= 5000/s\""
+                        )
                     }
                 }
             } else {
@@ -136,9 +149,10 @@ public struct LoadProfile: Sendable {
         let sample = Double(o.int("answerSamplePercent", required: false, range: 0...100) ?? 1)
         o.rejectUnknownKeysExcept(["thresholds"])
         try r.finish()
-        return LoadProfile(name: name, target: target, mix: mix, poolSize: poolSize, poolSeed: poolSeed, distinctChains: distinct,
-                           executor: executor, warmupSeconds: warmup, durationSeconds: duration, maxLagSeconds: maxLag,
-                           thresholds: thresholds, baselineTolerance: tolerance, answerSamplePercent: sample)
+        return LoadProfile(
+            name: name, target: target, mix: mix, poolSize: poolSize, poolSeed: poolSeed, distinctChains: distinct,
+            executor: executor, warmupSeconds: warmup, durationSeconds: duration, maxLagSeconds: maxLag,
+            thresholds: thresholds, baselineTolerance: tolerance, answerSamplePercent: sample)
     }
 }
 
@@ -171,7 +185,9 @@ public struct Threshold: Sendable, CustomStringConvertible {
         switch metric {
         case .percentile, .max:
             let units: [(String, Double)] = [("us", 1), ("µs", 1), ("ms", 1000), ("s", 1_000_000)]
-            guard let (suffix, scale) = units.first(where: { rhs.hasSuffix($0.0) }), let v = Double(rhs.dropLast(suffix.count)) else { return nil }
+            guard let (suffix, scale) = units.first(where: { rhs.hasSuffix($0.0) }),
+                let v = Double(rhs.dropLast(suffix.count))
+            else { return nil }
             value = v * scale
         case .errors, .dropped:
             guard rhs.hasSuffix("%"), let v = Double(rhs.dropLast()) else { return nil }

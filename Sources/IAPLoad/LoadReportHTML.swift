@@ -4,14 +4,18 @@ import Histogram
 /// A self-contained HTML report with inline SVG plots: latency over time, the percentile spectrum, throughput.
 enum LoadReportHTML {
     static func esc(_ s: String) -> String {
-        s.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(of: ">", with: "&gt;")
+        s.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(
+            of: ">", with: "&gt;")
     }
 
     static func ms(_ us: UInt64) -> String { String(format: "%.3f ms", Double(us) / 1000) }
 
     /// A line chart: x from 0 to xMax, series of (x, y) points, y axis from 0.
-    static func chart(title: String, series: [(name: String, color: String, points: [(Double, Double)])], xLabel: String, yLabel: String,
-                      logX: Bool = false, xTicks: [(Double, String)] = []) -> String {
+    static func chart(
+        title: String, series: [(name: String, color: String, points: [(Double, Double)])], xLabel: String,
+        yLabel: String,
+        logX: Bool = false, xTicks: [(Double, String)] = []
+    ) -> String {
         let w = 900.0, h = 260.0, left = 70.0, bottom = 40.0, top = 20.0, right = 20.0
         let all = series.flatMap(\.points)
         let xs = all.map { logX ? log10(max($0.0, 1)) : $0.0 }
@@ -19,19 +23,28 @@ enum LoadReportHTML {
         func px(_ x: Double) -> Double { left + (logX ? log10(max(x, 1)) : x) / xMax * (w - left - right) }
         func py(_ y: Double) -> Double { h - bottom - y / yMax * (h - bottom - top) }
         var svg = "<svg viewBox=\"0 0 \(Int(w)) \(Int(h))\" width=\"100%\" role=\"img\" aria-label=\"\(esc(title))\">"
-        svg += "<line x1=\"\(left)\" y1=\"\(h - bottom)\" x2=\"\(w - right)\" y2=\"\(h - bottom)\" stroke=\"#999\"/><line x1=\"\(left)\" y1=\"\(top)\" x2=\"\(left)\" y2=\"\(h - bottom)\" stroke=\"#999\"/>"
+        svg +=
+            "<line x1=\"\(left)\" y1=\"\(h - bottom)\" x2=\"\(w - right)\" y2=\"\(h - bottom)\" stroke=\"#999\"/><line x1=\"\(left)\" y1=\"\(top)\" x2=\"\(left)\" y2=\"\(h - bottom)\" stroke=\"#999\"/>"
         for i in 0...4 {
             let y = yMax * Double(i) / 4
-            svg += "<text x=\"\(left - 6)\" y=\"\(py(y) + 4)\" font-size=\"11\" text-anchor=\"end\" fill=\"#555\">\(String(format: "%.2f", y))</text>"
+            svg +=
+                "<text x=\"\(left - 6)\" y=\"\(py(y) + 4)\" font-size=\"11\" text-anchor=\"end\" fill=\"#555\">\(String(format: "%.2f", y))</text>"
             svg += "<line x1=\"\(left)\" y1=\"\(py(y))\" x2=\"\(w - right)\" y2=\"\(py(y))\" stroke=\"#eee\"/>"
         }
-        for (x, label) in xTicks { svg += "<text x=\"\(px(x))\" y=\"\(h - bottom + 16)\" font-size=\"11\" text-anchor=\"middle\" fill=\"#555\">\(esc(label))</text>" }
-        svg += "<text x=\"\((left + w) / 2)\" y=\"\(h - 4)\" font-size=\"12\" text-anchor=\"middle\" fill=\"#333\">\(esc(xLabel))</text>"
-        svg += "<text x=\"14\" y=\"\((top + h - bottom) / 2)\" font-size=\"12\" text-anchor=\"middle\" fill=\"#333\" transform=\"rotate(-90 14 \((top + h - bottom) / 2))\">\(esc(yLabel))</text>"
+        for (x, label) in xTicks {
+            svg +=
+                "<text x=\"\(px(x))\" y=\"\(h - bottom + 16)\" font-size=\"11\" text-anchor=\"middle\" fill=\"#555\">\(esc(label))</text>"
+        }
+        svg +=
+            "<text x=\"\((left + w) / 2)\" y=\"\(h - 4)\" font-size=\"12\" text-anchor=\"middle\" fill=\"#333\">\(esc(xLabel))</text>"
+        svg +=
+            "<text x=\"14\" y=\"\((top + h - bottom) / 2)\" font-size=\"12\" text-anchor=\"middle\" fill=\"#333\" transform=\"rotate(-90 14 \((top + h - bottom) / 2))\">\(esc(yLabel))</text>"
         for (i, s) in series.enumerated() {
-            let pts = s.points.map { "\(String(format: "%.1f", px($0.0))),\(String(format: "%.1f", py($0.1)))" }.joined(separator: " ")
+            let pts = s.points.map { "\(String(format: "%.1f", px($0.0))),\(String(format: "%.1f", py($0.1)))" }.joined(
+                separator: " ")
             svg += "<polyline fill=\"none\" stroke=\"\(s.color)\" stroke-width=\"2\" points=\"\(pts)\"/>"
-            svg += "<text x=\"\(w - right - 260)\" y=\"\(top + 14 + Double(i) * 16)\" font-size=\"12\" fill=\"\(s.color)\">\(esc(s.name))</text>"
+            svg +=
+                "<text x=\"\(w - right - 260)\" y=\"\(top + 14 + Double(i) * 16)\" font-size=\"12\" fill=\"\(s.color)\">\(esc(s.name))</text>"
         }
         return "<h2>\(esc(title))</h2>" + svg + "</svg>"
     }
@@ -39,15 +52,22 @@ enum LoadReportHTML {
     static func render(_ r: LoadResults) -> String {
         let s = r.summary
         let seconds = s.perSecond
-        let secTicks = stride(from: 0, through: max(seconds.count - 1, 0), by: max(1, seconds.count / 10)).map { (Double($0), "\($0)s") }
+        let secTicks = stride(from: 0, through: max(seconds.count - 1, 0), by: max(1, seconds.count / 10)).map {
+            (Double($0), "\($0)s")
+        }
         let latency = chart(
             title: "Latency over time (from intended send)",
-            series: [("p50", "#1f77b4", seconds.map { (Double($0.second), Double($0.p50Micros) / 1000) }),
-                     ("p99", "#d62728", seconds.map { (Double($0.second), Double($0.p99Micros) / 1000) })],
+            series: [
+                ("p50", "#1f77b4", seconds.map { (Double($0.second), Double($0.p50Micros) / 1000) }),
+                ("p99", "#d62728", seconds.map { (Double($0.second), Double($0.p99Micros) / 1000) }),
+            ],
             xLabel: "second of the run", yLabel: "ms", xTicks: secTicks)
         let throughput = chart(
-            title: "Throughput", series: [("requests/s", "#2ca02c", seconds.map { (Double($0.second), Double($0.requests)) }),
-                                          ("errors/s", "#ff7f0e", seconds.map { (Double($0.second), Double($0.errors)) })],
+            title: "Throughput",
+            series: [
+                ("requests/s", "#2ca02c", seconds.map { (Double($0.second), Double($0.requests)) }),
+                ("errors/s", "#ff7f0e", seconds.map { (Double($0.second), Double($0.errors)) }),
+            ],
             xLabel: "second of the run", yLabel: "per second", xTicks: secTicks)
         var spectrumC: [(Double, Double)] = [], spectrumU: [(Double, Double)] = []
         for p in [0.0, 50, 75, 90, 95, 99, 99.5, 99.9, 99.95, 99.99, 99.999] {
@@ -56,30 +76,38 @@ enum LoadReportHTML {
             if r.uncorrected.totalCount > 0 { spectrumU.append((x, Double(r.uncorrected.valueAtPercentile(p)) / 1000)) }
         }
         let spectrum = chart(
-            title: "Percentile spectrum", series: [("from intended send (corrected)", "#d62728", spectrumC), ("from actual send", "#7f7f7f", spectrumU)],
+            title: "Percentile spectrum",
+            series: [
+                ("from intended send (corrected)", "#d62728", spectrumC), ("from actual send", "#7f7f7f", spectrumU),
+            ],
             xLabel: "percentile", yLabel: "ms", logX: true,
-            xTicks: [(1, "0%"), (2, "50%"), (10, "90%"), (100, "99%"), (1000, "99.9%"), (10000, "99.99%"), (100000, "99.999%")])
+            xTicks: [
+                (1, "0%"), (2, "50%"), (10, "90%"), (100, "99%"), (1000, "99.9%"), (10000, "99.99%"),
+                (100000, "99.999%"),
+            ])
         let pct = ["p50", "p90", "p99", "p99.9", "p99.99", "max"].map { k in
             "<tr><td>\(k)</td><td>\(ms(s.latencyMicros[k] ?? 0))</td><td>\(ms(s.uncorrectedLatencyMicros[k] ?? 0))</td></tr>"
         }.joined()
-        let th = s.thresholds.map { "<tr><td>\(esc($0.rule))</td><td>\(String(format: "%.4g", $0.observed))</td><td class=\($0.passed ? "ok" : "bad")>\($0.passed ? "pass" : "FAIL")</td></tr>" }.joined()
+        let th = s.thresholds.map {
+            "<tr><td>\(esc($0.rule))</td><td>\(String(format: "%.4g", $0.observed))</td><td class=\($0.passed ? "ok" : "bad")>\($0.passed ? "pass" : "FAIL")</td></tr>"
+        }.joined()
         let errs = s.errors.sorted { $0.key < $1.key }.map { "\(esc($0.key)): \($0.value)" }.joined(separator: ", ")
         return """
-        <!doctype html><html lang="en"><head><meta charset="utf-8"><title>iapcheck load: \(esc(s.profile))</title>
-        <style>body{font:15px/1.45 system-ui,sans-serif;max-width:1000px;margin:2em auto;padding:0 1em;color:#222}
-        table{border-collapse:collapse;margin:.5em 0} td,th{border-bottom:1px solid #ddd;padding:.3em .8em;text-align:left}
-        .ok{color:#116329;font-weight:600}.bad{color:#a40e26;font-weight:700}.big{font-size:1.3em}</style></head><body>
-        <h1>Load: \(esc(s.profile))</h1>
-        <p>target <b>\(esc(s.target))</b> · \(esc(s.executor)) · \(String(format: "%.1f", s.durationSeconds)) s · iapcheck \(esc(s.environment["iapcheck"] ?? "")) · \(esc(s.environment["cores"] ?? "?")) cores\(s.faults.map { " · <b>faults: \(esc($0))</b>" } ?? "")\(s.interrupted == true ? " · <b>interrupted (Ctrl-C): partial run</b>" : "")</p>
-        <p class=big><b>\(Int(s.throughputPerSecond))</b> requests/s · p99 <b>\(ms(s.latencyMicros["p99"] ?? 0))</b> · errors \(String(format: "%.3f", s.errorRate * 100)) % · dropped \(s.dropped) · <span class=\(s.passed ? "ok" : "bad")>\(s.passed ? "thresholds pass" : "thresholds FAIL")</span></p>
-        \(latency)
-        \(spectrum)
-        \(throughput)
-        <h2>Percentiles</h2><table><tr><th></th><th>from intended send</th><th>from actual send</th></tr>\(pct)</table>
-        <h2>Thresholds</h2><table><tr><th>rule</th><th>observed</th><th></th></tr>\(th)</table>
-        <p>errors: \(errs.isEmpty ? "none" : errs) · answers checked against the oracle: \(s.answersChecked ?? 0)\((s.errors["wrong-answer"] ?? 0) > 0 ? " (<span class=bad>\(s.errors["wrong-answer"]!) wrong</span>)" : "")</p>
-        </body></html>
+            <!doctype html><html lang="en"><head><meta charset="utf-8"><title>iapcheck load: \(esc(s.profile))</title>
+            <style>body{font:15px/1.45 system-ui,sans-serif;max-width:1000px;margin:2em auto;padding:0 1em;color:#222}
+            table{border-collapse:collapse;margin:.5em 0} td,th{border-bottom:1px solid #ddd;padding:.3em .8em;text-align:left}
+            .ok{color:#116329;font-weight:600}.bad{color:#a40e26;font-weight:700}.big{font-size:1.3em}</style></head><body>
+            <h1>Load: \(esc(s.profile))</h1>
+            <p>target <b>\(esc(s.target))</b> · \(esc(s.executor)) · \(String(format: "%.1f", s.durationSeconds)) s · iapcheck \(esc(s.environment["iapcheck"] ?? "")) · \(esc(s.environment["cores"] ?? "?")) cores\(s.faults.map { " · <b>faults: \(esc($0))</b>" } ?? "")\(s.interrupted == true ? " · <b>interrupted (Ctrl-C): partial run</b>" : "")</p>
+            <p class=big><b>\(Int(s.throughputPerSecond))</b> requests/s · p99 <b>\(ms(s.latencyMicros["p99"] ?? 0))</b> · errors \(String(format: "%.3f", s.errorRate * 100)) % · dropped \(s.dropped) · <span class=\(s.passed ? "ok" : "bad")>\(s.passed ? "thresholds pass" : "thresholds FAIL")</span></p>
+            \(latency)
+            \(spectrum)
+            \(throughput)
+            <h2>Percentiles</h2><table><tr><th></th><th>from intended send</th><th>from actual send</th></tr>\(pct)</table>
+            <h2>Thresholds</h2><table><tr><th>rule</th><th>observed</th><th></th></tr>\(th)</table>
+            <p>errors: \(errs.isEmpty ? "none" : errs) · answers checked against the oracle: \(s.answersChecked ?? 0)\((s.errors["wrong-answer"] ?? 0) > 0 ? " (<span class=bad>\(s.errors["wrong-answer"]!) wrong</span>)" : "")</p>
+            </body></html>
 
-        """
+            """
     }
 }

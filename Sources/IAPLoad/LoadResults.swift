@@ -57,11 +57,17 @@ public struct LoadResults: Sendable {
         do {
             return try JSONDecoder().decode(Summary.self, from: data)
         } catch let DecodingError.keyNotFound(key, context) {
-            throw ConfigError(file: path, key: (context.codingPath + [key]).map(\.stringValue).joined(separator: "."), "required key is missing (is this a summary.json of iapcheck load?)")
+            throw ConfigError(
+                file: path, key: (context.codingPath + [key]).map(\.stringValue).joined(separator: "."),
+                "required key is missing (is this a summary.json of iapcheck load?)")
         } catch let DecodingError.typeMismatch(_, context) {
-            throw ConfigError(file: path, key: context.codingPath.map(\.stringValue).joined(separator: "."), "wrong type: \(context.debugDescription)")
+            throw ConfigError(
+                file: path, key: context.codingPath.map(\.stringValue).joined(separator: "."),
+                "wrong type: \(context.debugDescription)")
         } catch let DecodingError.valueNotFound(_, context) {
-            throw ConfigError(file: path, key: context.codingPath.map(\.stringValue).joined(separator: "."), "null where a value is needed")
+            throw ConfigError(
+                file: path, key: context.codingPath.map(\.stringValue).joined(separator: "."),
+                "null where a value is needed")
         } catch {
             throw ConfigError(file: path, key: "", "not a summary.json of iapcheck load: \(error)")
         }
@@ -77,17 +83,30 @@ public struct LoadResults: Sendable {
         var seen: [Int: String] = [:]
         var count: Int?
         for dir in directories {
-            func read(_ name: String) throws -> Data { try Data(contentsOf: URL(fileURLWithPath: (dir as NSString).appendingPathComponent(name))) }
+            func read(_ name: String) throws -> Data {
+                try Data(contentsOf: URL(fileURLWithPath: (dir as NSString).appendingPathComponent(name)))
+            }
             let summary = try JSONDecoder().decode(Summary.self, from: read("summary.json"))
             // Only the segments of this profile, each once, all of them: anything else would be counted wrong.
             guard summary.profile == profile.name, summary.executor == "\(profile.executor)" else {
-                throw MergeError(description: "\(dir) is a run of profile \(summary.profile) (\(summary.executor)), not of \(profile.name) (\(profile.executor))")
+                throw MergeError(
+                    description:
+                        "\(dir) is a run of profile \(summary.profile) (\(summary.executor)), not of \(profile.name) (\(profile.executor))"
+                )
             }
             let parts = (summary.segment ?? "").split(separator: "/").compactMap { Int($0) }
-            guard parts.count == 2 else { throw MergeError(description: "\(dir) is not a segment (run with --segment i/N)") }
-            if let count, count != parts[1] { throw MergeError(description: "\(dir) is segment \(summary.segment!) of a run split in \(parts[1]), the others in \(count)") }
+            guard parts.count == 2 else {
+                throw MergeError(description: "\(dir) is not a segment (run with --segment i/N)")
+            }
+            if let count, count != parts[1] {
+                throw MergeError(
+                    description:
+                        "\(dir) is segment \(summary.segment!) of a run split in \(parts[1]), the others in \(count)")
+            }
             count = parts[1]
-            if let other = seen[parts[0]] { throw MergeError(description: "segment \(summary.segment!) is given twice: \(other) and \(dir)") }
+            if let other = seen[parts[0]] {
+                throw MergeError(description: "segment \(summary.segment!) is given twice: \(other) and \(dir)")
+            }
             seen[parts[0]] = dir
             var w = LoadDriver.WorkerResult()
             w.corrected = try JSONDecoder().decode(Histogram<UInt64>.self, from: read("histogram.json"))
@@ -104,7 +123,12 @@ public struct LoadResults: Sendable {
         }
         if let count {
             let missing = (0..<count).filter { seen[$0] == nil }
-            if !missing.isEmpty { throw MergeError(description: "missing segment\(missing.count > 1 ? "s" : "") \(missing.map { "\($0)/\(count)" }.joined(separator: ", ")): the merge would under-count") }
+            if !missing.isEmpty {
+                throw MergeError(
+                    description:
+                        "missing segment\(missing.count > 1 ? "s" : "") \(missing.map { "\($0)/\(count)" }.joined(separator: ", ")): the merge would under-count"
+                )
+            }
         }
         return LoadResults(profile: profile, workers: workers, seconds: seconds)
     }
@@ -119,20 +143,33 @@ public struct LoadResults: Sendable {
         var out: [String] = []
         let s = summary
         if s.throughputPerSecond < baseline.throughputPerSecond * (1 - tolerance) {
-            out.append(String(format: "throughput %.0f/s is more than %.0f%% below the baseline's %.0f/s", s.throughputPerSecond, tolerance * 100, baseline.throughputPerSecond))
+            out.append(
+                String(
+                    format: "throughput %.0f/s is more than %.0f%% below the baseline's %.0f/s", s.throughputPerSecond,
+                    tolerance * 100, baseline.throughputPerSecond))
         }
         for k in ["p50", "p99", "p99.9"] {
-            if let now = s.latencyMicros[k], let then = baseline.latencyMicros[k], then > 0, Double(now) > Double(then) * (1 + tolerance) {
-                out.append(String(format: "%@ %.3f ms is more than %.0f%% above the baseline's %.3f ms", k, Double(now) / 1000, tolerance * 100, Double(then) / 1000))
+            if let now = s.latencyMicros[k], let then = baseline.latencyMicros[k], then > 0,
+                Double(now) > Double(then) * (1 + tolerance)
+            {
+                out.append(
+                    String(
+                        format: "%@ %.3f ms is more than %.0f%% above the baseline's %.3f ms", k, Double(now) / 1000,
+                        tolerance * 100, Double(then) / 1000))
             }
         }
         if s.errorRate > baseline.errorRate + 0.001 {
-            out.append(String(format: "error rate %.3f%% is above the baseline's %.3f%%", s.errorRate * 100, baseline.errorRate * 100))
+            out.append(
+                String(
+                    format: "error rate %.3f%% is above the baseline's %.3f%%", s.errorRate * 100,
+                    baseline.errorRate * 100))
         }
         return out
     }
 
-    static let percentiles: [(String, Double)] = [("p50", 50), ("p90", 90), ("p99", 99), ("p99.9", 99.9), ("p99.99", 99.99)]
+    static let percentiles: [(String, Double)] = [
+        ("p50", 50), ("p90", 90), ("p99", 99), ("p99.9", 99.9), ("p99.99", 99.99),
+    ]
 
     public init(profile: LoadProfile, workers: [LoadDriver.WorkerResult], seconds: Double) {
         var corrected = Histogram<UInt64>(highestTrackableValue: 120_000_000, numberOfSignificantValueDigits: .three)
@@ -150,7 +187,8 @@ public struct LoadResults: Sendable {
             dropped += w.dropped
             for (i, h) in w.perSecond.enumerated() {
                 while perSecond.count <= i {
-                    perSecond.append(Histogram<UInt64>(highestTrackableValue: 120_000_000, numberOfSignificantValueDigits: .two))
+                    perSecond.append(
+                        Histogram<UInt64>(highestTrackableValue: 120_000_000, numberOfSignificantValueDigits: .two))
                     errorsPerSecond.append(0)
                 }
                 perSecond[i].add(h)
@@ -169,22 +207,27 @@ public struct LoadResults: Sendable {
         let errorRate = sent > 0 ? Double(errorCount) / Double(sent) : 0
         let droppedRate = attempted > 0 ? Double(dropped) / Double(attempted) : 0
         let results = profile.thresholds.map { t -> ThresholdResult in
-            let observed: Double = switch t.metric {
-            case .percentile(let p): Double(corrected.totalCount > 0 ? corrected.valueAtPercentile(p) : 0)
-            case .max: Double(corrected.totalCount > 0 ? corrected.max : 0)
-            case .errors: errorRate
-            case .dropped: droppedRate
-            case .throughput: throughput
-            }
+            let observed: Double =
+                switch t.metric {
+                case .percentile(let p): Double(corrected.totalCount > 0 ? corrected.valueAtPercentile(p) : 0)
+                case .max: Double(corrected.totalCount > 0 ? corrected.max : 0)
+                case .errors: errorRate
+                case .dropped: droppedRate
+                case .throughput: throughput
+                }
             return ThresholdResult(rule: t.description, observed: observed, passed: t.holds(observed))
         }
         let series = perSecond.enumerated().map { i, h in
-            SecondSummary(second: i, requests: Int(h.totalCount), errors: errorsPerSecond[i],
-                          p50Micros: h.totalCount > 0 ? h.valueAtPercentile(50) : 0, p99Micros: h.totalCount > 0 ? h.valueAtPercentile(99) : 0)
+            SecondSummary(
+                second: i, requests: Int(h.totalCount), errors: errorsPerSecond[i],
+                p50Micros: h.totalCount > 0 ? h.valueAtPercentile(50) : 0,
+                p99Micros: h.totalCount > 0 ? h.valueAtPercentile(99) : 0)
         }
         summary = Summary(
-            profile: profile.name, target: profile.target, executor: "\(profile.executor)", workers: profile.executor.workers,
-            durationSeconds: seconds, requests: sent, throughputPerSecond: throughput, latencyMicros: spectrum(corrected),
+            profile: profile.name, target: profile.target, executor: "\(profile.executor)",
+            workers: profile.executor.workers,
+            durationSeconds: seconds, requests: sent, throughputPerSecond: throughput,
+            latencyMicros: spectrum(corrected),
             uncorrectedLatencyMicros: spectrum(uncorrected), errors: errors, errorRate: errorRate, dropped: dropped,
             droppedRate: droppedRate, thresholds: results, passed: results.allSatisfy(\.passed),
             environment: [

@@ -5,7 +5,9 @@ import Yams
 /// YAML profiles: parsed with Yams, turned into the JSON the strict profile decoder reads.
 enum YAMLProfile {
     static func json(from data: Data, file: String) throws(ConfigError) -> Data {
-        guard let text = String(data: data, encoding: .utf8) else { throw ConfigError(file: file, key: "", "the file is not UTF-8") }
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw ConfigError(file: file, key: "", "the file is not UTF-8")
+        }
         // Flow collections nested hundreds deep are an attack, not a profile; refuse before the recursive parser sees them.
         var depth = 0, deepest = 0
         for c in text.utf8 {
@@ -25,7 +27,9 @@ enum YAMLProfile {
         var problems: [ConfigError.Problem] = []
         let plain = convert(node: node, path: "", problems: &problems)
         if !problems.isEmpty { throw ConfigError(file: file, problems: problems) }
-        guard let object = plain as? [String: Any] else { throw ConfigError(file: file, key: "", "expected a mapping at the top") }
+        guard let object = plain as? [String: Any] else {
+            throw ConfigError(file: file, key: "", "expected a mapping at the top")
+        }
         do {
             return try JSONSerialization.data(withJSONObject: object)
         } catch {
@@ -43,14 +47,17 @@ enum YAMLProfile {
             var out: [String: Any] = [:]
             for (k, v) in m {
                 guard case .scalar(let key) = k else {
-                    problems.append(.init(key: sub("?"), message: "keys must be plain strings, not a mapping or a sequence"))
+                    problems.append(
+                        .init(key: sub("?"), message: "keys must be plain strings, not a mapping or a sequence"))
                     continue
                 }
                 out[key.string] = convert(node: v, path: sub(key.string), problems: &problems)
             }
             return out
         case .sequence(let items):
-            return items.enumerated().map { convert(node: $0.element, path: "\(path)[\($0.offset)]", problems: &problems) }
+            return items.enumerated().map {
+                convert(node: $0.element, path: "\(path)[\($0.offset)]", problems: &problems)
+            }
         case .alias:
             problems.append(.init(key: path, message: "YAML aliases are not supported in profiles"))
             return NSNull()

@@ -15,7 +15,10 @@ public struct HistoryResponse: Codable, Hashable, Sendable {
     /// Pages an answer of `count` transactions takes (an empty history is one empty page).
     public static func pages(forTransactions count: Int) -> Int { max(1, (count + pageSize - 1) / pageSize) }
 
-    public init(revision: String, hasMore: Bool, bundleId: String, appAppleId: Int64?, environment: Environment, signedTransactions: [String]) {
+    public init(
+        revision: String, hasMore: Bool, bundleId: String, appAppleId: Int64?, environment: Environment,
+        signedTransactions: [String]
+    ) {
         self.revision = revision
         self.hasMore = hasMore
         self.bundleId = bundleId
@@ -33,7 +36,8 @@ public struct StatusResponse: Codable, Hashable, Sendable {
     public var appAppleId: Int64?
     public var bundleId: String
 
-    public init(data: [SubscriptionGroupIdentifierItem], environment: Environment, appAppleId: Int64?, bundleId: String) {
+    public init(data: [SubscriptionGroupIdentifierItem], environment: Environment, appAppleId: Int64?, bundleId: String)
+    {
         self.data = data
         self.environment = environment
         self.appAppleId = appAppleId
@@ -57,7 +61,10 @@ public struct LastTransactionsItem: Codable, Hashable, Sendable {
     public var status: SubscriptionStatus
     public var signedTransactionInfo: String
     public var signedRenewalInfo: String
-    public init(originalTransactionId: String, status: SubscriptionStatus, signedTransactionInfo: String, signedRenewalInfo: String) {
+    public init(
+        originalTransactionId: String, status: SubscriptionStatus, signedTransactionInfo: String,
+        signedRenewalInfo: String
+    ) {
         self.originalTransactionId = originalTransactionId
         self.status = status
         self.signedTransactionInfo = signedTransactionInfo
@@ -121,13 +128,17 @@ public struct RefundHistoryResponse: Codable, Hashable, Sendable {
 
 extension SubscriptionStatus {
     /// Apple's status of a chain at `t` reconstructed from its latest transaction and renewal info (docs/semantics.md#subscription-status).
-    public static func derive(latest: JWSTransactionDecodedPayload, renewal: JWSRenewalInfoDecodedPayload?, at t: Millis) -> SubscriptionStatus {
+    public static func derive(
+        latest: JWSTransactionDecodedPayload, renewal: JWSRenewalInfoDecodedPayload?, at t: Millis
+    ) -> SubscriptionStatus {
         if latest.isRevoked(at: t) { return .revoked }
         if let e = latest.expiresDate, e > t { return .active }
         // An extension signed only in the renewal info (policy extensionSignedAs `renewal-info`): the renewal
         // date of the same product, out of billing retry, is the paid-through date.
-        if let r = renewal, r.isInBillingRetryPeriod != true, r.productId == latest.productId, r.signedDate >= latest.purchaseDate,
-            let d = r.renewalDate, d > t {
+        if let r = renewal, r.isInBillingRetryPeriod != true, r.productId == latest.productId,
+            r.signedDate >= latest.purchaseDate,
+            let d = r.renewalDate, d > t
+        {
             return .active
         }
         if renewal?.isInBillingRetryPeriod == true {

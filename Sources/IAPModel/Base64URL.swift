@@ -67,7 +67,8 @@ public enum Base64URL {
         out.reserveCapacity(n * 3 / 4)
         var i = 0
         while i + 4 <= n {
-            let a = reverse[Int(input[i])], b = reverse[Int(input[i + 1])], c = reverse[Int(input[i + 2])], d = reverse[Int(input[i + 3])]
+            let a = reverse[Int(input[i])], b = reverse[Int(input[i + 1])], c = reverse[Int(input[i + 2])],
+                d = reverse[Int(input[i + 3])]
             if (a | b | c | d) == 0xFF { return false }
             out.append(a << 2 | b >> 4)
             out.append(b << 4 | c >> 2)

@@ -16,14 +16,18 @@ extension Catalog {
                 id: "pro.yearly", kind: .autoRenewable, groupId: "21000001", level: 1, period: Period(1, .year),
                 familyShareable: true,
                 introductoryOffer: OfferSpec(discountType: .freeTrial, period: Period(1, .month)),
-                promotionalOffers: [OfferSpec(id: "pro.yearly.promo", discountType: .payUpFront, period: Period(1, .year))],
+                promotionalOffers: [
+                    OfferSpec(id: "pro.yearly.promo", discountType: .payUpFront, period: Period(1, .year))
+                ],
                 offerCodes: [OfferSpec(id: "PRO-CODE", discountType: .freeTrial, period: Period(3, .month))],
                 winBackOffers: [OfferSpec(id: "pro.winback", discountType: .payUpFront, period: Period(6, .month))]),
             CatalogProduct(
                 id: "pro.monthly", kind: .autoRenewable, groupId: "21000001", level: 1, period: Period(1, .month),
                 familyShareable: true,
                 introductoryOffer: OfferSpec(discountType: .freeTrial, period: Period(1, .week)),
-                promotionalOffers: [OfferSpec(id: "pro.monthly.promo", discountType: .payAsYouGo, period: Period(1, .month), periods: 2)],
+                promotionalOffers: [
+                    OfferSpec(id: "pro.monthly.promo", discountType: .payAsYouGo, period: Period(1, .month), periods: 2)
+                ],
                 offerCodes: [OfferSpec(id: "PRO-MONTH-CODE", discountType: .payUpFront, period: Period(2, .month))]),
             CatalogProduct(
                 id: "pro.monthly.alt", kind: .autoRenewable, groupId: "21000001", level: 1, period: Period(1, .month),

@@ -146,7 +146,8 @@ extension Catalog {
 
     /// A genuine first purchase of `product` at `t` by `user`, as Apple signs it: a subscription carries its group
     /// and (auto-renewable only) an `expiresDate`; one-time products carry neither.
-    public func probeTransaction(of product: CatalogProduct, at t: Millis, user: String) -> JWSTransactionDecodedPayload {
+    public func probeTransaction(of product: CatalogProduct, at t: Millis, user: String) -> JWSTransactionDecodedPayload
+    {
         let renews = product.kind == .autoRenewable
         return JWSTransactionDecodedPayload(
             transactionId: "2000000000000001", originalTransactionId: "2000000000000001",

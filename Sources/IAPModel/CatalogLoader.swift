@@ -15,7 +15,8 @@ public enum CatalogLoader {
 
     /// Whether the file at `path` is read as an Xcode StoreKit configuration.
     public static func isStoreKit(path: String) -> Bool {
-        path.hasSuffix(".storekit") || ((try? Data(contentsOf: URL(fileURLWithPath: path))).map(looksLikeStoreKit) ?? false)
+        path.hasSuffix(".storekit")
+            || ((try? Data(contentsOf: URL(fileURLWithPath: path))).map(looksLikeStoreKit) ?? false)
     }
 
     static func looksLikeStoreKit(_ data: Data) -> Bool {
@@ -50,7 +51,8 @@ public enum CatalogLoader {
             let kind = p.choice("kind", ProductKind.allCases.map(\.rawValue)).flatMap(ProductKind.init(rawValue:))
             let groupId = p.string("groupId", required: kind == .autoRenewable)
             let level = p.int("level", required: kind == .autoRenewable, range: 1...1000)
-            let period = kind == .autoRenewable ? p.renewalPeriod("period") : p.period("period", required: kind == .nonRenewing)
+            let period =
+                kind == .autoRenewable ? p.renewalPeriod("period") : p.period("period", required: kind == .nonRenewing)
             let shareable = p.bool("familyShareable", required: false) ?? false
             let intro = p.object("introductoryOffer", required: false).flatMap { offer($0, needsId: false) }
             let promos = (p.objects("promotionalOffers", required: false) ?? []).compactMap { offer($0, needsId: true) }
@@ -61,15 +63,19 @@ public enum CatalogLoader {
                 r.problem(p.keyPath("groupId"), "no group with id \"\(groupId)\" in groups")
             }
             if shareable, kind == .consumable || kind == .nonRenewing {
-                r.problem(p.keyPath("familyShareable"), "Family Sharing applies only to non-consumables and auto-renewable subscriptions")
+                r.problem(
+                    p.keyPath("familyShareable"),
+                    "Family Sharing applies only to non-consumables and auto-renewable subscriptions")
             }
             if let id, let kind {
                 paths.append(p.keyPath("id"))
-                products.append(CatalogProduct(
-                    id: id, kind: kind, groupId: kind == .autoRenewable ? groupId : nil,
-                    level: kind == .autoRenewable ? level.map(Int.init) : nil, period: period,
-                    familyShareable: shareable, introductoryOffer: intro, promotionalOffers: promos, offerCodes: codes,
-                    winBackOffers: winBack))
+                products.append(
+                    CatalogProduct(
+                        id: id, kind: kind, groupId: kind == .autoRenewable ? groupId : nil,
+                        level: kind == .autoRenewable ? level.map(Int.init) : nil, period: period,
+                        familyShareable: shareable, introductoryOffer: intro, promotionalOffers: promos,
+                        offerCodes: codes,
+                        winBackOffers: winBack))
             }
         }
         root.rejectUnknownKeys()

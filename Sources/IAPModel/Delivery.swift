@@ -35,7 +35,10 @@ public enum Delivery: Codable, Hashable, Sendable {
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: Key.self)
         guard let key = c.allKeys.first, c.allKeys.count == 1 else {
-            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "expected exactly one of appTransaction, notification, apiSnapshot"))
+            throw DecodingError.dataCorrupted(
+                .init(
+                    codingPath: decoder.codingPath,
+                    debugDescription: "expected exactly one of appTransaction, notification, apiSnapshot"))
         }
         switch key {
         case .appTransaction: self = .appTransaction(try c.decode(AppTransactionSubmission.self, forKey: key))
@@ -64,7 +67,8 @@ public struct LegacyReceiptFacts: Codable, Hashable, Sendable {
     /// `receipt.request_date_ms`: Apple's clock when it answered; every fact in the receipt is as of then.
     public var requestDate: Millis
     public var chains: [APISnapshot]
-    public init(userId: String, bundleId: String, environment: Environment, requestDate: Millis, chains: [APISnapshot]) {
+    public init(userId: String, bundleId: String, environment: Environment, requestDate: Millis, chains: [APISnapshot])
+    {
         self.userId = userId
         self.bundleId = bundleId
         self.environment = environment
@@ -97,14 +101,22 @@ public struct APISnapshot: Codable, Hashable, Sendable {
     public var transactions: [JWSTransactionDecodedPayload]
     /// One per subscription chain of the customer (none for one-time products).
     public var renewalInfos: [JWSRenewalInfoDecodedPayload]
-    public init(originalTransactionId: String, transactions: [JWSTransactionDecodedPayload], renewalInfos: [JWSRenewalInfoDecodedPayload]) {
+    public init(
+        originalTransactionId: String, transactions: [JWSTransactionDecodedPayload],
+        renewalInfos: [JWSRenewalInfoDecodedPayload]
+    ) {
         self.originalTransactionId = originalTransactionId
         self.transactions = transactions
         self.renewalInfos = renewalInfos
     }
     /// One chain: its transactions and its renewal info, if any.
-    public init(originalTransactionId: String, transactions: [JWSTransactionDecodedPayload], renewalInfo: JWSRenewalInfoDecodedPayload?) {
-        self.init(originalTransactionId: originalTransactionId, transactions: transactions, renewalInfos: renewalInfo.map { [$0] } ?? [])
+    public init(
+        originalTransactionId: String, transactions: [JWSTransactionDecodedPayload],
+        renewalInfo: JWSRenewalInfoDecodedPayload?
+    ) {
+        self.init(
+            originalTransactionId: originalTransactionId, transactions: transactions,
+            renewalInfos: renewalInfo.map { [$0] } ?? [])
     }
     /// The renewal info of the chain the request named.
     public var renewalInfo: JWSRenewalInfoDecodedPayload? {
@@ -120,7 +132,8 @@ public struct APISnapshot: Codable, Hashable, Sendable {
         if let list = try c.decodeIfPresent([JWSRenewalInfoDecodedPayload].self, forKey: .renewalInfos) {
             renewalInfos = list
         } else {
-            renewalInfos = try c.decodeIfPresent(JWSRenewalInfoDecodedPayload.self, forKey: .renewalInfo).map { [$0] } ?? []
+            renewalInfos =
+                try c.decodeIfPresent(JWSRenewalInfoDecodedPayload.self, forKey: .renewalInfo).map { [$0] } ?? []
         }
     }
     public func encode(to encoder: any Encoder) throws {

@@ -34,7 +34,9 @@ public struct ProductEntitlement: Codable, Hashable, Sendable {
     /// `PURCHASED` if any active grant is the user's own purchase, else `FAMILY_SHARED`; nil when not active.
     public var ownership: InAppOwnershipType?
 
-    public init(productId: String, active: Bool, state: EntitlementState, expiresDate: Millis?, ownership: InAppOwnershipType?) {
+    public init(
+        productId: String, active: Bool, state: EntitlementState, expiresDate: Millis?, ownership: InAppOwnershipType?
+    ) {
         self.productId = productId
         self.active = active
         self.state = state
@@ -86,10 +88,14 @@ public struct EntitlementAnswer: Codable, Hashable, Sendable {
     ///
     /// Total on any input: an answer that lists an id twice is compared through its first entry (transports
     /// reject such answers before they get here, see ``problems``).
-    public func answerDifferences(from expected: EntitlementAnswer, ignoring: Set<AnswerDifference.Key> = []) -> [AnswerDifference] {
+    public func answerDifferences(from expected: EntitlementAnswer, ignoring: Set<AnswerDifference.Key> = [])
+        -> [AnswerDifference]
+    {
         var out: [AnswerDifference] = []
         func add(_ s: AnswerSubject, _ f: AnswerDifference.Field, _ text: String) {
-            if !ignoring.contains(AnswerDifference.Key(subject: s, field: f)) { out.append(AnswerDifference(subject: s, field: f, text: text)) }
+            if !ignoring.contains(AnswerDifference.Key(subject: s, field: f)) {
+                out.append(AnswerDifference(subject: s, field: f, text: text))
+            }
         }
         let mine = Self.firstById(products, \.productId), theirs = Self.firstById(expected.products, \.productId)
         for id in Set(mine.keys).union(theirs.keys).sorted() {
@@ -97,13 +103,20 @@ public struct EntitlementAnswer: Codable, Hashable, Sendable {
             switch (e, o) {
             case let (e?, o?):
                 if e.active != o.active { add(s, .active, "\(id): active expected \(e.active), got \(o.active)") }
-                if e.state != o.state { add(s, .state, "\(id): state expected \(e.state.rawValue), got \(o.state.rawValue)") }
+                if e.state != o.state {
+                    add(s, .state, "\(id): state expected \(e.state.rawValue), got \(o.state.rawValue)")
+                }
                 if e.active && o.active {
                     if e.expiresDate != o.expiresDate {
-                        add(s, .expiresDate, "\(id): expiresDate expected \(Self.date(e.expiresDate)), got \(Self.date(o.expiresDate))")
+                        add(
+                            s, .expiresDate,
+                            "\(id): expiresDate expected \(Self.date(e.expiresDate)), got \(Self.date(o.expiresDate))")
                     }
                     if e.ownership != o.ownership {
-                        add(s, .ownership, "\(id): ownership expected \(e.ownership?.rawValue ?? "none"), got \(o.ownership?.rawValue ?? "none")")
+                        add(
+                            s, .ownership,
+                            "\(id): ownership expected \(e.ownership?.rawValue ?? "none"), got \(o.ownership?.rawValue ?? "none")"
+                        )
                     }
                 }
             case let (e?, nil):
@@ -121,10 +134,15 @@ public struct EntitlementAnswer: Codable, Hashable, Sendable {
                 continue
             }
             if e.effectiveProductId != o.effectiveProductId {
-                add(s, .effectiveProductId, "group \(e.groupId): effective product expected \(e.effectiveProductId ?? "none"), got \(o.effectiveProductId ?? "none")")
+                add(
+                    s, .effectiveProductId,
+                    "group \(e.groupId): effective product expected \(e.effectiveProductId ?? "none"), got \(o.effectiveProductId ?? "none")"
+                )
             }
             if e.introEligible != o.introEligible {
-                add(s, .introEligible, "group \(e.groupId): introEligible expected \(e.introEligible), got \(o.introEligible)")
+                add(
+                    s, .introEligible,
+                    "group \(e.groupId): introEligible expected \(e.introEligible), got \(o.introEligible)")
             }
         }
         let mc = Self.firstById(consumables, \.productId).mapValues(\.balance)

@@ -31,7 +31,9 @@ public enum ForgeryClass: String, Codable, Hashable, Sendable, CaseIterable {
     case forgedNestedTransaction = "forged-nested-transaction"
 
     /// Classes that only make sense for a notification (`appAppleId` and the UUID live there).
-    public var notificationOnly: Bool { self == .wrongAppAppleId || self == .replayedNotificationUUID || self == .forgedNestedTransaction }
+    public var notificationOnly: Bool {
+        self == .wrongAppAppleId || self == .replayedNotificationUUID || self == .forgedNestedTransaction
+    }
 
     /// The channels a forged artifact of this class can travel on. Signed artifacts (app transactions,
     /// notifications, API answers) take every cryptographic and identity forgery; the notification-only classes

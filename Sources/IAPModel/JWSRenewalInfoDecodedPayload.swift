@@ -25,7 +25,8 @@ public struct JWSRenewalInfoDecodedPayload: Codable, Hashable, Sendable {
     public var appTransactionId: String?
 
     public init(
-        originalTransactionId: String, productId: String, autoRenewProductId: String?, autoRenewStatus: AutoRenewStatus?,
+        originalTransactionId: String, productId: String, autoRenewProductId: String?,
+        autoRenewStatus: AutoRenewStatus?,
         signedDate: Millis, environment: Environment
     ) {
         self.originalTransactionId = originalTransactionId

@@ -1,3 +1,6 @@
+// swift-format-ignore-file: AlwaysUseLowerCamelCase
+// The field names are Apple's `verifyReceipt` JSON keys, snake_case as Apple sends them.
+
 /// The legacy `verifyReceipt` response body (deprecated by Apple, still used by older validators): every number
 /// and date is a string, dates come as `_ms` epoch milliseconds plus formatted variants (docs/semantics.md#receipt-fields).
 /// https://developer.apple.com/documentation/appstorereceipts/responsebody
@@ -52,7 +55,10 @@ public struct LegacyReceiptResponse: Codable, Hashable, Sendable {
         public var offer_code_ref_name: String?
         public var app_account_token: String?
 
-        public init(quantity: String, product_id: String, transaction_id: String, original_transaction_id: String, purchase_date: String, purchase_date_ms: String) {
+        public init(
+            quantity: String, product_id: String, transaction_id: String, original_transaction_id: String,
+            purchase_date: String, purchase_date_ms: String
+        ) {
             self.quantity = quantity
             self.product_id = product_id
             self.transaction_id = transaction_id
@@ -84,7 +90,10 @@ public struct LegacyReceiptResponse: Codable, Hashable, Sendable {
         }
     }
 
-    public init(status: Int, environment: String?, receipt: Receipt?, latest_receipt_info: [InApp]?, pending_renewal_info: [PendingRenewal]?) {
+    public init(
+        status: Int, environment: String?, receipt: Receipt?, latest_receipt_info: [InApp]?,
+        pending_renewal_info: [PendingRenewal]?
+    ) {
         self.status = status
         self.environment = environment
         self.receipt = receipt
@@ -97,12 +106,16 @@ extension LegacyReceiptFacts {
     /// A transaction as a legacy receipt can express it, signed (as of) `requestDate`: no transaction reason, no
     /// storefront or price, revocation without type, offers reduced to intro (trial or not), promotional and
     /// offer-code; win-back offers leave no trace.
-    public static func legacyView(_ tx: JWSTransactionDecodedPayload, requestDate: Millis) -> JWSTransactionDecodedPayload {
+    public static func legacyView(_ tx: JWSTransactionDecodedPayload, requestDate: Millis)
+        -> JWSTransactionDecodedPayload
+    {
         var t = JWSTransactionDecodedPayload(
-            transactionId: tx.transactionId, originalTransactionId: tx.originalTransactionId, webOrderLineItemId: tx.webOrderLineItemId,
+            transactionId: tx.transactionId, originalTransactionId: tx.originalTransactionId,
+            webOrderLineItemId: tx.webOrderLineItemId,
             bundleId: tx.bundleId, productId: tx.productId, subscriptionGroupIdentifier: tx.subscriptionGroupIdentifier,
             purchaseDate: tx.purchaseDate, originalPurchaseDate: tx.originalPurchaseDate, expiresDate: tx.expiresDate,
-            quantity: tx.quantity ?? 1, type: tx.type, appAccountToken: tx.appAccountToken, inAppOwnershipType: tx.inAppOwnershipType,
+            quantity: tx.quantity ?? 1, type: tx.type, appAccountToken: tx.appAccountToken,
+            inAppOwnershipType: tx.inAppOwnershipType,
             signedDate: requestDate, environment: tx.environment, transactionReason: nil)
         t.revocationDate = tx.revocationDate
         t.revocationReason = tx.revocationDate == nil ? nil : (tx.revocationReason ?? .refundedForOtherReason)
@@ -123,9 +136,12 @@ extension LegacyReceiptFacts {
     }
 
     /// Renewal info as `pending_renewal_info` can express it.
-    public static func legacyView(_ r: JWSRenewalInfoDecodedPayload, requestDate: Millis) -> JWSRenewalInfoDecodedPayload {
+    public static func legacyView(_ r: JWSRenewalInfoDecodedPayload, requestDate: Millis)
+        -> JWSRenewalInfoDecodedPayload
+    {
         var v = JWSRenewalInfoDecodedPayload(
-            originalTransactionId: r.originalTransactionId, productId: r.productId, autoRenewProductId: r.autoRenewProductId,
+            originalTransactionId: r.originalTransactionId, productId: r.productId,
+            autoRenewProductId: r.autoRenewProductId,
             autoRenewStatus: r.autoRenewStatus ?? .off, signedDate: requestDate, environment: r.environment)
         v.expirationIntent = r.expirationIntent
         v.isInBillingRetryPeriod = r.isInBillingRetryPeriod ?? false

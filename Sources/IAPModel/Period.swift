@@ -39,7 +39,9 @@ public struct Period: Hashable, Sendable, Codable, CustomStringConvertible {
     public var iso8601: String { description }
 
     /// The durations App Store Connect offers for auto-renewable subscriptions.
-    public static let appleRenewalPeriods: [Period] = [Period(1, .week), Period(1, .month), Period(2, .month), Period(3, .month), Period(6, .month), Period(1, .year)]
+    public static let appleRenewalPeriods: [Period] = [
+        Period(1, .week), Period(1, .month), Period(2, .month), Period(3, .month), Period(6, .month), Period(1, .year),
+    ]
 
     /// Rough length in days, for ordering periods (weekly < monthly < yearly) and for sizing generated gaps.
     public var approximateDays: Int {

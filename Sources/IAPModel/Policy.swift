@@ -103,10 +103,14 @@ public struct Policy: Codable, Hashable, Sendable {
         consumableClawback = try c.decodeIfPresent(Bool.self, forKey: .consumableClawback) ?? consumableClawback
         introEligibility = try c.decodeIfPresent(IntroEligibility.self, forKey: .introEligibility) ?? introEligibility
         nonRenewingStacking = try c.decodeIfPresent(Bool.self, forKey: .nonRenewingStacking) ?? nonRenewingStacking
-        graceWithoutRetryFlag = try c.decodeIfPresent(GraceWithoutRetryFlag.self, forKey: .graceWithoutRetryFlag) ?? graceWithoutRetryFlag
-        consumableRefundShare = try c.decodeIfPresent(ConsumableRefundShare.self, forKey: .consumableRefundShare) ?? consumableRefundShare
-        upgradeDuringIntro = try c.decodeIfPresent(UpgradeDuringIntro.self, forKey: .upgradeDuringIntro) ?? upgradeDuringIntro
-        extensionSignedAs = try c.decodeIfPresent(ExtensionSignedAs.self, forKey: .extensionSignedAs) ?? extensionSignedAs
+        graceWithoutRetryFlag =
+            try c.decodeIfPresent(GraceWithoutRetryFlag.self, forKey: .graceWithoutRetryFlag) ?? graceWithoutRetryFlag
+        consumableRefundShare =
+            try c.decodeIfPresent(ConsumableRefundShare.self, forKey: .consumableRefundShare) ?? consumableRefundShare
+        upgradeDuringIntro =
+            try c.decodeIfPresent(UpgradeDuringIntro.self, forKey: .upgradeDuringIntro) ?? upgradeDuringIntro
+        extensionSignedAs =
+            try c.decodeIfPresent(ExtensionSignedAs.self, forKey: .extensionSignedAs) ?? extensionSignedAs
     }
 
     public static let `default` = Policy()

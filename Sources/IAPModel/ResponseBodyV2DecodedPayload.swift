@@ -19,7 +19,8 @@ public struct ResponseBodyV2DecodedPayload: Codable, Hashable, Sendable {
 
     public init(
         notificationType: NotificationTypeV2, subtype: Subtype?, notificationUUID: String, signedDate: Millis,
-        data: NotificationData?, summary: NotificationSummary? = nil, externalPurchaseToken: ExternalPurchaseToken? = nil
+        data: NotificationData?, summary: NotificationSummary? = nil,
+        externalPurchaseToken: ExternalPurchaseToken? = nil
     ) {
         self.notificationType = notificationType
         self.subtype = subtype
@@ -35,9 +36,15 @@ public struct ResponseBodyV2DecodedPayload: Codable, Hashable, Sendable {
     /// `externalPurchaseToken` it carries (an external purchase token names its environment by the prefix
     /// `SANDBOX` of its id). Nil when it carries none of them.
     public var app: NotificationApp? {
-        if let d = data { return NotificationApp(bundleId: d.bundleId, appAppleId: d.appAppleId, environment: d.environment) }
-        if let s = summary { return NotificationApp(bundleId: s.bundleId, appAppleId: s.appAppleId, environment: s.environment) }
-        if let e = externalPurchaseToken { return NotificationApp(bundleId: e.bundleId, appAppleId: e.appAppleId, environment: e.environment) }
+        if let d = data {
+            return NotificationApp(bundleId: d.bundleId, appAppleId: d.appAppleId, environment: d.environment)
+        }
+        if let s = summary {
+            return NotificationApp(bundleId: s.bundleId, appAppleId: s.appAppleId, environment: s.environment)
+        }
+        if let e = externalPurchaseToken {
+            return NotificationApp(bundleId: e.bundleId, appAppleId: e.appAppleId, environment: e.environment)
+        }
         return nil
     }
 }
@@ -61,8 +68,11 @@ public struct NotificationSummary: Codable, Hashable, Sendable {
     public var failedCount: Int64?
     public var succeededCount: Int64?
 
-    public init(requestIdentifier: String?, environment: Environment?, appAppleId: Int64?, bundleId: String?, productId: String?,
-                storefrontCountryCodes: [String]? = nil, failedCount: Int64?, succeededCount: Int64?) {
+    public init(
+        requestIdentifier: String?, environment: Environment?, appAppleId: Int64?, bundleId: String?,
+        productId: String?,
+        storefrontCountryCodes: [String]? = nil, failedCount: Int64?, succeededCount: Int64?
+    ) {
         self.requestIdentifier = requestIdentifier
         self.environment = environment
         self.appAppleId = appAppleId

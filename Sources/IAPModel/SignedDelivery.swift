@@ -38,8 +38,11 @@ public struct ResponseBodyV2SignedPayload: Codable, Hashable, Sendable {
         public var signedRenewalInfo: String?
         public var status: SubscriptionStatus?
         public var consumptionRequestReason: ConsumptionRequestReason?
-        public init(appAppleId: Int64?, bundleId: String?, environment: Environment?, signedTransactionInfo: String?, signedRenewalInfo: String?, status: SubscriptionStatus?,
-                    consumptionRequestReason: ConsumptionRequestReason? = nil) {
+        public init(
+            appAppleId: Int64?, bundleId: String?, environment: Environment?, signedTransactionInfo: String?,
+            signedRenewalInfo: String?, status: SubscriptionStatus?,
+            consumptionRequestReason: ConsumptionRequestReason? = nil
+        ) {
             self.consumptionRequestReason = consumptionRequestReason
             self.appAppleId = appAppleId
             self.bundleId = bundleId
@@ -50,8 +53,11 @@ public struct ResponseBodyV2SignedPayload: Codable, Hashable, Sendable {
         }
     }
 
-    public init(notificationType: NotificationTypeV2, subtype: Subtype?, notificationUUID: String, version: String?, signedDate: Millis, data: Data?,
-                summary: NotificationSummary? = nil, externalPurchaseToken: ExternalPurchaseToken? = nil) {
+    public init(
+        notificationType: NotificationTypeV2, subtype: Subtype?, notificationUUID: String, version: String?,
+        signedDate: Millis, data: Data?,
+        summary: NotificationSummary? = nil, externalPurchaseToken: ExternalPurchaseToken? = nil
+    ) {
         self.notificationType = notificationType
         self.subtype = subtype
         self.notificationUUID = notificationUUID

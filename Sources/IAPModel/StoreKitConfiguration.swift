@@ -25,7 +25,8 @@ public enum StoreKitConfiguration {
                     r.problem(p.keyPath("familyShareable"), "a consumable cannot be family-shareable")
                 }
                 paths.append(p.keyPath("productID"))
-                products.append(CatalogProduct(id: id, kind: kind, familyShareable: shareable && kind == .nonConsumable))
+                products.append(
+                    CatalogProduct(id: id, kind: kind, familyShareable: shareable && kind == .nonConsumable))
             }
         }
         for p in root.objects("nonRenewingSubscriptions", required: false) ?? [] {
@@ -49,32 +50,47 @@ public enum StoreKitConfiguration {
                 let shareable = s.bool("familyShareable", required: false) ?? false
                 // Older files have one `introductoryOffer`; newer ones an `introductoryOffers` array (one per
                 // eligibility rule). iapcheck models one introductory offer per product: the first.
-                let intro = s.object("introductoryOffer", required: false).flatMap { offer($0, idKey: nil) }
-                    ?? (s.objects("introductoryOffers", required: false) ?? []).compactMap { offer($0, idKey: nil) }.first
+                let intro =
+                    s.object("introductoryOffer", required: false).flatMap { offer($0, idKey: nil) }
+                    ?? (s.objects("introductoryOffers", required: false) ?? []).compactMap { offer($0, idKey: nil) }
+                    .first
                 // Xcode writes the ordinary plan (BILLED_UPFRONT) on every subscription; only installment plans
                 // (a commitment billed monthly) are outside what iapcheck models.
                 for (i, plan) in (s.objects("billingPlans", required: false) ?? []).enumerated() {
                     if let type = plan.string("billingPlanType", required: false), type != "BILLED_UPFRONT" {
-                        r.problem(s.keyPath("billingPlans[\(i)].billingPlanType"), "\"\(type)\": plans billed in installments are not modelled by iapcheck; remove them from a copy of the file to check the rest")
+                        r.problem(
+                            s.keyPath("billingPlans[\(i)].billingPlanType"),
+                            "\"\(type)\": plans billed in installments are not modelled by iapcheck; remove them from a copy of the file to check the rest"
+                        )
                     }
                 }
-                let promos = (s.objects("adHocOffers", required: false) ?? []).compactMap { offer($0, idKey: "offerID") }
-                let codes = (s.objects("codeOffers", required: false) ?? []).compactMap { offer($0, idKey: "referenceName") }
-                let winBack = (s.objects("winbackOffers", required: false) ?? []).compactMap { offer($0, idKey: "offerID") }
+                let promos = (s.objects("adHocOffers", required: false) ?? []).compactMap {
+                    offer($0, idKey: "offerID")
+                }
+                let codes = (s.objects("codeOffers", required: false) ?? []).compactMap {
+                    offer($0, idKey: "referenceName")
+                }
+                let winBack = (s.objects("winbackOffers", required: false) ?? []).compactMap {
+                    offer($0, idKey: "offerID")
+                }
                 if let sg = s.string("subscriptionGroupID", required: false), let gid, sg != gid {
-                    r.problem(s.keyPath("subscriptionGroupID"), "\"\(sg)\" differs from the enclosing group id \"\(gid)\"")
+                    r.problem(
+                        s.keyPath("subscriptionGroupID"), "\"\(sg)\" differs from the enclosing group id \"\(gid)\"")
                 }
                 if let id, let level, let period, let gid {
                     paths.append(s.keyPath("productID"))
-                    products.append(CatalogProduct(
-                        id: id, kind: .autoRenewable, groupId: gid, level: Int(level), period: period,
-                        familyShareable: shareable, introductoryOffer: intro, promotionalOffers: promos,
-                        offerCodes: codes, winBackOffers: winBack))
+                    products.append(
+                        CatalogProduct(
+                            id: id, kind: .autoRenewable, groupId: gid, level: Int(level), period: period,
+                            familyShareable: shareable, introductoryOffer: intro, promotionalOffers: promos,
+                            offerCodes: codes, winBackOffers: winBack))
                 }
             }
         }
         if !root.has("products") && !root.has("subscriptionGroups") && !root.has("nonRenewingSubscriptions") {
-            r.problem("", "no products, nonRenewingSubscriptions or subscriptionGroups: is this a StoreKit configuration file?")
+            r.problem(
+                "",
+                "no products, nonRenewingSubscriptions or subscriptionGroups: is this a StoreKit configuration file?")
         } else {
             CatalogLoader.validate(products: products, paths: paths, reader: r)
         }
@@ -91,11 +107,13 @@ public enum StoreKitConfiguration {
         let period = o.period("subscriptionPeriod")
         let n = o.int("numberOfPeriods", required: false, range: 1...12) ?? 1
         guard let mode, let period else { return nil }
-        let dt: OfferDiscountType = switch mode {
-        case "free": .freeTrial
-        case "payAsYouGo": .payAsYouGo
-        default: .payUpFront
-        }
-        return OfferSpec(id: idKey == nil ? nil : id, discountType: dt, period: period, periods: mode == "payAsYouGo" ? Int(n) : 1)
+        let dt: OfferDiscountType =
+            switch mode {
+            case "free": .freeTrial
+            case "payAsYouGo": .payAsYouGo
+            default: .payUpFront
+            }
+        return OfferSpec(
+            id: idKey == nil ? nil : id, discountType: dt, period: period, periods: mode == "payAsYouGo" ? Int(n) : 1)
     }
 }

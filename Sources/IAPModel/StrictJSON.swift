@@ -20,7 +20,10 @@ public final class StrictJSON {
             return nil
         }
         if let bad = Self.firstInvalidUTF8(data) {
-            problem("", "not valid UTF-8: byte \(bad) (\(Self.lineAndColumn(data, bad))) is 0x\(String(data[data.startIndex + bad], radix: 16))")
+            problem(
+                "",
+                "not valid UTF-8: byte \(bad) (\(Self.lineAndColumn(data, bad))) is 0x\(String(data[data.startIndex + bad], radix: 16))"
+            )
             return nil
         }
         let value: Any
@@ -29,7 +32,10 @@ public final class StrictJSON {
         } catch {
             let trimmed = data.reversed().drop { [0x20, 0x0A, 0x0D, 0x09].contains($0) }
             let ending = trimmed.first.map { $0 == UInt8(ascii: "}") || $0 == UInt8(ascii: "]") } ?? false
-            let hint = ending ? "" : "; the file ends at byte \(data.count) (\(Self.lineAndColumn(data, data.count))) inside an unfinished value: truncated?"
+            let hint =
+                ending
+                ? ""
+                : "; the file ends at byte \(data.count) (\(Self.lineAndColumn(data, data.count))) inside an unfinished value: truncated?"
             problem("", "not valid JSON (\(Self.reason(error)))\(hint)")
             return nil
         }
@@ -194,7 +200,10 @@ public final class StrictJSON {
         public func renewalPeriod(_ key: String) -> Period? {
             guard let p = period(key) else { return nil }
             guard Period.appleRenewalPeriods.contains(p) else {
-                reader.problem(keyPath(key), "\"\(p.iso8601)\" is not a period App Store Connect offers for auto-renewable subscriptions (\(Period.appleRenewalPeriods.map(\.iso8601).joined(separator: ", ")))")
+                reader.problem(
+                    keyPath(key),
+                    "\"\(p.iso8601)\" is not a period App Store Connect offers for auto-renewable subscriptions (\(Period.appleRenewalPeriods.map(\.iso8601).joined(separator: ", ")))"
+                )
                 return nil
             }
             return p
@@ -222,9 +231,9 @@ public final class StrictJSON {
 
     static func isBool(_ n: NSNumber) -> Bool {
         #if canImport(Darwin)
-        return CFGetTypeID(n) == CFBooleanGetTypeID()
+            return CFGetTypeID(n) == CFBooleanGetTypeID()
         #else
-        return n === (true as NSNumber) || n === (false as NSNumber) || String(cString: n.objCType) == "c"
+            return n === (true as NSNumber) || n === (false as NSNumber) || String(cString: n.objCType) == "c"
         #endif
     }
 

@@ -72,7 +72,9 @@ public struct ConsumptionRequestReason: OpenStringEnum {
     public static let unsatisfiedWithPurchase = Self(rawValue: "UNSATISFIED_WITH_PURCHASE")
     public static let legal = Self(rawValue: "LEGAL")
     public static let other = Self(rawValue: "OTHER")
-    public static let known: [Self] = [.unintendedPurchase, .fulfillmentIssue, .unsatisfiedWithPurchase, .legal, .other]
+    public static let known: [Self] = [
+        .unintendedPurchase, .fulfillmentIssue, .unsatisfiedWithPurchase, .legal, .other,
+    ]
 }
 
 /// `type` of a transaction: the product type, with Apple's exact spelling.

@@ -39,7 +39,9 @@ final class CheckThenActCredit: SynchronizedReferenceValidator, @unchecked Senda
                 continue
             }
             let share = min(max(tx.revocationPercentage ?? 100_000, 0), 100_000)
-            let back = config.policy.consumableRefundShare == .all ? units : 100_000.dividingFullWidth(units.multipliedFullWidth(by: share)).quotient
+            let back =
+                config.policy.consumableRefundShare == .all
+                ? units : 100_000.dividingFullWidth(units.multipliedFullWidth(by: share)).quotient
             out[tx.productId] = Self.saturating(out[tx.productId, default: 0], units - back)
         }
         return out

@@ -30,12 +30,17 @@ final class WaitForExpired: ReferenceValidator {
     }
     override func ingestNotification(_ n: ResponseBodyV2DecodedPayload) -> DeliveryVerdict {
         let v = super.ingestNotification(n)
-        if v.isAccepted, n.notificationType == .expired || n.notificationType == .didFailToRenew, let otid = n.data?.transactionInfo?.originalTransactionId {
+        if v.isAccepted, n.notificationType == .expired || n.notificationType == .didFailToRenew,
+            let otid = n.data?.transactionInfo?.originalTransactionId
+        {
             expiredSeen.insert(otid)
         }
         return v
     }
-    override func status(latest: JWSTransactionDecodedPayload, all txs: [JWSTransactionDecodedPayload], renewal: JWSRenewalInfoDecodedPayload?, chain otid: String, at t: Millis) -> SubscriptionStatus {
+    override func status(
+        latest: JWSTransactionDecodedPayload, all txs: [JWSTransactionDecodedPayload],
+        renewal: JWSRenewalInfoDecodedPayload?, chain otid: String, at t: Millis
+    ) -> SubscriptionStatus {
         let s = super.status(latest: latest, all: txs, renewal: renewal, chain: otid, at: t)
         return s == .expired && !expiredSeen.contains(otid) ? .active : s
     }
@@ -80,7 +85,9 @@ final class NotificationTypeDropped: ReferenceValidator {
 final class TransactionRequired: ReferenceValidator {
     override var name: String { "mutant:transaction-required" }
     override func ingestNotification(_ n: ResponseBodyV2DecodedPayload) -> DeliveryVerdict {
-        if let data = n.data, data.transactionInfo == nil { return .rejected(reason: "data.signedTransactionInfo missing") }
+        if let data = n.data, data.transactionInfo == nil {
+            return .rejected(reason: "data.signedTransactionInfo missing")
+        }
         return super.ingestNotification(n)
     }
 }
@@ -110,8 +117,10 @@ final class RecentWindow: ReferenceValidator {
         // The reference's count, over the user's ten most recent purchases only.
         let all = consumableCredits
         defer { consumableCredits = all }
-        let recent = all.filter { $0.value.purchaseDate <= t && user(ofChain: $0.value.originalTransactionId) == userId }
-            .sorted { ($0.value.purchaseDate, $0.key) > ($1.value.purchaseDate, $1.key) }.prefix(10)
+        let recent = all.filter {
+            $0.value.purchaseDate <= t && user(ofChain: $0.value.originalTransactionId) == userId
+        }
+        .sorted { ($0.value.purchaseDate, $0.key) > ($1.value.purchaseDate, $1.key) }.prefix(10)
         consumableCredits = Dictionary(uniqueKeysWithValues: recent.map { ($0.key, $0.value) })
         return super.consumableBalance(userId: userId, at: t)
     }
@@ -119,7 +128,9 @@ final class RecentWindow: ReferenceValidator {
 
 final class HistoryFirstPage: ReferenceValidator {
     override var name: String { "mutant:history-first-page" }
-    override func ingestAPIResponses(originalTransactionId otid: String, history: [HistoryResponse], statuses: StatusResponse?) -> DeliveryVerdict {
+    override func ingestAPIResponses(
+        originalTransactionId otid: String, history: [HistoryResponse], statuses: StatusResponse?
+    ) -> DeliveryVerdict {
         super.ingestAPIResponses(originalTransactionId: otid, history: Array(history.prefix(1)), statuses: statuses)
     }
     override func ingestHistory(_ s: APISnapshot) -> DeliveryVerdict {
@@ -141,7 +152,10 @@ final class HistoryOneChain: ReferenceValidator {
 
 final class PricePendingRevokes: ReferenceValidator {
     override var name: String { "mutant:price-pending-revokes" }
-    override func status(latest: JWSTransactionDecodedPayload, all txs: [JWSTransactionDecodedPayload], renewal: JWSRenewalInfoDecodedPayload?, chain otid: String, at t: Millis) -> SubscriptionStatus {
+    override func status(
+        latest: JWSTransactionDecodedPayload, all txs: [JWSTransactionDecodedPayload],
+        renewal: JWSRenewalInfoDecodedPayload?, chain otid: String, at t: Millis
+    ) -> SubscriptionStatus {
         let s = super.status(latest: latest, all: txs, renewal: renewal, chain: otid, at: t)
         return s == .active && renewal?.priceIncreaseStatus == .customerHasNotResponded ? .expired : s
     }
@@ -177,8 +191,12 @@ final class IncompleteRenewalInfoRejected: ReferenceValidator {
     override var name: String { "mutant:incomplete-renewal-info-rejected" }
     override func ingestNotification(_ n: ResponseBodyV2DecodedPayload) -> DeliveryVerdict {
         let r = n.data?.renewalInfo
-        if n.subtype == .gracePeriod, r?.gracePeriodExpiresDate == nil { return .rejected(reason: "GRACE_PERIOD without gracePeriodExpiresDate") }
-        if n.notificationType == .expired, r != nil, r?.expirationIntent == nil { return .rejected(reason: "EXPIRED without expirationIntent") }
+        if n.subtype == .gracePeriod, r?.gracePeriodExpiresDate == nil {
+            return .rejected(reason: "GRACE_PERIOD without gracePeriodExpiresDate")
+        }
+        if n.notificationType == .expired, r != nil, r?.expirationIntent == nil {
+            return .rejected(reason: "EXPIRED without expirationIntent")
+        }
         return super.ingestNotification(n)
     }
 }
@@ -188,7 +206,8 @@ final class GraceAssumedAfterTrial: ReferenceValidator {
     override func graceEnd(_ renewal: JWSRenewalInfoDecodedPayload?, latest: JWSTransactionDecodedPayload) -> Millis? {
         if let g = renewal?.gracePeriodExpiresDate { return g }
         guard let setting = config.catalog.gracePeriod, let e = latest.expiresDate,
-            let period = product(latest.productId)?.period else { return nil }
+            let period = product(latest.productId)?.period
+        else { return nil }
         return e + Int64(setting.days(forPeriod: period)) * 86_400_000
     }
 }

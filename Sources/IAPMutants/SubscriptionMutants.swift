@@ -31,7 +31,9 @@ class PinnedLatestMutant: ReferenceValidator {
         if let tx = n.data?.transactionInfo { pinned[tx.originalTransactionId] = nil }
         return v
     }
-    override func latestTransaction(_ txs: [JWSTransactionDecodedPayload], chain otid: String, at t: Millis) -> JWSTransactionDecodedPayload? {
+    override func latestTransaction(_ txs: [JWSTransactionDecodedPayload], chain otid: String, at t: Millis)
+        -> JWSTransactionDecodedPayload?
+    {
         if let id = pinned[otid], let tx = txs.first(where: { $0.transactionId == id }) { return tx }
         return super.latestTransaction(txs, chain: otid, at: t)
     }
@@ -39,7 +41,9 @@ class PinnedLatestMutant: ReferenceValidator {
 
 final class LatestByMaxExpires: ReferenceValidator {
     override var name: String { "mutant:latest-by-max-expires" }
-    override func latestTransaction(_ txs: [JWSTransactionDecodedPayload], chain otid: String, at t: Millis) -> JWSTransactionDecodedPayload? {
+    override func latestTransaction(_ txs: [JWSTransactionDecodedPayload], chain otid: String, at t: Millis)
+        -> JWSTransactionDecodedPayload?
+    {
         txs.max { ($0.expiresDate ?? 0, $0.purchaseDate) < ($1.expiresDate ?? 0, $1.purchaseDate) }
     }
 }
@@ -62,12 +66,16 @@ final class DeviceClock: ReferenceValidator {
 
 final class NoGrace: ReferenceValidator {
     override var name: String { "mutant:no-grace" }
-    override func graceEnd(_ renewal: JWSRenewalInfoDecodedPayload?, latest: JWSTransactionDecodedPayload) -> Millis? { nil }
+    override func graceEnd(_ renewal: JWSRenewalInfoDecodedPayload?, latest: JWSTransactionDecodedPayload) -> Millis? {
+        nil
+    }
 }
 
 final class RetryAsActive: ReferenceValidator {
     override var name: String { "mutant:retry-as-active" }
-    override func isEntitled(_ s: SubscriptionStatus) -> Bool { s == .active || s == .billingGracePeriod || s == .billingRetry }
+    override func isEntitled(_ s: SubscriptionStatus) -> Bool {
+        s == .active || s == .billingGracePeriod || s == .billingRetry
+    }
 }
 
 final class StaticGrace: ReferenceValidator {
@@ -96,7 +104,10 @@ final class ConsumableDoubleCredit: ReferenceValidator {
 
 final class ArrivalOrderWins: ReferenceValidator {
     override var name: String { "mutant:arrival-order-wins" }
-    override func shouldReplace(_ oldSigned: Millis, with newSigned: Millis, old: JWSTransactionDecodedPayload?, new: JWSTransactionDecodedPayload?) -> Bool { true }
+    override func shouldReplace(
+        _ oldSigned: Millis, with newSigned: Millis, old: JWSTransactionDecodedPayload?,
+        new: JWSTransactionDecodedPayload?
+    ) -> Bool { true }
 }
 
 final class NotificationTypeAsState: ReferenceValidator {
@@ -108,12 +119,17 @@ final class NotificationTypeAsState: ReferenceValidator {
     }
     override func ingestNotification(_ n: ResponseBodyV2DecodedPayload) -> DeliveryVerdict {
         let v = super.ingestNotification(n)
-        if v.isAccepted, n.notificationType == .refund, let tx = n.data?.transactionInfo, let u = user(ofChain: tx.originalTransactionId) {
+        if v.isAccepted, n.notificationType == .refund, let tx = n.data?.transactionInfo,
+            let u = user(ofChain: tx.originalTransactionId)
+        {
             revokedUsers[u] = min(revokedUsers[u] ?? .max, tx.revocationDate ?? n.signedDate)
         }
         return v
     }
-    override func status(latest: JWSTransactionDecodedPayload, all txs: [JWSTransactionDecodedPayload], renewal: JWSRenewalInfoDecodedPayload?, chain otid: String, at t: Millis) -> SubscriptionStatus {
+    override func status(
+        latest: JWSTransactionDecodedPayload, all txs: [JWSTransactionDecodedPayload],
+        renewal: JWSRenewalInfoDecodedPayload?, chain otid: String, at t: Millis
+    ) -> SubscriptionStatus {
         if let u = user(ofChain: otid), let r = revokedUsers[u], r <= t { return .revoked }
         return super.status(latest: latest, all: txs, renewal: renewal, chain: otid, at: t)
     }
@@ -146,7 +162,9 @@ final class IgnoreIsUpgraded: ReferenceValidator {
             for tx in chain.transactions.values where tx.isUpgraded == true && !isRevoked(tx, at: t) {
                 guard let e = tx.expiresDate, tx.purchaseDate <= t, t < e else { continue }
                 if let i = answer.products.firstIndex(where: { $0.productId == tx.productId }) {
-                    answer.products[i] = ProductEntitlement(productId: tx.productId, active: true, state: .active, expiresDate: e, ownership: tx.inAppOwnershipType)
+                    answer.products[i] = ProductEntitlement(
+                        productId: tx.productId, active: true, state: .active, expiresDate: e,
+                        ownership: tx.inAppOwnershipType)
                 }
             }
         }
@@ -156,7 +174,9 @@ final class IgnoreIsUpgraded: ReferenceValidator {
 
 final class DowngradeImmediate: ReferenceValidator {
     override var name: String { "mutant:downgrade-immediate" }
-    override func entitledProduct(latest: JWSTransactionDecodedPayload, renewal: JWSRenewalInfoDecodedPayload?) -> String {
+    override func entitledProduct(latest: JWSTransactionDecodedPayload, renewal: JWSRenewalInfoDecodedPayload?)
+        -> String
+    {
         renewal?.autoRenewProductId ?? latest.productId
     }
 }
@@ -165,11 +185,17 @@ final class DowngradeImmediate: ReferenceValidator {
 class UpgradeDeferred: ReferenceValidator {
     override var name: String { "mutant:upgrade-deferred" }
     func defers(from old: JWSTransactionDecodedPayload, to new: JWSTransactionDecodedPayload) -> Bool { true }
-    override func latestTransaction(_ txs: [JWSTransactionDecodedPayload], chain otid: String, at t: Millis) -> JWSTransactionDecodedPayload? {
+    override func latestTransaction(_ txs: [JWSTransactionDecodedPayload], chain otid: String, at t: Millis)
+        -> JWSTransactionDecodedPayload?
+    {
         guard let latest = super.latestTransaction(txs, chain: otid, at: t) else { return nil }
         if latest.transactionReason == .purchase,
-            let old = txs.last(where: { $0.isUpgraded == true && $0.purchaseDate < latest.purchaseDate && ($0.expiresDate ?? 0) > t && !isRevoked($0, at: t) }),
-            defers(from: old, to: latest) {
+            let old = txs.last(where: {
+                $0.isUpgraded == true && $0.purchaseDate < latest.purchaseDate && ($0.expiresDate ?? 0) > t
+                    && !isRevoked($0, at: t)
+            }),
+            defers(from: old, to: latest)
+        {
             return old
         }
         return latest
@@ -185,7 +211,10 @@ final class CrossgradeDeferred: UpgradeDeferred {
 
 final class CancelIsExpiry: ReferenceValidator {
     override var name: String { "mutant:cancel-is-expiry" }
-    override func status(latest: JWSTransactionDecodedPayload, all txs: [JWSTransactionDecodedPayload], renewal: JWSRenewalInfoDecodedPayload?, chain otid: String, at t: Millis) -> SubscriptionStatus {
+    override func status(
+        latest: JWSTransactionDecodedPayload, all txs: [JWSTransactionDecodedPayload],
+        renewal: JWSRenewalInfoDecodedPayload?, chain otid: String, at t: Millis
+    ) -> SubscriptionStatus {
         let s = super.status(latest: latest, all: txs, renewal: renewal, chain: otid, at: t)
         return s == .active && renewal?.autoRenewStatus == .off ? .expired : s
     }
@@ -193,7 +222,10 @@ final class CancelIsExpiry: ReferenceValidator {
 
 final class RefundIrreversible: ReferenceValidator {
     override var name: String { "mutant:refund-irreversible" }
-    override func shouldReplace(_ oldSigned: Millis, with newSigned: Millis, old: JWSTransactionDecodedPayload?, new: JWSTransactionDecodedPayload?) -> Bool {
+    override func shouldReplace(
+        _ oldSigned: Millis, with newSigned: Millis, old: JWSTransactionDecodedPayload?,
+        new: JWSTransactionDecodedPayload?
+    ) -> Bool {
         if let old, let new, old.revocationDate != nil, new.revocationDate == nil { return false }
         return super.shouldReplace(oldSigned, with: newSigned, old: old, new: new)
     }
@@ -211,7 +243,10 @@ final class PeriodPerTransactionId: ReferenceValidator {
 
 final class OldPeriodRefundKillsCurrent: ReferenceValidator {
     override var name: String { "mutant:old-period-refund-kills-current" }
-    override func status(latest: JWSTransactionDecodedPayload, all txs: [JWSTransactionDecodedPayload], renewal: JWSRenewalInfoDecodedPayload?, chain otid: String, at t: Millis) -> SubscriptionStatus {
+    override func status(
+        latest: JWSTransactionDecodedPayload, all txs: [JWSTransactionDecodedPayload],
+        renewal: JWSRenewalInfoDecodedPayload?, chain otid: String, at t: Millis
+    ) -> SubscriptionStatus {
         if txs.contains(where: { isRevoked($0, at: t) }) { return .revoked }
         return super.status(latest: latest, all: txs, renewal: renewal, chain: otid, at: t)
     }

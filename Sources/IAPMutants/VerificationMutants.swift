@@ -54,7 +54,9 @@ func unverifiedPayload<T: Decodable>(_ jws: String, as: T.Type) -> T? {
 
 final class NestedUnverified: ReferenceValidator {
     override var name: String { "mutant:nested-jws-unverified" }
-    override func verifyNestedTransaction(_ jws: String) -> Result<JWSTransactionDecodedPayload, SignedDataVerifier.Failure> {
+    override func verifyNestedTransaction(_ jws: String) -> Result<
+        JWSTransactionDecodedPayload, SignedDataVerifier.Failure
+    > {
         unverifiedPayload(jws, as: JWSTransactionDecodedPayload.self).map { .success($0) } ?? verifyTransaction(jws)
     }
 }
@@ -63,7 +65,9 @@ final class NestedUnverified: ReferenceValidator {
 final class APIAnswersUnverified: ReferenceValidator {
     override var name: String { "mutant:api-answers-unverified" }
     private var inAPIAnswer = false
-    override func ingestAPIResponses(originalTransactionId otid: String, history: [HistoryResponse], statuses: StatusResponse?) -> DeliveryVerdict {
+    override func ingestAPIResponses(
+        originalTransactionId otid: String, history: [HistoryResponse], statuses: StatusResponse?
+    ) -> DeliveryVerdict {
         inAPIAnswer = true
         defer { inAPIAnswer = false }
         return super.ingestAPIResponses(originalTransactionId: otid, history: history, statuses: statuses)
@@ -82,9 +86,11 @@ final class UpgradeAsRefund: ReferenceValidator {
     override var name: String { "mutant:upgrade-as-refund" }
     override func ingestLegacyReceipt(userId: String, body: String) -> DeliveryVerdict {
         let verdict = super.ingestLegacyReceipt(userId: userId, body: body)
-        guard verdict.isAccepted, let r = try? JSONDecoder().decode(LegacyReceiptResponse.self, from: Data(body.utf8)) else { return verdict }
+        guard verdict.isAccepted, let r = try? JSONDecoder().decode(LegacyReceiptResponse.self, from: Data(body.utf8))
+        else { return verdict }
         for e in r.latest_receipt_info ?? [] where e.is_upgraded == "true" {
-            guard let c = e.cancellation_date_ms.flatMap({ Millis($0) }), var chain = chains[e.original_transaction_id] else { continue }
+            guard let c = e.cancellation_date_ms.flatMap({ Millis($0) }), var chain = chains[e.original_transaction_id]
+            else { continue }
             for (id, var tx) in chain.transactions where tx.revocationDate == nil {
                 tx.revocationDate = c
                 chain.transactions[id] = tx

@@ -39,7 +39,9 @@ public struct Knowledge: Sendable {
             // The app is named in `data`, or in `summary` / `externalPurchaseToken` when there is no `data`.
             guard let app = n.app else { return "names no app" }
             if app.bundleId != c.bundleId { return "bundleId \(app.bundleId ?? "none") is not \(c.bundleId)" }
-            if app.environment != c.environment { return "environment \(app.environment.map { "\($0)" } ?? "none") is not \(c.environment)" }
+            if app.environment != c.environment {
+                return "environment \(app.environment.map { "\($0)" } ?? "none") is not \(c.environment)"
+            }
             if let id = app.appAppleId, id != c.appAppleId { return "appAppleId \(id) is not \(c.appAppleId)" }
             return n.data?.transactionInfo.flatMap(check) ?? n.data?.renewalInfo.flatMap(check)
         case .apiSnapshot(let s):
@@ -132,7 +134,8 @@ public struct Knowledge: Sendable {
             k.transactions[id] = versions.last { $0.signedDate <= t } ?? versions[0]
         }
         if perPurchase {
-            let existed = Set(transactionVersions.values.compactMap { v in v[0].signedDate <= t ? Oracle.purchase(of: v[0]) : nil })
+            let existed = Set(
+                transactionVersions.values.compactMap { v in v[0].signedDate <= t ? Oracle.purchase(of: v[0]) : nil })
             for (id, versions) in transactionVersions where versions[0].signedDate > t {
                 if let p = Oracle.purchase(of: versions[0]), existed.contains(p) { k.transactions[id] = nil }
             }

@@ -32,8 +32,10 @@ public enum Oracle {
         /// An introductory-offer transaction changed away from at once (policy `upgradeDuringIntro`). `false`:
         /// the change ends it like any period; `true`: it keeps granting its product until its own expiry.
         public var introOutlivesChange = false
-        public init(upgradedGrantsNothing: Bool = false, graceDateMeansRetry: Bool = true, graceFromSubtype: Bool = false,
-                    introOutlivesChange: Bool = false) {
+        public init(
+            upgradedGrantsNothing: Bool = false, graceDateMeansRetry: Bool = true, graceFromSubtype: Bool = false,
+            introOutlivesChange: Bool = false
+        ) {
             self.upgradedGrantsNothing = upgradedGrantsNothing
             self.graceDateMeansRetry = graceDateMeansRetry
             self.graceFromSubtype = graceFromSubtype
@@ -42,7 +44,9 @@ public enum Oracle {
 
         /// The reading a policy asks for where it decides (the first of several where it leaves the choice open).
         public init(policy: Policy) {
-            self.init(graceDateMeansRetry: policy.graceWithoutRetryFlag != .deny, introOutlivesChange: policy.upgradeDuringIntro == .union)
+            self.init(
+                graceDateMeansRetry: policy.graceWithoutRetryFlag != .deny,
+                introOutlivesChange: policy.upgradeDuringIntro == .union)
         }
 
         /// Every reading of the facts in `k`: the policy's first, then the others where the facts or the policy
@@ -50,24 +54,39 @@ public enum Oracle {
         static func all(_ k: Knowledge) -> [Reading] {
             var rs = [Reading(policy: k.config.policy)]
             if k.transactions.values.contains(where: { $0.isUpgraded == true }) {
-                rs += rs.map { var r = $0; r.upgradedGrantsNothing = true; return r }
+                rs += rs.map {
+                    var r = $0; r.upgradedGrantsNothing = true; return r
+                }
             }
             if k.config.policy.graceWithoutRetryFlag == .either,
-                k.renewals.values.contains(where: { $0.isInBillingRetryPeriod != true && $0.gracePeriodExpiresDate != nil }) {
-                rs += rs.map { var r = $0; r.graceDateMeansRetry.toggle(); return r }
+                k.renewals.values.contains(where: {
+                    $0.isInBillingRetryPeriod != true && $0.gracePeriodExpiresDate != nil
+                })
+            {
+                rs += rs.map {
+                    var r = $0; r.graceDateMeansRetry.toggle(); return r
+                }
             }
             if !k.graceClaims.isEmpty {
-                rs += rs.map { var r = $0; r.graceFromSubtype = true; return r }
+                rs += rs.map {
+                    var r = $0; r.graceFromSubtype = true; return r
+                }
             }
             // Only where an introductory period was (or may have been) changed away from: an upgrade flag or a
             // later purchase in its chain.
-            let introChains = Set(k.transactions.values.filter { $0.offerType == .introductory && $0.type == .autoRenewable }
-                .map(\.originalTransactionId))
-            if k.config.policy.upgradeDuringIntro == .either, !introChains.isEmpty, k.transactions.values.contains(where: {
-                introChains.contains($0.originalTransactionId)
-                    && ($0.isUpgraded == true || ($0.transactionReason == .purchase && $0.offerType != .introductory))
-            }) {
-                rs += rs.map { var r = $0; r.introOutlivesChange = true; return r }
+            let introChains = Set(
+                k.transactions.values.filter { $0.offerType == .introductory && $0.type == .autoRenewable }
+                    .map(\.originalTransactionId))
+            if k.config.policy.upgradeDuringIntro == .either, !introChains.isEmpty,
+                k.transactions.values.contains(where: {
+                    introChains.contains($0.originalTransactionId)
+                        && ($0.isUpgraded == true
+                            || ($0.transactionReason == .purchase && $0.offerType != .introductory))
+                })
+            {
+                rs += rs.map {
+                    var r = $0; r.introOutlivesChange = true; return r
+                }
             }
             return rs
         }
@@ -135,13 +154,16 @@ public enum Oracle {
     /// The purchase a transaction belongs to, when it can be known under several ids: its billing period, or
     /// its non-consumable purchase (nil for consumables and non-renewing subscriptions).
     static func purchase(of x: JWSTransactionDecodedPayload) -> String? {
-        if x.type == ProductKind.autoRenewable.wireType { return x.webOrderLineItemId.map { x.originalTransactionId + " period " + $0 } }
+        if x.type == ProductKind.autoRenewable.wireType {
+            return x.webOrderLineItemId.map { x.originalTransactionId + " period " + $0 }
+        }
         if x.type == ProductKind.nonConsumable.wireType { return "non-consumable " + x.originalTransactionId }
         return nil
     }
 
     /// The answer at `t` under one reading of the facts (by default the policy's).
-    public static func answer(_ k: Knowledge, user: String, at t: Millis, reading: Reading? = nil) -> EntitlementAnswer {
+    public static func answer(_ k: Knowledge, user: String, at t: Millis, reading: Reading? = nil) -> EntitlementAnswer
+    {
         let reading = reading ?? Reading(policy: k.config.policy)
         let catalog = k.config.catalog, policy = k.config.policy
         let all = samePurchase(k.transactions(of: user))
@@ -158,9 +180,12 @@ public enum Oracle {
         var consumables: [String: Int] = [:]
 
         for otid in byChain.keys.sorted() {
-            let chain = byChain[otid]!.sorted { ($0.purchaseDate, $0.transactionId) < ($1.purchaseDate, $1.transactionId) }
+            let chain = byChain[otid]!.sorted {
+                ($0.purchaseDate, $0.transactionId) < ($1.purchaseDate, $1.transactionId)
+            }
             // A refund with chain scope voids every transaction bought before it (policy Q1).
-            let chainRevokedAt: Millis? = policy.refundScope == .chain
+            let chainRevokedAt: Millis? =
+                policy.refundScope == .chain
                 ? chain.compactMap { $0.revocationDate }.filter { $0 <= t }.max() : nil
             func void(_ x: JWSTransactionDecodedPayload) -> Bool {
                 if x.isRevoked(at: t) { return true }
@@ -177,12 +202,16 @@ public enum Oracle {
                     if x.isRevoked(at: t) && policy.consumableClawback {
                         // One percentage covers the whole quantity (policy consumableRefundShare).
                         let pct = min(max(x.revocationPercentage ?? 100_000, 0), 100_000)
-                        back = policy.consumableRefundShare == .all ? q : q / 100_000 * pct + q % 100_000 * pct / 100_000
+                        back =
+                            policy.consumableRefundShare == .all ? q : q / 100_000 * pct + q % 100_000 * pct / 100_000
                     }
                     let (sum, over) = consumables[x.productId, default: 0].addingReportingOverflow(q - back)
                     consumables[x.productId] = over ? .max : sum
                 case .nonConsumable:
-                    if !void(x) { grants.append(Grant(productId: x.productId, end: nil, ownership: x.inAppOwnershipType, grace: false)) }
+                    if !void(x) {
+                        grants.append(
+                            Grant(productId: x.productId, end: nil, ownership: x.inAppOwnershipType, grace: false))
+                    }
                 case .nonRenewing:
                     break  // below, per product (stacking spans chains)
                 case .autoRenewable:
@@ -190,16 +219,22 @@ public enum Oracle {
                     if policy.extensionSignedAs == .renewalInfo {
                         // An extension signed only in the renewal info: what the renewal info signed while x was the
                         // chain's current transaction (before the next one's purchase) gives as the renewal date.
-                        let next = wholeChain[otid, default: []].map(\.purchaseDate).filter { $0 > x.purchaseDate }.min() ?? .max
+                        let next =
+                            wholeChain[otid, default: []].map(\.purchaseDate).filter { $0 > x.purchaseDate }.min()
+                            ?? .max
                         let said = k.renewalHistory(otid).filter {
-                            $0.signedDate >= x.purchaseDate && $0.signedDate < next && $0.isInBillingRetryPeriod != true && $0.productId == x.productId
+                            $0.signedDate >= x.purchaseDate && $0.signedDate < next && $0.isInBillingRetryPeriod != true
+                                && $0.productId == x.productId
                         }.compactMap(\.renewalDate).max()
                         if let said, said > expires { expires = said }
                     }
                     if reading.introOutlivesChange && x.offerType == .introductory {
                         // Policy upgradeDuringIntro: the introductory period runs its course whatever came after it.
                         if x.purchaseDate <= t && t < expires {
-                            grants.append(Grant(productId: x.productId, end: expires, ownership: x.inAppOwnershipType, grace: false))
+                            grants.append(
+                                Grant(
+                                    productId: x.productId, end: expires, ownership: x.inAppOwnershipType, grace: false)
+                            )
                         }
                         continue
                     }
@@ -215,7 +250,8 @@ public enum Oracle {
                         end = min(end, reading.upgradedGrantsNothing ? x.purchaseDate : x.signedDate)
                     }
                     if x.purchaseDate <= t && t < end {
-                        grants.append(Grant(productId: x.productId, end: expires, ownership: x.inAppOwnershipType, grace: false))
+                        grants.append(
+                            Grant(productId: x.productId, end: expires, ownership: x.inAppOwnershipType, grace: false))
                     }
                 }
             }
@@ -224,12 +260,20 @@ public enum Oracle {
             // The latest purchased at or before t (an isUpgraded flag signed after t must not hide it; see docs/semantics.md#subscription-status).
             guard let latest = subs.last else { continue }
             let renewal = k.renewals[otid]
-            let inRetry = renewal?.isInBillingRetryPeriod == true || (reading.graceDateMeansRetry && renewal?.gracePeriodExpiresDate != nil)
+            let inRetry =
+                renewal?.isInBillingRetryPeriod == true
+                || (reading.graceDateMeansRetry && renewal?.gracePeriodExpiresDate != nil)
             if !void(latest), inRetry, let e = latest.expiresDate, e <= t {
                 if let g = renewal?.gracePeriodExpiresDate {
-                    if t < g { grants.append(Grant(productId: latest.productId, end: g, ownership: latest.inAppOwnershipType, grace: true)) }
-                } else if reading.graceFromSubtype, let r = renewal, k.graceClaims[otid]?.contains(r.signedDate) == true {
-                    grants.append(Grant(productId: latest.productId, end: nil, ownership: latest.inAppOwnershipType, grace: true))
+                    if t < g {
+                        grants.append(
+                            Grant(
+                                productId: latest.productId, end: g, ownership: latest.inAppOwnershipType, grace: true))
+                    }
+                } else if reading.graceFromSubtype, let r = renewal, k.graceClaims[otid]?.contains(r.signedDate) == true
+                {
+                    grants.append(
+                        Grant(productId: latest.productId, end: nil, ownership: latest.inAppOwnershipType, grace: true))
                 }
             }
             let state: EntitlementState = void(latest) ? .revoked : inRetry ? .billingRetry : .expired
@@ -239,7 +283,9 @@ public enum Oracle {
 
         // Non-renewing subscriptions: the app's duration from purchaseDate, optionally stacked.
         for p in catalog.products where p.kind == .nonRenewing {
-            let txs = known.filter { $0.productId == p.id }.sorted { ($0.purchaseDate, $0.transactionId) < ($1.purchaseDate, $1.transactionId) }
+            let txs = known.filter { $0.productId == p.id }.sorted {
+                ($0.purchaseDate, $0.transactionId) < ($1.purchaseDate, $1.transactionId)
+            }
             guard let period = p.period else { continue }
             var lastEnd: Millis = .min
             for x in txs {
@@ -250,7 +296,9 @@ public enum Oracle {
                     grants.append(Grant(productId: p.id, end: end, ownership: x.inAppOwnershipType, grace: false))
                 }
             }
-            if let last = txs.last { inactiveState[p.id] = (last.isRevoked(at: t) ? .revoked : .expired, last.purchaseDate) }
+            if let last = txs.last {
+                inactiveState[p.id] = (last.isRevoked(at: t) ? .revoked : .expired, last.purchaseDate)
+            }
         }
 
         var products: [ProductEntitlement] = []
@@ -258,17 +306,24 @@ public enum Oracle {
         for id in listed.sorted() {
             let paid = grants.filter { $0.productId == id && !$0.grace }
             let grace = grants.filter { $0.productId == id && $0.grace }
-            let own: (([Grant]) -> InAppOwnershipType) = { g in g.contains { $0.ownership == .purchased } ? .purchased : .familyShared }
+            let own: (([Grant]) -> InAppOwnershipType) = { g in
+                g.contains { $0.ownership == .purchased } ? .purchased : .familyShared
+            }
             if !paid.isEmpty {
-                products.append(ProductEntitlement(productId: id, active: true, state: .active,
-                                                   expiresDate: paid.compactMap(\.end).max(), ownership: own(paid)))
+                products.append(
+                    ProductEntitlement(
+                        productId: id, active: true, state: .active,
+                        expiresDate: paid.compactMap(\.end).max(), ownership: own(paid)))
             } else if !grace.isEmpty {
-                products.append(ProductEntitlement(productId: id, active: true, state: .grace,
-                                                   expiresDate: grace.compactMap(\.end).max(), ownership: own(grace)))
+                products.append(
+                    ProductEntitlement(
+                        productId: id, active: true, state: .grace,
+                        expiresDate: grace.compactMap(\.end).max(), ownership: own(grace)))
             } else {
                 let nonConsumableRevoked = known.contains { $0.productId == id && $0.type == .nonConsumable }
                 let state = inactiveState[id]?.0 ?? (nonConsumableRevoked ? .revoked : .expired)
-                products.append(ProductEntitlement(productId: id, active: false, state: state, expiresDate: nil, ownership: nil))
+                products.append(
+                    ProductEntitlement(productId: id, active: false, state: state, expiresDate: nil, ownership: nil))
             }
         }
 
@@ -280,10 +335,11 @@ public enum Oracle {
                 return la != lb ? la < lb : a.productId < b.productId
             }
             let own = known.filter { $0.subscriptionGroupIdentifier == g.id && $0.inAppOwnershipType == .purchased }
-            let eligible: Bool = switch policy.introEligibility {
-            case .neverReceivedIntro: !own.contains { $0.offerType == .introductory }
-            case .neverSubscribed: own.isEmpty
-            }
+            let eligible: Bool =
+                switch policy.introEligibility {
+                case .neverReceivedIntro: !own.contains { $0.offerType == .introductory }
+                case .neverSubscribed: own.isEmpty
+                }
             groups.append(GroupEntitlement(groupId: g.id, effectiveProductId: best?.productId, introEligible: eligible))
         }
         return EntitlementAnswer(

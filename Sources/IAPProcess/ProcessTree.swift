@@ -7,7 +7,8 @@ public enum ProcessTree {
     /// child's pipes are closed by everyone, which a grandchild can delay indefinitely.
     public static func hasExited(_ pid: Int32) -> Bool {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-            let close = stat.lastIndex(of: ")") else { return true }
+            let close = stat.lastIndex(of: ")")
+        else { return true }
         let state = stat[stat.index(after: close)...].split(separator: " ").first
         return state == "Z" || state == "X"
     }
@@ -18,7 +19,8 @@ public enum ProcessTree {
         var parent: [Int32: Int32] = [:]
         for e in entries {
             guard let p = Int32(e), let stat = try? String(contentsOfFile: "/proc/\(e)/stat", encoding: .utf8),
-                let close = stat.lastIndex(of: ")") else { continue }
+                let close = stat.lastIndex(of: ")")
+            else { continue }
             let fields = stat[stat.index(after: close)...].split(separator: " ")
             if fields.count > 1, let pp = Int32(fields[1]) { parent[p] = pp }
         }

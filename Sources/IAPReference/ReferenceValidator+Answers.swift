@@ -54,25 +54,42 @@ extension ReferenceValidator {
                 }
                 var s = status(latest: latest, all: txs, renewal: renewal, chain: otid, at: t)
                 let introRuns = config.policy.upgradeDuringIntro == .union
-                if s == .active, upgradedAway(latest, chain: everything), !(introRuns && latest.offerType == .introductory) { s = .expired }
+                if s == .active, upgradedAway(latest, chain: everything),
+                    !(introRuns && latest.offerType == .introductory)
+                {
+                    s = .expired
+                }
                 if introRuns {
                     for tx in introPeriodsLeftRunning(txs, latest: latest, at: t) {
-                        record(tx.productId, Holding(state: .active, expires: periodEnd(of: tx, chain: otid), ownership: ownership(tx), since: tx.purchaseDate))
+                        record(
+                            tx.productId,
+                            Holding(
+                                state: .active, expires: periodEnd(of: tx, chain: otid), ownership: ownership(tx),
+                                since: tx.purchaseDate))
                     }
                 }
                 let productId = entitledProduct(latest: latest, renewal: renewal)
                 if isEntitled(s) {
                     let grace = s != .active
                     let exp = grace ? graceEnd(renewal, latest: latest) : periodEnd(of: latest, chain: otid)
-                    record(productId, Holding(state: grace ? .grace : .active, expires: exp, ownership: ownership(latest), since: latest.purchaseDate))
+                    record(
+                        productId,
+                        Holding(
+                            state: grace ? .grace : .active, expires: exp, ownership: ownership(latest),
+                            since: latest.purchaseDate))
                 } else {
-                    let state: EntitlementState = s == .revoked ? .revoked : s == .billingRetry ? .billingRetry : .expired
+                    let state: EntitlementState =
+                        s == .revoked ? .revoked : s == .billingRetry ? .billingRetry : .expired
                     record(productId, Holding(state: state, since: latest.purchaseDate))
                 }
             case .nonConsumable:
                 for tx in txs {
                     let ok = !isRevoked(tx, at: t)
-                    record(tx.productId, Holding(state: ok ? .active : .revoked, ownership: ok ? ownership(tx) : nil, since: tx.purchaseDate))
+                    record(
+                        tx.productId,
+                        Holding(
+                            state: ok ? .active : .revoked, ownership: ok ? ownership(tx) : nil, since: tx.purchaseDate)
+                    )
                 }
             case .nonRenewing:
                 nonRenewing[first.productId, default: []] += txs
@@ -86,12 +103,16 @@ extension ReferenceValidator {
             for tx in ordered {
                 let start = config.policy.nonRenewingStacking ? max(tx.purchaseDate, lastEnd) : tx.purchaseDate
                 guard let end = nonRenewingEnd(tx, start: start) else {
-                    if !isRevoked(tx, at: t) { record(productId, Holding(state: .active, ownership: ownership(tx), since: tx.purchaseDate)) }
+                    if !isRevoked(tx, at: t) {
+                        record(productId, Holding(state: .active, ownership: ownership(tx), since: tx.purchaseDate))
+                    }
                     continue
                 }
                 lastEnd = end
                 if !isRevoked(tx, at: t) && covers(start: start, end: end, at: t) {
-                    record(productId, Holding(state: .active, expires: end, ownership: ownership(tx), since: tx.purchaseDate))
+                    record(
+                        productId,
+                        Holding(state: .active, expires: end, ownership: ownership(tx), since: tx.purchaseDate))
                 }
             }
             if held[productId] == nil || !(held[productId]!.state.isEntitled), let last = ordered.last {
@@ -100,17 +121,22 @@ extension ReferenceValidator {
         }
 
         let products = held.map { id, h in
-            ProductEntitlement(productId: id, active: h.state.isEntitled, state: h.state,
-                               expiresDate: h.state.isEntitled ? h.expires : nil, ownership: h.state.isEntitled ? h.ownership : nil)
+            ProductEntitlement(
+                productId: id, active: h.state.isEntitled, state: h.state,
+                expiresDate: h.state.isEntitled ? h.expires : nil, ownership: h.state.isEntitled ? h.ownership : nil)
         }
         let groups = config.catalog.groups.map { g -> GroupEntitlement in
             let best = products.filter { $0.active && product($0.productId)?.groupId == g.id }.min { a, b in
                 let la = product(a.productId)?.level ?? .max, lb = product(b.productId)?.level ?? .max
                 return la != lb ? la < lb : a.productId < b.productId
             }
-            return GroupEntitlement(groupId: g.id, effectiveProductId: best?.productId, introEligible: introEligible(group: g.id, own: introTxs[g.id] ?? []))
+            return GroupEntitlement(
+                groupId: g.id, effectiveProductId: best?.productId,
+                introEligible: introEligible(group: g.id, own: introTxs[g.id] ?? []))
         }
-        let balances = consumableBalance(userId: q.userId, at: t).map { ConsumableBalance(productId: $0.key, balance: $0.value) }
+        let balances = consumableBalance(userId: q.userId, at: t).map {
+            ConsumableBalance(productId: $0.key, balance: $0.value)
+        }
         return EntitlementAnswer(products: products, groups: groups, consumables: balances)
     }
 
@@ -122,7 +148,8 @@ extension ReferenceValidator {
 
     func consumableUnits(userId: String, at t: Millis) -> [String: Int] {
         var out: [String: Int] = [:]
-        for tx in consumableCredits.values where tx.purchaseDate <= t && user(ofChain: tx.originalTransactionId) == userId {
+        for tx in consumableCredits.values
+        where tx.purchaseDate <= t && user(ofChain: tx.originalTransactionId) == userId {
             let units = max(tx.quantity ?? 1, 0)
             var kept = units
             if config.policy.consumableClawback && isRevoked(tx, at: t) {
@@ -138,5 +165,47 @@ extension ReferenceValidator {
             out[tx.productId] = Self.saturating(out[tx.productId, default: 0], kept)
         }
         return out
+    }
+}
+
+// Decision points no mutant replaces (yet): not overridable.
+extension ReferenceValidator {
+    /// A transaction flagged `isUpgraded` with no later transaction known: the customer moved to another product
+    /// and the upgrading transaction has not arrived yet, so it entitles to nothing. (With the upgrading
+    /// transaction known, the upgraded one is simply no longer the latest once the upgrade's `purchaseDate` is
+    /// reached.)
+    public func upgradedAway(_ latest: JWSTransactionDecodedPayload, chain all: [JWSTransactionDecodedPayload]) -> Bool
+    {
+        guard latest.isUpgraded == true else { return false }
+        let expires = periodEnd(of: latest, chain: latest.originalTransactionId) ?? .max
+        // The upgrade is a purchase inside the upgraded period (legacy receipts carry no reason).
+        return !all.contains { y in
+            (y.transactionReason == .purchase || y.transactionReason == nil)
+                && y.purchaseDate > latest.purchaseDate && y.purchaseDate < expires
+        }
+    }
+
+    /// Under policy `upgradeDuringIntro` `union`: the introductory-offer transactions of a chain, other than its
+    /// current one, that the customer changed away from and that still run at `t` (their own period, not revoked,
+    /// and not voided by a refund of the chain when refunds void chains).
+    public func introPeriodsLeftRunning(
+        _ txs: [JWSTransactionDecodedPayload], latest: JWSTransactionDecodedPayload, at t: Millis
+    ) -> [JWSTransactionDecodedPayload] {
+        txs.filter { tx in
+            guard tx.transactionId != latest.transactionId, tx.offerType == .introductory, !isRevoked(tx, at: t),
+                let e = periodEnd(of: tx, chain: tx.originalTransactionId),
+                covers(start: tx.purchaseDate, end: e, at: t)
+            else { return false }
+            let voidedByChainRefund =
+                config.policy.refundScope == .chain
+                && txs.contains { isRevoked($0, at: t) && $0.revocationDate! > tx.purchaseDate }
+            return !voidedByChainRefund
+        }
+    }
+
+    public func user(ofChain otid: String) -> String? {
+        guard let chain = chains[otid] else { return nil }
+        if let u = chain.user { return u }
+        return chain.transactions.values.lazy.compactMap(\.appAccountToken).first
     }
 }

@@ -13,41 +13,55 @@ extension ReferenceValidator {
             return .rejected(reason: "verifyReceipt response without receipt.request_date_ms")
         }
         let environment: Environment = r.environment == "Production" ? .production : .sandbox
-        if let why = rejectApp(bundleId: receipt.bundle_id, appAppleId: nil, environment: environment) { return .rejected(reason: why) }
+        if let why = rejectApp(bundleId: receipt.bundle_id, appAppleId: nil, environment: environment) {
+            return .rejected(reason: why)
+        }
         var byChain: [String: [JWSTransactionDecodedPayload]] = [:]
         var order: [String] = []
         for e in (r.latest_receipt_info ?? []) + receipt.in_app {
-            guard let tx = convertLegacy(e, bundleId: receipt.bundle_id, environment: environment, requestDate: requestDate) else { continue }
+            guard
+                let tx = convertLegacy(
+                    e, bundleId: receipt.bundle_id, environment: environment, requestDate: requestDate)
+            else { continue }
             if byChain[tx.originalTransactionId] == nil { order.append(tx.originalTransactionId) }
             byChain[tx.originalTransactionId, default: []].append(tx)
         }
         var renewals: [String: JWSRenewalInfoDecodedPayload] = [:]
         for p in r.pending_renewal_info ?? [] {
             var info = JWSRenewalInfoDecodedPayload(
-                originalTransactionId: p.original_transaction_id, productId: p.product_id, autoRenewProductId: p.auto_renew_product_id,
-                autoRenewStatus: p.auto_renew_status == "1" ? .on : .off, signedDate: requestDate, environment: environment)
+                originalTransactionId: p.original_transaction_id, productId: p.product_id,
+                autoRenewProductId: p.auto_renew_product_id,
+                autoRenewStatus: p.auto_renew_status == "1" ? .on : .off, signedDate: requestDate,
+                environment: environment)
             info.expirationIntent = p.expiration_intent.flatMap { Int($0) }.map(ExpirationIntent.init(rawValue:))
             info.isInBillingRetryPeriod = p.is_in_billing_retry_period == "1"
             info.gracePeriodExpiresDate = p.grace_period_expires_date_ms.flatMap { Millis($0) }
-            info.priceIncreaseStatus = p.price_consent_status.flatMap { Int($0) }.map(PriceIncreaseStatus.init(rawValue:))
+            info.priceIncreaseStatus = p.price_consent_status.flatMap { Int($0) }.map(
+                PriceIncreaseStatus.init(rawValue:))
             renewals[p.original_transaction_id] = info
             if byChain[p.original_transaction_id] == nil { order.append(p.original_transaction_id) }
         }
         for otid in order {
-            _ = ingestSnapshot(APISnapshot(originalTransactionId: otid, transactions: byChain[otid] ?? [], renewalInfo: renewals[otid]))
+            _ = ingestSnapshot(
+                APISnapshot(originalTransactionId: otid, transactions: byChain[otid] ?? [], renewalInfo: renewals[otid])
+            )
             if chains[otid] != nil, chains[otid]!.user == nil { chains[otid]!.user = userId }
         }
         return .accepted
     }
 
-    func legacyTransaction(_ e: LegacyReceiptResponse.InApp, bundleId: String, environment: Environment, requestDate: Millis) -> JWSTransactionDecodedPayload? {
+    func legacyTransaction(
+        _ e: LegacyReceiptResponse.InApp, bundleId: String, environment: Environment, requestDate: Millis
+    ) -> JWSTransactionDecodedPayload? {
         guard let kind = product(e.product_id)?.kind, let purchase = Millis(e.purchase_date_ms) else { return nil }
         var tx = JWSTransactionDecodedPayload(
-            transactionId: e.transaction_id, originalTransactionId: e.original_transaction_id, webOrderLineItemId: e.web_order_line_item_id,
+            transactionId: e.transaction_id, originalTransactionId: e.original_transaction_id,
+            webOrderLineItemId: e.web_order_line_item_id,
             bundleId: bundleId, productId: e.product_id, subscriptionGroupIdentifier: e.subscription_group_identifier,
             purchaseDate: purchase, originalPurchaseDate: e.original_purchase_date_ms.flatMap { Millis($0) },
             expiresDate: e.expires_date_ms.flatMap { Millis($0) }, quantity: Int(e.quantity) ?? 1, type: kind.wireType,
-            appAccountToken: e.app_account_token, inAppOwnershipType: InAppOwnershipType(rawValue: e.in_app_ownership_type ?? "PURCHASED"),
+            appAccountToken: e.app_account_token,
+            inAppOwnershipType: InAppOwnershipType(rawValue: e.in_app_ownership_type ?? "PURCHASED"),
             signedDate: requestDate, environment: environment, transactionReason: nil)
         if e.is_upgraded == "true" {
             tx.isUpgraded = true  // cancellation_date marks the upgrade, not a refund
@@ -72,7 +86,9 @@ extension ReferenceValidator {
     }
 
     func ingestDecodedLegacy(_ l: LegacyReceiptFacts) -> DeliveryVerdict {
-        if let why = rejectApp(bundleId: l.bundleId, appAppleId: nil, environment: l.environment) { return .rejected(reason: why) }
+        if let why = rejectApp(bundleId: l.bundleId, appAppleId: nil, environment: l.environment) {
+            return .rejected(reason: why)
+        }
         for chain in l.chains {
             _ = ingestSnapshot(chain)
             if chains[chain.originalTransactionId] != nil, chains[chain.originalTransactionId]!.user == nil {

@@ -16,7 +16,9 @@ extension ReferenceValidator {
             guard let bundleId = d.bundleId, let environment = d.environment else {
                 return .rejected(reason: "notification data without bundleId or environment")
             }
-            if let why = rejectApp(bundleId: bundleId, appAppleId: d.appAppleId, environment: environment) { return .rejected(reason: why) }
+            if let why = rejectApp(bundleId: bundleId, appAppleId: d.appAppleId, environment: environment) {
+                return .rejected(reason: why)
+            }
             if dedupesNotifications && seenNotifications.contains(envelope.notificationUUID) { return .accepted }
             var tx: JWSTransactionDecodedPayload?
             var renewal: JWSRenewalInfoDecodedPayload?
@@ -32,8 +34,9 @@ extension ReferenceValidator {
                 case .success(let v): renewal = v
                 }
             }
-            data = NotificationData(appAppleId: d.appAppleId, bundleId: bundleId, environment: environment,
-                                    transactionInfo: tx, renewalInfo: renewal, status: d.status)
+            data = NotificationData(
+                appAppleId: d.appAppleId, bundleId: bundleId, environment: environment,
+                transactionInfo: tx, renewalInfo: renewal, status: d.status)
             data?.consumptionRequestReason = d.consumptionRequestReason
         }
         var decoded = ResponseBodyV2DecodedPayload(
@@ -46,10 +49,15 @@ extension ReferenceValidator {
 
     /// History pages and statuses: the app identity of every body, then every signed transaction and renewal info.
     /// Transactions keep the order the pages gave (Apple promises none).
-    func verifyAPIResponses(originalTransactionId otid: String, history: [HistoryResponse], statuses: StatusResponse?) -> DeliveryVerdict {
+    func verifyAPIResponses(originalTransactionId otid: String, history: [HistoryResponse], statuses: StatusResponse?)
+        -> DeliveryVerdict
+    {
         var txs: [JWSTransactionDecodedPayload] = []
         for page in history {
-            if let why = rejectApp(bundleId: page.bundleId, appAppleId: page.appAppleId, environment: page.environment) { return .rejected(reason: "history: \(why)") }
+            if let why = rejectApp(bundleId: page.bundleId, appAppleId: page.appAppleId, environment: page.environment)
+            {
+                return .rejected(reason: "history: \(why)")
+            }
             for jws in page.signedTransactions {
                 switch verifyTransaction(jws) {
                 case .failure(let f): return .rejected(reason: "history transaction: \(f)")
@@ -60,13 +68,19 @@ extension ReferenceValidator {
         // Statuses list every subscription chain of the customer, in every group: each renewal info counts.
         var infos: [JWSRenewalInfoDecodedPayload] = []
         if let statuses {
-            if let why = rejectApp(bundleId: statuses.bundleId, appAppleId: statuses.appAppleId, environment: statuses.environment) { return .rejected(reason: "statuses: \(why)") }
+            if let why = rejectApp(
+                bundleId: statuses.bundleId, appAppleId: statuses.appAppleId, environment: statuses.environment)
+            {
+                return .rejected(reason: "statuses: \(why)")
+            }
             for item in statuses.data.flatMap(\.lastTransactions) {
                 switch verifyRenewal(item.signedRenewalInfo) {
                 case .failure(let f): return .rejected(reason: "renewal info: \(f)")
                 case .success(let r): infos.append(r)
                 }
-                if case .failure(let f) = verifyTransaction(item.signedTransactionInfo) { return .rejected(reason: "status transaction: \(f)") }
+                if case .failure(let f) = verifyTransaction(item.signedTransactionInfo) {
+                    return .rejected(reason: "status transaction: \(f)")
+                }
             }
         }
         return ingestHistory(APISnapshot(originalTransactionId: otid, transactions: txs, renewalInfos: infos))

@@ -17,7 +17,8 @@ import IAPVerification
 ///    (by `purchaseDate`, skipping `isUpgraded` ones) and derive Apple's status (docs/semantics.md#subscription-status); active and grace entitle.
 ///
 /// It is written independently of the oracle (which unions grant intervals), so the two check each other.
-/// Each decision point is a method so that a mutant (see `Mutants.swift`) can change exactly one of them.
+/// Each decision point is a method so that a mutant (the IAPMutants module) can change exactly one of them; the
+/// ones no mutant replaces yet live in the extensions (`+Answers`): make one `open` here to write a mutant of it.
 open class ReferenceValidator: DecodedDeliveryValidator {
     public struct Chain {
         public var transactions: [String: JWSTransactionDecodedPayload] = [:]
@@ -71,7 +72,8 @@ open class ReferenceValidator: DecodedDeliveryValidator {
         case let .appTransaction(userId, jws, deviceTime):
             switch verifyTransaction(jws) {
             case .failure(let f): return .rejected(reason: "transaction: \(f)")
-            case .success(let tx): return ingestApp(AppTransactionSubmission(userId: userId, transaction: tx, deviceTime: deviceTime))
+            case .success(let tx):
+                return ingestApp(AppTransactionSubmission(userId: userId, transaction: tx, deviceTime: deviceTime))
             }
         case .notification(let signedPayload):
             return ingestSignedNotification(signedPayload)
@@ -85,16 +87,22 @@ open class ReferenceValidator: DecodedDeliveryValidator {
     /// A `verifyReceipt` response: status 0, this app and environment; each entry converted to a transaction
     /// (`cancellation_date` is a refund unless `is_upgraded` says it marks an upgrade), `pending_renewal_info` to
     /// renewal info, all as of `request_date_ms`. Every chain in the receipt is the submitting user's.
-    open func ingestLegacyReceipt(userId: String, body: String) -> DeliveryVerdict { ingestLegacy(userId: userId, body: body) }
+    open func ingestLegacyReceipt(userId: String, body: String) -> DeliveryVerdict {
+        ingestLegacy(userId: userId, body: body)
+    }
 
     /// One legacy receipt entry as a transaction; nil for a product the catalog does not know.
-    open func convertLegacy(_ e: LegacyReceiptResponse.InApp, bundleId: String, environment: Environment, requestDate: Millis) -> JWSTransactionDecodedPayload? {
+    open func convertLegacy(
+        _ e: LegacyReceiptResponse.InApp, bundleId: String, environment: Environment, requestDate: Millis
+    ) -> JWSTransactionDecodedPayload? {
         legacyTransaction(e, bundleId: bundleId, environment: environment, requestDate: requestDate)
     }
 
     /// History pages and statuses: the app identity of every body, then every signed transaction and renewal info.
     /// Transactions keep the order the pages gave (Apple promises none).
-    open func ingestAPIResponses(originalTransactionId otid: String, history: [HistoryResponse], statuses: StatusResponse?) -> DeliveryVerdict {
+    open func ingestAPIResponses(
+        originalTransactionId otid: String, history: [HistoryResponse], statuses: StatusResponse?
+    ) -> DeliveryVerdict {
         verifyAPIResponses(originalTransactionId: otid, history: history, statuses: statuses)
     }
 
@@ -113,7 +121,8 @@ open class ReferenceValidator: DecodedDeliveryValidator {
     }
 
     /// The transaction nested in a notification is a JWS of its own and is verified like any other.
-    open func verifyNestedTransaction(_ jws: String) -> Result<JWSTransactionDecodedPayload, SignedDataVerifier.Failure> {
+    open func verifyNestedTransaction(_ jws: String) -> Result<JWSTransactionDecodedPayload, SignedDataVerifier.Failure>
+    {
         verifyTransaction(jws)
     }
 
@@ -134,16 +143,21 @@ open class ReferenceValidator: DecodedDeliveryValidator {
 
     open func ingestNotification(_ n: ResponseBodyV2DecodedPayload) -> DeliveryVerdict {
         // Every notification names its app: in `data`, or in `summary` / `externalPurchaseToken` (no `data`).
-        guard let app = n.app else { return .rejected(reason: "notification names no app (no data, summary or externalPurchaseToken)") }
+        guard let app = n.app else {
+            return .rejected(reason: "notification names no app (no data, summary or externalPurchaseToken)")
+        }
         guard let bundleId = app.bundleId, let environment = app.environment else {
             return .rejected(reason: "notification without bundleId or environment")
         }
-        if let why = rejectApp(bundleId: bundleId, appAppleId: app.appAppleId, environment: environment) { return .rejected(reason: why) }
+        if let why = rejectApp(bundleId: bundleId, appAppleId: app.appAppleId, environment: environment) {
+            return .rejected(reason: why)
+        }
         if let data = n.data {
             if let tx = data.transactionInfo, let why = rejectTransaction(tx) { return .rejected(reason: why) }
             if let r = data.renewalInfo, let why = rejectRenewal(r) { return .rejected(reason: why) }
         }
-        guard seenNotifications.insert(n.notificationUUID).inserted || !dedupesNotifications else { return .accepted }  // duplicate: done already
+        // duplicate: done already
+        guard seenNotifications.insert(n.notificationUUID).inserted || !dedupesNotifications else { return .accepted }
         // The type is a hint, not state: whatever it says, merge the signed snapshots it carries.
         if let tx = n.data?.transactionInfo { store(tx, via: "notification") }
         if let r = n.data?.renewalInfo { store(r) }
@@ -185,10 +199,15 @@ open class ReferenceValidator: DecodedDeliveryValidator {
     open func store(_ tx: JWSTransactionDecodedPayload, via channel: String) {
         var chain = chains[tx.originalTransactionId] ?? Chain()
         if let old = chain.transactions[tx.transactionId] {
-            if shouldReplace(old.signedDate, with: tx.signedDate, old: old, new: tx) { chain.transactions[tx.transactionId] = tx }
+            if shouldReplace(old.signedDate, with: tx.signedDate, old: old, new: tx) {
+                chain.transactions[tx.transactionId] = tx
+            }
         } else {
-            if tx.type == .nonConsumable ? !chain.transactions.isEmpty
-                : tx.webOrderLineItemId.map({ w in chain.transactions.values.contains { $0.webOrderLineItemId == w } }) ?? false {
+            if tx.type == .nonConsumable
+                ? !chain.transactions.isEmpty
+                : tx.webOrderLineItemId.map({ w in chain.transactions.values.contains { $0.webOrderLineItemId == w } })
+                    ?? false
+            {
                 chain.severalIdsPerPurchase = true
             }
             chain.transactions[tx.transactionId] = tx
@@ -211,21 +230,16 @@ open class ReferenceValidator: DecodedDeliveryValidator {
     }
 
     /// Last signed wins (never last arrived).
-    open func shouldReplace(_ oldSigned: Millis, with newSigned: Millis, old: JWSTransactionDecodedPayload?, new: JWSTransactionDecodedPayload?) -> Bool {
+    open func shouldReplace(
+        _ oldSigned: Millis, with newSigned: Millis, old: JWSTransactionDecodedPayload?,
+        new: JWSTransactionDecodedPayload?
+    ) -> Bool {
         newSigned > oldSigned
     }
 
     open func creditConsumable(_ tx: JWSTransactionDecodedPayload, via channel: String) {
         if let old = consumableCredits[tx.transactionId], old.signedDate >= tx.signedDate { return }
         consumableCredits[tx.transactionId] = tx
-    }
-
-    // MARK: Linkage
-
-    open func user(ofChain otid: String) -> String? {
-        guard let chain = chains[otid] else { return nil }
-        if let u = chain.user { return u }
-        return chain.transactions.values.lazy.compactMap(\.appAccountToken).first
     }
 
     // MARK: Decisions
@@ -241,9 +255,11 @@ open class ReferenceValidator: DecodedDeliveryValidator {
     /// one bought after the instant asked about — moved the renewal date past it.
     open func periodEnd(of tx: JWSTransactionDecodedPayload, chain otid: String) -> Millis? {
         let own = expiry(of: tx)
-        guard config.policy.extensionSignedAs == .renewalInfo, let chain = chains[otid], !chain.renewalDates.isEmpty else { return own }
+        guard config.policy.extensionSignedAs == .renewalInfo, let chain = chains[otid], !chain.renewalDates.isEmpty
+        else { return own }
         let said = chain.renewalDates
-        let following = chain.transactions.values.lazy.filter { $0.purchaseDate > tx.purchaseDate }.map(\.purchaseDate).min()
+        let following = chain.transactions.values.lazy.filter { $0.purchaseDate > tx.purchaseDate }.map(\.purchaseDate)
+            .min()
         let during = said.filter { signed, r in
             signed >= tx.purchaseDate && (following.map { signed < $0 } ?? true) && r.productId == tx.productId
         }
@@ -260,35 +276,10 @@ open class ReferenceValidator: DecodedDeliveryValidator {
     /// clock is behind Apple's (or that answers for an earlier instant) can hold the flag before the instant it
     /// asks about, when the upgraded transaction was still the current one. The upgrading transaction has the
     /// later `purchaseDate`, so taking the last purchased is right whenever the upgrade is visible at `t`.
-    open func latestTransaction(_ txs: [JWSTransactionDecodedPayload], chain otid: String, at t: Millis) -> JWSTransactionDecodedPayload? {
+    open func latestTransaction(_ txs: [JWSTransactionDecodedPayload], chain otid: String, at t: Millis)
+        -> JWSTransactionDecodedPayload?
+    {
         txs.last
-    }
-
-    /// A transaction flagged `isUpgraded` with no later transaction known: the customer moved to another product
-    /// and the upgrading transaction has not arrived yet, so it entitles to nothing. (With the upgrading
-    /// transaction known, the upgraded one is simply no longer the latest once the upgrade's `purchaseDate` is
-    /// reached.)
-    open func upgradedAway(_ latest: JWSTransactionDecodedPayload, chain all: [JWSTransactionDecodedPayload]) -> Bool {
-        guard latest.isUpgraded == true else { return false }
-        let expires = periodEnd(of: latest, chain: latest.originalTransactionId) ?? .max
-        // The upgrade is a purchase inside the upgraded period (legacy receipts carry no reason).
-        return !all.contains { y in
-            (y.transactionReason == .purchase || y.transactionReason == nil)
-                && y.purchaseDate > latest.purchaseDate && y.purchaseDate < expires
-        }
-    }
-
-    /// Under policy `upgradeDuringIntro` `union`: the introductory-offer transactions of a chain, other than its
-    /// current one, that the customer changed away from and that still run at `t` (their own period, not revoked,
-    /// and not voided by a refund of the chain when refunds void chains).
-    open func introPeriodsLeftRunning(_ txs: [JWSTransactionDecodedPayload], latest: JWSTransactionDecodedPayload, at t: Millis) -> [JWSTransactionDecodedPayload] {
-        txs.filter { tx in
-            guard tx.transactionId != latest.transactionId, tx.offerType == .introductory, !isRevoked(tx, at: t),
-                  let e = periodEnd(of: tx, chain: tx.originalTransactionId), covers(start: tx.purchaseDate, end: e, at: t) else { return false }
-            let voidedByChainRefund = config.policy.refundScope == .chain
-                && txs.contains { isRevoked($0, at: t) && $0.revocationDate! > tx.purchaseDate }
-            return !voidedByChainRefund
-        }
     }
 
     /// The chain's transactions as used at `t`: the newest signed version of each. (Keeping every version and
@@ -311,7 +302,9 @@ open class ReferenceValidator: DecodedDeliveryValidator {
         }
         var out: [JWSTransactionDecodedPayload] = []
         for members in groups.values {
-            guard members.count > 1, let newest = members.max(by: { ($0.signedDate, $0.transactionId) < ($1.signedDate, $1.transactionId) }) else {
+            guard members.count > 1,
+                let newest = members.max(by: { ($0.signedDate, $0.transactionId) < ($1.signedDate, $1.transactionId) })
+            else {
                 out += members
                 continue
             }
@@ -342,13 +335,19 @@ open class ReferenceValidator: DecodedDeliveryValidator {
     }
 
     /// Apple's subscription status of a chain at `t` (docs/semantics.md#subscription-status), honouring the refund-scope policy.
-    open func status(latest: JWSTransactionDecodedPayload, all txs: [JWSTransactionDecodedPayload], renewal: JWSRenewalInfoDecodedPayload?, chain otid: String, at t: Millis) -> SubscriptionStatus {
+    open func status(
+        latest: JWSTransactionDecodedPayload, all txs: [JWSTransactionDecodedPayload],
+        renewal: JWSRenewalInfoDecodedPayload?, chain otid: String, at t: Millis
+    ) -> SubscriptionStatus {
         if isRevoked(latest, at: t) { return .revoked }
         if config.policy.refundScope == .chain,
-            txs.contains(where: { isRevoked($0, at: t) && $0.revocationDate! > latest.purchaseDate }) {
+            txs.contains(where: { isRevoked($0, at: t) && $0.revocationDate! > latest.purchaseDate })
+        {
             return .revoked
         }
-        if let e = periodEnd(of: latest, chain: otid), covers(start: latest.purchaseDate, end: e, at: t) { return .active }
+        if let e = periodEnd(of: latest, chain: otid), covers(start: latest.purchaseDate, end: e, at: t) {
+            return .active
+        }
         if inBillingRetry(renewal) {
             if let g = graceEnd(renewal, latest: latest), let e = expiry(of: latest), covers(start: e, end: g, at: t) {
                 return .billingGracePeriod
@@ -382,7 +381,9 @@ open class ReferenceValidator: DecodedDeliveryValidator {
     }
 
     /// Units of each consumable the user holds at `t`: every credited purchase, less what refunds clawed back.
-    open func consumableBalance(userId: String, at t: Millis) -> [String: Int] { consumableUnits(userId: userId, at: t) }
+    open func consumableBalance(userId: String, at t: Millis) -> [String: Int] {
+        consumableUnits(userId: userId, at: t)
+    }
 
     // MARK: Answers
 

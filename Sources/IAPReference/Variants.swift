@@ -16,11 +16,13 @@ public enum Variants {
     public static let all: [Entry] = [
         Entry(
             name: "keeps-history",
-            description: "keeps every signed version of transactions and renewal info and answers for t from the versions signed at or before t",
+            description:
+                "keeps every signed version of transactions and renewal info and answers for t from the versions signed at or before t",
             make: { KeepsHistory() }),
         Entry(
             name: "retry-flag-only",
-            description: "takes a subscription to be in billing retry (and so in grace) only when isInBillingRetryPeriod says so, never from a grace date alone (the reference reads the date)",
+            description:
+                "takes a subscription to be in billing retry (and so in grace) only when isInBillingRetryPeriod says so, never from a grace date alone (the reference reads the date)",
             make: { RetryFlagOnly() }),
     ]
 }
@@ -60,14 +62,17 @@ public final class KeepsHistory: ReferenceValidator {
         Self.keep(r, in: &renewalVersions[r.originalTransactionId, default: []], signed: r.signedDate, \.signedDate)
     }
 
-    override public func transactions(of chain: Chain, chain otid: String, at t: Millis) -> [JWSTransactionDecodedPayload] {
+    override public func transactions(of chain: Chain, chain otid: String, at t: Millis)
+        -> [JWSTransactionDecodedPayload]
+    {
         chain.transactions.keys.compactMap { id in
             guard let versions = transactionVersions[id], !versions.isEmpty else { return chain.transactions[id] }
             return versions.last { $0.signedDate <= t } ?? versions[0]
         }
     }
 
-    override public func renewalInfo(of chain: Chain, chain otid: String, at t: Millis) -> JWSRenewalInfoDecodedPayload? {
+    override public func renewalInfo(of chain: Chain, chain otid: String, at t: Millis) -> JWSRenewalInfoDecodedPayload?
+    {
         guard let versions = renewalVersions[otid], !versions.isEmpty else { return chain.renewal }
         return versions.last { $0.signedDate <= t } ?? versions[0]
     }

@@ -34,7 +34,8 @@ public final class ArtifactRenderer {
             data: n.data.map { d in
                 ResponseBodyV2SignedPayload.Data(
                     appAppleId: d.appAppleId, bundleId: d.bundleId, environment: d.environment,
-                    signedTransactionInfo: d.transactionInfo.map(transaction), signedRenewalInfo: d.renewalInfo.map(renewal),
+                    signedTransactionInfo: d.transactionInfo.map(transaction),
+                    signedRenewalInfo: d.renewalInfo.map(renewal),
                     status: d.status, consumptionRequestReason: d.consumptionRequestReason)
             },
             summary: n.summary, externalPurchaseToken: n.externalPurchaseToken)
@@ -51,14 +52,19 @@ public final class ArtifactRenderer {
         case .apiSnapshot(let s):
             apiResponses(s, sign: transaction, renewal)
         case .legacyReceipt(let l):
-            .legacyReceipt(userId: l.userId, responseBody: LegacyReceiptRenderer.body(l, shuffleSeed: UInt64(truncatingIfNeeded: l.requestDate)))
+            .legacyReceipt(
+                userId: l.userId,
+                responseBody: LegacyReceiptRenderer.body(l, shuffleSeed: UInt64(truncatingIfNeeded: l.requestDate)))
         }
     }
 
     /// History pages (20 transactions each, in the snapshot's order, every page but the last with `hasMore`) and,
     /// when the customer has subscriptions, the statuses: one item per group, each listing every chain of that
     /// group with its latest transaction and renewal info.
-    public func apiResponses(_ s: APISnapshot, sign tx: (JWSTransactionDecodedPayload) -> String, _ rn: (JWSRenewalInfoDecodedPayload) -> String) -> SignedDelivery {
+    public func apiResponses(
+        _ s: APISnapshot, sign tx: (JWSTransactionDecodedPayload) -> String,
+        _ rn: (JWSRenewalInfoDecodedPayload) -> String
+    ) -> SignedDelivery {
         let first = s.transactions.first
         let bundleId = first?.bundleId ?? "", environment = first?.environment ?? .production
         let signed = s.transactions.map(tx)
@@ -67,25 +73,33 @@ public final class ArtifactRenderer {
         var i = 0
         repeat {
             let chunk = Array(signed[min(i, signed.count)..<min(i + pageSize, signed.count)])
-            pages.append(HistoryResponse(revision: "rev-\(s.originalTransactionId)-\(pages.count + 1)", hasMore: i + pageSize < signed.count,
-                                         bundleId: bundleId, appAppleId: appAppleId, environment: environment, signedTransactions: chunk))
+            pages.append(
+                HistoryResponse(
+                    revision: "rev-\(s.originalTransactionId)-\(pages.count + 1)", hasMore: i + pageSize < signed.count,
+                    bundleId: bundleId, appAppleId: appAppleId, environment: environment, signedTransactions: chunk))
             i += pageSize
         } while i < signed.count
         var groups: [SubscriptionGroupIdentifierItem] = []
         for r in s.renewalInfos {
-            guard let latest = s.transactions.filter({ $0.originalTransactionId == r.originalTransactionId })
-                .max(by: { ($0.purchaseDate, $0.transactionId) < ($1.purchaseDate, $1.transactionId) }),
-                let group = latest.subscriptionGroupIdentifier else { continue }
+            guard
+                let latest = s.transactions.filter({ $0.originalTransactionId == r.originalTransactionId })
+                    .max(by: { ($0.purchaseDate, $0.transactionId) < ($1.purchaseDate, $1.transactionId) }),
+                let group = latest.subscriptionGroupIdentifier
+            else { continue }
             let item = LastTransactionsItem(
-                originalTransactionId: r.originalTransactionId, status: .derive(latest: latest, renewal: r, at: r.signedDate),
+                originalTransactionId: r.originalTransactionId,
+                status: .derive(latest: latest, renewal: r, at: r.signedDate),
                 signedTransactionInfo: tx(latest), signedRenewalInfo: rn(r))
             if let k = groups.firstIndex(where: { $0.subscriptionGroupIdentifier == group }) {
                 groups[k].lastTransactions.append(item)
             } else {
-                groups.append(SubscriptionGroupIdentifierItem(subscriptionGroupIdentifier: group, lastTransactions: [item]))
+                groups.append(
+                    SubscriptionGroupIdentifierItem(subscriptionGroupIdentifier: group, lastTransactions: [item]))
             }
         }
-        let statuses = groups.isEmpty ? nil : StatusResponse(data: groups, environment: environment, appAppleId: appAppleId, bundleId: bundleId)
+        let statuses =
+            groups.isEmpty
+            ? nil : StatusResponse(data: groups, environment: environment, appAppleId: appAppleId, bundleId: bundleId)
         return .apiSnapshot(originalTransactionId: s.originalTransactionId, history: pages, statuses: statuses)
     }
 
@@ -96,11 +110,15 @@ public final class ArtifactRenderer {
 
     /// Get Notification History: the original signed payloads with their send attempts (at most 6, Apple's retry
     /// schedule), paged.
-    public func notificationHistory(_ items: [(ResponseBodyV2DecodedPayload, [SendAttemptItem])], pageSize: Int = 20, page: Int = 0) -> NotificationHistoryResponse {
+    public func notificationHistory(
+        _ items: [(ResponseBodyV2DecodedPayload, [SendAttemptItem])], pageSize: Int = 20, page: Int = 0
+    ) -> NotificationHistoryResponse {
         let slice = items.dropFirst(page * pageSize).prefix(pageSize)
         let more = items.count > (page + 1) * pageSize
         return NotificationHistoryResponse(
             paginationToken: more ? "page-\(page + 1)" : nil, hasMore: more,
-            notificationHistory: slice.map { NotificationHistoryResponseItem(signedPayload: notification($0.0), sendAttempts: Array($0.1.prefix(6))) })
+            notificationHistory: slice.map {
+                NotificationHistoryResponseItem(signedPayload: notification($0.0), sendAttempts: Array($0.1.prefix(6)))
+            })
     }
 }

@@ -15,7 +15,10 @@ public struct ForgeryKit: Sendable {
     /// The decoded content of a forged delivery of class `f`, built from a genuine notification: the tempting
     /// transaction (`tempting`) arrives by the app channel, except for the classes that only exist for a
     /// notification; identity classes swap in another bundle, app or environment. A replay keeps the UUID.
-    public static func delivery(_ f: ForgeryClass, tempting: JWSTransactionDecodedPayload, notification: ResponseBodyV2DecodedPayload, userId: String) -> Delivery {
+    public static func delivery(
+        _ f: ForgeryClass, tempting: JWSTransactionDecodedPayload, notification: ResponseBodyV2DecodedPayload,
+        userId: String
+    ) -> Delivery {
         var n = notification
         n.data?.transactionInfo = tempting
         if f != .replayedNotificationUUID { n.notificationUUID = "f00d" + n.notificationUUID.dropFirst(4) }
@@ -45,27 +48,34 @@ public struct ForgeryKit: Sendable {
         let d = forgery == .leafNotYetValid ? Self.backdated(d) : d
         switch d {
         case .appTransaction(let s):
-            return .appTransaction(userId: s.userId, signedTransaction: jws(forgery, s.transaction, s.transaction.signedDate), deviceTime: s.deviceTime)
+            return .appTransaction(
+                userId: s.userId, signedTransaction: jws(forgery, s.transaction, s.transaction.signedDate),
+                deviceTime: s.deviceTime)
         case .notification(let n) where forgery == .forgedNestedTransaction:
             // The envelope is genuine and validly signed; only the nested transaction is forged.
             var wire = ArtifactRenderer(pki: pki).wire(n)
-            wire.data?.signedTransactionInfo = n.data?.transactionInfo.map { jws(.foreignKeySignature, $0, $0.signedDate) }
+            wire.data?.signedTransactionInfo = n.data?.transactionInfo.map {
+                jws(.foreignKeySignature, $0, $0.signedDate)
+            }
             return .notification(signedPayload: JWSSigner(pki: pki).sign(wire, signedDate: n.signedDate))
         case .notification(let n):
             let nested = ResponseBodyV2SignedPayload(
                 notificationType: n.notificationType, subtype: n.subtype, notificationUUID: n.notificationUUID,
                 version: n.version, signedDate: n.signedDate,
                 data: n.data.map { data in
-                    .init(appAppleId: data.appAppleId, bundleId: data.bundleId, environment: data.environment,
-                          signedTransactionInfo: data.transactionInfo.map { jws(forgery, $0, $0.signedDate) },
-                          signedRenewalInfo: data.renewalInfo.map { jws(forgery, $0, $0.signedDate) }, status: data.status)
+                    .init(
+                        appAppleId: data.appAppleId, bundleId: data.bundleId, environment: data.environment,
+                        signedTransactionInfo: data.transactionInfo.map { jws(forgery, $0, $0.signedDate) },
+                        signedRenewalInfo: data.renewalInfo.map { jws(forgery, $0, $0.signedDate) }, status: data.status
+                    )
                 },
                 summary: n.summary, externalPurchaseToken: n.externalPurchaseToken)
             return .notification(signedPayload: jws(forgery, nested, n.signedDate))
         case .legacyReceipt:
             return ArtifactRenderer(pki: pki).render(d)  // not signed: nothing to forge cryptographically
         case .apiSnapshot(let s):
-            return ArtifactRenderer(pki: pki).apiResponses(s, sign: { jws(forgery, $0, $0.signedDate) }, { jws(forgery, $0, $0.signedDate) })
+            return ArtifactRenderer(pki: pki).apiResponses(
+                s, sign: { jws(forgery, $0, $0.signedDate) }, { jws(forgery, $0, $0.signedDate) })
         }
     }
 
@@ -87,7 +97,8 @@ public struct ForgeryKit: Sendable {
         case .tamperedHeader:
             let good = JWSSigner.es256(es256, payload, key: genuine.key)
             let parts = good.split(separator: ".", omittingEmptySubsequences: false)
-            return "\(JWSSigner.header(alg: "ES256", x5c: genuine.chain, extra: ",\"kid\":\"attacker\"")).\(parts[1]).\(parts[2])"
+            return
+                "\(JWSSigner.header(alg: "ES256", x5c: genuine.chain, extra: ",\"kid\":\"attacker\"")).\(parts[1]).\(parts[2])"
         case .foreignKeySignature:
             let other = P256.Signing.PrivateKey()
             return JWSSigner.es256(es256, payload, key: other)
@@ -115,8 +126,10 @@ public struct ForgeryKit: Sendable {
         case .leafNotYetValid:
             // Valid from an hour after the claimed signedDate on: a verifier that checks the chain at the time of
             // delivery (or against its wall clock) accepts it; at signedDate, as Apple's rule says, it is not valid.
-            return signed(by: pki.leaf(validFrom: TestPKI.date(signedDate &+ CivilTime.msPerHour),
-                                       until: TestPKI.date(signedDate &+ 2 * 365 * CivilTime.msPerDay)))
+            return signed(
+                by: pki.leaf(
+                    validFrom: TestPKI.date(signedDate &+ CivilTime.msPerHour),
+                    until: TestPKI.date(signedDate &+ 2 * 365 * CivilTime.msPerDay)))
         case .intermediateNotCA: return signed(by: broken.intermediateNotCA)
         case .wrongBundleId, .wrongAppAppleId, .wrongEnvironment, .replayedNotificationUUID, .forgedNestedTransaction:
             // Validly signed: the content itself is what is wrong (or already seen).
@@ -124,7 +137,9 @@ public struct ForgeryKit: Sendable {
         case .xcodeEnvironment:
             // What Xcode's StoreKit testing produces: its own self-signed key, one certificate.
             let xcodeKey = P256.Signing.PrivateKey()
-            return JWSSigner.es256(JWSSigner.header(alg: "ES256", x5c: [genuine.chain[0]], extra: ",\"kid\":\"Apple_Xcode_Key\""), payload, key: xcodeKey)
+            return JWSSigner.es256(
+                JWSSigner.header(alg: "ES256", x5c: [genuine.chain[0]], extra: ",\"kid\":\"Apple_Xcode_Key\""), payload,
+                key: xcodeKey)
         case .truncatedSegment:
             let good = signed(by: genuine)
             return String(decoding: good.utf8.prefix(good.utf8.count - 20), as: UTF8.self)
@@ -148,8 +163,12 @@ public struct ForgeryKit: Sendable {
 
     /// The delivery with every `signedDate` moved back by ``backdating``.
     static func backdated(_ d: Delivery) -> Delivery {
-        func tx(_ t: JWSTransactionDecodedPayload) -> JWSTransactionDecodedPayload { var t = t; t.signedDate = t.signedDate &- backdating; return t }
-        func rn(_ r: JWSRenewalInfoDecodedPayload) -> JWSRenewalInfoDecodedPayload { var r = r; r.signedDate = r.signedDate &- backdating; return r }
+        func tx(_ t: JWSTransactionDecodedPayload) -> JWSTransactionDecodedPayload {
+            var t = t; t.signedDate = t.signedDate &- backdating; return t
+        }
+        func rn(_ r: JWSRenewalInfoDecodedPayload) -> JWSRenewalInfoDecodedPayload {
+            var r = r; r.signedDate = r.signedDate &- backdating; return r
+        }
         switch d {
         case .appTransaction(var s):
             s.transaction = tx(s.transaction)

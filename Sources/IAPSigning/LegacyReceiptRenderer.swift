@@ -9,11 +9,14 @@ public enum LegacyReceiptRenderer {
         var entries: [LegacyReceiptResponse.InApp] = []
         var pending: [LegacyReceiptResponse.PendingRenewal] = []
         for chain in l.chains {
-            let ordered = chain.transactions.sorted { ($0.purchaseDate, $0.transactionId) < ($1.purchaseDate, $1.transactionId) }
+            let ordered = chain.transactions.sorted {
+                ($0.purchaseDate, $0.transactionId) < ($1.purchaseDate, $1.transactionId)
+            }
             for (i, t) in ordered.enumerated() where t.type != .consumable {
                 var e = LegacyReceiptResponse.InApp(
                     quantity: String(t.quantity ?? 1), product_id: t.productId, transaction_id: t.transactionId,
-                    original_transaction_id: t.originalTransactionId, purchase_date: gmt(t.purchaseDate), purchase_date_ms: String(t.purchaseDate))
+                    original_transaction_id: t.originalTransactionId, purchase_date: gmt(t.purchaseDate),
+                    purchase_date_ms: String(t.purchaseDate))
                 e.purchase_date_pst = pst(t.purchaseDate)
                 e.original_purchase_date = t.originalPurchaseDate.map(gmt)
                 e.original_purchase_date_ms = t.originalPurchaseDate.map { String($0) }
@@ -22,7 +25,8 @@ public enum LegacyReceiptRenderer {
                 e.expires_date_pst = t.expiresDate.map(pst)
                 // Legacy receipts put the upgrade instant in cancellation_date on the upgraded-from entry: the
                 // purchase of the next later entry (a restored copy of the same period has the same purchaseDate).
-                let upgradedAt: Millis? = t.isUpgraded == true
+                let upgradedAt: Millis? =
+                    t.isUpgraded == true
                     ? ordered.dropFirst(i + 1).first { $0.purchaseDate > t.purchaseDate }?.purchaseDate : nil
                 if let c = t.revocationDate ?? upgradedAt {
                     e.cancellation_date = gmt(c)
@@ -32,7 +36,8 @@ public enum LegacyReceiptRenderer {
                 e.web_order_line_item_id = t.webOrderLineItemId
                 if t.type == .autoRenewable {
                     e.is_trial_period = String(t.offerType == .introductory && t.offerDiscountType == .freeTrial)
-                    e.is_in_intro_offer_period = String(t.offerType == .introductory && t.offerDiscountType != .freeTrial)
+                    e.is_in_intro_offer_period = String(
+                        t.offerType == .introductory && t.offerDiscountType != .freeTrial)
                 }
                 if t.isUpgraded == true { e.is_upgraded = "true" }
                 e.in_app_ownership_type = t.inAppOwnershipType.rawValue
@@ -69,7 +74,8 @@ public enum LegacyReceiptRenderer {
     }
 
     public static func body(_ l: LegacyReceiptFacts, shuffleSeed: UInt64 = 0) -> String {
-        String(decoding: (try? JWSSigner.encoder.encode(response(l, shuffleSeed: shuffleSeed))) ?? Data(), as: UTF8.self)
+        String(
+            decoding: (try? JWSSigner.encoder.encode(response(l, shuffleSeed: shuffleSeed))) ?? Data(), as: UTF8.self)
     }
 
     /// `2026-03-01 00:00:00 Etc/GMT`

@@ -22,10 +22,14 @@ public enum PKIExport {
     /// notification) per forgery class under `forged/`, and `samples.json` describing them.
     /// Returns how many genuine and forged samples it wrote.
     @discardableResult
-    public static func samples(_ pki: TestPKI, catalog: Catalog, at t: Millis, to directory: String) throws -> (genuine: Int, forged: Int) {
+    public static func samples(_ pki: TestPKI, catalog: Catalog, at t: Millis, to directory: String) throws -> (
+        genuine: Int, forged: Int
+    ) {
         let forgedDir = (directory as NSString).appendingPathComponent("forged")
         try FileManager.default.createDirectory(atPath: forgedDir, withIntermediateDirectories: true)
-        guard let product = catalog.probeProduct else { throw PKIExportError("the catalog has no product to sign a sample for") }
+        guard let product = catalog.probeProduct else {
+            throw PKIExportError("the catalog has no product to sign a sample for")
+        }
         var tx = catalog.probeTransaction(of: product, at: t, user: "a1b2c3d4-0000-4000-8000-000000000001")
         tx.storefront = "USA"
         tx.currency = "USD"
@@ -38,29 +42,37 @@ public enum PKIExport {
         renewal.isInBillingRetryPeriod = false
         // One-time products are reported as ONE_TIME_CHARGE; subscriptions as SUBSCRIBED/INITIAL_BUY.
         let notification = ResponseBodyV2DecodedPayload(
-            notificationType: renews ? .subscribed : .oneTimeCharge, subtype: renews ? .initialBuy : nil, notificationUUID: "5e1f0000-0000-4000-9000-000000000001",
-            signedDate: t, data: NotificationData(appAppleId: catalog.appAppleId, bundleId: catalog.bundleId,
-                                                  environment: catalog.environment, transactionInfo: tx, renewalInfo: renews ? renewal : nil,
-                                                  status: renews ? .active : nil))
+            notificationType: renews ? .subscribed : .oneTimeCharge, subtype: renews ? .initialBuy : nil,
+            notificationUUID: "5e1f0000-0000-4000-9000-000000000001",
+            signedDate: t,
+            data: NotificationData(
+                appAppleId: catalog.appAppleId, bundleId: catalog.bundleId,
+                environment: catalog.environment, transactionInfo: tx, renewalInfo: renews ? renewal : nil,
+                status: renews ? .active : nil))
         let renderer = ArtifactRenderer(pki: pki)
         func write(_ text: String, _ name: String, in dir: String = directory) throws {
-            try Data(text.utf8).write(to: URL(fileURLWithPath: (dir as NSString).appendingPathComponent(name)), options: .atomic)
+            try Data(text.utf8).write(
+                to: URL(fileURLWithPath: (dir as NSString).appendingPathComponent(name)), options: .atomic)
         }
         try write(renderer.transaction(tx), "transaction.jws")
         if renews { try write(renderer.renewal(renewal), "renewal.jws") }
         try write(renderer.notification(notification), "notification.jws")
         // Notifications without `data`: the app is named in `summary` / `externalPurchaseToken` instead.
         let summary = ResponseBodyV2DecodedPayload(
-            notificationType: .renewalExtension, subtype: .summary, notificationUUID: "5e1f0000-0000-4000-9000-000000000002",
+            notificationType: .renewalExtension, subtype: .summary,
+            notificationUUID: "5e1f0000-0000-4000-9000-000000000002",
             signedDate: t, data: nil,
-            summary: NotificationSummary(requestIdentifier: "5e1f0000-0000-4000-9000-000000000003", environment: catalog.environment,
-                                         appAppleId: catalog.appAppleId, bundleId: catalog.bundleId, productId: product.id,
-                                         failedCount: 0, succeededCount: 1))
+            summary: NotificationSummary(
+                requestIdentifier: "5e1f0000-0000-4000-9000-000000000003", environment: catalog.environment,
+                appAppleId: catalog.appAppleId, bundleId: catalog.bundleId, productId: product.id,
+                failedCount: 0, succeededCount: 1))
         let token = ResponseBodyV2DecodedPayload(
-            notificationType: .externalPurchaseToken, subtype: .unreported, notificationUUID: "5e1f0000-0000-4000-9000-000000000004",
+            notificationType: .externalPurchaseToken, subtype: .unreported,
+            notificationUUID: "5e1f0000-0000-4000-9000-000000000004",
             signedDate: t, data: nil,
             externalPurchaseToken: ExternalPurchaseToken(
-                externalPurchaseId: (catalog.environment == .production ? "" : "SANDBOX") + "5e1f0000-0000-4000-9000-000000000005",
+                externalPurchaseId: (catalog.environment == .production ? "" : "SANDBOX")
+                    + "5e1f0000-0000-4000-9000-000000000005",
                 tokenCreationDate: t, appAppleId: catalog.appAppleId, bundleId: catalog.bundleId))
         try write(renderer.notification(summary), "summary-notification.jws")
         let writesToken = [Environment.production, .sandbox].contains(catalog.environment)
@@ -80,7 +92,8 @@ public enum PKIExport {
             try write(jws, "\(f.rawValue).jws", in: forgedDir)
             forged.append(["class": f.rawValue, "kind": kind, "file": "forged/\(f.rawValue).jws"])
         }
-        let genuine = ["transaction.jws"] + (renews ? ["renewal.jws"] : []) + ["notification.jws", "summary-notification.jws"]
+        let genuine =
+            ["transaction.jws"] + (renews ? ["renewal.jws"] : []) + ["notification.jws", "summary-notification.jws"]
             + (writesToken ? ["external-purchase-token-notification.jws"] : [])
         let meta: [String: Any] = [
             "bundleId": catalog.bundleId, "appAppleId": catalog.appAppleId, "environment": catalog.environment.rawValue,
@@ -88,7 +101,9 @@ public enum PKIExport {
             "forged": forged, "product": product.id,
         ]
         try JSONSerialization.data(withJSONObject: meta, options: [.prettyPrinted, .sortedKeys])
-            .write(to: URL(fileURLWithPath: (directory as NSString).appendingPathComponent("samples.json")), options: .atomic)
+            .write(
+                to: URL(fileURLWithPath: (directory as NSString).appendingPathComponent("samples.json")),
+                options: .atomic)
         _ = try export(pki, to: directory)
         return (genuine.count, forged.count)
     }

@@ -63,7 +63,8 @@ public final class TestPKI: @unchecked Sendable {
     /// product a dozen times) plus Apple's notification retries.
     public static let defaultValidity: (Date, Date) = (
         Date(timeIntervalSince1970: Double(CivilTime.days(fromCivil: 2025, 3, 1) * 86400)),
-        Date(timeIntervalSince1970: Double(CivilTime.days(fromCivil: 2046, 3, 1) * 86400)))
+        Date(timeIntervalSince1970: Double(CivilTime.days(fromCivil: 2046, 3, 1) * 86400))
+    )
 
     private static let lock = NSLock()
     nonisolated(unsafe) private static var cache: [UInt64: TestPKI] = [:]
@@ -108,18 +109,21 @@ public final class TestPKI: @unchecked Sendable {
         let rootPublic = Certificate.PublicKey(rootKey.publicKey)
         root = try Self.issue(
             serial: 1, publicKey: rootPublic, subject: rootName, issuer: rootName, issuerKey: .init(rootKey),
-            issuerPublic: rootPublic, from: validFrom.addingTimeInterval(-365 * 86400), until: validUntil.addingTimeInterval(5 * 365 * 86400),
+            issuerPublic: rootPublic, from: validFrom.addingTimeInterval(-365 * 86400),
+            until: validUntil.addingTimeInterval(5 * 365 * 86400),
             kind: .root)
         let interPublic = Certificate.PublicKey(intermediateKey.publicKey)
         intermediate = try Self.issue(
             serial: 2, publicKey: interPublic, subject: intermediateName, issuer: rootName, issuerKey: .init(rootKey),
-            issuerPublic: rootPublic, from: validFrom.addingTimeInterval(-180 * 86400), until: validUntil.addingTimeInterval(2 * 365 * 86400),
+            issuerPublic: rootPublic, from: validFrom.addingTimeInterval(-180 * 86400),
+            until: validUntil.addingTimeInterval(2 * 365 * 86400),
             kind: .intermediate(oid: true, ca: true), ocspURL: ocspURL)
         var leaves: [Leaf] = []
         for i in 0..<leafCount {
             let key = kd.p256("leaf-\(i)")
             let issued = try Self.issue(
-                serial: 100 + Int64(i), publicKey: .init(key.publicKey), subject: try Self.leafName(i), issuer: intermediateName,
+                serial: 100 + Int64(i), publicKey: .init(key.publicKey), subject: try Self.leafName(i),
+                issuer: intermediateName,
                 issuerKey: .init(intermediateKey), issuerPublic: interPublic, from: validFrom, until: validUntil,
                 kind: .leaf(oid: true, oidCritical: false), ocspURL: ocspURL)
             leaves.append(Leaf(issued: issued, key: key, chain: [issued.x5c, intermediate.x5c, root.x5c]))
@@ -149,8 +153,11 @@ public final class TestPKI: @unchecked Sendable {
         defer { slotLock.unlock() }
         if let l = slotLeaves[slot] { return l }
         let start = slot * Self.slotLength
-        guard let l = try? issueLeaf(label: "slot-leaf-\(slot)", serial: Self.serial(10_000, slot),
-                                     from: Self.date(start - CivilTime.msPerDay), until: Self.date(start + Self.slotLength + CivilTime.msPerDay))
+        guard
+            let l = try? issueLeaf(
+                label: "slot-leaf-\(slot)", serial: Self.serial(10_000, slot),
+                from: Self.date(start - CivilTime.msPerDay),
+                until: Self.date(start + Self.slotLength + CivilTime.msPerDay))
         else { return leaves[0] }
         slotLeaves[slot] = l
         return l
@@ -171,7 +178,9 @@ public final class TestPKI: @unchecked Sendable {
         slotLock.lock()
         defer { slotLock.unlock() }
         if let l = windowLeaves[key] { return l }
-        guard let l = try? issueLeaf(label: "window-leaf-\(key)", serial: Self.serial(2_000_000_000, key), from: from, until: until)
+        guard
+            let l = try? issueLeaf(
+                label: "window-leaf-\(key)", serial: Self.serial(2_000_000_000, key), from: from, until: until)
         else { return leaves[0] }
         windowLeaves[key] = l
         return l
@@ -188,7 +197,8 @@ public final class TestPKI: @unchecked Sendable {
         var kd = KeyDerivation(seed: seed)
         let key = kd.p256(label)
         let issued = try Self.issue(
-            serial: serial, publicKey: .init(key.publicKey), subject: try Self.leafName(Int(serial)), issuer: intermediate.certificate.subject,
+            serial: serial, publicKey: .init(key.publicKey), subject: try Self.leafName(Int(serial)),
+            issuer: intermediate.certificate.subject,
             issuerKey: .init(intermediateKey), issuerPublic: .init(intermediateKey.publicKey), from: from, until: until,
             kind: .leaf(oid: true, oidCritical: false), ocspURL: ocspURL)
         return Leaf(issued: issued, key: key, chain: [issued.x5c, intermediate.x5c, root.x5c])
@@ -207,27 +217,43 @@ public final class TestPKI: @unchecked Sendable {
     ) throws -> Issued {
         var ext = Certificate.Extensions()
         if let ocspURL {
-            let aia = AuthorityInformationAccess([.init(method: .ocspServer, location: .uniformResourceIdentifier(ocspURL))])
+            let aia = AuthorityInformationAccess([
+                .init(method: .ocspServer, location: .uniformResourceIdentifier(ocspURL))
+            ])
             try ext.append(Certificate.Extension(aia, critical: false))
         }
         let ski = SubjectKeyIdentifier(hash: publicKey)
         switch kind {
         case .root:
-            try ext.append(Certificate.Extension(BasicConstraints.isCertificateAuthority(maxPathLength: nil), critical: true))
+            try ext.append(
+                Certificate.Extension(BasicConstraints.isCertificateAuthority(maxPathLength: nil), critical: true))
             try ext.append(Certificate.Extension(KeyUsage(keyCertSign: true, cRLSign: true), critical: true))
             try ext.append(Certificate.Extension(ski, critical: false))
         case .intermediate(let oid, let ca):
-            try ext.append(Certificate.Extension(ca ? BasicConstraints.isCertificateAuthority(maxPathLength: 0) : .notCertificateAuthority, critical: true))
+            try ext.append(
+                Certificate.Extension(
+                    ca ? BasicConstraints.isCertificateAuthority(maxPathLength: 0) : .notCertificateAuthority,
+                    critical: true))
             try ext.append(Certificate.Extension(KeyUsage(keyCertSign: true, cRLSign: true), critical: true))
             try ext.append(Certificate.Extension(ski, critical: false))
-            try ext.append(Certificate.Extension(AuthorityKeyIdentifier(keyIdentifier: SubjectKeyIdentifier(hash: issuerPublic).keyIdentifier), critical: false))
-            if oid { try ext.append(Certificate.Extension(oid: wwdrIntermediateOID, critical: false, value: [0x05, 0x00])) }
+            try ext.append(
+                Certificate.Extension(
+                    AuthorityKeyIdentifier(keyIdentifier: SubjectKeyIdentifier(hash: issuerPublic).keyIdentifier),
+                    critical: false))
+            if oid {
+                try ext.append(Certificate.Extension(oid: wwdrIntermediateOID, critical: false, value: [0x05, 0x00]))
+            }
         case .leaf(let oid, let critical):
             try ext.append(Certificate.Extension(BasicConstraints.notCertificateAuthority, critical: true))
             try ext.append(Certificate.Extension(KeyUsage(digitalSignature: true), critical: true))
             try ext.append(Certificate.Extension(ski, critical: false))
-            try ext.append(Certificate.Extension(AuthorityKeyIdentifier(keyIdentifier: SubjectKeyIdentifier(hash: issuerPublic).keyIdentifier), critical: false))
-            if oid { try ext.append(Certificate.Extension(oid: receiptSigningOID, critical: critical, value: [0x05, 0x00])) }
+            try ext.append(
+                Certificate.Extension(
+                    AuthorityKeyIdentifier(keyIdentifier: SubjectKeyIdentifier(hash: issuerPublic).keyIdentifier),
+                    critical: false))
+            if oid {
+                try ext.append(Certificate.Extension(oid: receiptSigningOID, critical: critical, value: [0x05, 0x00]))
+            }
         }
         let cert = try Certificate(
             version: .v3, serialNumber: Certificate.SerialNumber(bytes: Self.serialBytes(serial)), publicKey: publicKey,
@@ -277,32 +303,43 @@ public final class TestPKI: @unchecked Sendable {
         let foreign = try TestPKI(seed: seed &+ 0xF0E, validFrom: validFrom, validUntil: validUntil, leafCount: 1)
         let interName = intermediate.certificate.subject
         let interPublic = Certificate.PublicKey(intermediateKey.publicKey)
-        func leafUnder(_ label: String, serial: Int64, from: Date, until: Date, oid: Bool, critical: Bool) throws -> Leaf {
+        func leafUnder(_ label: String, serial: Int64, from: Date, until: Date, oid: Bool, critical: Bool) throws
+            -> Leaf
+        {
             let key = kd.p256(label)
-            let issued = try Self.issue(serial: serial, publicKey: .init(key.publicKey), subject: try Self.leafName(Int(serial)), issuer: interName,
-                                        issuerKey: .init(intermediateKey), issuerPublic: interPublic, from: from, until: until,
-                                        kind: .leaf(oid: oid, oidCritical: critical))
+            let issued = try Self.issue(
+                serial: serial, publicKey: .init(key.publicKey), subject: try Self.leafName(Int(serial)),
+                issuer: interName,
+                issuerKey: .init(intermediateKey), issuerPublic: interPublic, from: from, until: until,
+                kind: .leaf(oid: oid, oidCritical: critical))
             return Leaf(issued: issued, key: key, chain: [issued.x5c, intermediate.x5c, root.x5c])
         }
         func chainUnder(_ label: String, serial: Int64, oid: Bool, ca: Bool) throws -> Leaf {
             let ikey = kd.p384(label + "-intermediate")
             let iname = try DistinguishedName { CommonName("iapcheck Broken Intermediate \(label)") }
-            let inter = try Self.issue(serial: serial, publicKey: .init(ikey.publicKey), subject: iname, issuer: root.certificate.subject,
-                                       issuerKey: .init(rootKey), issuerPublic: .init(rootKey.publicKey), from: validFrom, until: validUntil,
-                                       kind: .intermediate(oid: oid, ca: ca))
+            let inter = try Self.issue(
+                serial: serial, publicKey: .init(ikey.publicKey), subject: iname, issuer: root.certificate.subject,
+                issuerKey: .init(rootKey), issuerPublic: .init(rootKey.publicKey), from: validFrom, until: validUntil,
+                kind: .intermediate(oid: oid, ca: ca))
             let key = kd.p256(label)
-            let leaf = try Self.issue(serial: serial + 1, publicKey: .init(key.publicKey), subject: try Self.leafName(Int(serial + 1)), issuer: iname,
-                                      issuerKey: .init(ikey), issuerPublic: .init(ikey.publicKey), from: validFrom, until: validUntil,
-                                      kind: .leaf(oid: true, oidCritical: false))
+            let leaf = try Self.issue(
+                serial: serial + 1, publicKey: .init(key.publicKey), subject: try Self.leafName(Int(serial + 1)),
+                issuer: iname,
+                issuerKey: .init(ikey), issuerPublic: .init(ikey.publicKey), from: validFrom, until: validUntil,
+                kind: .leaf(oid: true, oidCritical: false))
             return Leaf(issued: leaf, key: key, chain: [leaf.x5c, inter.x5c, root.x5c])
         }
         let year: TimeInterval = 365 * 86400
         return BrokenChains(
             untrusted: foreign.leaves[0],
-            leafWithoutOID: try leafUnder("no-oid", serial: 900, from: validFrom, until: validUntil, oid: false, critical: false),
+            leafWithoutOID: try leafUnder(
+                "no-oid", serial: 900, from: validFrom, until: validUntil, oid: false, critical: false),
             intermediateWithoutOID: try chainUnder("inter-no-oid", serial: 910, oid: false, ca: true),
-            leafOIDCritical: try leafUnder("oid-critical", serial: 920, from: validFrom, until: validUntil, oid: true, critical: true),
-            leafExpired: try leafUnder("expired", serial: 930, from: validFrom.addingTimeInterval(-3 * year), until: validFrom.addingTimeInterval(-2 * year), oid: true, critical: false),
+            leafOIDCritical: try leafUnder(
+                "oid-critical", serial: 920, from: validFrom, until: validUntil, oid: true, critical: true),
+            leafExpired: try leafUnder(
+                "expired", serial: 930, from: validFrom.addingTimeInterval(-3 * year),
+                until: validFrom.addingTimeInterval(-2 * year), oid: true, critical: false),
             intermediateNotCA: try chainUnder("inter-not-ca", serial: 950, oid: true, ca: false))
     }
 }
@@ -327,12 +364,16 @@ struct KeyDerivation {
     }
 
     mutating func p256(_ label: String) -> P256.Signing.PrivateKey {
-        for c in 0... { if let k = try? P256.Signing.PrivateKey(rawRepresentation: bytes(label, c, count: 32)) { return k } }
+        for c in 0... {
+            if let k = try? P256.Signing.PrivateKey(rawRepresentation: bytes(label, c, count: 32)) { return k }
+        }
         fatalError("unreachable")
     }
 
     mutating func p384(_ label: String) -> P384.Signing.PrivateKey {
-        for c in 0... { if let k = try? P384.Signing.PrivateKey(rawRepresentation: bytes(label, c, count: 48)) { return k } }
+        for c in 0... {
+            if let k = try? P384.Signing.PrivateKey(rawRepresentation: bytes(label, c, count: 48)) { return k }
+        }
         fatalError("unreachable")
     }
 }

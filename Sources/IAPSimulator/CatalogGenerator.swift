@@ -24,11 +24,18 @@ public struct CatalogGenerator: Sendable {
     }
 
     /// The durations Apple offers for auto-renewable subscriptions, the simplest first.
-    static let durations: [Period] = [Period(1, .month), Period(1, .year), Period(1, .week), Period(3, .month), Period(6, .month), Period(2, .month)]
+    static let durations: [Period] = [
+        Period(1, .month), Period(1, .year), Period(1, .week), Period(3, .month), Period(6, .month), Period(2, .month),
+    ]
     /// Free-trial lengths App Store Connect offers.
-    static let trialLengths: [Period] = [Period(1, .week), Period(1, .month), Period(3, .day), Period(2, .week), Period(3, .month), Period(6, .month), Period(1, .year), Period(2, .month)]
+    static let trialLengths: [Period] = [
+        Period(1, .week), Period(1, .month), Period(3, .day), Period(2, .week), Period(3, .month), Period(6, .month),
+        Period(1, .year), Period(2, .month),
+    ]
     /// Pay-up-front lengths App Store Connect offers (months only).
-    static let upFrontLengths: [Period] = [Period(1, .month), Period(3, .month), Period(2, .month), Period(6, .month), Period(1, .year)]
+    static let upFrontLengths: [Period] = [
+        Period(1, .month), Period(3, .month), Period(2, .month), Period(6, .month), Period(1, .year),
+    ]
     static let groupNames = ["alpha", "beta", "gamma"]
 
     public func draw(_ src: ChoiceSource) -> Catalog {
@@ -47,20 +54,27 @@ public struct CatalogGenerator: Sendable {
                     let level = 1 + src.int(below: min(count, 3))
                     let period = src.pick(Self.durations)
                     let id = unique("\(Self.groupNames[g]).l\(level).\(Self.tag(period))", in: cat)
-                    cat.products.append(CatalogProduct(
-                        id: id, kind: .autoRenewable, groupId: group.id, level: level, period: period,
-                        familyShareable: src.chance(60),
-                        introductoryOffer: src.chance(60) ? offer(nil, for: period, src) : nil,
-                        promotionalOffers: src.chance(40) ? [offer(id + ".promo", for: period, src)] : [],
-                        offerCodes: src.chance(40) ? [offer(id.uppercased().replacingOccurrences(of: ".", with: "-") + "-CODE", for: period, src)] : [],
-                        winBackOffers: src.chance(20) ? [offer(id + ".winback", for: period, src)] : []))
+                    cat.products.append(
+                        CatalogProduct(
+                            id: id, kind: .autoRenewable, groupId: group.id, level: level, period: period,
+                            familyShareable: src.chance(60),
+                            introductoryOffer: src.chance(60) ? offer(nil, for: period, src) : nil,
+                            promotionalOffers: src.chance(40) ? [offer(id + ".promo", for: period, src)] : [],
+                            offerCodes: src.chance(40)
+                                ? [
+                                    offer(
+                                        id.uppercased().replacingOccurrences(of: ".", with: "-") + "-CODE", for: period,
+                                        src)
+                                ] : [],
+                            winBackOffers: src.chance(20) ? [offer(id + ".winback", for: period, src)] : []))
                 }
             }
             for i in 0..<src.int(below: 3) {
                 cat.products.append(CatalogProduct(id: "coins.\(i + 1)", kind: .consumable))
             }
             for i in 0..<src.int(below: 3) {
-                cat.products.append(CatalogProduct(id: "unlock.\(i + 1)", kind: .nonConsumable, familyShareable: src.chance(50)))
+                cat.products.append(
+                    CatalogProduct(id: "unlock.\(i + 1)", kind: .nonConsumable, familyShareable: src.chance(50)))
             }
             if src.chance(50) {
                 let period = src.pick([Period(3, .month), Period(1, .month), Period(1, .year)])
@@ -74,7 +88,10 @@ public struct CatalogGenerator: Sendable {
     /// pay-as-you-go price for one to three of the product's own periods (at most a year in all).
     func offer(_ id: String?, for period: Period, _ src: ChoiceSource) -> OfferSpec {
         switch src.int(below: 3) {
-        case 1: OfferSpec(id: id, discountType: .payAsYouGo, period: period, periods: 1 + src.int(below: Self.maxPayAsYouGoPeriods(period)))
+        case 1:
+            OfferSpec(
+                id: id, discountType: .payAsYouGo, period: period,
+                periods: 1 + src.int(below: Self.maxPayAsYouGoPeriods(period)))
         case 2: OfferSpec(id: id, discountType: .payUpFront, period: src.pick(Self.upFrontLengths))
         default: OfferSpec(id: id, discountType: .freeTrial, period: src.pick(Self.trialLengths))
         }

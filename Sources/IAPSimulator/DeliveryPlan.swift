@@ -67,7 +67,9 @@ public struct PlannedDelivery: Codable, Hashable, Sendable {
     /// Set when this is a forged artifact (the decoded `delivery` is the content the forger wants accepted).
     public var forgery: ForgeryClass?
 
-    public init(arrival: Millis, now: Millis, delivery: Delivery, label: String, person: Int, forgery: ForgeryClass? = nil) {
+    public init(
+        arrival: Millis, now: Millis, delivery: Delivery, label: String, person: Int, forgery: ForgeryClass? = nil
+    ) {
         self.arrival = arrival
         self.now = now
         self.delivery = delivery

@@ -26,12 +26,18 @@ public struct DeliveryPlanner: Sendable {
             let src = ChoiceSource(replaying: history.clockEntropy)
             do {
                 validatorSkew = src.pick([0, 1 * s, -1 * s, 30 * s, -30 * s, 5 * m, -5 * m, 1 * h, -1 * h])
-                deviceSkew = src.pick([0, -CivilTime.msPerDay, -30 * CivilTime.msPerDay, 2 * h, -365 * CivilTime.msPerDay, 400 * CivilTime.msPerDay])
+                deviceSkew = src.pick([
+                    0, -CivilTime.msPerDay, -30 * CivilTime.msPerDay, 2 * h, -365 * CivilTime.msPerDay,
+                    400 * CivilTime.msPerDay,
+                ])
             }
         }
         var deliveries: [PlannedDelivery] = []
         func add(_ at: Millis, _ d: Delivery, _ label: String, _ person: Int, forgery: ForgeryClass? = nil) {
-            deliveries.append(PlannedDelivery(arrival: at, now: at + validatorSkew, delivery: d, label: forgery?.rawValue ?? label, person: person, forgery: forgery))
+            deliveries.append(
+                PlannedDelivery(
+                    arrival: at, now: at + validatorSkew, delivery: d, label: forgery?.rawValue ?? label,
+                    person: person, forgery: forgery))
         }
 
         // The app channel: purchases made in the app are submitted at once; what the app learns later (offer codes,
@@ -51,12 +57,16 @@ public struct DeliveryPlanner: Sendable {
                     // Store): the person opens the app within hours, or days to weeks later (meanwhile the chain
                     // belongs to no user, and its notifications must still be kept), or never.
                     let seenBefore = sim.creations.contains { $0.chainId == c.chainId && $0.time < c.time }
-                    let later = src.chance(50) ? Millis(1 + src.int(below: 72)) * h / 4 : Millis(1 + src.int(below: 30)) * CivilTime.msPerDay
+                    let later =
+                        src.chance(50)
+                        ? Millis(1 + src.int(below: 72)) * h / 4 : Millis(1 + src.int(below: 30)) * CivilTime.msPerDay
                     submit = seenBefore ? nil : (src.chance(90) ? c.time + later : nil)
                 }
                 guard let submit else { continue }
                 let person = sim.persons[c.person]
-                let sub = AppTransactionSubmission(userId: person.accountId, transaction: sim.latest(c.transactionId, at: submit)!, deviceTime: submit + deviceSkew)
+                let sub = AppTransactionSubmission(
+                    userId: person.accountId, transaction: sim.latest(c.transactionId, at: submit)!,
+                    deviceTime: submit + deviceSkew)
                 add(submit, .appTransaction(sub), "app", c.person)
                 if perturbations.duplicates && src.chance(30) {
                     let again = submit + Millis(1 + src.int(below: 24)) * h
@@ -67,7 +77,9 @@ public struct DeliveryPlanner: Sendable {
                 }
                 if perturbations.legacyReceipts && c.inApp && src.chance(25) {
                     let at = submit + 2
-                    add(at, .legacyReceipt(Self.legacyReceipt(sim, person: c.person, at: at)), "legacy-receipt", c.person)
+                    add(
+                        at, .legacyReceipt(Self.legacyReceipt(sim, person: c.person, at: at)), "legacy-receipt",
+                        c.person)
                 }
                 if perturbations.foreign && src.chance(30) {
                     let forgery = src.pick(ForgeryClass.allCases.filter { $0.channels.contains(.app) })
@@ -83,7 +95,8 @@ public struct DeliveryPlanner: Sendable {
                     snap.transactions = snap.transactions.map { Self.forge(forgery, $0) }
                     // Renewal info names no app: in another app's answer it would be a genuine, validly signed
                     // fact of its own, so that answer carries none.
-                    snap.renewalInfos = forgery == .wrongBundleId ? [] : snap.renewalInfos.map { Self.forge(forgery, $0) }
+                    snap.renewalInfos =
+                        forgery == .wrongBundleId ? [] : snap.renewalInfos.map { Self.forge(forgery, $0) }
                     add(submit + 3, .apiSnapshot(snap), "", c.person, forgery: forgery)
                 }
                 if perturbations.foreign && c.inApp && src.chance(15) {
@@ -114,7 +127,9 @@ public struct DeliveryPlanner: Sendable {
                     let at = signed + Millis(1 + src.int(below: 48)) * h
                     if let chain = n.chainId {
                         let snap = sim.history(asking: Self.askingChain(chain, sim, at: at, src), at: at)
-                        add(at, .apiSnapshot(snap), "api-reconcile (notification \(n.payload.notificationType) lost)", n.person)
+                        add(
+                            at, .apiSnapshot(snap), "api-reconcile (notification \(n.payload.notificationType) lost)",
+                            n.person)
                     }
                 } else {
                     add(first, .notification(n.payload), label, n.person)
@@ -152,12 +167,14 @@ public struct DeliveryPlanner: Sendable {
                         forged.data?.environment = sim.catalog.environment.counterpart
                         forged.summary?.environment = sim.catalog.environment.counterpart
                         if let id = forged.externalPurchaseToken?.externalPurchaseId {
-                            forged.externalPurchaseToken?.externalPurchaseId = id.hasPrefix("SANDBOX") ? String(id.dropFirst(7)) : "SANDBOX" + id
+                            forged.externalPurchaseToken?.externalPurchaseId =
+                                id.hasPrefix("SANDBOX") ? String(id.dropFirst(7)) : "SANDBOX" + id
                         }
                     case .xcodeEnvironment:
                         forged.data?.environment = sim.catalog.environment.xcodeForgery
                         forged.summary?.environment = sim.catalog.environment.xcodeForgery
-                        applies = forged.externalPurchaseToken == nil  // a token's id can only say Sandbox or Production
+                        // a token's id can only say Sandbox or Production
+                        applies = forged.externalPurchaseToken == nil
                     case .forgedNestedTransaction: applies = forged.data?.transactionInfo != nil
                     default: break
                     }
@@ -167,8 +184,12 @@ public struct DeliveryPlanner: Sendable {
                         // The same UUID again, later, with other content signed later: must be recognised as already
                         // seen (a validator that only keeps "the newest signedDate" would take it).
                         forged.signedDate += CivilTime.msPerMinute
-                        if let t = forged.data?.transactionInfo?.signedDate { forged.data?.transactionInfo?.signedDate = t + CivilTime.msPerMinute }
-                        if let r = forged.data?.renewalInfo?.signedDate { forged.data?.renewalInfo?.signedDate = r + CivilTime.msPerMinute }
+                        if let t = forged.data?.transactionInfo?.signedDate {
+                            forged.data?.transactionInfo?.signedDate = t + CivilTime.msPerMinute
+                        }
+                        if let r = forged.data?.renewalInfo?.signedDate {
+                            forged.data?.renewalInfo?.signedDate = r + CivilTime.msPerMinute
+                        }
                         add(first + CivilTime.msPerMinute, .notification(forged), "", n.person, forgery: forgery)
                     } else {
                         forged.notificationUUID = "f" + forged.notificationUUID.dropFirst()
@@ -191,7 +212,9 @@ public struct DeliveryPlanner: Sendable {
                         odd.data?.status = nil
                     }
                     odd.notificationUUID = "e" + odd.notificationUUID.dropFirst()
-                    add(first + 2, .notification(odd), ["unknown-type", "unknown-subtype", "unknown-enum-value", "test-notification"][how], n.person)
+                    add(
+                        first + 2, .notification(odd),
+                        ["unknown-type", "unknown-subtype", "unknown-enum-value", "test-notification"][how], n.person)
                 }
             }
         }
@@ -221,7 +244,9 @@ public struct DeliveryPlanner: Sendable {
     /// so the facts about `chain` arrive in an answer asked about another one).
     static func askingChain(_ chain: String, _ sim: StoreSimulator, at t: Millis, _ src: ChoiceSource) -> String {
         guard src.chance(35) else { return chain }
-        let existing = sim.chains(of: sim.chains[chain]!.person).filter { c in c.txIds.first.flatMap { sim.latest($0, at: t) } != nil }
+        let existing = sim.chains(of: sim.chains[chain]!.person).filter { c in
+            c.txIds.first.flatMap { sim.latest($0, at: t) } != nil
+        }
         return existing.isEmpty ? chain : src.pick(existing).id
     }
 
@@ -232,13 +257,15 @@ public struct DeliveryPlanner: Sendable {
         for c in sim.chains(of: person) where c.kind != .consumable {
             let snap = sim.snapshot(chain: c.id, at: t)
             guard !snap.transactions.isEmpty else { continue }
-            chains.append(APISnapshot(
-                originalTransactionId: snap.originalTransactionId,
-                transactions: snap.transactions.map { LegacyReceiptFacts.legacyView($0, requestDate: t) },
-                renewalInfo: snap.renewalInfo.map { LegacyReceiptFacts.legacyView($0, requestDate: t) }))
+            chains.append(
+                APISnapshot(
+                    originalTransactionId: snap.originalTransactionId,
+                    transactions: snap.transactions.map { LegacyReceiptFacts.legacyView($0, requestDate: t) },
+                    renewalInfo: snap.renewalInfo.map { LegacyReceiptFacts.legacyView($0, requestDate: t) }))
         }
-        return LegacyReceiptFacts(userId: sim.persons[person].accountId, bundleId: sim.catalog.bundleId,
-                                  environment: sim.catalog.environment, requestDate: t, chains: chains)
+        return LegacyReceiptFacts(
+            userId: sim.persons[person].accountId, bundleId: sim.catalog.bundleId,
+            environment: sim.catalog.environment, requestDate: t, chains: chains)
     }
 
     /// The content an attacker would want accepted: no revocation, an expiry years away; or the identity the class
@@ -276,7 +303,9 @@ public struct DeliveryPlanner: Sendable {
 
     /// Questions at and around every truth boundary (b − 1 ms, b, b + 1 ms), right after each delivery, and a
     /// final question for everyone once everything has arrived.
-    func planQueries(_ sim: StoreSimulator, deliveries: [PlannedDelivery], validatorSkew: Millis, deviceSkew: Millis) -> [PlannedQuery] {
+    func planQueries(_ sim: StoreSimulator, deliveries: [PlannedDelivery], validatorSkew: Millis, deviceSkew: Millis)
+        -> [PlannedQuery]
+    {
         var boundary: [(Millis, Int)] = []
         for seg in sim.segments where seg.end < StoreSimulator.forever {
             for t in [seg.start, seg.end - 1, seg.end] { boundary.append((t, seg.person)) }
@@ -298,8 +327,11 @@ public struct DeliveryPlanner: Sendable {
         let end = (deliveries.map(\.arrival).max() ?? sim.now) + CivilTime.msPerMinute
         for p in sim.persons { keys.insert(Key(t: max(end, sim.now + 1), p: p.index)) }
         return keys.sorted().map { k in
-            PlannedQuery(appleTime: k.t, query: EntitlementQuery(
-                userId: sim.persons[k.p].accountId, at: k.t + validatorSkew, deviceTime: k.t + deviceSkew), person: k.p)
+            PlannedQuery(
+                appleTime: k.t,
+                query: EntitlementQuery(
+                    userId: sim.persons[k.p].accountId, at: k.t + validatorSkew, deviceTime: k.t + deviceSkew),
+                person: k.p)
         }
     }
 

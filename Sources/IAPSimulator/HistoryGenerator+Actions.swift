@@ -33,7 +33,9 @@ extension HistoryGenerator {
             let existing = sim.ownChain(person: person, group: p.groupId!)
             var offers: [PurchaseOffer] = [.none]
             if existing == nil {
-                if p.introductoryOffer != nil && !usedIntro(sim, person: person, group: p.groupId!) { offers.append(.introductory) }
+                if p.introductoryOffer != nil && !usedIntro(sim, person: person, group: p.groupId!) {
+                    offers.append(.introductory)
+                }
                 offers += p.offerCodes.map { .offerCode($0) }
             } else {
                 offers += p.promotionalOffers.map { .promotional($0) }
@@ -42,11 +44,14 @@ extension HistoryGenerator {
             }
             let offer = offers[src.weighted(offers.indices.map { $0 == 0 ? 3 : 2 })]
             // Apple's pages have reported such a purchase in two forms over time; both are generated.
-            let redeemed: Bool = switch offer {
-            case .promotional, .offerCode: src.chance(50)
-            case .none, .introductory, .winBack: false
-            }
-            sim.buySubscription(person: person, productId: p.id, offer: offer, at: t, familyMates: mates, reportedAsOfferRedeemed: redeemed)
+            let redeemed: Bool =
+                switch offer {
+                case .promotional, .offerCode: src.chance(50)
+                case .none, .introductory, .winBack: false
+                }
+            sim.buySubscription(
+                person: person, productId: p.id, offer: offer, at: t, familyMates: mates,
+                reportedAsOfferRedeemed: redeemed)
         default:
             sim.buyOneTime(person: person, productId: p.id, quantity: 1 + src.int(below: 5), at: t, familyMates: mates)
         }
@@ -59,7 +64,9 @@ extension HistoryGenerator {
         }
     }
 
-    func advance(_ sim: inout StoreSimulator, _ src: ChoiceSource, boundary b: (time: Millis, chain: String, kind: BoundaryKind)) {
+    func advance(
+        _ sim: inout StoreSimulator, _ src: ChoiceSource, boundary b: (time: Millis, chain: String, kind: BoundaryKind)
+    ) {
         let c = sim.chains[b.chain]!
         switch b.kind {
         case .graceEnd: sim.expireGrace(c.id)
@@ -84,7 +91,9 @@ extension HistoryGenerator {
 
     func productChange(_ sim: inout StoreSimulator, _ src: ChoiceSource, at t: Millis) {
         let c = src.pick(changeable(sim))
-        var targets = sim.catalog.products(inGroup: c.groupId!).map(\.id).filter { $0 != c.productId && $0 != c.autoRenewProductId }
+        var targets = sim.catalog.products(inGroup: c.groupId!).map(\.id).filter {
+            $0 != c.productId && $0 != c.autoRenewProductId
+        }
         let canRevert = c.autoRenewProductId != c.productId
         if canRevert { targets.append(c.productId) }
         guard !targets.isEmpty else { return }
@@ -96,7 +105,9 @@ extension HistoryGenerator {
             // promotional offer or an offer code, /DOWNGRADE with a promotional offer).
             let p = sim.catalog.product(q)!
             let immediate = ProductChange.classify(from: sim.catalog.product(c.productId)!, to: p).isImmediate
-            let offers = p.promotionalOffers.map { PurchaseOffer.promotional($0) } + (immediate ? p.offerCodes.map { PurchaseOffer.offerCode($0) } : [])
+            let offers =
+                p.promotionalOffers.map { PurchaseOffer.promotional($0) }
+                + (immediate ? p.offerCodes.map { PurchaseOffer.offerCode($0) } : [])
             let offer = !offers.isEmpty && src.chance(30) ? src.pick(offers) : .none
             sim.changeProduct(c.id, to: q, at: t, offer: offer)
         }
@@ -115,7 +126,9 @@ extension HistoryGenerator {
                 sim.requestRefund(tx, reason: src.pick(ConsumptionRequestReason.known), at: max(sim.now, t - ahead))
             }
             if kind == 0 {
-                sim.refund(tx, reason: src.chance(50) ? .refundedDueToIssue : .refundedForOtherReason, prorated: src.chance(20), at: t)
+                sim.refund(
+                    tx, reason: src.chance(50) ? .refundedDueToIssue : .refundedForOtherReason,
+                    prorated: src.chance(20), at: t)
             } else {
                 sim.declineRefund(tx, at: t)
             }

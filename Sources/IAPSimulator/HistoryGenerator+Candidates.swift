@@ -23,19 +23,23 @@ extension HistoryGenerator {
 
     func extendable(_ sim: StoreSimulator, at t: Millis) -> [SimChain] {
         activeSubscriptions(sim).filter { c in
-            !c.currentIsFreeTrial && (c.expires ?? 0) > t && c.extensions.filter { t - $0 < 365 * CivilTime.msPerDay }.count < 2
+            !c.currentIsFreeTrial && (c.expires ?? 0) > t
+                && c.extensions.filter { t - $0 < 365 * CivilTime.msPerDay }.count < 2
         }
     }
 
     func offerable(_ sim: StoreSimulator) -> [SimChain] {
-        activeSubscriptions(sim).filter { $0.nextOffer == nil && !(sim.catalog.product($0.productId)?.promotionalOffers.isEmpty ?? true) }
+        activeSubscriptions(sim).filter {
+            $0.nextOffer == nil && !(sim.catalog.product($0.productId)?.promotionalOffers.isEmpty ?? true)
+        }
     }
 
     /// Purchases that can be issued again under a new id: a paid-up subscription period or a non-consumable, not
     /// revoked, at most twice per chain.
     func restorable(_ sim: StoreSimulator, at t: Millis) -> [SimChain] {
         purchasers(sim).filter { c in
-            guard c.restoredTxIds.count < 2, let id = c.currentTx, let tx = sim.latest(id), tx.revocationDate == nil else { return false }
+            guard c.restoredTxIds.count < 2, let id = c.currentTx, let tx = sim.latest(id), tx.revocationDate == nil
+            else { return false }
             switch c.kind {
             case .autoRenewable: return c.phase == .active && (c.expires ?? 0) > t
             case .nonConsumable: return true
@@ -53,7 +57,8 @@ extension HistoryGenerator {
     /// Transactions a customer could get refunded: not yet revoked, bought by them, not in a chain in billing retry.
     func refundable(_ sim: StoreSimulator) -> [String] {
         sim.txOrder.reversed().filter { id in
-            guard sim.restoredFrom[id] == nil, let tx = sim.latest(id), tx.revocationDate == nil, tx.inAppOwnershipType == .purchased,
+            guard sim.restoredFrom[id] == nil, let tx = sim.latest(id), tx.revocationDate == nil,
+                tx.inAppOwnershipType == .purchased,
                 let c = sim.chains[tx.originalTransactionId]
             else { return false }
             if case .retry = c.phase { return false }
@@ -64,7 +69,8 @@ extension HistoryGenerator {
     /// Refunded transactions whose refund can be reversed: the chain has not moved on since.
     func reversible(_ sim: StoreSimulator) -> [String] {
         sim.txOrder.reversed().filter { id in
-            guard sim.restoredFrom[id] == nil, let tx = sim.latest(id), tx.revocationDate != nil, tx.revocationType != .familyRevoke,
+            guard sim.restoredFrom[id] == nil, let tx = sim.latest(id), tx.revocationDate != nil,
+                tx.revocationType != .familyRevoke,
                 let c = sim.chains[tx.originalTransactionId]
             else { return false }
             return tx.type != .autoRenewable || c.currentTx == id

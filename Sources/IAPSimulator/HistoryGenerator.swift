@@ -39,7 +39,9 @@ public struct HistoryGenerator: Sendable {
     }
 
     /// About one case index in ten.
-    public static func isLongTail(caseIndex i: Int) -> Bool { SplitMix64.derive(0x5129_e7a1, UInt64(truncatingIfNeeded: i)) % 10 == 0 }
+    public static func isLongTail(caseIndex i: Int) -> Bool {
+        SplitMix64.derive(0x5129_e7a1, UInt64(truncatingIfNeeded: i)) % 10 == 0
+    }
 
     /// 2026-03-01T00:00:00Z
     public static let epoch: Millis = CivilTime.days(fromCivil: 2026, 3, 1) * CivilTime.msPerDay
@@ -109,11 +111,14 @@ public struct HistoryGenerator: Sendable {
                 }
                 sim.currentAction = step
                 act(&sim, src)
-                while notificationEntropy.count < sim.notifications.count { notificationEntropy.append(Self.entropy(src)) }
+                while notificationEntropy.count < sim.notifications.count {
+                    notificationEntropy.append(Self.entropy(src))
+                }
                 while creationEntropy.count < sim.creations.count { creationEntropy.append(Self.entropy(src)) }
             }
         }
-        return GeneratedHistory(sim: sim, clockEntropy: clocks, notificationEntropy: notificationEntropy, creationEntropy: creationEntropy)
+        return GeneratedHistory(
+            sim: sim, clockEntropy: clocks, notificationEntropy: notificationEntropy, creationEntropy: creationEntropy)
     }
 
     static func entropy(_ src: ChoiceSource) -> [UInt64] {
@@ -133,10 +138,18 @@ public struct HistoryGenerator: Sendable {
         guard !open.isEmpty else { return }
         // Years passing and sprees make the long-lived customers of the long-tail cases (size above 8) only: in the
         // others, ordinary advances renew.
-        let drawn = Category(rawValue: src.weighted(Category.allCases.map { size <= 8 && [.timePasses, .spree].contains($0) ? 0 : $0.weight }))!
+        let drawn = Category(
+            rawValue: src.weighted(
+                Category.allCases.map { size <= 8 && [.timePasses, .spree].contains($0) ? 0 : $0.weight }))!
         // A category that is always available (an external purchase token) must not collect the draws of every
         // unavailable one before it: it never stands in for another.
-        let category = open.contains(drawn) ? drawn : open.first { $0.rawValue > drawn.rawValue && ![.externalPurchase, .testNotification, .timePasses, .spree].contains($0) } ?? open[0]
+        let category =
+            open.contains(drawn)
+            ? drawn
+            : open.first {
+                $0.rawValue > drawn.rawValue
+                    && ![.externalPurchase, .testNotification, .timePasses, .spree].contains($0)
+            } ?? open[0]
         switch category {
         case .purchase: purchase(&sim, src, at: userTime!)
         case .advance: advance(&sim, src, boundary: boundary!)
@@ -162,7 +175,10 @@ public struct HistoryGenerator: Sendable {
         case .testNotification:
             sim.requestTestNotification(at: userTime!)
         case .priceIncrease:
-            let c = src.pick(activeSubscriptions(sim).filter { $0.priceIncrease != .customerConsentedOrWasNotifiedWithoutNeedingConsent })
+            let c = src.pick(
+                activeSubscriptions(sim).filter {
+                    $0.priceIncrease != .customerConsentedOrWasNotifiedWithoutNeedingConsent
+                })
             if c.priceIncrease == .customerHasNotResponded {
                 sim.consentToPriceIncrease(c.id, at: userTime!)
             } else {
@@ -170,7 +186,8 @@ public struct HistoryGenerator: Sendable {
             }
         case .offer:
             let c = src.pick(offerable(sim))
-            sim.redeemPromotionalOffer(c.id, offer: src.pick(sim.catalog.product(c.productId)!.promotionalOffers), at: userTime!)
+            sim.redeemPromotionalOffer(
+                c.id, offer: src.pick(sim.catalog.product(c.productId)!.promotionalOffers), at: userTime!)
         case .restore: sim.restore(src.pick(restorable(sim, at: userTime!)).id, at: userTime!)
         case .timePasses:
             // Every boundary in turn, each period renewing (no billing failure): the long-lived subscriber. Not past
@@ -178,7 +195,11 @@ public struct HistoryGenerator: Sendable {
             for _ in 0..<(1 + src.int(below: size)) {
                 guard let b = nextBoundary(sim), b.time < Self.epoch + 6 * 365 * CivilTime.msPerDay else { break }
                 let c = sim.chains[b.chain]!
-                if b.kind == .periodEnd && c.autoRenew && c.priceIncrease != .customerHasNotResponded { sim.renew(c.id) } else { advance(&sim, src, boundary: b) }
+                if b.kind == .periodEnd && c.autoRenew && c.priceIncrease != .customerHasNotResponded {
+                    sim.renew(c.id)
+                } else {
+                    advance(&sim, src, boundary: b)
+                }
             }
         case .spree:
             let person = src.int(below: sim.persons.count)
@@ -186,7 +207,9 @@ public struct HistoryGenerator: Sendable {
             var t = userTime!
             for _ in 0..<(1 + src.int(below: size)) {
                 if let b = nextBoundary(sim)?.time, t >= b { break }
-                sim.buyOneTime(person: person, productId: src.pick(products).id, quantity: 1 + src.int(below: 3), at: t, familyMates: [])
+                sim.buyOneTime(
+                    person: person, productId: src.pick(products).id, quantity: 1 + src.int(below: 3), at: t,
+                    familyMates: [])
                 t += Millis(1 + src.int(below: 48)) * CivilTime.msPerHour
             }
         }
@@ -219,8 +242,11 @@ public struct HistoryGenerator: Sendable {
     ]
 
     /// When a customer action would happen: a drawn gap after now, kept before the next boundary.
-    func userActionTime(_ sim: StoreSimulator, boundary: (time: Millis, chain: String, kind: BoundaryKind)?, src: ChoiceSource) -> Millis? {
-        let gap = Self.gapUnits[src.int(below: Self.gapUnits.count)] * Millis(1 + src.int(below: 3))
+    func userActionTime(
+        _ sim: StoreSimulator, boundary: (time: Millis, chain: String, kind: BoundaryKind)?, src: ChoiceSource
+    ) -> Millis? {
+        let gap =
+            Self.gapUnits[src.int(below: Self.gapUnits.count)] * Millis(1 + src.int(below: 3))
             + Millis(src.int(below: 60)) * CivilTime.msPerSecond
         var t = sim.now + max(gap, 1000)
         if let b = boundary?.time, t >= b {
@@ -230,7 +256,10 @@ public struct HistoryGenerator: Sendable {
         return t
     }
 
-    func available(_ c: Category, _ sim: StoreSimulator, boundary: (time: Millis, chain: String, kind: BoundaryKind)?, userTime: Millis?) -> Bool {
+    func available(
+        _ c: Category, _ sim: StoreSimulator, boundary: (time: Millis, chain: String, kind: BoundaryKind)?,
+        userTime: Millis?
+    ) -> Bool {
         if c == .advance { return boundary != nil }
         guard let t = userTime else { return false }
         switch c {
@@ -243,7 +272,9 @@ public struct HistoryGenerator: Sendable {
         case .family: return !sharing(sim).isEmpty || !leavers(sim).isEmpty
         case .extend: return !extendable(sim, at: t).isEmpty
         case .priceIncrease:
-            return activeSubscriptions(sim).contains { $0.priceIncrease != .customerConsentedOrWasNotifiedWithoutNeedingConsent }
+            return activeSubscriptions(sim).contains {
+                $0.priceIncrease != .customerConsentedOrWasNotifiedWithoutNeedingConsent
+            }
         case .offer: return !offerable(sim).isEmpty
         case .restore: return !restorable(sim, at: t).isEmpty
         case .externalPurchase: return [.production, .sandbox].contains(sim.catalog.environment)

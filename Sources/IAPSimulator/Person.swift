@@ -1,4 +1,5 @@
 import IAPModel
+
 /// A simulated person: an Apple Account with an app account in the app under test.
 public struct Person: Codable, Hashable, Sendable {
     public var index: Int

@@ -1,4 +1,5 @@
 import IAPModel
+
 /// The scenario families of docs/semantics.md#scenario-families; each simulated action belongs to one, and coverage counts them.
 public enum ScenarioFamily: String, Codable, Hashable, Sendable, CaseIterable {
     case buySubscription = "buy-subscription"

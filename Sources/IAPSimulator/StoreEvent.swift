@@ -1,4 +1,5 @@
 import IAPModel
+
 /// One line of the store's history: what happened, when (Apple time), to whom.
 public struct StoreEvent: Codable, Hashable, Sendable {
     public var time: Millis
@@ -11,7 +12,10 @@ public struct StoreEvent: Codable, Hashable, Sendable {
     /// before it existed.
     public var action: Int?
 
-    public init(time: Millis, person: Int, family: ScenarioFamily, summary: String, change: ProductMove? = nil, action: Int? = nil) {
+    public init(
+        time: Millis, person: Int, family: ScenarioFamily, summary: String, change: ProductMove? = nil,
+        action: Int? = nil
+    ) {
         self.time = time
         self.person = person
         self.family = family
@@ -35,7 +39,8 @@ public struct ProductMove: Codable, Hashable, Sendable {
     /// (level 1 is the highest), then `shorter`, `longer` or `same` (coverage counts each of the nine).
     public func direction(in catalog: Catalog) -> String? {
         guard let p = catalog.product(from), let q = catalog.product(to), let dp = p.period?.approximateDays,
-              let dq = q.period?.approximateDays else { return nil }
+            let dq = q.period?.approximateDays
+        else { return nil }
         let lp = p.level ?? 1, lq = q.level ?? 1
         let level = lq < lp ? "up" : lq > lp ? "down" : "same"
         let duration = dq < dp ? "shorter" : dq > dp ? "longer" : "same"
@@ -43,5 +48,7 @@ public struct ProductMove: Codable, Hashable, Sendable {
     }
 
     /// The nine directions.
-    public static let directions: [String] = ["up", "same", "down"].flatMap { l in ["shorter", "same", "longer"].map { l + "-" + $0 } }
+    public static let directions: [String] = ["up", "same", "down"].flatMap { l in
+        ["shorter", "same", "longer"].map { l + "-" + $0 }
+    }
 }

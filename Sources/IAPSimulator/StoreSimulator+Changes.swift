@@ -14,11 +14,12 @@ extension StoreSimulator {
         advance(to: t)
         let c0 = chains[cid]!
         let kind = ProductChange.classify(from: product(c0.productId), to: product(q))
-        let spec: (OfferType, OfferSpec)? = switch offer {
-        case .promotional(let o): (.promotional, o)
-        case .offerCode(let o): (.offerCode, o)
-        default: nil
-        }
+        let spec: (OfferType, OfferSpec)? =
+            switch offer {
+            case .promotional(let o): (.promotional, o)
+            case .offerCode(let o): (.offerCode, o)
+            default: nil
+            }
         if kind.isImmediate && !product(q).familyShareable {
             for m in c0.members { revokeMember(m, reason: .refundedForOtherReason, at: t, why: "sharing stopped") }
             chains[cid]!.members = []
@@ -31,20 +32,33 @@ extension StoreSimulator {
                     _ = sim.cutPaid(old, at: t)
                 }
                 sim.updateTransaction(old) { $0.isUpgraded = true }
-                sim.startPeriod(id, productId: q, offer: spec, inApp: !sim.chains[id]!.isMember, firstTxIsChainId: false)
-                if spec != nil { sim.notify(id, .offerRedeemed, .upgrade) } else { sim.notify(id, .didChangeRenewalPref, .upgrade) }
+                sim.startPeriod(
+                    id, productId: q, offer: spec, inApp: !sim.chains[id]!.isMember, firstTxIsChainId: false)
+                if spec != nil {
+                    sim.notify(id, .offerRedeemed, .upgrade)
+                } else {
+                    sim.notify(id, .didChangeRenewalPref, .upgrade)
+                }
             } else {
                 sim.chains[id]!.autoRenewProductId = q
                 // A pending offer belongs to the product it was redeemed for: a change of the renewal product drops
                 // it, and an offer redeemed with the change takes its place (the purchaser's; members mirror them).
                 sim.chains[id]!.nextOffer = nil
-                if let (type, o) = spec, !sim.chains[id]!.isMember { sim.chains[id]!.nextOffer = SimChain.PendingOffer(type: type, spec: o, remaining: o.periods) }
+                if let (type, o) = spec, !sim.chains[id]!.isMember {
+                    sim.chains[id]!.nextOffer = SimChain.PendingOffer(type: type, spec: o, remaining: o.periods)
+                }
                 sim.signRenewal(id)
-                if spec != nil { sim.notify(id, .offerRedeemed, .downgrade) } else { sim.notify(id, .didChangeRenewalPref, .downgrade) }
+                if spec != nil {
+                    sim.notify(id, .offerRedeemed, .downgrade)
+                } else {
+                    sim.notify(id, .didChangeRenewalPref, .downgrade)
+                }
             }
         }
         let with = spec.map { " with offer \($0.1.id ?? "?")" } ?? ""
-        log(c0.person, kind.family, "\(name(c0.person)) changes \(c0.productId) → \(q) (\(kind.isImmediate ? "now" : "at renewal"))\(with)",
+        log(
+            c0.person, kind.family,
+            "\(name(c0.person)) changes \(c0.productId) → \(q) (\(kind.isImmediate ? "now" : "at renewal"))\(with)",
             change: ProductMove(from: c0.productId, to: q))
     }
 
@@ -67,7 +81,9 @@ extension StoreSimulator {
         chains[cid] = c
         signRenewal(cid)
         notify(cid, .offerRedeemed)
-        log(c.person, .promotionalOffer, "\(name(c.person)) redeems promotional offer \(offer.id ?? "?") for the next renewal")
+        log(
+            c.person, .promotionalOffer,
+            "\(name(c.person)) redeems promotional offer \(offer.id ?? "?") for the next renewal")
     }
 
     public mutating func extendRenewal(_ cid: String, days: Int, at t: Millis) {
@@ -109,7 +125,9 @@ extension StoreSimulator {
             bundleId: catalog.bundleId, productId: productId, failedCount: 0, succeededCount: Int64(ids.count))
         let person = chains[ids[0]]!.person
         emit(.renewalExtension, .summary, person: person, summary: summary)
-        log(person, .extendRenewalForAll, "the extension of every \(productId) subscriber is done (\(ids.count) extended): RENEWAL_EXTENSION/SUMMARY")
+        log(
+            person, .extendRenewalForAll,
+            "the extension of every \(productId) subscriber is done (\(ids.count) extended): RENEWAL_EXTENSION/SUMMARY")
     }
 
     /// An external purchase token (External Purchase API) that was not reported in time: an
@@ -119,20 +137,26 @@ extension StoreSimulator {
         advance(to: t)
         let id = newUUID()
         let token = ExternalPurchaseToken(
-            externalPurchaseId: catalog.environment == .production ? id : "SANDBOX" + id, tokenCreationDate: t - Self.day,
+            externalPurchaseId: catalog.environment == .production ? id : "SANDBOX" + id,
+            tokenCreationDate: t - Self.day,
             appAppleId: catalog.appAppleId, bundleId: catalog.bundleId)
         emit(.externalPurchaseToken, .unreported, person: person, externalPurchaseToken: token)
-        log(person, .externalPurchaseToken, "an external purchase token from \(name(person))'s device goes unreported: EXTERNAL_PURCHASE_TOKEN/UNREPORTED")
+        log(
+            person, .externalPurchaseToken,
+            "an external purchase token from \(name(person))'s device goes unreported: EXTERNAL_PURCHASE_TOKEN/UNREPORTED"
+        )
     }
 
     /// The developer requests a test notification: a `TEST` notification whose `data` names the app and carries no
     /// transaction. A validator must accept it (it is Apple's, for this app) and change nothing.
     public mutating func requestTestNotification(at t: Millis) {
         advance(to: t)
-        let data = NotificationData(appAppleId: catalog.appAppleId, bundleId: catalog.bundleId, environment: catalog.environment,
-                                    transactionInfo: nil, renewalInfo: nil, status: nil)
-        let n = ResponseBodyV2DecodedPayload(notificationType: .test, subtype: nil, notificationUUID: newUUID(), signedDate: now, data: data,
-                                             summary: nil, externalPurchaseToken: nil)
+        let data = NotificationData(
+            appAppleId: catalog.appAppleId, bundleId: catalog.bundleId, environment: catalog.environment,
+            transactionInfo: nil, renewalInfo: nil, status: nil)
+        let n = ResponseBodyV2DecodedPayload(
+            notificationType: .test, subtype: nil, notificationUUID: newUUID(), signedDate: now, data: data,
+            summary: nil, externalPurchaseToken: nil)
         notifications.append(EmittedNotification(payload: n, chainId: nil, person: 0))
         log(0, .testNotification, "the developer requests a test notification: TEST (no transaction)")
     }

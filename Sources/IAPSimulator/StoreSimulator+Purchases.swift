@@ -25,36 +25,51 @@ extension StoreSimulator {
     /// `reportedAsOfferRedeemed`: a purchase with a promotional offer or an offer code is notified as
     /// `OFFER_REDEEMED` with the same subtype (the form an earlier version of Apple's documentation gave; the current
     /// one says `SUBSCRIBED`: docs/semantics.md#offers-and-intro-eligibility).
-    public mutating func buySubscription(person: Int, productId: String, offer: PurchaseOffer, at t: Millis, familyMates: [Int],
-                                         reportedAsOfferRedeemed: Bool = false) {
+    public mutating func buySubscription(
+        person: Int, productId: String, offer: PurchaseOffer, at t: Millis, familyMates: [Int],
+        reportedAsOfferRedeemed: Bool = false
+    ) {
         advance(to: t)
         let p = product(productId)
         let inApp: Bool = if case .offerCode = offer { false } else { true }
-        let offerSpec: OfferSpec? = switch offer {
-        case .none: nil
-        case .introductory: p.introductoryOffer
-        case .promotional(let s), .offerCode(let s), .winBack(let s): s
-        }
-        let resubscribing = ownChain(person: person, group: p.groupId!).map { c in
-            if case .expired = c.phase { return true }
-            if case .revoked = c.phase { return true }
-            return false
-        } ?? false
+        let offerSpec: OfferSpec? =
+            switch offer {
+            case .none: nil
+            case .introductory: p.introductoryOffer
+            case .promotional(let s), .offerCode(let s), .winBack(let s): s
+            }
+        let resubscribing =
+            ownChain(person: person, group: p.groupId!).map { c in
+                if case .expired = c.phase { return true }
+                if case .revoked = c.phase { return true }
+                return false
+            } ?? false
         let cid: String
         if resubscribing, let existing = ownChain(person: person, group: p.groupId!) {
             cid = existing.id
         } else {
-            cid = newChain(person: person, ownership: .purchased, productId: productId, token: inApp ? persons[person].accountId : nil)
+            cid = newChain(
+                person: person, ownership: .purchased, productId: productId,
+                token: inApp ? persons[person].accountId : nil)
         }
         if inApp && chains[cid]!.accountToken == nil { chains[cid]!.accountToken = persons[person].accountId }
-        startPeriod(cid, productId: productId, offer: offer.wire.flatMap { w in offerSpec.map { (w, $0) } }, inApp: inApp, firstTxIsChainId: !resubscribing)
-        let redeemsOffer: Bool = switch offer {
-        case .promotional, .offerCode: reportedAsOfferRedeemed
-        case .none, .introductory, .winBack: false
-        }
+        startPeriod(
+            cid, productId: productId, offer: offer.wire.flatMap { w in offerSpec.map { (w, $0) } }, inApp: inApp,
+            firstTxIsChainId: !resubscribing)
+        let redeemsOffer: Bool =
+            switch offer {
+            case .promotional, .offerCode: reportedAsOfferRedeemed
+            case .none, .introductory, .winBack: false
+            }
         notify(cid, redeemsOffer ? .offerRedeemed : .subscribed, resubscribing ? .resubscribe : .initialBuy)
-        let offerText = offerSpec.map { " with \(offer.wire == .introductory ? "intro" : "offer") \($0.discountType.rawValue.lowercased()) \($0.period)" } ?? ""
-        log(person, resubscribing ? .resubscribe : .buySubscription, "\(name(person)) \(resubscribing ? "resubscribes to" : "buys") \(productId)\(offerText)\(inApp ? "" : " (offer code, outside the app)")")
+        let offerText =
+            offerSpec.map {
+                " with \(offer.wire == .introductory ? "intro" : "offer") \($0.discountType.rawValue.lowercased()) \($0.period)"
+            } ?? ""
+        log(
+            person, resubscribing ? .resubscribe : .buySubscription,
+            "\(name(person)) \(resubscribing ? "resubscribes to" : "buys") \(productId)\(offerText)\(inApp ? "" : " (offer code, outside the app)")"
+        )
         switch offer {
         case .none: break
         case .introductory: log(person, .introOffer, "  intro offer used")
@@ -68,7 +83,9 @@ extension StoreSimulator {
             if resubscribing {
                 for m in chains[cid]!.members {
                     syncMember(m, from: cid)
-                    startPeriod(m, productId: productId, offer: nil, inApp: false, firstTxIsChainId: false, end: chains[cid]!.expires)
+                    startPeriod(
+                        m, productId: productId, offer: nil, inApp: false, firstTxIsChainId: false,
+                        end: chains[cid]!.expires)
                     notify(m, .subscribed, .resubscribe)
                 }
             } else {
@@ -84,8 +101,9 @@ extension StoreSimulator {
             chains[cid]!.members.append(mid)
             syncMember(mid, from: cid)
             let src = latest(c.currentTx!)!
-            makeTransaction(chain: mid, productId: c.productId, purchase: src.purchaseDate, expires: src.expiresDate,
-                            reason: .purchase, offer: nil, quantity: src.quantity ?? 1, inApp: false, txId: mid)
+            makeTransaction(
+                chain: mid, productId: c.productId, purchase: src.purchaseDate, expires: src.expiresDate,
+                reason: .purchase, offer: nil, quantity: src.quantity ?? 1, inApp: false, txId: mid)
             if c.kind == .autoRenewable {
                 signRenewal(mid)
                 notify(mid, .subscribed, .initialBuy)
@@ -109,7 +127,10 @@ extension StoreSimulator {
     }
 
     /// Starts a new paid (or offer) period now, purchased by the customer (reason PURCHASE).
-    mutating func startPeriod(_ cid: String, productId: String, offer: (OfferType, OfferSpec)?, inApp: Bool, firstTxIsChainId: Bool, end given: Millis? = nil) {
+    mutating func startPeriod(
+        _ cid: String, productId: String, offer: (OfferType, OfferSpec)?, inApp: Bool, firstTxIsChainId: Bool,
+        end given: Millis? = nil
+    ) {
         let p = product(productId)
         let period = offer?.1.period ?? p.period!
         let end = given ?? period.added(to: now)
@@ -122,10 +143,13 @@ extension StoreSimulator {
         c.expirationIntent = nil
         c.priceIncrease = nil
         c.currentIsFreeTrial = offer?.1.discountType == .freeTrial
-        c.nextOffer = offer.flatMap { o in o.1.periods > 1 ? SimChain.PendingOffer(type: o.0, spec: o.1, remaining: o.1.periods - 1) : nil }
+        c.nextOffer = offer.flatMap { o in
+            o.1.periods > 1 ? SimChain.PendingOffer(type: o.0, spec: o.1, remaining: o.1.periods - 1) : nil
+        }
         chains[cid] = c
-        makeTransaction(chain: cid, productId: productId, purchase: now, expires: end, reason: .purchase, offer: offer,
-                        inApp: inApp, txId: firstTxIsChainId && c.txIds.isEmpty ? cid : nil)
+        makeTransaction(
+            chain: cid, productId: productId, purchase: now, expires: end, reason: .purchase, offer: offer,
+            inApp: inApp, txId: firstTxIsChainId && c.txIds.isEmpty ? cid : nil)
         signRenewal(cid)
     }
 
@@ -134,16 +158,19 @@ extension StoreSimulator {
     public mutating func buyOneTime(person: Int, productId: String, quantity: Int, at t: Millis, familyMates: [Int]) {
         advance(to: t)
         let p = product(productId)
-        let cid = newChain(person: person, ownership: .purchased, productId: productId, token: persons[person].accountId)
-        makeTransaction(chain: cid, productId: productId, purchase: t, expires: nil, reason: .purchase, offer: nil,
-                        quantity: p.kind == .consumable ? quantity : 1, inApp: true, txId: cid)
+        let cid = newChain(
+            person: person, ownership: .purchased, productId: productId, token: persons[person].accountId)
+        makeTransaction(
+            chain: cid, productId: productId, purchase: t, expires: nil, reason: .purchase, offer: nil,
+            quantity: p.kind == .consumable ? quantity : 1, inApp: true, txId: cid)
         // ONE_TIME_CHARGE: in the sandbox since June 2024, in production since May 27, 2025.
         notify(cid, .oneTimeCharge)
-        let family: ScenarioFamily = switch p.kind {
-        case .consumable: .buyConsumable
-        case .nonConsumable: .buyNonConsumable
-        default: .buyNonRenewing
-        }
+        let family: ScenarioFamily =
+            switch p.kind {
+            case .consumable: .buyConsumable
+            case .nonConsumable: .buyNonConsumable
+            default: .buyNonRenewing
+            }
         log(person, family, "\(name(person)) buys \(p.kind == .consumable ? "\(quantity) × " : "")\(productId)")
         if p.familyShareable && p.kind == .nonConsumable { shareWithFamily(cid, mates: familyMates) }
     }
@@ -168,6 +195,9 @@ extension StoreSimulator {
         txVersions[id] = [tx]
         txOrder.append(id)
         creations.append(TransactionCreation(transactionId: id, chainId: cid, person: c.person, time: now, inApp: true))
-        log(c.person, .restore, "\(name(c.person)) restores \(tx.productId): transaction \(short(original)) is issued again as \(short(id))")
+        log(
+            c.person, .restore,
+            "\(name(c.person)) restores \(tx.productId): transaction \(short(original)) is issued again as \(short(id))"
+        )
     }
 }

@@ -26,8 +26,11 @@ extension StoreSimulator {
         cutByRefund[txId] = cuts
         mark(cid)
         if tx.type == .consumable {
-            ledger.append(LedgerEntry(person: chains[cid]!.person, productId: tx.productId, time: t, delta: -refundedUnits(tx, prorated: prorated),
-                                      transactionId: txId, clawback: true))
+            ledger.append(
+                LedgerEntry(
+                    person: chains[cid]!.person, productId: tx.productId, time: t,
+                    delta: -refundedUnits(tx, prorated: prorated),
+                    transactionId: txId, clawback: true))
         }
         let isCurrent = chains[cid]!.currentTx == txId
         if isCurrent && tx.type == .autoRenewable {
@@ -37,7 +40,10 @@ extension StoreSimulator {
         }
         notify(cid, .refund, tx: txId)
         let c = chains[cid]!
-        log(c.person, .refund, "\(tx.productId) transaction \(short(txId)) of \(name(c.person)) is refunded\(isCurrent ? "" : " (an earlier period)")")
+        log(
+            c.person, .refund,
+            "\(tx.productId) transaction \(short(txId)) of \(name(c.person)) is refunded\(isCurrent ? "" : " (an earlier period)")"
+        )
         if isCurrent || tx.type == .nonConsumable {
             for m in c.members { revokeMember(m, reason: reason, at: t, why: "purchaser refunded") }
             chains[cid]!.members = []
@@ -64,14 +70,19 @@ extension StoreSimulator {
         let cid = tx.originalTransactionId
         notify(cid, .consumptionRequest, tx: txId)
         notifications[notifications.count - 1].payload.data?.consumptionRequestReason = reason
-        log(chains[cid]!.person, .refundRequested, "\(name(chains[cid]!.person)) asks for a refund of \(tx.productId) \(short(txId)) (\(reason.rawValue)): CONSUMPTION_REQUEST")
+        log(
+            chains[cid]!.person, .refundRequested,
+            "\(name(chains[cid]!.person)) asks for a refund of \(tx.productId) \(short(txId)) (\(reason.rawValue)): CONSUMPTION_REQUEST"
+        )
     }
 
     public mutating func declineRefund(_ txId: String, at t: Millis) {
         advance(to: t)
         let tx = latest(txId)!
         notify(tx.originalTransactionId, .refundDeclined, tx: txId)
-        log(chains[tx.originalTransactionId]!.person, .refundDeclined, "refund request for \(tx.productId) \(short(txId)) is declined")
+        log(
+            chains[tx.originalTransactionId]!.person, .refundDeclined,
+            "refund request for \(tx.productId) \(short(txId)) is declined")
     }
 
     public mutating func reverseRefund(_ txId: String, at t: Millis) {
@@ -89,12 +100,14 @@ extension StoreSimulator {
         voided = []
         for (refunded, _) in cutByRefund where policy.refundScope == .chain {
             let r = latest(refunded)!
-            for other in chains[r.originalTransactionId]!.txIds where other != refunded && (latest(other)?.purchaseDate ?? .max) < r.revocationDate! {
+            for other in chains[r.originalTransactionId]!.txIds
+            where other != refunded && (latest(other)?.purchaseDate ?? .max) < r.revocationDate! {
                 voided.insert(other)
             }
         }
         // Restore what this refund cut, unless another refund (chain scope) still voids it.
-        for cut in cuts where cut.end > t && !voided.contains(cut.tx) && (cutByRefund[cut.tx] == nil || cut.tx == txId) {
+        for cut in cuts where cut.end > t && !voided.contains(cut.tx) && (cutByRefund[cut.tx] == nil || cut.tx == txId)
+        {
             var s = segments[cut.segment]
             s.start = max(s.start, t)  // a stacked non-renewing period may not have begun yet
             s.end = cut.end
@@ -103,8 +116,13 @@ extension StoreSimulator {
         }
         // The units this refund took back come back (the latest clawback entry of the transaction is its refund's,
         // possibly zero units under the `share` policy).
-        if tx.type == .consumable, let taken = ledger.last(where: { $0.transactionId == txId && $0.clawback }), taken.delta != 0 {
-            ledger.append(LedgerEntry(person: chains[cid]!.person, productId: tx.productId, time: t, delta: -taken.delta, transactionId: txId, clawback: true))
+        if tx.type == .consumable, let taken = ledger.last(where: { $0.transactionId == txId && $0.clawback }),
+            taken.delta != 0
+        {
+            ledger.append(
+                LedgerEntry(
+                    person: chains[cid]!.person, productId: tx.productId, time: t, delta: -taken.delta,
+                    transactionId: txId, clawback: true))
         }
         if chains[cid]!.currentTx == txId, case .revoked = chains[cid]!.phase {
             chains[cid]!.phase = (chains[cid]!.expires ?? 0) > t ? .active : .expired
@@ -130,13 +148,17 @@ extension StoreSimulator {
         signRenewal(mid)
         mark(mid)
         notify(mid, .revoke, tx: txId)
-        log(m.person, why.contains("leaves") ? .familyLeave : .familyStopSharing, "\(name(m.person)) loses family access to \(m.productId) (\(why))")
+        log(
+            m.person, why.contains("leaves") ? .familyLeave : .familyStopSharing,
+            "\(name(m.person)) loses family access to \(m.productId) (\(why))")
     }
 
     /// The purchaser stops sharing the purchase of chain `cid` with the family.
     public mutating func stopSharing(_ cid: String, at t: Millis) {
         advance(to: t)
-        for m in chains[cid]!.members { revokeMember(m, reason: .refundedForOtherReason, at: t, why: "sharing stopped") }
+        for m in chains[cid]!.members {
+            revokeMember(m, reason: .refundedForOtherReason, at: t, why: "sharing stopped")
+        }
         chains[cid]!.members = []
     }
 
@@ -146,7 +168,9 @@ extension StoreSimulator {
         for id in chainOrder {
             var c = chains[id]!
             if c.person == person, !c.members.isEmpty {
-                for m in c.members { revokeMember(m, reason: .refundedForOtherReason, at: t, why: "\(name(person)) leaves the family") }
+                for m in c.members {
+                    revokeMember(m, reason: .refundedForOtherReason, at: t, why: "\(name(person)) leaves the family")
+                }
                 c = chains[id]!
                 c.members = []
                 chains[id] = c

@@ -26,13 +26,16 @@ extension StoreSimulator {
                 c.nextOffer = o.remaining > 0 ? o : nil
             }
             sim.chains[id] = c
-            sim.makeTransaction(chain: id, productId: next, purchase: e, expires: end, reason: .renewal,
-                                offer: c.isMember ? nil : offer.map { ($0.type, $0.spec) }, inApp: false)
+            sim.makeTransaction(
+                chain: id, productId: next, purchase: e, expires: end, reason: .renewal,
+                offer: c.isMember ? nil : offer.map { ($0.type, $0.spec) }, inApp: false)
             sim.signRenewal(id)
             sim.notify(id, .didRenew)
         }
         let c = chains[cid]!
-        log(c.person, .renew, "\(c.productId) renews for \(name(c.person)) until \(CivilTime.relative(c.expires! - (origin ?? 0)))")
+        log(
+            c.person, .renew,
+            "\(c.productId) renews for \(name(c.person)) until \(CivilTime.relative(c.expires! - (origin ?? 0)))")
     }
 
     /// The renewal charge fails: billing retry, with grace if the app has it and it applies. With `quirk`, the
@@ -47,7 +50,10 @@ extension StoreSimulator {
         if let g = catalog.gracePeriod, g.eligibility == .allRenewals || !c0.currentIsFreeTrial {
             graceEnd = e + Int64(g.days(forPeriod: product.period!)) * Self.day
         }
-        let flaw: RenewalQuirk? = !quirk ? nil : graceEnd != nil ? .graceWithoutRetryFlag : catalog.gracePeriod != nil ? .gracePeriodWithoutDate : nil
+        let flaw: RenewalQuirk? =
+            !quirk
+            ? nil
+            : graceEnd != nil ? .graceWithoutRetryFlag : catalog.gracePeriod != nil ? .gracePeriodWithoutDate : nil
         // Under the policy that reads the flag, a grace without it is no grace for the app.
         let grants = graceEnd != nil && !(flaw == .graceWithoutRetryFlag && policy.graceWithoutRetryFlag == .deny)
         let retryEnd = max(e + Int64(retryDays) * Self.day, (graceEnd ?? e) + Self.day)
@@ -60,21 +66,34 @@ extension StoreSimulator {
             // A period voided by a chain-scope refund (policy) grants no grace either.
             if grants, let graceEnd, !sim.voided.contains(c.currentTx!) {
                 sim.graceSegment[id] = sim.segments.count
-                sim.segments.append(TruthSegment(person: c.person, productId: c.productId, chainId: id, start: e, end: graceEnd, kind: .grace,
-                                                 ownership: c.ownership, promisedEnd: graceEnd))
+                sim.segments.append(
+                    TruthSegment(
+                        person: c.person, productId: c.productId, chainId: id, start: e, end: graceEnd, kind: .grace,
+                        ownership: c.ownership, promisedEnd: graceEnd))
             }
             sim.signRenewal(id)
             sim.notify(id, .didFailToRenew, graceEnd == nil && flaw == nil ? nil : .gracePeriod)
         }
         switch (graceEnd, flaw) {
         case (let g?, .graceWithoutRetryFlag?):
-            log(c0.person, .graceWithoutRetryFlag, "billing fails for \(name(c0.person))'s \(c0.productId); grace until \(CivilTime.relative(g - (origin ?? 0))), but the renewal info says not in billing retry")
+            log(
+                c0.person, .graceWithoutRetryFlag,
+                "billing fails for \(name(c0.person))'s \(c0.productId); grace until \(CivilTime.relative(g - (origin ?? 0))), but the renewal info says not in billing retry"
+            )
         case (let g?, _):
-            log(c0.person, .billingFailureGrace, "billing fails for \(name(c0.person))'s \(c0.productId); grace until \(CivilTime.relative(g - (origin ?? 0)))")
+            log(
+                c0.person, .billingFailureGrace,
+                "billing fails for \(name(c0.person))'s \(c0.productId); grace until \(CivilTime.relative(g - (origin ?? 0)))"
+            )
         case (nil, .gracePeriodWithoutDate?):
-            log(c0.person, .gracePeriodWithoutDate, "billing fails for \(name(c0.person))'s \(c0.productId); no grace after a free trial, but the notification says GRACE_PERIOD (no grace date)")
+            log(
+                c0.person, .gracePeriodWithoutDate,
+                "billing fails for \(name(c0.person))'s \(c0.productId); no grace after a free trial, but the notification says GRACE_PERIOD (no grace date)"
+            )
         case (nil, _):
-            log(c0.person, .billingFailureNoGrace, "billing fails for \(name(c0.person))'s \(c0.productId); billing retry without grace")
+            log(
+                c0.person, .billingFailureNoGrace,
+                "billing fails for \(name(c0.person))'s \(c0.productId); billing retry without grace")
         }
     }
 
@@ -97,13 +116,16 @@ extension StoreSimulator {
             c.currentIsFreeTrial = false
             c.nextOffer = nil
             sim.chains[id] = c
-            sim.makeTransaction(chain: id, productId: next, purchase: start, expires: end, reason: .renewal, offer: nil, inApp: false)
+            sim.makeTransaction(
+                chain: id, productId: next, purchase: start, expires: end, reason: .renewal, offer: nil, inApp: false)
             sim.signRenewal(id)
             sim.notify(id, .didRenew, .billingRecovery)
         }
         let c = chains[cid]!
-        log(c.person, inGrace ? .recoverInGrace : .recoverAfterGrace,
-            "billing recovers \(inGrace ? "inside" : "after") grace for \(name(c.person))'s \(c.productId); paid until \(CivilTime.relative(c.expires! - (origin ?? 0)))")
+        log(
+            c.person, inGrace ? .recoverInGrace : .recoverAfterGrace,
+            "billing recovers \(inGrace ? "inside" : "after") grace for \(name(c.person))'s \(c.productId); paid until \(CivilTime.relative(c.expires! - (origin ?? 0)))"
+        )
     }
 
     public mutating func expireGrace(_ cid: String) {
@@ -147,8 +169,10 @@ extension StoreSimulator {
             sim.signRenewal(id)
             sim.notify(id, .expired, priceIncrease ? .priceIncrease : .voluntary)
         }
-        log(c0.person, priceIncrease ? .priceIncreaseNoConsent : quirk ? .expiredWithoutIntent : .expireVoluntary,
-            "\(name(c0.person))'s \(c0.productId) expires (\(priceIncrease ? "price increase not accepted" : "auto-renew off"))\(quirk ? "; the renewal info has no expirationIntent" : "")")
+        log(
+            c0.person, priceIncrease ? .priceIncreaseNoConsent : quirk ? .expiredWithoutIntent : .expireVoluntary,
+            "\(name(c0.person))'s \(c0.productId) expires (\(priceIncrease ? "price increase not accepted" : "auto-renew off"))\(quirk ? "; the renewal info has no expirationIntent" : "")"
+        )
     }
 
     public mutating func setAutoRenew(_ cid: String, on: Bool, at t: Millis) {
@@ -160,16 +184,22 @@ extension StoreSimulator {
             sim.notify(id, .didChangeRenewalStatus, on ? .autoRenewEnabled : .autoRenewDisabled)
         }
         let c = chains[cid]!
-        log(c.person, on ? .reenable : .cancel, "\(name(c.person)) turns auto-renew \(on ? "back on" : "off") for \(c.productId)")
+        log(
+            c.person, on ? .reenable : .cancel,
+            "\(name(c.person)) turns auto-renew \(on ? "back on" : "off") for \(c.productId)")
     }
 
     public mutating func priceIncrease(_ cid: String, consentRequired: Bool, at t: Millis) {
         advance(to: t)
-        chains[cid]!.priceIncrease = consentRequired ? .customerHasNotResponded : .customerConsentedOrWasNotifiedWithoutNeedingConsent
+        chains[cid]!.priceIncrease =
+            consentRequired ? .customerHasNotResponded : .customerConsentedOrWasNotifiedWithoutNeedingConsent
         signRenewal(cid)
         notify(cid, .priceIncrease, consentRequired ? .pending : .accepted)
         let c = chains[cid]!
-        log(c.person, .priceIncreaseConsent, "price increase for \(name(c.person))'s \(c.productId)\(consentRequired ? " needs consent" : " (notice only)")")
+        log(
+            c.person, .priceIncreaseConsent,
+            "price increase for \(name(c.person))'s \(c.productId)\(consentRequired ? " needs consent" : " (notice only)")"
+        )
     }
 
     public mutating func consentToPriceIncrease(_ cid: String, at t: Millis) {

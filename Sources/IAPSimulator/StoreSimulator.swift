@@ -100,7 +100,9 @@ public struct StoreSimulator: Sendable {
     }
 
     mutating func log(_ person: Int, _ family: ScenarioFamily, _ summary: String, change: ProductMove? = nil) {
-        events.append(StoreEvent(time: now, person: person, family: family, summary: summary, change: change, action: currentAction))
+        events.append(
+            StoreEvent(
+                time: now, person: person, family: family, summary: summary, change: change, action: currentAction))
     }
 
     /// Creates a transaction in chain `cid` (the chain must exist), records its first version and truth.
@@ -134,7 +136,8 @@ public struct StoreSimulator: Sendable {
         chains[cid] = c
         txVersions[txId] = [tx]
         txOrder.append(txId)
-        creations.append(TransactionCreation(transactionId: txId, chainId: cid, person: c.person, time: now, inApp: inApp))
+        creations.append(
+            TransactionCreation(transactionId: txId, chainId: cid, person: c.person, time: now, inApp: inApp))
         if origin == nil { origin = purchase }
         // Truth: what is true from now on (a recovered period signed later than its purchaseDate grants from now).
         switch p.kind {
@@ -150,7 +153,10 @@ public struct StoreSimulator: Sendable {
             nonRenewingEnd[key] = end
             addPaidSegment(tx: txId, chain: c, productId: productId, start: start, end: end)
         case .consumable:
-            ledger.append(LedgerEntry(person: c.person, productId: productId, time: purchase, delta: quantity, transactionId: txId, clawback: false))
+            ledger.append(
+                LedgerEntry(
+                    person: c.person, productId: productId, time: purchase, delta: quantity, transactionId: txId,
+                    clawback: false))
         }
         mark(cid)
         return txId
@@ -159,9 +165,11 @@ public struct StoreSimulator: Sendable {
     mutating func addPaidSegment(tx: String, chain c: SimChain, productId: String, start: Millis, end: Millis) {
         guard end > start else { return }
         paidSegment[tx] = segments.count
-        segments.append(TruthSegment(
-            person: c.person, productId: productId, chainId: c.id, start: start, end: end, kind: .paid, ownership: c.ownership,
-            promisedEnd: c.kind == .nonConsumable ? nil : end))
+        segments.append(
+            TruthSegment(
+                person: c.person, productId: productId, chainId: c.id, start: start, end: end, kind: .paid,
+                ownership: c.ownership,
+                promisedEnd: c.kind == .nonConsumable ? nil : end))
     }
 
     /// Records where chain `cid` stands from now on (see ``ChainMark``); called after every change of it.
@@ -175,11 +183,15 @@ public struct StoreSimulator: Sendable {
             lapsed = .revoked
         } else if case .retry = c.phase {
             // Under the policy that reads only the flag, a renewal info without it is not billing retry.
-            lapsed = c.renewalQuirk == .graceWithoutRetryFlag && policy.graceWithoutRetryFlag == .deny ? .expired : .billingRetry
+            lapsed =
+                c.renewalQuirk == .graceWithoutRetryFlag && policy.graceWithoutRetryFlag == .deny
+                ? .expired : .billingRetry
         } else {
             lapsed = .expired
         }
-        marks.append(ChainMark(chainId: cid, person: c.person, time: now, productId: c.productId, periodStart: start, lapsed: lapsed))
+        marks.append(
+            ChainMark(
+                chainId: cid, person: c.person, time: now, productId: c.productId, periodStart: start, lapsed: lapsed))
     }
 
     /// Cuts the truth of transaction `tx` at `t` (refund, upgrade, revoke).
@@ -193,7 +205,9 @@ public struct StoreSimulator: Sendable {
     /// Signs a new version of `txId`, and the same change of every transactionId that re-issues it: the App
     /// Store keeps one purchase's facts under all its ids (its notifications name only the original one).
     mutating func updateTransaction(_ txId: String, _ change: (inout JWSTransactionDecodedPayload) -> Void) {
-        let copies = latest(txId).flatMap { chains[$0.originalTransactionId]?.restoredTxIds.filter { restoredFrom[$0] == txId } } ?? []
+        let copies =
+            latest(txId).flatMap { chains[$0.originalTransactionId]?.restoredTxIds.filter { restoredFrom[$0] == txId } }
+            ?? []
         for id in [txId] + copies {
             var tx = latest(id)!
             change(&tx)
@@ -252,8 +266,10 @@ public struct StoreSimulator: Sendable {
 
     /// Emits a notification about the app rather than a subscription: no `data`, but a `summary` or an
     /// `externalPurchaseToken`.
-    mutating func emit(_ type: NotificationTypeV2, _ subtype: Subtype, person: Int, summary: NotificationSummary? = nil,
-                       externalPurchaseToken: ExternalPurchaseToken? = nil) {
+    mutating func emit(
+        _ type: NotificationTypeV2, _ subtype: Subtype, person: Int, summary: NotificationSummary? = nil,
+        externalPurchaseToken: ExternalPurchaseToken? = nil
+    ) {
         let n = ResponseBodyV2DecodedPayload(
             notificationType: type, subtype: subtype, notificationUUID: newUUID(), signedDate: now, data: nil,
             summary: summary, externalPurchaseToken: externalPurchaseToken)
@@ -267,7 +283,8 @@ public struct StoreSimulator: Sendable {
         let c = chains[cid]!
         var r = latestRenewal(cid, at: t)
         r?.signedDate = t
-        return APISnapshot(originalTransactionId: c.id, transactions: resigned(c.txIds + c.restoredTxIds, at: t), renewalInfo: r)
+        return APISnapshot(
+            originalTransactionId: c.id, transactions: resigned(c.txIds + c.restoredTxIds, at: t), renewalInfo: r)
     }
 
     /// What the App Store Server API answers at `t` to a request made with a transaction of chain `cid`: the whole
@@ -280,14 +297,17 @@ public struct StoreSimulator: Sendable {
             r?.signedDate = t
             return r
         }
-        return APISnapshot(originalTransactionId: cid, transactions: resigned(own.flatMap { $0.txIds + $0.restoredTxIds }, at: t),
-                           renewalInfos: renewals)
+        return APISnapshot(
+            originalTransactionId: cid, transactions: resigned(own.flatMap { $0.txIds + $0.restoredTxIds }, at: t),
+            renewalInfos: renewals)
     }
 
     /// The versions of `ids` in force at `t`, in Apple's history order, re-signed at `t`.
     private func resigned(_ ids: [String], at t: Millis) -> [JWSTransactionDecodedPayload] {
         ids.compactMap { latest($0, at: t) }
-            .sorted { ($0.signedDate, $0.purchaseDate, $0.transactionId) < ($1.signedDate, $1.purchaseDate, $1.transactionId) }
+            .sorted {
+                ($0.signedDate, $0.purchaseDate, $0.transactionId) < ($1.signedDate, $1.purchaseDate, $1.transactionId)
+            }
             .map { v -> JWSTransactionDecodedPayload in
                 var v = v
                 v.signedDate = t
@@ -295,7 +315,9 @@ public struct StoreSimulator: Sendable {
             }
     }
 
-    mutating func newChain(person: Int, ownership: InAppOwnershipType, productId: String, token: String?, source: String? = nil) -> String {
+    mutating func newChain(
+        person: Int, ownership: InAppOwnershipType, productId: String, token: String?, source: String? = nil
+    ) -> String {
         let p = product(productId)
         let id = newId()
         var c = SimChain(

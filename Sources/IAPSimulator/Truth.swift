@@ -13,12 +13,14 @@ public struct TruthView: Hashable, Sendable, CustomStringConvertible {
         let p = products.keys.sorted().map { id -> String in
             let e = products[id]!
             guard e.active else { return "\(id)=\(e.state.rawValue)" }
-            return "\(id)=\(e.state.rawValue)/\(e.ownership?.rawValue ?? "-")/until \(e.expiresDate.map(String.init) ?? "-")"
+            return
+                "\(id)=\(e.state.rawValue)/\(e.ownership?.rawValue ?? "-")/until \(e.expiresDate.map(String.init) ?? "-")"
         }
         let e = effective.keys.sorted().map { "\($0)→\(effective[$0]!)" }
         let b = balances.keys.sorted().filter { balances[$0] != 0 }.map { "\($0)×\(balances[$0]!)" }
         let i = introEligible.keys.sorted().map { "\($0):\(introEligible[$0]! ? "eligible" : "used")" }
-        return "products[\(p.joined(separator: ", "))] groups[\(e.joined(separator: ", "))] balances[\(b.joined(separator: ", "))] intro[\(i.joined(separator: ", "))]"
+        return
+            "products[\(p.joined(separator: ", "))] groups[\(e.joined(separator: ", "))] balances[\(b.joined(separator: ", "))] intro[\(i.joined(separator: ", "))]"
     }
 
     /// The same view of an oracle or validator answer, for comparison.
@@ -35,7 +37,10 @@ public struct TruthView: Hashable, Sendable, CustomStringConvertible {
         for c in a.consumables where c.balance != 0 { balances[c.productId] = c.balance }
     }
 
-    init(products: [String: ProductEntitlement], effective: [String: String], balances: [String: Int], introEligible: [String: Bool]) {
+    init(
+        products: [String: ProductEntitlement], effective: [String: String], balances: [String: Int],
+        introEligible: [String: Bool]
+    ) {
         self.products = products
         self.effective = effective
         self.balances = balances
@@ -47,7 +52,9 @@ extension StoreSimulator {
     /// The truth for `person` at `t`.
     public func truth(person: Int, at t: Millis) -> TruthView {
         var covering: [String: [TruthSegment]] = [:]
-        for s in segments where s.person == person && s.start <= t && t < s.end { covering[s.productId, default: []].append(s) }
+        for s in segments where s.person == person && s.start <= t && t < s.end {
+            covering[s.productId, default: []].append(s)
+        }
         // Where each of the person's chains stands at t: its last mark at or before t.
         var standing: [String: ChainMark] = [:]
         for m in marks where m.person == person && m.time <= t { standing[m.chainId] = m }
@@ -66,13 +73,18 @@ extension StoreSimulator {
             } else {
                 // Not granted: the state of the chain whose current period of this product began last; a product
                 // no chain is on any more (changed away from) has simply expired.
-                let last = standing.values.filter { $0.productId == id }.max { ($0.periodStart, $0.chainId) < ($1.periodStart, $1.chainId) }
-                products[id] = ProductEntitlement(productId: id, active: false, state: last?.lapsed ?? .expired, expiresDate: nil, ownership: nil)
+                let last = standing.values.filter { $0.productId == id }.max {
+                    ($0.periodStart, $0.chainId) < ($1.periodStart, $1.chainId)
+                }
+                products[id] = ProductEntitlement(
+                    productId: id, active: false, state: last?.lapsed ?? .expired, expiresDate: nil, ownership: nil)
             }
         }
         var effective: [String: String] = [:]
         for g in catalog.groups {
-            let best = products.values.filter(\.active).compactMap { catalog.product($0.productId) }.filter { $0.groupId == g.id }.min { a, b in
+            let best = products.values.filter(\.active).compactMap { catalog.product($0.productId) }.filter {
+                $0.groupId == g.id
+            }.min { a, b in
                 (a.level ?? .max, a.id) < (b.level ?? .max, b.id)
             }
             if let best { effective[g.id] = best.id }
@@ -84,21 +96,26 @@ extension StoreSimulator {
         var intro: [String: Bool] = [:]
         for g in catalog.groups {
             let own = creations.filter { c in
-                c.person == person && c.time <= t && chains[c.chainId]!.ownership == .purchased && chains[c.chainId]!.groupId == g.id
+                c.person == person && c.time <= t && chains[c.chainId]!.ownership == .purchased
+                    && chains[c.chainId]!.groupId == g.id
             }
-            intro[g.id] = switch policy.introEligibility {
-            case .neverReceivedIntro: !own.contains { latest($0.transactionId, at: t)?.offerType == .introductory }
-            case .neverSubscribed: own.isEmpty
-            }
+            intro[g.id] =
+                switch policy.introEligibility {
+                case .neverReceivedIntro: !own.contains { latest($0.transactionId, at: t)?.offerType == .introductory }
+                case .neverSubscribed: own.isEmpty
+                }
         }
-        return TruthView(products: products, effective: effective, balances: balances.filter { $0.value != 0 }, introEligible: intro)
+        return TruthView(
+            products: products, effective: effective, balances: balances.filter { $0.value != 0 }, introEligible: intro)
     }
 
     /// Instants worth checking: every truth boundary, one millisecond either side, and each event.
     public var interestingInstants: [Millis] {
         var ts: Set<Millis> = []
         for s in segments {
-            for t in [s.start - 1, s.start, s.start + 1, s.end - 1, s.end, s.end + 1] where t < Self.forever { ts.insert(t) }
+            for t in [s.start - 1, s.start, s.start + 1, s.end - 1, s.end, s.end + 1] where t < Self.forever {
+                ts.insert(t)
+            }
         }
         for e in events { ts.insert(e.time); ts.insert(e.time + 1) }
         return ts.sorted()

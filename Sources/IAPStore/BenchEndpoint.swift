@@ -10,7 +10,9 @@ public enum BenchEndpoint {
         router.get("/") { _, _ in "ok" }
         var logger = Logger(label: "iapcheck-bench-endpoint")
         logger.logLevel = .warning
-        let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: port), serverName: nil), logger: logger)
+        let app = Application(
+            router: router, configuration: .init(address: .hostname("127.0.0.1", port: port), serverName: nil),
+            logger: logger)
         try await app.run()
     }
 }

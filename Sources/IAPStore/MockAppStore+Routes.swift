@@ -1,15 +1,17 @@
 import Crypto
 import Foundation
 import Hummingbird
-import IAPModel
 import IAPHTTP
+import IAPModel
 
 extension MockAppStore {
     static let encoder: JSONEncoder = JSONFormat.compact()
 
     static func json<T: Encodable>(_ value: T, status: HTTPResponse.Status = .ok) -> Response {
         let data = (try? encoder.encode(value)) ?? Data("{}".utf8)
-        return Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
+        return Response(
+            status: status, headers: [.contentType: "application/json"],
+            body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }
 
     /// Apple's error body (`errorCode`, `errorMessage`).
@@ -20,7 +22,9 @@ extension MockAppStore {
 
     /// One page of a paged answer for the customer of `:transactionId`: the first, or the one after the page whose
     /// `revision` the request carries.
-    func page<Page: Encodable & Sendable>(_ request: Request, _ context: BasicRequestContext, _ pages: @escaping @Sendable (Chain) -> [Page]) async -> Response
+    func page<Page: Encodable & Sendable>(
+        _ request: Request, _ context: BasicRequestContext, _ pages: @escaping @Sendable (Chain) -> [Page]
+    ) async -> Response
     where Page: RevisionedPage {
         await pause()
         if let denied = authorize(request) { return denied }
@@ -83,7 +87,8 @@ extension MockAppStore {
                 return Self.apiError(.badRequest, 4000016, "Invalid start and end dates.")
             }
             if q.notificationType != nil && q.transactionId != nil {
-                return Self.apiError(.badRequest, 4000018, "Invalid request: filter by notificationType or transactionId, not both.")
+                return Self.apiError(
+                    .badRequest, 4000018, "Invalid request: filter by notificationType or transactionId, not both.")
             }
             // Any transaction of the customer's chain names it (the store knows the chains it published).
             let wanted: Set<String>? = q.transactionId.map { id in
@@ -91,13 +96,16 @@ extension MockAppStore {
                 if let chain = self.lock.withLock({ self.chains[id] }) {
                     for page in chain.history {
                         for jws in page.signedTransactions {
-                            if let c = Self.claims(jws, as: ChainClaims.self) { ids.formUnion([c.transactionId, c.originalTransactionId].compactMap { $0 }) }
+                            if let c = Self.claims(jws, as: ChainClaims.self) {
+                                ids.formUnion([c.transactionId, c.originalTransactionId].compactMap { $0 })
+                            }
                         }
                     }
                 }
                 return ids
             }
-            let page = request.uri.queryParameters.get("paginationToken").flatMap { Int($0.dropFirst("page-".count)) } ?? 0
+            let page =
+                request.uri.queryParameters.get("paginationToken").flatMap { Int($0.dropFirst("page-".count)) } ?? 0
             let matching = self.lock.withLock { self.notifications }.filter {
                 $0.signedDate >= q.startDate && $0.signedDate < q.endDate
                     && (q.notificationType == nil || $0.notificationType == q.notificationType)
@@ -108,22 +116,31 @@ extension MockAppStore {
             let pageSize = 20
             let slice = matching.dropFirst(page * pageSize).prefix(pageSize)
             let more = matching.count > (page + 1) * pageSize
-            return Self.json(NotificationHistoryResponse(
-                paginationToken: more ? "page-\(page + 1)" : nil, hasMore: more,
-                notificationHistory: slice.map { NotificationHistoryResponseItem(signedPayload: $0.signedPayload, sendAttempts: Array($0.attempts.prefix(6))) }))
+            return Self.json(
+                NotificationHistoryResponse(
+                    paginationToken: more ? "page-\(page + 1)" : nil, hasMore: more,
+                    notificationHistory: slice.map {
+                        NotificationHistoryResponseItem(
+                            signedPayload: $0.signedPayload, sendAttempts: Array($0.attempts.prefix(6)))
+                    }))
         }
         api.post("v1/notifications/test") { request, _ in
             self.count("test")
             await self.pause()
             if let denied = self.authorize(request) { return denied }
-            guard let sign = self.testNotificationSigner, let hook = self.webhook, let catalog = self.lock.withLock({ self.catalog }) else {
-                return Self.apiError(.internalServerError, 5000000, "This mock App Store has no webhook or signer for test notifications.")
+            guard let sign = self.testNotificationSigner, let hook = self.webhook,
+                let catalog = self.lock.withLock({ self.catalog })
+            else {
+                return Self.apiError(
+                    .internalServerError, 5000000,
+                    "This mock App Store has no webhook or signer for test notifications.")
             }
             let now = Millis(Date().timeIntervalSince1970 * 1000)
             let payload = sign(now, catalog)
             let token = "test-\(UUID().uuidString.lowercased())"
             let index: Int = self.lock.withLock {
-                self.notifications.append(SentNotification(signedPayload: payload, signedDate: now, notificationType: "TEST", attempts: []))
+                self.notifications.append(
+                    SentNotification(signedPayload: payload, signedDate: now, notificationType: "TEST", attempts: []))
                 self.testTokens[token] = self.notifications.count - 1
                 return self.notifications.count - 1
             }
@@ -133,14 +150,16 @@ extension MockAppStore {
                 let body = (try? Self.encoder.encode(["signedPayload": payload])) ?? Data()
                 let result: String
                 do {
-                    let (status, _) = try client.request("POST", hook.path, headers: [(hook.clockHeader, String(now))], body: body)
+                    let (status, _) = try client.request(
+                        "POST", hook.path, headers: [(hook.clockHeader, String(now))], body: body)
                     result = (200..<300).contains(status) ? "SUCCESS" : "UNSUCCESSFUL_HTTP_RESPONSE_CODE"
                 } catch {
                     result = (error as? LoopbackHTTPClient.Failure)?.kind == .timedOut ? "TIMED_OUT" : "SOCKET_ISSUE"
                 }
                 self.lock.withLock {
                     if index < self.notifications.count {
-                        self.notifications[index].attempts.append(SendAttemptItem(attemptDate: now, sendAttemptResult: result))
+                        self.notifications[index].attempts.append(
+                            SendAttemptItem(attemptDate: now, sendAttemptResult: result))
                     }
                 }
             }
@@ -149,13 +168,19 @@ extension MockAppStore {
         api.get("v1/notifications/test/:token") { request, context in
             if let denied = self.authorize(request) { return denied }
             let token = context.parameters.get("token") ?? ""
-            guard let n = self.lock.withLock({ self.testTokens[token].flatMap { $0 < self.notifications.count ? self.notifications[$0] : nil } }) else {
+            guard
+                let n = self.lock.withLock({
+                    self.testTokens[token].flatMap { $0 < self.notifications.count ? self.notifications[$0] : nil }
+                })
+            else {
                 return Self.apiError(.notFound, 4040008, "Test notification not found.")
             }
             return Self.json(CheckTestNotificationResponse(signedPayload: n.signedPayload, sendAttempts: n.attempts))
         }
         router.post("verifyReceipt") { request, _ in try await self.verifyReceipt(request, sandboxEndpoint: false) }
-        router.post("sandbox/verifyReceipt") { request, _ in try await self.verifyReceipt(request, sandboxEndpoint: true) }
+        router.post("sandbox/verifyReceipt") { request, _ in
+            try await self.verifyReceipt(request, sandboxEndpoint: true)
+        }
         return router
     }
 
@@ -190,14 +215,18 @@ extension MockAppStore {
             return Self.json(["status": AnyEncodable(code), "environment": AnyEncodable(environment)])
         }
         let body = try await request.body.collect(upTo: 4 << 20)
-        guard let r = try? JSONDecoder().decode(VerifyReceiptRequest.self, from: Data(buffer: body)), let data = r.receiptData else {
+        guard let r = try? JSONDecoder().decode(VerifyReceiptRequest.self, from: Data(buffer: body)),
+            let data = r.receiptData
+        else {
             return status(21002)
         }
         guard let receipt = lock.withLock({ receipts[data] }) else { return status(21003) }
         if receipt.sandbox && !sandboxEndpoint { return status(21007) }
         if !receipt.sandbox && sandboxEndpoint { return status(21008) }
         if let secret = settings.sharedSecret, r.password != secret { return status(21004) }
-        return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: receipt.body)))
+        return Response(
+            status: .ok, headers: [.contentType: "application/json"],
+            body: .init(byteBuffer: ByteBuffer(string: receipt.body)))
     }
 
     /// Fault `slow-store`: every answer this much late.
@@ -209,16 +238,21 @@ extension MockAppStore {
     func authorize(_ request: Request) -> Response? {
         guard let key = apiKey, let k = settings.apiKey else { return nil }
         count("checked-token")
-        let unauthorized = Response(status: .unauthorized, headers: [.contentType: "text/plain"], body: .init(byteBuffer: ByteBuffer(string: "Unauthenticated\n")))
+        let unauthorized = Response(
+            status: .unauthorized, headers: [.contentType: "text/plain"],
+            body: .init(byteBuffer: ByteBuffer(string: "Unauthenticated\n")))
         guard let auth = request.headers[.authorization], auth.hasPrefix("Bearer ") else { return unauthorized }
         let token = auth.dropFirst("Bearer ".count)
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3,
-            let headerBytes = Base64URL.decode(parts[0]), let payloadBytes = Base64URL.decode(parts[1]), let sig = Base64URL.decode(parts[2]),
+            let headerBytes = Base64URL.decode(parts[0]), let payloadBytes = Base64URL.decode(parts[1]),
+            let sig = Base64URL.decode(parts[2]),
             let header = try? JSONDecoder().decode(TokenHeader.self, from: Data(headerBytes)),
             let claims = try? JSONDecoder().decode(TokenClaims.self, from: Data(payloadBytes))
         else { return unauthorized }
-        guard header.alg == "ES256", header.kid == k.keyId, header.typ == nil || header.typ == "JWT" else { return unauthorized }
+        guard header.alg == "ES256", header.kid == k.keyId, header.typ == nil || header.typ == "JWT" else {
+            return unauthorized
+        }
         guard let signature = try? P256.Signing.ECDSASignature(rawRepresentation: sig),
             key.isValidSignature(signature, for: Data("\(parts[0]).\(parts[1])".utf8))
         else { return unauthorized }
@@ -232,7 +266,9 @@ extension MockAppStore {
     }
 
     struct TokenHeader: Decodable { let alg: String?; let kid: String?; let typ: String? }
-    struct TokenClaims: Decodable { let iss: String?; let iat: Int64?; let exp: Int64?; let aud: String?; let bid: String? }
+    struct TokenClaims: Decodable {
+        let iss: String?; let iat: Int64?; let exp: Int64?; let aud: String?; let bid: String?
+    }
 }
 
 struct AnyEncodable: Encodable {

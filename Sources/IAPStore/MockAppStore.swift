@@ -1,9 +1,9 @@
 import Crypto
 import Foundation
 import Hummingbird
+import IAPHTTP
 import IAPModel
 import IAPValidatorAPI
-import IAPHTTP
 import Logging
 
 /// A mock App Store on loopback, serving a scenario's data the way Apple's servers do (docs/mock-app-store.md):
@@ -116,7 +116,8 @@ public final class MockAppStore: AppStoreBridge, @unchecked Sendable {
         let box = StartBox()
         let app = Application(
             router: makeRouter(),
-            configuration: .init(address: .hostname("127.0.0.1", port: settings.port), serverName: "iapcheck-mock-app-store"),
+            configuration: .init(
+                address: .hostname("127.0.0.1", port: settings.port), serverName: "iapcheck-mock-app-store"),
             onServerRunning: { channel in
                 box.set(port: channel.localAddress?.port ?? 0)
                 ready.signal()
@@ -134,7 +135,9 @@ public final class MockAppStore: AppStoreBridge, @unchecked Sendable {
                 ready.signal()
             }
         }
-        if ready.wait(timeout: .now() + 30) == .timedOut { throw StartError.listen(settings.port, "no answer within 30 s") }
+        if ready.wait(timeout: .now() + 30) == .timedOut {
+            throw StartError.listen(settings.port, "no answer within 30 s")
+        }
         if let e = box.error { throw StartError.listen(settings.port, e) }
         port = box.port
     }
@@ -158,7 +161,9 @@ public final class MockAppStore: AppStoreBridge, @unchecked Sendable {
     /// Serves the chain from now on; the function returned puts back what it replaced (an answer the backend
     /// refused, a forged one, is not what the API says afterwards).
     @discardableResult
-    public func publish(originalTransactionId: String, history: [HistoryResponse], statuses: StatusResponse?) -> @Sendable () -> Void {
+    public func publish(originalTransactionId: String, history: [HistoryResponse], statuses: StatusResponse?)
+        -> @Sendable () -> Void
+    {
         var byId: [String: String] = [:]
         var refunded: [(date: Millis, id: String, jws: String)] = []
         for page in history {
@@ -175,13 +180,16 @@ public final class MockAppStore: AppStoreBridge, @unchecked Sendable {
         var i = 0
         repeat {
             let chunk = refunded[min(i, refunded.count)..<min(i + size, refunded.count)].map(\.jws)
-            refunds.append(RefundHistoryResponse(signedTransactions: chunk, revision: "refunds-\(originalTransactionId)-\(refunds.count + 1)",
-                                                 hasMore: i + size < refunded.count))
+            refunds.append(
+                RefundHistoryResponse(
+                    signedTransactions: chunk, revision: "refunds-\(originalTransactionId)-\(refunds.count + 1)",
+                    hasMore: i + size < refunded.count))
             i += size
         } while i < refunded.count
         let chain = Chain(history: history, statuses: statuses, refunds: refunds)
         return lock.withLock {
-            var replaced = Replaced(chains: [originalTransactionId: chains[originalTransactionId]], signedTransactions: [:])
+            var replaced = Replaced(
+                chains: [originalTransactionId: chains[originalTransactionId]], signedTransactions: [:])
             chains[originalTransactionId] = chain
             for (id, jws) in byId {
                 replaced.chains[id] = chains[id]
@@ -209,11 +217,14 @@ public final class MockAppStore: AppStoreBridge, @unchecked Sendable {
         return token
     }
 
-    public func postNotification(_ signedPayload: String, now: Millis,
-                                 send: (Millis) throws(ValidatorFailure) -> (Int, Data)) throws(ValidatorFailure) -> (Int, Data) {
+    public func postNotification(
+        _ signedPayload: String, now: Millis,
+        send: (Millis) throws(ValidatorFailure) -> (Int, Data)
+    ) throws(ValidatorFailure) -> (Int, Data) {
         let claims = Self.claims(signedPayload, as: NotificationClaims.self)
-        var sent = SentNotification(signedPayload: signedPayload, signedDate: claims?.signedDate ?? now,
-                                    notificationType: claims?.notificationType ?? "", attempts: [])
+        var sent = SentNotification(
+            signedPayload: signedPayload, signedDate: claims?.signedDate ?? now,
+            notificationType: claims?.notificationType ?? "", attempts: [])
         if let nested = claims?.data?.signedTransactionInfo, let t = Self.claims(nested, as: ChainClaims.self) {
             sent.transactionIds = Set([t.transactionId, t.originalTransactionId].compactMap { $0 })
         }
@@ -221,10 +232,11 @@ public final class MockAppStore: AppStoreBridge, @unchecked Sendable {
         let retries = lock.withLock { catalog?.environment == .sandbox } ? 0 : Self.retryHours.count
         defer { lock.withLock { notifications.append(sent) } }
         // Fault webhook-5xx: this notification's first attempt reaches the backend, but a gateway answers 503.
-        let lost: Bool = lock.withLock {
-            posted += 1
-            return _faults.webhook5xxEvery.map { posted % $0 == 0 } ?? false
-        } && retries > 0
+        let lost: Bool =
+            lock.withLock {
+                posted += 1
+                return _faults.webhook5xxEvery.map { posted % $0 == 0 } ?? false
+            } && retries > 0
         var at = now
         var lastFailure: ValidatorFailure?
         var lastReply: (Int, Data)?
@@ -236,7 +248,9 @@ public final class MockAppStore: AppStoreBridge, @unchecked Sendable {
             }
             do {
                 var reply = try send(at)
-                if lost && attempt == 0 && (200..<300).contains(reply.0) { reply = (503, Data("gateway: backend answer lost (fault webhook-5xx)".utf8)) }
+                if lost && attempt == 0 && (200..<300).contains(reply.0) {
+                    reply = (503, Data("gateway: backend answer lost (fault webhook-5xx)".utf8))
+                }
                 switch reply.0 {
                 case 200..<300:
                     sent.attempts.append(SendAttemptItem(attemptDate: at, sendAttemptResult: "SUCCESS"))
@@ -245,29 +259,34 @@ public final class MockAppStore: AppStoreBridge, @unchecked Sendable {
                 case 400..<500:
                     // A 4xx is the backend's verdict (it rejected the payload); Apple would retry it too, but a
                     // correct backend's rejection of a forgery does not change, and the harness needs the verdict.
-                    sent.attempts.append(SendAttemptItem(attemptDate: at, sendAttemptResult: "UNSUCCESSFUL_HTTP_RESPONSE_CODE"))
+                    sent.attempts.append(
+                        SendAttemptItem(attemptDate: at, sendAttemptResult: "UNSUCCESSFUL_HTTP_RESPONSE_CODE"))
                     return reply
                 default:
-                    sent.attempts.append(SendAttemptItem(attemptDate: at, sendAttemptResult: "UNSUCCESSFUL_HTTP_RESPONSE_CODE"))
+                    sent.attempts.append(
+                        SendAttemptItem(attemptDate: at, sendAttemptResult: "UNSUCCESSFUL_HTTP_RESPONSE_CODE"))
                     lastReply = reply
                     lastFailure = nil
                 }
             } catch {
                 guard error.kind != .protocolViolation else { throw error }
-                let result = switch error.kind {
-                case .timedOut: "TIMED_OUT"
-                case .unavailable: "SOCKET_ISSUE"
-                case .crashed: "PREMATURE_CLOSE"
-                default: "INVALID_RESPONSE"
-                }
+                let result =
+                    switch error.kind {
+                    case .timedOut: "TIMED_OUT"
+                    case .unavailable: "SOCKET_ISSUE"
+                    case .crashed: "PREMATURE_CLOSE"
+                    default: "INVALID_RESPONSE"
+                    }
                 sent.attempts.append(SendAttemptItem(attemptDate: at, sendAttemptResult: result))
                 lastFailure = error
                 lastReply = nil
             }
         }
         if let lastFailure {
-            throw ValidatorFailure(lastFailure.kind, "the webhook failed all \(retries + 1) attempts (Apple's retry schedule\(retries == 0 ? "; none in the sandbox" : "")); last: \(lastFailure.message)",
-                                   transcript: lastFailure.transcript)
+            throw ValidatorFailure(
+                lastFailure.kind,
+                "the webhook failed all \(retries + 1) attempts (Apple's retry schedule\(retries == 0 ? "; none in the sandbox" : "")); last: \(lastFailure.message)",
+                transcript: lastFailure.transcript)
         }
         return lastReply ?? (500, Data())
     }

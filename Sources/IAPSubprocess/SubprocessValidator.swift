@@ -2,10 +2,11 @@ import Foundation
 import IAPModel
 import IAPProcess
 import IAPValidatorAPI
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// A validator in any language, run as a subprocess speaking ``WireProtocol`` on stdin/stdout.
@@ -87,7 +88,10 @@ public final class SubprocessValidator: RestartableValidator {
         nextId = 0
         let h = try request(WireProtocol.Request(id: 0, type: "hello"))
         guard h.type == "hello", h.protocol == WireProtocol.version else {
-            throw fail(.protocolViolation, "expected a hello for protocol \(WireProtocol.version), got type \(h.type) protocol \(h.protocol.map(String.init) ?? "none")")
+            throw fail(
+                .protocolViolation,
+                "expected a hello for protocol \(WireProtocol.version), got type \(h.type) protocol \(h.protocol.map(String.init) ?? "none")"
+            )
         }
         hello = h
         if let n = h.name { name = "exec:\(n)" }
@@ -125,7 +129,9 @@ public final class SubprocessValidator: RestartableValidator {
     func exitStatus() -> String? {
         guard let p = process else { return nil }
         let pid = p.processIdentifier
-        if let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let close = stat.lastIndex(of: ")") {
+        if let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        {
             let fields = stat[stat.index(after: close)...].split(separator: " ")
             // Field 52 of stat (the 50th after the name): the wait status of a zombie.
             if fields.first == "Z", fields.count > 49, let raw = Int(fields[49]) {
@@ -133,7 +139,8 @@ public final class SubprocessValidator: RestartableValidator {
             }
         }
         if !p.isRunning {
-            return p.terminationReason == .uncaughtSignal ? "killed by signal \(p.terminationStatus)" : "status \(p.terminationStatus)"
+            return p.terminationReason == .uncaughtSignal
+                ? "killed by signal \(p.terminationStatus)" : "status \(p.terminationStatus)"
         }
         return nil
     }
@@ -141,11 +148,15 @@ public final class SubprocessValidator: RestartableValidator {
     var processGone: Bool { process.map { ProcessTree.hasExited($0.processIdentifier) } ?? true }
 
     func request(_ r: WireProtocol.Request) throws(ValidatorFailure) -> WireProtocol.Reply {
-        guard process != nil, !processGone, stdinFD >= 0 else { throw fail(.crashed, "the validator process is not running") }
+        guard process != nil, !processGone, stdinFD >= 0 else {
+            throw fail(.crashed, "the validator process is not running")
+        }
         var r = r
         nextId += 1
         r.id = nextId
-        guard var line = try? WireProtocol.encoder.encode(r) else { throw ValidatorFailure(.protocolViolation, "cannot encode request") }
+        guard var line = try? WireProtocol.encoder.encode(r) else {
+            throw ValidatorFailure(.protocolViolation, "cannot encode request")
+        }
         note("→ " + String(decoding: line, as: UTF8.self))
         line.append(0x0A)
         let deadline = Date().addingTimeInterval(timeout)
@@ -156,10 +167,17 @@ public final class SubprocessValidator: RestartableValidator {
         do {
             reply = try JSONDecoder().decode(WireProtocol.Reply.self, from: Data(replyLine))
         } catch {
-            throw fail(.badAnswer, "the reply is not a protocol reply (\(ValidatorFailure.decodingProblem(error, in: Data(replyLine)))): \(String(decoding: replyLine.prefix(200), as: UTF8.self))")
+            throw fail(
+                .badAnswer,
+                "the reply is not a protocol reply (\(ValidatorFailure.decodingProblem(error, in: Data(replyLine)))): \(String(decoding: replyLine.prefix(200), as: UTF8.self))"
+            )
         }
-        guard reply.id == r.id else { throw fail(.protocolViolation, "reply id \(reply.id) does not answer request \(r.id)") }
-        if reply.type == "error" { throw fail(.protocolViolation, "validator error \(reply.code ?? "?"): \(reply.message ?? "")") }
+        guard reply.id == r.id else {
+            throw fail(.protocolViolation, "reply id \(reply.id) does not answer request \(r.id)")
+        }
+        if reply.type == "error" {
+            throw fail(.protocolViolation, "validator error \(reply.code ?? "?"): \(reply.message ?? "")")
+        }
         return reply
     }
 
@@ -212,11 +230,14 @@ public final class SubprocessValidator: RestartableValidator {
             }
             scanned = buffer.count
             if buffer.count > maxReplyBytes {
-                throw fail(.badAnswer, "a reply line longer than \(maxReplyBytes >> 20) MiB (\(buffer.count) bytes without a newline)")
+                throw fail(
+                    .badAnswer,
+                    "a reply line longer than \(maxReplyBytes >> 20) MiB (\(buffer.count) bytes without a newline)")
             }
             let remaining = deadline.timeIntervalSinceNow
             if remaining <= 0 {
-                throw timedOut(buffer.isEmpty ? "nothing received" : "\(buffer.count) bytes of an unfinished line received")
+                throw timedOut(
+                    buffer.isEmpty ? "nothing received" : "\(buffer.count) bytes of an unfinished line received")
             }
             var pfd = pollfd(fd: stdoutFD, events: Int16(POLLIN), revents: 0)
             let ready = poll(&pfd, 1, Int32(min(remaining, 0.1) * 1000) + 1)
@@ -247,13 +268,17 @@ public final class SubprocessValidator: RestartableValidator {
 
     public func deliver(_ delivery: SignedDelivery, now: Millis) throws(ValidatorFailure) -> DeliveryVerdict {
         let r = try request(WireProtocol.Request(id: 0, type: "deliver", now: now, delivery: delivery))
-        guard r.type == "verdict", let accepted = r.accepted else { throw fail(.protocolViolation, "deliver answered with \(r.type)") }
+        guard r.type == "verdict", let accepted = r.accepted else {
+            throw fail(.protocolViolation, "deliver answered with \(r.type)")
+        }
         return accepted ? .accepted : .rejected(reason: r.reason ?? "")
     }
 
     public func entitlements(_ query: EntitlementQuery) throws(ValidatorFailure) -> EntitlementAnswer {
         let r = try request(WireProtocol.Request(id: 0, type: "query", query: query))
-        guard r.type == "answer", let a = r.answer else { throw fail(.protocolViolation, "query answered with \(r.type)") }
+        guard r.type == "answer", let a = r.answer else {
+            throw fail(.protocolViolation, "query answered with \(r.type)")
+        }
         let answer = EntitlementAnswer(products: a.products, groups: a.groups, consumables: a.consumables)
         if let problem = answer.problems.first { throw fail(.badAnswer, "malformed answer: \(problem)") }
         return answer

@@ -16,7 +16,10 @@ public enum WireProtocol {
         public var now: Millis?
         public var delivery: SignedDelivery?
         public var query: EntitlementQuery?
-        public init(id: Int, type: String, config: ValidatorConfig? = nil, now: Millis? = nil, delivery: SignedDelivery? = nil, query: EntitlementQuery? = nil) {
+        public init(
+            id: Int, type: String, config: ValidatorConfig? = nil, now: Millis? = nil, delivery: SignedDelivery? = nil,
+            query: EntitlementQuery? = nil
+        ) {
             self.id = id
             self.type = type
             self.config = config
@@ -55,14 +58,18 @@ public enum WireProtocol {
     /// a durable acknowledgement — and a restarted server replays the journal first, so nothing it acknowledged is
     /// lost. `ackBeforePersist > 1` is the deliberate bug for the `durable-ack` property: deliveries are written in
     /// batches of that size, after they were acknowledged.
-    public static func serve(_ validator: any Validator, journal: String? = nil, ackBeforePersist: Int = 1,
-                             input: FileHandle = .standardInput, output: FileHandle = .standardOutput) {
+    public static func serve(
+        _ validator: any Validator, journal: String? = nil, ackBeforePersist: Int = 1,
+        input: FileHandle = .standardInput, output: FileHandle = .standardOutput
+    ) {
         let decoder = JSONDecoder()
         var buffer = Data()
         var log: FileHandle?
         var pending: [Data] = []
         if let journal {
-            let regular = (try? FileManager.default.attributesOfItem(atPath: journal)[.type] as? FileAttributeType) == .typeRegular
+            let regular =
+                (try? FileManager.default.attributesOfItem(atPath: journal)[.type] as? FileAttributeType)
+                == .typeRegular
             if regular, let old = try? Data(contentsOf: URL(fileURLWithPath: journal)) {
                 for line in old.split(separator: 0x0A) {
                     guard let req = try? decoder.decode(Request.self, from: line) else { continue }  // a torn last line
@@ -70,7 +77,9 @@ public enum WireProtocol {
                     if req.type == "deliver", let d = req.delivery { _ = try? validator.deliver(d, now: req.now ?? 0) }
                 }
             }
-            if !FileManager.default.fileExists(atPath: journal) { FileManager.default.createFile(atPath: journal, contents: nil) }
+            if !FileManager.default.fileExists(atPath: journal) {
+                FileManager.default.createFile(atPath: journal, contents: nil)
+            }
             log = FileHandle(forWritingAtPath: journal)
             _ = try? log?.seekToEnd()
         }
@@ -81,7 +90,9 @@ public enum WireProtocol {
             do {
                 if truncate {
                     pending = []
-                    if (try? FileManager.default.attributesOfItem(atPath: journal ?? "")[.type] as? FileAttributeType) == .typeRegular {
+                    if (try? FileManager.default.attributesOfItem(atPath: journal ?? "")[.type] as? FileAttributeType)
+                        == .typeRegular
+                    {
                         try log.truncate(atOffset: 0)
                     }
                 }
@@ -128,18 +139,24 @@ public enum WireProtocol {
                         r.protocol = version
                         r.capabilities = ["app-transaction", "notification", "api-snapshot", "legacy-receipt"]
                     case "reset":
-                        guard let c = req.config else { throw ValidatorFailure(.protocolViolation, "reset without config") }
+                        guard let c = req.config else {
+                            throw ValidatorFailure(.protocolViolation, "reset without config")
+                        }
                         try validator.reset(c)
                         try persist(Data(line), truncate: true)
                     case "deliver":
-                        guard let d = req.delivery else { throw ValidatorFailure(.protocolViolation, "deliver without delivery") }
+                        guard let d = req.delivery else {
+                            throw ValidatorFailure(.protocolViolation, "deliver without delivery")
+                        }
                         let v = try validator.deliver(d, now: req.now ?? 0)
                         try persist(Data(line))
                         r.type = "verdict"
                         r.accepted = v.isAccepted
                         if case .rejected(let why) = v { r.reason = why }
                     case "query":
-                        guard let q = req.query else { throw ValidatorFailure(.protocolViolation, "query without query") }
+                        guard let q = req.query else {
+                            throw ValidatorFailure(.protocolViolation, "query without query")
+                        }
                         r.type = "answer"
                         r.answer = try validator.entitlements(q)
                     default:

@@ -2,20 +2,26 @@ import IAPConformance
 import IAPModel
 import IAPOracle
 import IAPSimulator
-import IAPValidatorAPI
 import IAPSubprocess
+import IAPValidatorAPI
 import PropertyEngine
 
 /// Test support shared by the test targets: generated cases and histories from seeds.
 public enum Fixtures {
-    public static func generator(catalog: Catalog = .standard, policy: Policy = .default, drawsCatalogs: Bool = false) -> CaseGenerator {
+    public static func generator(catalog: Catalog = .standard, policy: Policy = .default, drawsCatalogs: Bool = false)
+        -> CaseGenerator
+    {
         CaseGenerator(catalog: catalog, policy: policy, drawsCatalogs: drawsCatalogs)
     }
 
     /// The case and simulator of `seed` for `property` (with a catalog drawn for the case when `drawsCatalogs`).
-    public static func generated(seed: UInt64, property: PropertyName = .entitlementAgreement, catalog: Catalog = .standard, policy: Policy = .default,
-                                 drawsCatalogs: Bool = false) -> (GeneratedCase, StoreSimulator) {
-        generator(catalog: catalog, policy: policy, drawsCatalogs: drawsCatalogs).generate(property, ChoiceSource(seed: seed))
+    public static func generated(
+        seed: UInt64, property: PropertyName = .entitlementAgreement, catalog: Catalog = .standard,
+        policy: Policy = .default,
+        drawsCatalogs: Bool = false
+    ) -> (GeneratedCase, StoreSimulator) {
+        generator(catalog: catalog, policy: policy, drawsCatalogs: drawsCatalogs).generate(
+            property, ChoiceSource(seed: seed))
     }
 
     /// Knowledge holding every fact the store signed at or before `t`, with every chain linked to its owner:

@@ -29,7 +29,9 @@ public struct FaultProfile: Sendable, Hashable, CustomStringConvertible {
             case "reset": f.resetEvery = 4
             case "webhook-5xx": f.webhook5xxEvery = 3
             case "slow-store": f.storeDelayMillis = 200
-            default: return .failure(ParseError(message: "unknown fault \"\(name)\"; known: \(names.joined(separator: ", "))"))
+            default:
+                return .failure(
+                    ParseError(message: "unknown fault \"\(name)\"; known: \(names.joined(separator: ", "))"))
             }
         }
         return .success(f)

@@ -29,7 +29,8 @@ extension Validator {
 /// A validator failing as a program rather than answering wrongly.
 public struct ValidatorFailure: Error, CustomStringConvertible, Sendable {
     public enum Kind: String, Sendable, Codable {
-        case crashed, timedOut = "timed-out", badAnswer = "bad-answer", protocolViolation = "protocol-violation", unavailable
+        case crashed, timedOut = "timed-out", badAnswer = "bad-answer", protocolViolation = "protocol-violation",
+            unavailable
     }
     public var kind: Kind
     public var message: String
@@ -58,10 +59,14 @@ public struct ValidatorFailure: Error, CustomStringConvertible, Sendable {
         case .valueNotFound(let t, let c)?: return "\(path(c.codingPath)): missing \(t)"
         case .keyNotFound(let k, let c)?: return "\(path(c.codingPath + [k])): missing"
         case .dataCorrupted(let c)?:
-            let why = (c.underlyingError as NSError?)?.userInfo[NSDebugDescriptionErrorKey] as? String ?? c.debugDescription
-            if let data, why.contains("not valid JSON"), (try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])) != nil {
+            let why =
+                (c.underlyingError as NSError?)?.userInfo[NSDebugDescriptionErrorKey] as? String ?? c.debugDescription
+            if let data, why.contains("not valid JSON"),
+                (try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])) != nil
+            {
                 // Well-formed JSON that JSONDecoder refuses: a number that does not fit its field.
-                return "\(path(c.codingPath)): a number does not fit its field (a fraction or exponent where an integer belongs, or an integer beyond 64 bits)"
+                return
+                    "\(path(c.codingPath)): a number does not fit its field (a fraction or exponent where an integer belongs, or an integer beyond 64 bits)"
             }
             return "\(path(c.codingPath)): \(why)"
         default: return "\(error)"

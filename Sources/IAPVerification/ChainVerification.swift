@@ -24,7 +24,9 @@ enum ChainVerification {
         let verifyingCriticalExtensions: [ASN1ObjectIdentifier] = []
 
         func chainMeetsPolicyRequirements(chain: UnverifiedCertificateChain) -> PolicyEvaluationResult {
-            guard chain.count == 3 else { return .failsToMeetPolicy(reason: "the chain has \(chain.count) certificates, not 3") }
+            guard chain.count == 3 else {
+                return .failsToMeetPolicy(reason: "the chain has \(chain.count) certificates, not 3")
+            }
             guard checkOIDs else { return .meetsPolicy }
             guard chain[0].extensions[oid: ChainVerification.receiptSigningOID] != nil else {
                 return .failsToMeetPolicy(reason: "leaf certificate does not contain the Receipt Signing OID")
@@ -37,7 +39,8 @@ enum ChainVerification {
     }
 
     /// Validates `leaf` through `intermediate` to one of `roots`; nil when accepted, else why not.
-    static func refusal(leaf: Certificate, intermediate: Certificate, roots: [Certificate], checkOIDs: Bool) -> String? {
+    static func refusal(leaf: Certificate, intermediate: Certificate, roots: [Certificate], checkOIDs: Bool) -> String?
+    {
         let result = BlockingAsync.run {
             var verifier = Verifier(rootCertificates: CertificateStore(roots)) {
                 RFC5280Policy.withValidityCheckDisabled()
@@ -48,25 +51,37 @@ enum ChainVerification {
         switch result {
         case .validCertificate: return nil
         case .couldNotValidate(let failures):
-            return explain(leaf: leaf, intermediate: intermediate, roots: roots, policyFailures: failures.map { "\($0.policyFailureReason)" })
+            return explain(
+                leaf: leaf, intermediate: intermediate, roots: roots,
+                policyFailures: failures.map { "\($0.policyFailureReason)" })
         }
     }
 
     /// Why a chain was refused, for people: critical extensions, then signatures, then the policies' own words.
-    static func explain(leaf: Certificate, intermediate: Certificate, roots: [Certificate], policyFailures: [String]) -> String {
-        let handled: Set<ASN1ObjectIdentifier> = [.X509ExtensionID.basicConstraints, .X509ExtensionID.keyUsage, .X509ExtensionID.nameConstraints]
+    static func explain(leaf: Certificate, intermediate: Certificate, roots: [Certificate], policyFailures: [String])
+        -> String
+    {
+        let handled: Set<ASN1ObjectIdentifier> = [
+            .X509ExtensionID.basicConstraints, .X509ExtensionID.keyUsage, .X509ExtensionID.nameConstraints,
+        ]
         for (name, c) in [("leaf", leaf), ("intermediate", intermediate)] {
             if let e = c.extensions.first(where: { $0.critical && !handled.contains($0.oid) }) {
                 return "\(name) has a critical extension no policy handles (\(e.oid))"
             }
         }
-        if !(leaf.issuer == intermediate.subject && intermediate.publicKey.isValidSignature(leaf.signature, for: leaf)) {
+        if !(leaf.issuer == intermediate.subject && intermediate.publicKey.isValidSignature(leaf.signature, for: leaf))
+        {
             return "leaf is not issued by the intermediate"
         }
-        if !roots.contains(where: { $0.subject == intermediate.issuer && $0.publicKey.isValidSignature(intermediate.signature, for: intermediate) }) {
+        if !roots.contains(where: {
+            $0.subject == intermediate.issuer
+                && $0.publicKey.isValidSignature(intermediate.signature, for: intermediate)
+        }) {
             return "intermediate is not issued by a trusted root"
         }
-        for (name, c) in [("intermediate", intermediate)] + roots.filter({ $0.subject == intermediate.issuer }).map({ ("root", $0) }) {
+        for (name, c) in [("intermediate", intermediate)]
+            + roots.filter({ $0.subject == intermediate.issuer }).map({ ("root", $0) })
+        {
             guard case .isCertificateAuthority = (try? c.extensions.basicConstraints) ?? .notCertificateAuthority else {
                 return "\(name) is not marked as a CA (basic constraints)"
             }

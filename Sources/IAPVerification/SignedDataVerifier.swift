@@ -1,13 +1,14 @@
 import Crypto
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Foundation
 import IAPModel
 import SwiftASN1
 import X509
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// Verifies App Store JWS the way Apple's `SignedDataVerifier` does offline (docs/verifiers.md#verification-steps-in-order), with a
 /// bounded cache of verified chains so the hot path is one ECDSA verification plus decoding.
@@ -37,7 +38,10 @@ public final class SignedDataVerifier: @unchecked Sendable {
     }
 
     public struct Failure: Error, CustomStringConvertible, Sendable {
-        public enum Kind: String, Sendable { case invalidFormat = "INVALID_JWT_FORMAT", invalidCertificate = "INVALID_CERTIFICATE", verificationFailure = "VERIFICATION_FAILURE" }
+        public enum Kind: String, Sendable {
+            case invalidFormat = "INVALID_JWT_FORMAT", invalidCertificate = "INVALID_CERTIFICATE", verificationFailure =
+                "VERIFICATION_FAILURE"
+        }
         /// The step that refused, finer than Apple's status.
         public enum Reason: String, Sendable { case format, certificate, chain, date, signature }
         public var kind: Kind
@@ -90,14 +94,18 @@ public final class SignedDataVerifier: @unchecked Sendable {
         return token.withUTF8 { buf in verify(utf8: UnsafeRawBufferPointer(buf), as: T.self, signedDate: signedDate) }
     }
 
-    func verify<T: Decodable>(utf8 buf: UnsafeRawBufferPointer, as: T.Type, signedDate: (T) -> Millis?) -> Result<T, Failure> {
+    func verify<T: Decodable>(utf8 buf: UnsafeRawBufferPointer, as: T.Type, signedDate: (T) -> Millis?) -> Result<
+        T, Failure
+    > {
         guard buf.count <= options.maxTokenBytes else {
             return .failure(Failure(.invalidFormat, "token of \(buf.count) bytes exceeds \(options.maxTokenBytes)"))
         }
         guard let base = buf.baseAddress, buf.count > 0 else { return .failure(Failure(.invalidFormat, "empty token")) }
         // memchr is vectorised; a byte loop over a 4 KB token costs microseconds.
         func dot(after start: Int) -> Int? {
-            guard start < buf.count, let p = memchr(base + start, Int32(UInt8(ascii: ".")), buf.count - start) else { return nil }
+            guard start < buf.count, let p = memchr(base + start, Int32(UInt8(ascii: ".")), buf.count - start) else {
+                return nil
+            }
             return base.distance(to: UnsafeRawPointer(p))
         }
         guard let d0 = dot(after: 0), let d1 = dot(after: d0 + 1), dot(after: d1 + 1) == nil else {
@@ -124,12 +132,19 @@ public final class SignedDataVerifier: @unchecked Sendable {
         case .failure(let f): return .failure(f)
         }
         if options.checkValidityDates, let t = instant, t < chain.notBefore || t > chain.notAfter {
-            return .failure(Failure(.verificationFailure, "certificate chain not valid at signedDate \(CivilTime.iso8601(t))", reason: .date))
+            return .failure(
+                Failure(
+                    .verificationFailure, "certificate chain not valid at signedDate \(CivilTime.iso8601(t))",
+                    reason: .date))
         }
         if options.verifySignature {
-            guard let sigBytes = Base64URL.decode(utf8: signature.assumingMemoryBound(to: UInt8.self)), sigBytes.count == 64,
+            guard let sigBytes = Base64URL.decode(utf8: signature.assumingMemoryBound(to: UInt8.self)),
+                sigBytes.count == 64,
                 let sig = try? P256.Signing.ECDSASignature(rawRepresentation: sigBytes)
-            else { return .failure(Failure(.invalidFormat, "signature is not a 64-byte ES256 signature", reason: .signature)) }
+            else {
+                return .failure(
+                    Failure(.invalidFormat, "signature is not a 64-byte ES256 signature", reason: .signature))
+            }
             let input = UnsafeRawBufferPointer(rebasing: buf[0..<dots[1]])
             CryptoCounters.verifications.add(1, ordering: .relaxed)
             guard chain.key.isValidSignature(sig, for: input) else {
@@ -150,7 +165,8 @@ public final class SignedDataVerifier: @unchecked Sendable {
         let h = Self.hash(header)
         lock.lock()
         if let hit = cache[h], hit.header.count == header.count,
-            hit.header.withUnsafeBytes({ memcmp($0.baseAddress!, header.baseAddress!, header.count) }) == 0 {
+            hit.header.withUnsafeBytes({ memcmp($0.baseAddress!, header.baseAddress!, header.count) }) == 0
+        {
             cacheHits += 1
             lock.unlock()
             return hit.chain
@@ -182,12 +198,18 @@ public final class SignedDataVerifier: @unchecked Sendable {
     }
 
     func verifyChain(header segment: UnsafeRawBufferPointer) -> Result<VerifiedChain, Failure> {
-        guard let bytes = Base64URL.decode(utf8: segment.assumingMemoryBound(to: UInt8.self)), let header = try? Self.decoder.decode(Header.self, from: Data(bytes)) else {
+        guard let bytes = Base64URL.decode(utf8: segment.assumingMemoryBound(to: UInt8.self)),
+            let header = try? Self.decoder.decode(Header.self, from: Data(bytes))
+        else {
             return .failure(Failure(.invalidFormat, "header is not base64url JSON"))
         }
-        guard header.alg == "ES256" else { return .failure(Failure(.invalidFormat, "alg \(header.alg ?? "missing") is not ES256")) }
+        guard header.alg == "ES256" else {
+            return .failure(Failure(.invalidFormat, "alg \(header.alg ?? "missing") is not ES256"))
+        }
         guard let x5c = header.x5c else { return .failure(Failure(.invalidFormat, "x5c is missing")) }
-        guard x5c.count == 3 else { return .failure(Failure(.invalidFormat, "x5c has \(x5c.count) certificates, expected 3")) }
+        guard x5c.count == 3 else {
+            return .failure(Failure(.invalidFormat, "x5c has \(x5c.count) certificates, expected 3"))
+        }
         var certs: [Certificate] = []
         for (i, b64) in x5c.prefix(options.trustEmbeddedRoot ? 3 : 2).enumerated() {
             guard let der = Data(base64Encoded: b64), let c = try? Certificate(derEncoded: Array(der)) else {
@@ -199,10 +221,15 @@ public final class SignedDataVerifier: @unchecked Sendable {
         var root: Certificate?
         if options.verifyChain {
             let anchors = options.trustEmbeddedRoot ? roots + [certs[2]] : roots
-            if let refusal = ChainVerification.refusal(leaf: leaf, intermediate: intermediate, roots: anchors, checkOIDs: options.checkOIDs) {
+            if let refusal = ChainVerification.refusal(
+                leaf: leaf, intermediate: intermediate, roots: anchors, checkOIDs: options.checkOIDs)
+            {
                 return .failure(Failure(.verificationFailure, refusal))
             }
-            root = anchors.first { $0.subject == intermediate.issuer && $0.publicKey.isValidSignature(intermediate.signature, for: intermediate) }
+            root = anchors.first {
+                $0.subject == intermediate.issuer
+                    && $0.publicKey.isValidSignature(intermediate.signature, for: intermediate)
+            }
         }
         guard let key = P256.Signing.PublicKey(leaf.publicKey) else {
             return .failure(Failure(.verificationFailure, "leaf key is not P-256"))

@@ -89,7 +89,9 @@ public final class ChoiceSource {
     public func span<T>(_ label: String, _ body: () throws -> T) rethrows -> T {
         let start = cursor
         let result = try body()
-        if cursor > start, start < maxChoices { spans.append(Span(label: label, start: start, end: min(cursor, maxChoices))) }
+        if cursor > start, start < maxChoices {
+            spans.append(Span(label: label, start: start, end: min(cursor, maxChoices)))
+        }
         return result
     }
 

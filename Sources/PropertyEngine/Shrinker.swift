@@ -63,7 +63,9 @@ public struct Shrinker {
         var spans = initialSpans
         var attempts = 0
         var improvements = 0
-        let deadline: UInt64? = budget.maxSeconds.isFinite ? DispatchTime.now().uptimeNanoseconds + UInt64(min(max(budget.maxSeconds, 0), 1e9) * 1e9) : nil
+        let deadline: UInt64? =
+            budget.maxSeconds.isFinite
+            ? DispatchTime.now().uptimeNanoseconds + UInt64(min(max(budget.maxSeconds, 0), 1e9) * 1e9) : nil
         var outOfBudget: Bool {
             attempts >= budget.maxAttempts || deadline.map { DispatchTime.now().uptimeNanoseconds > $0 } == true
         }

@@ -1,12 +1,12 @@
 import Crypto
 import Foundation
 import IAPConformance
+import IAPHTTP
 import IAPModel
 import IAPStore
-import IAPHTTP
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Mistakes that live in a backend's own calls to Apple or in its webhook's timing, which an in-process validator
@@ -26,7 +26,8 @@ struct BackendMutant: Sendable {
     static let all: [BackendMutant] = [
         BackendMutant(
             name: "backend-no-sandbox-fallback", pitfall: "J29",
-            description: "example backend: does not retry verifyReceipt on the sandbox after status 21007 (App Review's sandbox receipts)",
+            description:
+                "example backend: does not retry verifyReceipt on the sandbox after status 21007 (App Review's sandbox receipts)",
             arguments: ["--no-sandbox-fallback"], timeout: 10,
             configure: { o in
                 o.catalog.environment = .sandbox
@@ -34,7 +35,8 @@ struct BackendMutant: Sendable {
             }),
         BackendMutant(
             name: "backend-slow-ack", pitfall: "J41",
-            description: "example backend: answers each notification after the store's webhook deadline, so Apple re-sends it",
+            description:
+                "example backend: answers each notification after the store's webhook deadline, so Apple re-sends it",
             arguments: ["--slow-ack-ms", "2500"], timeout: 1,
             configure: { o in
                 o.properties = [.entitlementAgreement]
@@ -47,7 +49,8 @@ struct BackendMutant: Sendable {
 
     /// The example backend's executable beside this one, or nil when it was not built.
     static var backendExecutable: String? {
-        let me = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        let me =
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
         let path = (me as NSString).deletingLastPathComponent + "/iapcheck-example-backend"
         return FileManager.default.isExecutableFile(atPath: path) ? path : nil
     }
@@ -67,46 +70,56 @@ struct BackendMutant: Sendable {
         let keyFile = dir + "/SubscriptionKey_IAPMUT0001.p8"
         try Data(P256.Signing.PrivateKey().pemRepresentation.utf8).write(to: URL(fileURLWithPath: keyFile))
         let keyId = "IAPMUT0001", issuer = "6f3c2a90-0b1e-4c4e-9a57-000000000001", secret = "mutant-shared-secret"
-        let store = try MockAppStore(settings: StoreSettings(
-            port: 0, sharedSecret: secret, apiKey: .init(keyId: keyId, issuerId: issuer, privateKeyFile: keyFile)))
+        let store = try MockAppStore(
+            settings: StoreSettings(
+                port: 0, sharedSecret: secret, apiKey: .init(keyId: keyId, issuerId: issuer, privateKeyFile: keyFile)))
         try store.start()
         let port = try Self.freePort()
         let p = Process()
         p.executableURL = URL(fileURLWithPath: backend)
-        p.arguments = ["--port", String(port), "--database", dir + "/backend.sqlite", "--app-store", "127.0.0.1:\(store.port)",
-                       "--api-key", keyFile, "--key-id", keyId, "--issuer-id", issuer, "--shared-secret", secret] + arguments
+        p.arguments =
+            [
+                "--port", String(port), "--database", dir + "/backend.sqlite", "--app-store", "127.0.0.1:\(store.port)",
+                "--api-key", keyFile, "--key-id", keyId, "--issuer-id", issuer, "--shared-secret", secret,
+            ] + arguments
         p.standardOutput = FileHandle.nullDevice
         p.standardError = FileHandle.nullDevice
         try p.run()
         defer { p.terminate(); p.waitUntilExit() }
         let targetFile = dir + "/target.json"
         let json = """
-        {"baseURL":"http://127.0.0.1:\(port)",
-         "store":{"port":\(store.port),"sharedSecret":"\(secret)","apiKey":{"keyId":"\(keyId)","issuerId":"\(issuer)","privateKeyFile":"\(keyFile)"}},
-         "routes":{"reset":{"method":"POST","path":"/iapcheck/reset"},
-          "appTransaction":{"method":"POST","path":"/apple/app-transactions"},
-          "notification":{"method":"POST","path":"/apple/notifications"},
-          "reconcile":{"method":"POST","path":"/apple/reconcile"},
-          "receipt":{"method":"POST","path":"/apple/receipts"},
-          "entitlements":{"method":"GET","path":"/users/{userId}/entitlements?at={at}"}}}
-        """
+            {"baseURL":"http://127.0.0.1:\(port)",
+             "store":{"port":\(store.port),"sharedSecret":"\(secret)","apiKey":{"keyId":"\(keyId)","issuerId":"\(issuer)","privateKeyFile":"\(keyFile)"}},
+             "routes":{"reset":{"method":"POST","path":"/iapcheck/reset"},
+              "appTransaction":{"method":"POST","path":"/apple/app-transactions"},
+              "notification":{"method":"POST","path":"/apple/notifications"},
+              "reconcile":{"method":"POST","path":"/apple/reconcile"},
+              "receipt":{"method":"POST","path":"/apple/receipts"},
+              "entitlements":{"method":"GET","path":"/users/{userId}/entitlements?at={at}"}}}
+            """
         try Data(json.utf8).write(to: URL(fileURLWithPath: targetFile))
         let target = try HTTPValidator.Target.load(path: targetFile)
         // Wait until it listens (a cold start of a debug build takes a moment).
         var listening = false
         for _ in 0..<300 where p.isRunning {
-            if (try? HTTPValidator(target: target, name: "probe", timeout: 1).entitlements(EntitlementQuery(userId: "probe", at: 0))) != nil {
+            if (try? HTTPValidator(target: target, name: "probe", timeout: 1).entitlements(
+                EntitlementQuery(userId: "probe", at: 0))) != nil
+            {
                 listening = true
                 break
             }
             Thread.sleep(forTimeInterval: 0.1)
         }
         guard listening else {
-            throw Failure.setup("the example backend (\(backend)) did not answer on 127.0.0.1:\(port) within 30 s\(p.isRunning ? "" : "; it exited with status \(p.terminationStatus)")")
+            throw Failure.setup(
+                "the example backend (\(backend)) did not answer on 127.0.0.1:\(port) within 30 s\(p.isRunning ? "" : "; it exited with status \(p.terminationStatus)")"
+            )
         }
         var o = options
         configure(&o)
-        return Checker(options: o, validator: HTTPValidator(target: target, name: "mutant:\(name)", timeout: timeout, store: store)).run()
+        return Checker(
+            options: o, validator: HTTPValidator(target: target, name: "mutant:\(name)", timeout: timeout, store: store)
+        ).run()
     }
 
     /// A loopback port nothing listens on now (the kernel's choice for port 0).
@@ -119,9 +132,13 @@ struct BackendMutant: Sendable {
         addr.sin_addr.s_addr = inet_addr("127.0.0.1")
         addr.sin_port = 0
         var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) } }
+        let bound = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) }
+        }
         guard bound == 0 else { throw Failure.setup("cannot bind a free loopback port: errno \(errno)") }
-        let named = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
+        let named = withUnsafeMutablePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) }
+        }
         guard named == 0 else { throw Failure.setup("cannot read the free port: errno \(errno)") }
         return Int(UInt16(bigEndian: addr.sin_port))
     }

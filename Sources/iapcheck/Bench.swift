@@ -4,9 +4,9 @@ import Dispatch
 import Foundation
 import IAPConformance
 import IAPModel
+import IAPReference
 import IAPSigning
 import IAPVerification
-import IAPReference
 
 struct Bench: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -15,12 +15,16 @@ struct Bench: ParsableCommand {
 
     struct Verify: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Reference JWS verification (warm chain cache, and without cache) against raw P-256 ECDSA verification of the same signing inputs, one thread and all cores, in one run.",
-            discussion: "Build with -c release for meaningful figures. The goal (docs/performance-notes.md#targets-for-the-hot-path): warm-cache verification at ≥ 0.75 of raw verify throughput.")
+            abstract:
+                "Reference JWS verification (warm chain cache, and without cache) against raw P-256 ECDSA verification of the same signing inputs, one thread and all cores, in one run.",
+            discussion:
+                "Build with -c release for meaningful figures. The goal (docs/performance-notes.md#targets-for-the-hot-path): warm-cache verification at ≥ 0.75 of raw verify throughput."
+        )
 
         @Option(help: "Seconds per measurement.") var seconds: Double = 2
         @Option(help: "Distinct tokens in the pool.") var tokens: Int = 512
-        @Option(help: "Threads for the multi-core runs (default: all cores).") var threads: Int = ProcessInfo.processInfo.activeProcessorCount
+        @Option(help: "Threads for the multi-core runs (default: all cores).") var threads: Int = ProcessInfo
+            .processInfo.activeProcessorCount
         @Option(help: "Write the figures as JSON here.") var json: String?
 
         struct Row: Codable {
@@ -36,9 +40,12 @@ struct Bench: ParsableCommand {
             let t0 = CivilTime.days(fromCivil: 2026, 3, 1) * CivilTime.msPerDay
             let pool: [String] = (0..<tokens).map { i in
                 var tx = JWSTransactionDecodedPayload(
-                    transactionId: String(2_000_000_000_000_000 + i), originalTransactionId: String(2_000_000_000_000_000 + i),
-                    webOrderLineItemId: String(3_000_000_000_000_000 + i), bundleId: Catalog.standard.bundleId, productId: "pro.monthly",
-                    subscriptionGroupIdentifier: "21000001", purchaseDate: t0 + Int64(i) * 1000, originalPurchaseDate: t0,
+                    transactionId: String(2_000_000_000_000_000 + i),
+                    originalTransactionId: String(2_000_000_000_000_000 + i),
+                    webOrderLineItemId: String(3_000_000_000_000_000 + i), bundleId: Catalog.standard.bundleId,
+                    productId: "pro.monthly",
+                    subscriptionGroupIdentifier: "21000001", purchaseDate: t0 + Int64(i) * 1000,
+                    originalPurchaseDate: t0,
                     expiresDate: t0 + 30 * CivilTime.msPerDay, quantity: 1, type: .autoRenewable,
                     appAccountToken: "a1b2c3d4-0000-4000-8000-000000000001", signedDate: t0 + Int64(i) * 1000,
                     environment: .production, transactionReason: .purchase)
@@ -52,7 +59,9 @@ struct Bench: ParsableCommand {
                 let parts = jws.split(separator: ".")
                 return (Data("\(parts[0]).\(parts[1])".utf8), Base64URL.decode(parts[2])!)
             }
-            print("token: \(pool[0].utf8.count) bytes, x5c of 3 (P-384 root and intermediate, P-256 leaf); pool of \(tokens)")
+            print(
+                "token: \(pool[0].utf8.count) bytes, x5c of 3 (P-384 root and intermediate, P-256 leaf); pool of \(tokens)"
+            )
             var rows: [Row] = []
             func measure(_ name: String, threads n: Int, _ makeOp: @escaping @Sendable () -> @Sendable (Int) -> Bool) {
                 let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(seconds * 1e9)
@@ -76,7 +85,9 @@ struct Bench: ParsableCommand {
                 counts.deallocate()
                 let ops = total / elapsed
                 rows.append(Row(name: name, threads: n, opsPerSecond: ops, microsecondsPerOp: 1e6 * Double(n) / ops))
-                print("\(name.padding(toLength: 44, withPad: " ", startingAt: 0)) \(String(n).leftPad(2)) thread\(n == 1 ? " " : "s") \(String(Int(ops)).leftPad(8)) ops/s  \(String(format: "%7.1f", 1e6 * Double(n) / ops)) µs/op")
+                print(
+                    "\(name.padding(toLength: 44, withPad: " ", startingAt: 0)) \(String(n).leftPad(2)) thread\(n == 1 ? " " : "s") \(String(Int(ops)).leftPad(8)) ops/s  \(String(format: "%7.1f", 1e6 * Double(n) / ops)) µs/op"
+                )
             }
             let reference = ReferenceValidator()
             try reference.reset(ValidatorConfig(catalog: .standard, policy: .default, trustedRoots: pki.trustedRoots))
@@ -90,20 +101,29 @@ struct Bench: ParsableCommand {
                 measure("raw P-256 ECDSA verify (same signing input)", threads: n) {
                     { i in
                         let (input, sig) = r[i % poolCount]
-                        return key.isValidSignature(try! P256.Signing.ECDSASignature(rawRepresentation: sig), for: input)
+                        return key.isValidSignature(
+                            try! P256.Signing.ECDSASignature(rawRepresentation: sig), for: input)
                     }
                 }
                 measure("reference verify, warm chain cache", threads: n) {
-                    { i in (try? warm.verify(p[i % poolCount], as: JWSTransactionDecodedPayload.self) { $0.signedDate }.get()) != nil }
+                    { i in
+                        (try? warm.verify(p[i % poolCount], as: JWSTransactionDecodedPayload.self) { $0.signedDate }
+                            .get()) != nil
+                    }
                 }
                 measure("reference verify, no cache", threads: n) {
-                    { i in (try? cold.verify(p[i % poolCount], as: JWSTransactionDecodedPayload.self) { $0.signedDate }.get()) != nil }
+                    { i in
+                        (try? cold.verify(p[i % poolCount], as: JWSTransactionDecodedPayload.self) { $0.signedDate }
+                            .get()) != nil
+                    }
                 }
             }
             for n in Set([1, max(1, threads)]).sorted() {
                 let rawOps = rows.first { $0.threads == n && $0.name.hasPrefix("raw") }!.opsPerSecond
                 let warmOps = rows.first { $0.threads == n && $0.name.contains("warm") }!.opsPerSecond
-                print("ratio warm-cache / raw, \(n) thread\(n == 1 ? "" : "s"): \(String(format: "%.2f", warmOps / rawOps))")
+                print(
+                    "ratio warm-cache / raw, \(n) thread\(n == 1 ? "" : "s"): \(String(format: "%.2f", warmOps / rawOps))"
+                )
             }
             if let json { try JSONFormat.write(rows, to: json) }
         }

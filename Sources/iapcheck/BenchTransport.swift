@@ -4,23 +4,32 @@ import Foundation
 import IAPConformance
 import IAPLoad
 import IAPModel
+import IAPReference
 import IAPSigning
 import IAPSimulator
-import IAPValidatorAPI
-import IAPReference
 import IAPSubprocess
+import IAPValidatorAPI
 import PropertyEngine
 
 extension Bench {
     struct Transport: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Operations per second through a transport: the same pre-rendered deliveries and questions sent to the reference validator in-process and over the subprocess wire protocol.",
-            discussion: "Build with -c release. The subprocess runs `iapcheck serve --validator reference` from this binary unless --command says otherwise.")
+            abstract:
+                "Operations per second through a transport: the same pre-rendered deliveries and questions sent to the reference validator in-process and over the subprocess wire protocol.",
+            discussion:
+                "Build with -c release. The subprocess runs `iapcheck serve --validator reference` from this binary unless --command says otherwise."
+        )
 
         @Option(help: "Seconds per transport.") var seconds: Double = 3
         @Option(help: "Subprocess command (default: this binary's serve).") var command: String?
-        @Option(help: "Also measure a running backend over HTTP through this target file (e.g. Examples/http/example-backend.json).") var http: String?
-        @Option(help: "HTTP connections in parallel (each its own client thread and keep-alive connection), besides the one-connection figure.") var connections = 2
+        @Option(
+            help:
+                "Also measure a running backend over HTTP through this target file (e.g. Examples/http/example-backend.json)."
+        ) var http: String?
+        @Option(
+            help:
+                "HTTP connections in parallel (each its own client thread and keep-alive connection), besides the one-connection figure."
+        ) var connections = 2
 
         func run() throws {
             // A realistic operation mix: the steps of generated cases, rendered once, before the clock starts.
@@ -28,7 +37,8 @@ extension Bench {
             let generator = CaseGenerator(catalog: .standard, policy: .default)
             var ops: [(ValidatorConfig?, SignedDelivery?, Millis, EntitlementQuery?)] = []
             for i in 0..<60 {
-                let (c, _) = generator.generate(.entitlementAgreement, ChoiceSource(seed: SplitMix64.derive(7, UInt64(i))))
+                let (c, _) = generator.generate(
+                    .entitlementAgreement, ChoiceSource(seed: SplitMix64.derive(7, UInt64(i))))
                 var config = c.config
                 config.trustedRoots = pki.trustedRoots
                 let renderer = ArtifactRenderer(pki: pki, appAppleId: c.config.catalog.appAppleId)
@@ -43,8 +53,13 @@ extension Bench {
             let me = CommandLine.arguments[0]
             let sub = SubprocessValidator(command: command ?? "'\(me)' serve --validator reference", timeout: 30)
             defer { sub.stop() }
-            var transports: [(String, any Validator)] = [("in-process", ReferenceValidator()), ("subprocess (wire protocol)", sub)]
-            if let http { transports.append(("HTTP \((http as NSString).lastPathComponent)", try makeValidator("http:" + http, timeout: 30))) }
+            var transports: [(String, any Validator)] = [
+                ("in-process", ReferenceValidator()), ("subprocess (wire protocol)", sub),
+            ]
+            if let http {
+                transports.append(
+                    ("HTTP \((http as NSString).lastPathComponent)", try makeValidator("http:" + http, timeout: 30)))
+            }
             for (name, v) in transports {
                 let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(seconds * 1e9)
                 let start = DispatchTime.now().uptimeNanoseconds
@@ -59,7 +74,9 @@ extension Bench {
                     i += 1
                 }
                 let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-                print("\(name.padding(toLength: 36, withPad: " ", startingAt: 0)) \(String(Int(Double(n) / elapsed)).leftPad(7)) ops/s  (\(n) operations: resets, signed deliveries, questions)")
+                print(
+                    "\(name.padding(toLength: 36, withPad: " ", startingAt: 0)) \(String(Int(Double(n) / elapsed)).leftPad(7)) ops/s  (\(n) operations: resets, signed deliveries, questions)"
+                )
             }
             if let http, connections > 1 {
                 // Several clients at once, as a backend serves them; each runs the operations from its own offset.
@@ -98,7 +115,9 @@ extension Bench {
                 group.wait()
                 let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
                 let name = "HTTP \((http as NSString).lastPathComponent) ×\(connections)"
-                print("\(name.padding(toLength: 36, withPad: " ", startingAt: 0)) \(String(Int(Double(total.value) / elapsed)).leftPad(7)) ops/s  (\(total.value) operations on \(connections) connections\(failed.value > 0 ? "; \(failed.value) FAILED, not counted" : ""))")
+                print(
+                    "\(name.padding(toLength: 36, withPad: " ", startingAt: 0)) \(String(Int(Double(total.value) / elapsed)).leftPad(7)) ops/s  (\(total.value) operations on \(connections) connections\(failed.value > 0 ? "; \(failed.value) FAILED, not counted" : ""))"
+                )
             }
         }
     }

@@ -9,21 +9,30 @@ struct Certify: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run the fixed, versioned certification suite and write a JSON and an HTML report to Results/.",
         discussion: """
-        Every property with its named seed and case count, then a probe of every forgery class. Unlike check, a \
-        failing property does not stop the others. Exit code 0 when certified, 1 otherwise, 3 if the validator \
-        failed as a program.
-        """)
+            Every property with its named seed and case count, then a probe of every forgery class. Unlike check, a \
+            failing property does not stop the others. Exit code 0 when certified, 1 otherwise, 3 if the validator \
+            failed as a program.
+            """)
 
     @Option(help: "reference, mutant:NAME, exec:'COMMAND' or http:TARGET.json.") var validator = "reference"
     @Option(help: "Seconds per request for exec: validators.") var timeout: Double = 10
     @OptionGroup var options: CaseOptions
     @Option(help: "Multiply every case count (reports say so when not 1).") var scale: Double = 1
     @Option(help: "Directory for the report folder.") var results = "Results"
-    @Option(help: ArgumentHelp("Comma-separated properties or forgery classes where this validator is known to differ from the reference (e.g. oversized-token,replayed-notification-uuid for Apple's Python library, docs/verifiers.md#what-is-left-to-the-application). They are listed in the report; the exit code is 0 when every divergence was declared.", valueName: "NAMES"))
+    @Option(
+        help: ArgumentHelp(
+            "Comma-separated properties or forgery classes where this validator is known to differ from the reference (e.g. oversized-token,replayed-notification-uuid for Apple's Python library, docs/verifiers.md#what-is-left-to-the-application). They are listed in the report; the exit code is 0 when every divergence was declared.",
+            valueName: "NAMES"))
     var knownDivergences: String?
-    @Option(help: ArgumentHelp("Fault profile, as for check (kill, reset, webhook-5xx, slow-store): the suite runs under it; kill adds the durable-ack property.", valueName: "LIST"))
+    @Option(
+        help: ArgumentHelp(
+            "Fault profile, as for check (kill, reset, webhook-5xx, slow-store): the suite runs under it; kill adds the durable-ack property.",
+            valueName: "LIST"))
     var faults: String?
-    @Option(help: ArgumentHelp("Validators checked at once; the report is the same for any N. Default: the number of cores for built-in validators, 1 for exec: and http: (see check --help).", valueName: "N"))
+    @Option(
+        help: ArgumentHelp(
+            "Validators checked at once; the report is the same for any N. Default: the number of cores for built-in validators, 1 for exec: and http: (see check --help).",
+            valueName: "N"))
     var jobs: Int?
 
     func run() throws {
@@ -32,42 +41,64 @@ struct Certify: ParsableCommand {
         let faultProfile = try parseFaults(faults)
         let v = try makeValidator(validator, timeout: timeout, faults: faultProfile)
         if faultProfile.kill && !(v is RestartableValidator) {
-            throw ValidationError("--faults kill needs a validator that runs as a process: exec:, or an http: target with a \"start\" command")
+            throw ValidationError(
+                "--faults kill needs a validator that runs as a process: exec:, or an http: target with a \"start\" command"
+            )
         }
-        let known = Set((knownDivergences ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
+        let known = Set(
+            (knownDivergences ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
+                !$0.isEmpty
+            })
         let names = Set(CertificationSuite.entries.map(\.property.rawValue) + ForgeryClass.allCases.map(\.rawValue))
         if let unknown = known.subtracting(names).sorted().first {
-            throw ValidationError("--known-divergences: \"\(unknown)\" is neither a certified property nor a forgery class")
+            throw ValidationError(
+                "--known-divergences: \"\(unknown)\" is neither a certified property nor a forgery class")
         }
         let record = try catalogRecord(catalog)
-        let report = CertificationSuite.run(v, spec: validator, catalog: catalog, policy: policy, scale: scale, knownDivergences: known,
-                                            faults: faultProfile.isEmpty ? nil : faults, durableAck: faultProfile.kill, catalogRecord: record,
-                                            jobs: try resolveJobs(jobs, for: validator),
-                                            makeWorker: { [validator, timeout] in try makeValidator(validator, timeout: timeout, faults: faultProfile) },
-                                            maxSize: options.maxSize) { line in
+        let report = CertificationSuite.run(
+            v, spec: validator, catalog: catalog, policy: policy, scale: scale, knownDivergences: known,
+            faults: faultProfile.isEmpty ? nil : faults, durableAck: faultProfile.kill, catalogRecord: record,
+            jobs: try resolveJobs(jobs, for: validator),
+            makeWorker: { [validator, timeout] in try makeValidator(validator, timeout: timeout, faults: faultProfile)
+            },
+            maxSize: options.maxSize
+        ) { line in
             FileHandle.standardError.write(Data("certify: \(line)\n".utf8))
         }
         let stamp = report.date.replacingOccurrences(of: ":", with: "").replacingOccurrences(of: ".", with: "")
         let slug = (report.hello ?? v.name).map { $0.isLetter || $0.isNumber || $0 == "-" ? $0 : "_" }
         let dir = (results as NSString).appendingPathComponent("certify-\(String(slug))-\(stamp)")
         for p in report.properties {
-            print("\(p.property.padding(toLength: 24, withPad: " ", startingAt: 0)) \(p.passed ? "pass" : "FAIL")  \(p.casesRun)/\(p.cases) cases\(p.counterexample.map { "  " + ($0.differences.first ?? $0.observed) } ?? "")\(p.validatorFailure.map { "  validator failure: " + $0.message } ?? "")")
+            print(
+                "\(p.property.padding(toLength: 24, withPad: " ", startingAt: 0)) \(p.passed ? "pass" : "FAIL")  \(p.casesRun)/\(p.cases) cases\(p.counterexample.map { "  " + ($0.differences.first ?? $0.observed) } ?? "")\(p.validatorFailure.map { "  validator failure: " + $0.message } ?? "")"
+            )
         }
         let rejected = report.forgeries.filter(\.rejected).count
-        print("forgeries: \(rejected)/\(report.forgeries.count) classes rejected" + (rejected < report.forgeries.count ? "; not: " + report.forgeries.filter { !$0.rejected }.map(\.name).joined(separator: ", ") : ""))
+        print(
+            "forgeries: \(rejected)/\(report.forgeries.count) classes rejected"
+                + (rejected < report.forgeries.count
+                    ? "; not: " + report.forgeries.filter { !$0.rejected }.map(\.name).joined(separator: ", ") : ""))
         for d in report.divergences {
             print("divergence (\(d.declared ? "declared" : "UNEXPECTED")): \(d.kind) \(d.name): \(d.detail)")
         }
-        if !report.declaredButNotObserved.isEmpty { print("declared but not observed: \(report.declaredButNotObserved.joined(separator: ", "))") }
-        let verdict = report.passed ? "CERTIFIED" : report.passedWithDeclaredDivergences ? "CERTIFIED WITH DECLARED DIVERGENCES" : "NOT CERTIFIED"
+        if !report.declaredButNotObserved.isEmpty {
+            print("declared but not observed: \(report.declaredButNotObserved.joined(separator: ", "))")
+        }
+        let verdict =
+            report.passed
+            ? "CERTIFIED"
+            : report.passedWithDeclaredDivergences ? "CERTIFIED WITH DECLARED DIVERGENCES" : "NOT CERTIFIED"
         try writeResults("the certification report", to: dir) {
             try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
             try JSONFormat.write(report, to: (dir as NSString).appendingPathComponent("report.json"))
-            try CertificationHTML.render(report).write(toFile: (dir as NSString).appendingPathComponent("report.html"), atomically: true, encoding: .utf8)
+            try CertificationHTML.render(report).write(
+                toFile: (dir as NSString).appendingPathComponent("report.html"), atomically: true, encoding: .utf8)
         }
         print("catalog: \(record.description), bundle id \(record.bundleId)")
         print("\(verdict): \(dir)/report.html")
-        if report.properties.contains(where: { $0.validatorFailure != nil }) || report.forgeries.contains(where: { $0.validatorFailure != nil }) {
+        if report.properties.contains(where: { $0.validatorFailure != nil })
+            || report.forgeries.contains(where: { $0.validatorFailure != nil })
+        {
             throw ExitCode(Exit.validatorFailure)
         }
         if !report.passedWithDeclaredDivergences { throw ExitCode(Exit.discrepancy) }
@@ -77,7 +108,8 @@ struct Certify: ParsableCommand {
     func catalogRecord(_ catalog: Catalog) throws -> CertificationSuite.CatalogRecord {
         let args = options.selectionArguments
         guard let path = options.catalog, path != "builtin" else {
-            return CertificationSuite.CatalogRecord(file: nil, sha256: nil, catalog: catalog, arguments: args, drawn: options.drawsCatalogs)
+            return CertificationSuite.CatalogRecord(
+                file: nil, sha256: nil, catalog: catalog, arguments: args, drawn: options.drawsCatalogs)
         }
         let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
         let hash = SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()

@@ -2,23 +2,26 @@ import ArgumentParser
 import Foundation
 import IAPConformance
 import IAPModel
+import IAPReference
 import IAPSimulator
 import IAPValidatorAPI
-import IAPReference
 
 struct Check: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Check a validator against the oracle on randomized App Store histories.",
         discussion: """
-        Replays the saved counterexamples in the corpus first, then generates --cases new cases; the properties \
-        (entitlement-agreement, idempotent-delivery, order-insensitivity, forgery-rejected, robust-input, \
-        clock-skew) take turns. Stops at the first failure, shrinks it, prints its timeline and the command that \
-        replays it, and saves it to the corpus.
+            Replays the saved counterexamples in the corpus first, then generates --cases new cases; the properties \
+            (entitlement-agreement, idempotent-delivery, order-insensitivity, forgery-rejected, robust-input, \
+            clock-skew) take turns. Stops at the first failure, shrinks it, prints its timeline and the command that \
+            replays it, and saves it to the corpus.
 
-        Exit codes: 0 pass; 1 discrepancy; 2 usage or configuration error; 3 validator failure.
-        """)
+            Exit codes: 0 pass; 1 discrepancy; 2 usage or configuration error; 3 validator failure.
+            """)
 
-    @Option(help: "The validator: reference, variant:keeps-history (a correct alternative), mutant:NAME (see `iapcheck mutants --list`), exec:'COMMAND' (any program speaking docs/wire-protocol.md on stdin/stdout).")
+    @Option(
+        help:
+            "The validator: reference, variant:keeps-history (a correct alternative), mutant:NAME (see `iapcheck mutants --list`), exec:'COMMAND' (any program speaking docs/wire-protocol.md on stdin/stdout)."
+    )
     var validator = "reference"
 
     @Option(help: "Seconds a subprocess validator may take to answer one request before it is killed and reported.")
@@ -47,36 +50,61 @@ struct Check: ParsableCommand {
     @Flag(help: "Do not replay or write the corpus.")
     var noCorpus = false
 
-    @Option(help: "Shrinking attempts per failure (deterministic: the same seed gives the same counterexample on any machine).")
+    @Option(
+        help:
+            "Shrinking attempts per failure (deterministic: the same seed gives the same counterexample on any machine)."
+    )
     var shrinkAttempts: Int = 2000
 
-    @Option(help: "Optional wall-clock cap on shrinking, in seconds, for very slow validators; with it the shrunk case may depend on the machine's speed.")
+    @Option(
+        help:
+            "Optional wall-clock cap on shrinking, in seconds, for very slow validators; with it the shrunk case may depend on the machine's speed."
+    )
     var shrinkSeconds: Double?
 
     @Flag(help: "No progress lines.")
     var quiet = false
 
-    @Flag(help: "Also check parallel delivery: half of each history from two concurrent clients (the built-in reference runs synchronized).")
+    @Flag(
+        help:
+            "Also check parallel delivery: half of each history from two concurrent clients (the built-in reference runs synchronized)."
+    )
     var parallel = false
 
-    @Option(help: ArgumentHelp("Fault profile, a comma-separated list: kill (adds the durable-ack property: SIGKILL after every fifth acknowledged delivery, restart without reset; exec: validators, http: targets with a start command), reset (every 4th HTTP delivery's answer is lost on a dropped connection and the request resent), webhook-5xx (every 3rd notification's first webhook attempt is answered 503 after the backend processed it, so the mock App Store retries), slow-store (the mock App Store answers 200 ms late). See the README.", valueName: "LIST"))
+    @Option(
+        help: ArgumentHelp(
+            "Fault profile, a comma-separated list: kill (adds the durable-ack property: SIGKILL after every fifth acknowledged delivery, restart without reset; exec: validators, http: targets with a start command), reset (every 4th HTTP delivery's answer is lost on a dropped connection and the request resent), webhook-5xx (every 3rd notification's first webhook attempt is answered 503 after the backend processed it, so the mock App Store retries), slow-store (the mock App Store answers 200 ms late). See the README.",
+            valueName: "LIST"))
     var faults: String?
 
-    @Flag(help: "Deliver decoded facts instead of signed artifacts (in-process validators only; no forgery checks). Much faster.")
+    @Flag(
+        help:
+            "Deliver decoded facts instead of signed artifacts (in-process validators only; no forgery checks). Much faster."
+    )
     var unsigned = false
 
-    @Option(help: ArgumentHelp("Validators checked at once, each with its own cases; the report and the counterexample are the same for any N. Default: the number of cores for built-in validators, 1 for exec: (give --jobs to start N processes: they must not share files or ports) and http: (one backend).", valueName: "N"))
+    @Option(
+        help: ArgumentHelp(
+            "Validators checked at once, each with its own cases; the report and the counterexample are the same for any N. Default: the number of cores for built-in validators, 1 for exec: (give --jobs to start N processes: they must not share files or ports) and http: (one backend).",
+            valueName: "N"))
     var jobs: Int?
 
-    @Option(help: ArgumentHelp("Run only slice INDEX of COUNT of the case indices (0/4 … 3/4), to split one seeded run over several machines; join the --json summaries with `iapcheck merge-reports`. Each shard replays the corpus.", valueName: "INDEX/COUNT"))
+    @Option(
+        help: ArgumentHelp(
+            "Run only slice INDEX of COUNT of the case indices (0/4 … 3/4), to split one seeded run over several machines; join the --json summaries with `iapcheck merge-reports`. Each shard replays the corpus.",
+            valueName: "INDEX/COUNT"))
     var shard: String?
 
     func run() throws {
         let slice = try shard.map { text throws -> Shard in
-            guard let s = Shard(parsing: text) else { throw ValidationError("--shard \"\(text)\" is not INDEX/COUNT with 0 ≤ INDEX < COUNT, e.g. 0/4") }
+            guard let s = Shard(parsing: text) else {
+                throw ValidationError("--shard \"\(text)\" is not INDEX/COUNT with 0 ≤ INDEX < COUNT, e.g. 0/4")
+            }
             return s
         }
-        if slice != nil && caseIndex != nil { throw ValidationError("--shard and --case do not go together: --case already names one case") }
+        if slice != nil && caseIndex != nil {
+            throw ValidationError("--shard and --case do not go together: --case already names one case")
+        }
         guard cases >= 0 else { throw ValidationError("--cases must be 0 or more, not \(cases)") }
         if let caseIndex, caseIndex < 0 { throw ValidationError("--case must be 0 or more, not \(caseIndex)") }
         let (catalog, policy) = try options.loadOrExit()
@@ -85,13 +113,17 @@ struct Check: ParsableCommand {
         let faultProfile = try parseFaults(faults)
         // One per job: the built-in reference runs synchronized when checked with concurrent clients.
         let make = { [validator, timeout, parallel] () throws -> any Validator in
-            parallel && validator == "reference" ? SynchronizedReferenceValidator() : try makeValidator(validator, timeout: timeout, faults: faultProfile)
+            parallel && validator == "reference"
+                ? SynchronizedReferenceValidator()
+                : try makeValidator(validator, timeout: timeout, faults: faultProfile)
         }
         let v = try make()
         var props: [PropertyName] = []
         for p in property {
             guard let n = PropertyName(rawValue: p) else {
-                throw ValidationError("unknown property \"\(p)\"; one of \(PropertyName.allCases.map(\.rawValue).joined(separator: ", "))")
+                throw ValidationError(
+                    "unknown property \"\(p)\"; one of \(PropertyName.allCases.map(\.rawValue).joined(separator: ", "))"
+                )
             }
             props.append(n)
         }
@@ -113,11 +145,15 @@ struct Check: ParsableCommand {
                 switch outcome {
                 case .passed: continue
                 case .discrepancy(let d):
-                    let s = Reports.summary(of: d, saved.testCase, caseIndex: nil, corpusFile: file, replay: "iapcheck replay \(file) --validator \(validator)")
+                    let s = Reports.summary(
+                        of: d, saved.testCase, caseIndex: nil, corpusFile: file,
+                        replay: "iapcheck replay \(file) --validator \(validator)")
                     corpusFailures.append(s)
                     print(render(s, headline: "FAIL \(d.property.rawValue) (corpus \(file))"))
                 case .validatorFailed(let f, _):
-                    failures.append(Reports.ValidatorFailureSummary(kind: f.kind.rawValue, message: f.message, caseIndex: nil, transcript: f.transcript))
+                    failures.append(
+                        Reports.ValidatorFailureSummary(
+                            kind: f.kind.rawValue, message: f.message, caseIndex: nil, transcript: f.transcript))
                     print("VALIDATOR FAILURE \(f) (corpus \(file))")
                 }
             }
@@ -133,11 +169,19 @@ struct Check: ParsableCommand {
         opts.policy = policy
         if !props.isEmpty { opts.properties = props }
         if parallel {
-            guard v is ConcurrentValidator else { throw ValidationError("--parallel needs a validator that takes concurrent calls (the reference, or an in-process validator marked ConcurrentValidator)") }
+            guard v is ConcurrentValidator else {
+                throw ValidationError(
+                    "--parallel needs a validator that takes concurrent calls (the reference, or an in-process validator marked ConcurrentValidator)"
+                )
+            }
             if props.isEmpty { opts.properties = PropertyName.standard + [.parallelDelivery] }
         }
         if faultProfile.kill {
-            guard v is RestartableValidator else { throw ValidationError("--faults kill needs a validator that runs as a process: exec:, or an http: target with a \"start\" command") }
+            guard v is RestartableValidator else {
+                throw ValidationError(
+                    "--faults kill needs a validator that runs as a process: exec:, or an http: target with a \"start\" command"
+                )
+            }
             if props.isEmpty { opts.properties = PropertyName.standard + [.durableAck] }
         }
         opts.onlyCase = caseIndex
@@ -150,55 +194,84 @@ struct Check: ParsableCommand {
         opts.jobs = try resolveJobs(jobs, for: validator)
         var checker = Checker(options: opts, validator: v)
         checker.makeWorker = make
-        let progress = Progress("check \(v.name)\(slice.map { " shard \($0) (cases \(opts.caseRange.lowerBound)..<\(opts.caseRange.upperBound))" } ?? "")", quiet: quiet)
+        let progress = Progress(
+            "check \(v.name)\(slice.map { " shard \($0) (cases \(opts.caseRange.lowerBound)..<\(opts.caseRange.upperBound))" } ?? "")",
+            quiet: quiet)
         checker.progress = { progress.update($0, $1) }
         let report = checker.run()
 
         var discrepancies = corpusFailures
         if let flaky = report.failure?.flaky {
-            print("FLAKY \(report.failure!.property.rawValue): the shrunk case gave different outcomes in \(flaky.runs) replays:")
+            print(
+                "FLAKY \(report.failure!.property.rawValue): the shrunk case gave different outcomes in \(flaky.runs) replays:"
+            )
             for o in flaky.outcomes { print("    \(o)") }
         }
         if report.interrupted {
-            print("INTERRUPTED after \(report.cases) of \(opts.caseRange.count) cases, all passed; the same run again: iapcheck check --validator '\(validator)' --seed \(options.seed) --cases \(cases)\(catalogArgs)\(slice.map { " --shard \($0)" } ?? "")")
+            print(
+                "INTERRUPTED after \(report.cases) of \(opts.caseRange.count) cases, all passed; the same run again: iapcheck check --validator '\(validator)' --seed \(options.seed) --cases \(cases)\(catalogArgs)\(slice.map { " --shard \($0)" } ?? "")"
+            )
         }
         if let f = report.failure {
             if let d = f.discrepancy {
                 var file: String?
                 if !noCorpus && !validator.hasPrefix("mutant:") {
                     file = try? IAPConformance.Corpus.save(
-                        CorpusCase(foundWith: v.name, seed: options.seed, caseIndex: f.caseIndex, failure: d, testCase: f.shrunk), in: corpus)
+                        CorpusCase(
+                            foundWith: v.name, seed: options.seed, caseIndex: f.caseIndex, failure: d,
+                            testCase: f.shrunk), in: corpus)
                 }
-                let replay = file.map { "iapcheck replay \($0) --validator \(validator)" }
+                let replay =
+                    file.map { "iapcheck replay \($0) --validator \(validator)" }
                     ?? "iapcheck check --validator '\(validator)' --seed \(options.seed) --case \(f.caseIndex)\(catalogArgs)"
                 let s = Reports.summary(of: d, f.shrunk, caseIndex: f.caseIndex, corpusFile: file, replay: replay)
                 discrepancies.append(s)
-                print(render(s, headline: "FAIL \(f.property.rawValue): \(v.name) disagrees with the oracle (case \(f.caseIndex) of seed \(options.seed); shrunk from \(f.originalActions) to \(f.shrunk.actionCount) actions in \(f.shrinkAttempts) attempts)"
-                    + (d.property != f.property ? "\n  (the difference shows before any of this property's perturbations: plain \(d.property.rawValue))" : "")))
-                if file != nil { print("  rerun:    iapcheck check --validator '\(validator)' --seed \(options.seed) --case \(f.caseIndex)\(catalogArgs)  (the unshrunk case)") }
+                print(
+                    render(
+                        s,
+                        headline:
+                            "FAIL \(f.property.rawValue): \(v.name) disagrees with the oracle (case \(f.caseIndex) of seed \(options.seed); shrunk from \(f.originalActions) to \(f.shrunk.actionCount) actions in \(f.shrinkAttempts) attempts)"
+                            + (d.property != f.property
+                                ? "\n  (the difference shows before any of this property's perturbations: plain \(d.property.rawValue))"
+                                : "")))
+                if file != nil {
+                    print(
+                        "  rerun:    iapcheck check --validator '\(validator)' --seed \(options.seed) --case \(f.caseIndex)\(catalogArgs)  (the unshrunk case)"
+                    )
+                }
             } else if let vf = f.validatorFailure {
-                failures.append(Reports.ValidatorFailureSummary(kind: vf.kind.rawValue, message: vf.message, caseIndex: f.caseIndex, transcript: vf.transcript))
+                failures.append(
+                    Reports.ValidatorFailureSummary(
+                        kind: vf.kind.rawValue, message: vf.message, caseIndex: f.caseIndex, transcript: vf.transcript))
                 print("VALIDATOR FAILURE \(vf) in case \(f.caseIndex)")
                 print(Timeline.render(f.shrunk, failingStep: f.failingStep))
                 for line in vf.transcript.suffix(10) { print("    \(line)") }
-                print("  rerun:    iapcheck check --validator '\(validator)' --seed \(options.seed) --case \(f.caseIndex)\(catalogArgs)")
+                print(
+                    "  rerun:    iapcheck check --validator '\(validator)' --seed \(options.seed) --case \(f.caseIndex)\(catalogArgs)"
+                )
             }
         }
 
         var summary = Reports.CheckSummary(
-            validator: v.name, seed: options.seed, cases: report.cases, passed: report.passed, questions: report.questions,
-            seconds: report.seconds, corpus: Reports.CorpusSummary(replayed: replayed, failed: corpusFailures.compactMap(\.corpusFile)),
+            validator: v.name, seed: options.seed, cases: report.cases, passed: report.passed,
+            questions: report.questions,
+            seconds: report.seconds,
+            corpus: Reports.CorpusSummary(replayed: replayed, failed: corpusFailures.compactMap(\.corpusFile)),
             discrepancies: discrepancies, validatorFailures: failures, coverage: report.coverage)
         summary.forgeries = Reports.ForgerySummary.all(report.forgeries)
         summary.interrupted = report.interrupted
         if caseIndex == nil {
-            summary.run = RunIdentity(seed: options.seed, totalCases: cases, properties: checker.properties.map(\.rawValue), policy: policy,
-                                      catalog: catalog, drawsCatalogs: options.drawsCatalogs, signed: !unsigned, shard: slice ?? Shard(index: 0, count: 1))
+            summary.run = RunIdentity(
+                seed: options.seed, totalCases: cases, properties: checker.properties.map(\.rawValue), policy: policy,
+                catalog: catalog, drawsCatalogs: options.drawsCatalogs, signed: !unsigned,
+                shard: slice ?? Shard(index: 0, count: 1))
             if options.maxSize != HistoryGenerator.defaultMaxSize { summary.run?.maxSize = options.maxSize }
         }
 
         let rate = Double(report.cases) / max(report.seconds, 1e-9)
-        print("\(v.name): \(report.passed)/\(report.cases) cases passed, \(report.questions) questions, corpus \(replayed) replayed, \(String(format: "%.1f", report.seconds)) s (\(Int(rate)) cases/s)")
+        print(
+            "\(v.name): \(report.passed)/\(report.cases) cases passed, \(report.questions) questions, corpus \(replayed) replayed, \(String(format: "%.1f", report.seconds)) s (\(Int(rate)) cases/s)"
+        )
         if report.failure == nil && caseIndex == nil && !report.interrupted && slice == nil {
             let forged = summary.forgeries
             if unsigned { print("forgeries: not checked (--unsigned)") } else { print(Self.forgeryLine(forged)) }
@@ -206,7 +279,11 @@ struct Check: ParsableCommand {
             if !missing.isEmpty { print("not exercised: \(missing.joined(separator: ", "))") }
         }
         if let json { try writeResults("the JSON report", to: json) { try JSONFormat.write(summary, to: json) } }
-        if let junit { try writeResults("the JUnit report", to: junit) { try Reports.junit(summary).write(toFile: junit, atomically: true, encoding: .utf8) } }
+        if let junit {
+            try writeResults("the JUnit report", to: junit) {
+                try Reports.junit(summary).write(toFile: junit, atomically: true, encoding: .utf8)
+            }
+        }
         if !failures.isEmpty { throw ExitCode(Exit.validatorFailure) }
         if !discrepancies.isEmpty { throw ExitCode(Exit.discrepancy) }
         if report.interrupted { throw ExitCode(130) }
@@ -217,10 +294,15 @@ struct Check: ParsableCommand {
     static func forgeryLine(_ forged: [Reports.ForgerySummary]) -> String {
         let sent = forged.filter { $0.sent > 0 }
         let accepted = sent.filter { !$0.rejected }.map(\.name)
-        var line = "forgeries: \(sent.count - accepted.count)/\(sent.count) classes sent were all rejected (\(sent.map(\.sent).reduce(0, +)) forged artifacts)"
+        var line =
+            "forgeries: \(sent.count - accepted.count)/\(sent.count) classes sent were all rejected (\(sent.map(\.sent).reduce(0, +)) forged artifacts)"
         if !accepted.isEmpty { line += "; NOT all rejected: " + accepted.joined(separator: ", ") }
         let unsent = forged.filter { $0.sent == 0 }.map(\.name)
-        if !unsent.isEmpty { line += "; not sent in this run: " + (unsent.count == forged.count ? "all \(unsent.count) classes" : unsent.joined(separator: ", ")) }
+        if !unsent.isEmpty {
+            line +=
+                "; not sent in this run: "
+                + (unsent.count == forged.count ? "all \(unsent.count) classes" : unsent.joined(separator: ", "))
+        }
         return line
     }
 

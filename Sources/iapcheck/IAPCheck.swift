@@ -1,15 +1,15 @@
 import ArgumentParser
 import Foundation
 import IAPConformance
-import IAPModel
-import IAPSimulator
-import IAPValidatorAPI
-import IAPReference
-import IAPMutants
-import IAPSubprocess
 import IAPHTTP
+import IAPModel
+import IAPMutants
+import IAPReference
 import IAPSigning
+import IAPSimulator
 import IAPStore
+import IAPSubprocess
+import IAPValidatorAPI
 
 /// Exit codes, documented in `--help` and the README.
 enum Exit {
@@ -26,43 +26,56 @@ struct IAPCheck: ParsableCommand {
         commandName: "iapcheck",
         abstract: "Property-based conformance checking of App Store purchase validators.",
         discussion: """
-        iapcheck generates random App Store histories (purchases, renewals, billing retry and grace, upgrades, \
-        refunds, Family Sharing, offers, …), delivers them to a validator as Apple would (late, twice, out of \
-        order), and compares the validator's entitlement answers with a reference oracle. Failures are shrunk to a \
-        minimal history and printed as a timeline with the command that replays them.
+            iapcheck generates random App Store histories (purchases, renewals, billing retry and grace, upgrades, \
+            refunds, Family Sharing, offers, …), delivers them to a validator as Apple would (late, twice, out of \
+            order), and compares the validator's entitlement answers with a reference oracle. Failures are shrunk to a \
+            minimal history and printed as a timeline with the command that replays them.
 
-        Exit codes: 0 all properties hold; 1 a discrepancy was found; 2 usage or configuration error; \
-        3 the validator failed as a program (crash, timeout, malformed answer); 4 a load threshold failed; \
-        5 merge-reports found a shard missing or interrupted; 130 interrupted (Ctrl-C), after printing what the run had found.
-        """,
+            Exit codes: 0 all properties hold; 1 a discrepancy was found; 2 usage or configuration error; \
+            3 the validator failed as a program (crash, timeout, malformed answer); 4 a load threshold failed; \
+            5 merge-reports found a shard missing or interrupted; 130 interrupted (Ctrl-C), after printing what the run had found.
+            """,
         version: IAPCheckVersion.current,
-        subcommands: [Check.self, Mutants.self, Replay.self, Certify.self, Load.self, Store.self, PKI.self, Bench.self, Serve.self, MergeReports.self],
+        subcommands: [
+            Check.self, Mutants.self, Replay.self, Certify.self, Load.self, Store.self, PKI.self, Bench.self,
+            Serve.self, MergeReports.self,
+        ],
         defaultSubcommand: Check.self)
 }
 
 /// Options shared by the commands that build cases.
 struct CaseOptions: ParsableArguments {
-    @Option(name: .long, help: """
-        Catalog: an iapcheck catalog JSON, an Xcode .storekit file, or `builtin` (the built-in catalog). \
-        Default: every case draws its own catalog (groups, levels, durations, offers, family sharing), the built-in \
-        catalog being one of the draws; see docs/catalog.md.
-        """)
+    @Option(
+        name: .long,
+        help: """
+            Catalog: an iapcheck catalog JSON, an Xcode .storekit file, or `builtin` (the built-in catalog). \
+            Default: every case draws its own catalog (groups, levels, durations, offers, family sharing), the built-in \
+            catalog being one of the draws; see docs/catalog.md.
+            """)
     var catalog: String?
 
-    @Option(name: .long, help: "The app's bundle id: required with a .storekit catalog (it has none of its own); overrides an iapcheck catalog's.")
+    @Option(
+        name: .long,
+        help:
+            "The app's bundle id: required with a .storekit catalog (it has none of its own); overrides an iapcheck catalog's."
+    )
     var bundleId: String?
 
-    @Option(name: .long, help: "Policy file (JSON) for the ambiguous points of Apple's semantics; see docs/policies.md.")
+    @Option(
+        name: .long, help: "Policy file (JSON) for the ambiguous points of Apple's semantics; see docs/policies.md.")
     var policy: String?
 
     @Option(name: .long, help: "Seed of the run; the same seed and version reproduce the same cases.")
     var seed: UInt64 = 1
 
-    @Option(name: .long, help: ArgumentHelp("""
-        Largest case of the long tail: the most periods one "time passes" action renews and the most purchases one \
-        spree makes. Cases start small and grow; one in ten may reach this size, the rest stay at 8 or less \
-        (default 72, a monthly subscriber of six years; 8 keeps every case small).
-        """, valueName: "N"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            """
+            Largest case of the long tail: the most periods one "time passes" action renews and the most purchases one \
+            spree makes. Cases start small and grow; one in ten may reach this size, the rest stay at 8 or less \
+            (default 72, a monthly subscriber of six years; 8 keeps every case small).
+            """, valueName: "N"))
     var maxSize: Int = HistoryGenerator.defaultMaxSize
 
     /// No catalog was given: each case draws its own, with the built-in catalog (and `--bundle-id`) as its base.
@@ -93,7 +106,9 @@ struct CaseOptions: ParsableArguments {
     }
 
     /// The catalog and policy named by these options (any command that takes them).
-    static func load(catalog: String?, bundleId: String?, policy: String? = nil) throws(ConfigError) -> (Catalog, Policy) {
+    static func load(catalog: String?, bundleId: String?, policy: String? = nil) throws(ConfigError) -> (
+        Catalog, Policy
+    ) {
         var defaults = Catalog.standard
         if let b = bundleId { defaults.bundleId = b }
         let catalogPath = catalog
@@ -102,7 +117,13 @@ struct CaseOptions: ParsableArguments {
             catalog = try CatalogLoader.load(path: path, defaults: defaults)
             // A .storekit file names no app: checking it under a made-up bundle id would test the wrong thing.
             if bundleId == nil && CatalogLoader.isStoreKit(path: path) {
-                throw ConfigError(file: path, problems: [.init(key: "bundleId", message: "a .storekit file has no bundle id; give the app's with --bundle-id com.your.app")])
+                throw ConfigError(
+                    file: path,
+                    problems: [
+                        .init(
+                            key: "bundleId",
+                            message: "a .storekit file has no bundle id; give the app's with --bundle-id com.your.app")
+                    ])
             }
         }
         if let b = bundleId { catalog.bundleId = b }
@@ -119,7 +140,9 @@ func resolveJobs(_ asked: Int?, for spec: String) throws -> Int {
     let inProcess = spec == "reference" || spec.hasPrefix("mutant:") || spec.hasPrefix("variant:")
     if let asked {
         guard asked >= 1 else { throw ValidationError("--jobs must be at least 1") }
-        if asked > 1 && spec.hasPrefix("http:") { throw ValidationError("--jobs > 1 is not available for http: targets (one backend, one job)") }
+        if asked > 1 && spec.hasPrefix("http:") {
+            throw ValidationError("--jobs > 1 is not available for http: targets (one backend, one job)")
+        }
         return asked
     }
     return inProcess ? max(1, ProcessInfo.processInfo.activeProcessorCount) : 1
@@ -137,9 +160,12 @@ func makeValidator(_ spec: String, timeout: Double = 5, faults: FaultProfile = F
                 store?.faults = faults
             }
             if (faults.webhook5xxEvery != nil || faults.storeDelayMillis != nil) && store == nil {
-                throw ValidationError("faults webhook-5xx and slow-store act in the mock App Store: \(path) has no \"store\" section")
+                throw ValidationError(
+                    "faults webhook-5xx and slow-store act in the mock App Store: \(path) has no \"store\" section")
             }
-            return try HTTPValidator.make(target: target, name: "http:\(target.host):\(target.port)", timeout: timeout, store: store, faults: faults)
+            return try HTTPValidator.make(
+                target: target, name: "http:\(target.host):\(target.port)", timeout: timeout, store: store,
+                faults: faults)
         } catch let e as ValidationError {
             throw e
         } catch let e as ValidatorFailure {
@@ -149,11 +175,15 @@ func makeValidator(_ spec: String, timeout: Double = 5, faults: FaultProfile = F
         }
     }
     if faults.resetEvery != nil || faults.webhook5xxEvery != nil || faults.storeDelayMillis != nil {
-        throw ValidationError("faults reset, webhook-5xx and slow-store need an http: target (they act on HTTP connections and the mock App Store)")
+        throw ValidationError(
+            "faults reset, webhook-5xx and slow-store need an http: target (they act on HTTP connections and the mock App Store)"
+        )
     }
     if spec.hasPrefix("exec:") {
         let command = String(spec.dropFirst("exec:".count))
-        guard !command.isEmpty else { throw ValidationError("exec: needs a command, e.g. exec:'python3 my_validator.py'") }
+        guard !command.isEmpty else {
+            throw ValidationError("exec: needs a command, e.g. exec:'python3 my_validator.py'")
+        }
         return SubprocessValidator(command: command, timeout: timeout)
     }
     if spec.hasPrefix("mutant:") {
@@ -166,11 +196,13 @@ func makeValidator(_ spec: String, timeout: Double = 5, faults: FaultProfile = F
     if spec.hasPrefix("variant:") {
         let name = String(spec.dropFirst("variant:".count))
         guard let v = Variants.named(name) else {
-            throw ValidationError("no variant named \"\(name)\"; variants: \(Variants.all.map(\.name).joined(separator: ", "))")
+            throw ValidationError(
+                "no variant named \"\(name)\"; variants: \(Variants.all.map(\.name).joined(separator: ", "))")
         }
         return v.make()
     }
-    throw ValidationError("unknown validator \"\(spec)\": use reference, variant:NAME, mutant:NAME, exec:'COMMAND' or http:TARGET.json")
+    throw ValidationError(
+        "unknown validator \"\(spec)\": use reference, variant:NAME, mutant:NAME, exec:'COMMAND' or http:TARGET.json")
 }
 
 /// Before a run: the place its results go must be writable (created if missing), or exit 2 naming it — a long run
@@ -195,7 +227,9 @@ func requireWritable(file: String) throws {
 /// printed stays the record of the run.
 func writeResults(_ what: String, to path: String, _ write: () throws -> Void) throws {
     do { try write() } catch {
-        throw fail("error: could not write \(what) to \(path): \(StrictJSON.reason(error)); the summary printed above is the record of this run", code: Exit.usage)
+        throw fail(
+            "error: could not write \(what) to \(path): \(StrictJSON.reason(error)); the summary printed above is the record of this run",
+            code: Exit.usage)
     }
 }
 
@@ -216,10 +250,13 @@ func startStore(_ settings: StoreSettings, for target: HTTPValidator.Target?) th
         store.webhook = (target.host, target.port, route.path, target.clockHeader)
     }
     store.testNotificationSigner = { now, catalog in
-        ArtifactRenderer(pki: TestPKI.harness, appAppleId: catalog.appAppleId).notification(ResponseBodyV2DecodedPayload(
-            notificationType: .test, subtype: nil, notificationUUID: UUID().uuidString.lowercased(), signedDate: now,
-            data: NotificationData(appAppleId: catalog.appAppleId, bundleId: catalog.bundleId, environment: catalog.environment,
-                                   transactionInfo: nil, renewalInfo: nil, status: nil)))
+        ArtifactRenderer(pki: TestPKI.harness, appAppleId: catalog.appAppleId).notification(
+            ResponseBodyV2DecodedPayload(
+                notificationType: .test, subtype: nil, notificationUUID: UUID().uuidString.lowercased(),
+                signedDate: now,
+                data: NotificationData(
+                    appAppleId: catalog.appAppleId, bundleId: catalog.bundleId, environment: catalog.environment,
+                    transactionInfo: nil, renewalInfo: nil, status: nil)))
     }
     return store
 }

@@ -1,9 +1,9 @@
 import ArgumentParser
 import Foundation
+import IAPHTTP
 import IAPLoad
 import IAPModel
 import IAPValidatorAPI
-import IAPHTTP
 
 /// Exit code when a load run's thresholds (or the baseline comparison) fail.
 let thresholdExit: Int32 = 4
@@ -15,102 +15,142 @@ struct Load: ParsableCommand {
         defaultSubcommand: Run.self)
 
     struct Run: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "run",
-        abstract: "Run a load profile (the default: `iapcheck load PROFILE`).",
-        discussion: """
-        Artifacts are rendered before the clock starts; rate executors compute their intended send times up front and \
-        latency counts from the intended time (coordinated omission corrected; the uncorrected figure is kept too). \
-        Each worker owns its validator and its HdrHistograms, merged at the end. Results go to \
-        Results/<profile>-<time>/: summary.json, latency.hgrm, latency-uncorrected.hgrm, histogram.json, report.html.
+        static let configuration = CommandConfiguration(
+            commandName: "run",
+            abstract: "Run a load profile (the default: `iapcheck load PROFILE`).",
+            discussion: """
+                Artifacts are rendered before the clock starts; rate executors compute their intended send times up front and \
+                latency counts from the intended time (coordinated omission corrected; the uncorrected figure is kept too). \
+                Each worker owns its validator and its HdrHistograms, merged at the end. Results go to \
+                Results/<profile>-<time>/: summary.json, latency.hgrm, latency-uncorrected.hgrm, histogram.json, report.html.
 
-        Exit codes: 0 thresholds pass; 2 bad profile; 3 the validator failed as a program; 4 a threshold failed.
-        """)
+                Exit codes: 0 thresholds pass; 2 bad profile; 3 the validator failed as a program; 4 a threshold failed.
+                """)
 
-    @Argument(help: "Profile file, JSON or YAML (.yaml/.yml, same keys), e.g. Profiles/smoke.json or Profiles/cache-hostile.yaml.") var profile: String
-    @Option(help: "Directory for the result folder.") var results = "Results"
-    @Option(help: "Seconds per request for exec: targets.") var timeout: Double = 5
-    @Flag(help: "No live progress line.") var quiet = false
-    @Option(help: "Compare with an earlier summary.json and fail (exit 4) on a regression beyond the profile's baselineTolerancePercent.") var baseline: String?
-    @Option(help: ArgumentHelp("Fault profile, as for check: kill (an http: target with a start command: the backend is killed and restarted every 5 s of the run), reset, webhook-5xx, slow-store.", valueName: "LIST"))
-    var faults: String?
-    @Option(help: "Run segment i of N (e.g. 0/4): every N-th intended send starting at i; merge the folders with `iapcheck load merge`.") var segment: String?
+        @Argument(
+            help:
+                "Profile file, JSON or YAML (.yaml/.yml, same keys), e.g. Profiles/smoke.json or Profiles/cache-hostile.yaml."
+        ) var profile: String
+        @Option(help: "Directory for the result folder.") var results = "Results"
+        @Option(help: "Seconds per request for exec: targets.") var timeout: Double = 5
+        @Flag(help: "No live progress line.") var quiet = false
+        @Option(
+            help:
+                "Compare with an earlier summary.json and fail (exit 4) on a regression beyond the profile's baselineTolerancePercent."
+        ) var baseline: String?
+        @Option(
+            help: ArgumentHelp(
+                "Fault profile, as for check: kill (an http: target with a start command: the backend is killed and restarted every 5 s of the run), reset, webhook-5xx, slow-store.",
+                valueName: "LIST"))
+        var faults: String?
+        @Option(
+            help:
+                "Run segment i of N (e.g. 0/4): every N-th intended send starting at i; merge the folders with `iapcheck load merge`."
+        ) var segment: String?
 
-    func run() throws {
-        let p = try Load.profile(profile)
-        try requireWritable(directory: results)
-        let faultProfile = try parseFaults(faults)
-        let first = try makeValidator(p.target, timeout: timeout, faults: faultProfile)  // a bad target is a usage error before anything starts
-        if faultProfile.kill && !(first is ManagedHTTPValidator) {
-            throw ValidationError("load --faults kill needs an http: target with a \"start\" command (iapcheck kills and restarts that backend)")
-        }
-        let target = p.target, t = timeout
-        FileHandle.standardError.write(Data("load \(p.name): rendering the artifact pool…\n".utf8))
-        let pool = ArtifactPool.build(p)
-        let driver = LoadDriver(profile: p, pool: pool) { try makeValidator(target, timeout: t, faults: faultProfile) }
-        if faultProfile.kill, let backend = (first as? ManagedHTTPValidator)?.backend {
-            driver.periodicFault = (5, {
-                FileHandle.standardError.write(Data("load \(p.name): killing the backend (fault profile kill)\n".utf8))
-                do { try backend.killAndRestart() } catch {
-                    FileHandle.standardError.write(Data("load \(p.name): the backend did not come back: \(error)\n".utf8))
+        func run() throws {
+            let p = try Load.profile(profile)
+            try requireWritable(directory: results)
+            let faultProfile = try parseFaults(faults)
+            // a bad target is a usage error before anything starts
+            let first = try makeValidator(p.target, timeout: timeout, faults: faultProfile)
+            if faultProfile.kill && !(first is ManagedHTTPValidator) {
+                throw ValidationError(
+                    "load --faults kill needs an http: target with a \"start\" command (iapcheck kills and restarts that backend)"
+                )
+            }
+            let target = p.target, t = timeout
+            FileHandle.standardError.write(Data("load \(p.name): rendering the artifact pool…\n".utf8))
+            let pool = ArtifactPool.build(p)
+            let driver = LoadDriver(profile: p, pool: pool) {
+                try makeValidator(target, timeout: t, faults: faultProfile)
+            }
+            if faultProfile.kill, let backend = (first as? ManagedHTTPValidator)?.backend {
+                driver.periodicFault = (
+                    5,
+                    {
+                        FileHandle.standardError.write(
+                            Data("load \(p.name): killing the backend (fault profile kill)\n".utf8))
+                        do { try backend.killAndRestart() } catch {
+                            FileHandle.standardError.write(
+                                Data("load \(p.name): the backend did not come back: \(error)\n".utf8))
+                        }
+                    }
+                )
+            }
+            if !quiet {
+                driver.progress = { s, n in
+                    FileHandle.standardError.write(Data("load \(p.name): \(s) s, \(n) requests\n".utf8))
                 }
-            })
-        }
-        if !quiet {
-            driver.progress = { s, n in FileHandle.standardError.write(Data("load \(p.name): \(s) s, \(n) requests\n".utf8)) }
-        }
-        var seg = (index: 0, count: 1)
-        if let segment {
-            let parts = segment.split(separator: "/").compactMap { Int($0) }
-            guard parts.count == 2, parts[1] >= 1, parts[0] >= 0, parts[0] < parts[1] else {
-                throw ValidationError("--segment takes i/N with 0 ≤ i < N, e.g. 0/4")
             }
-            seg = (parts[0], parts[1])
-        }
-        let workers: [LoadDriver.WorkerResult]
-        // Ctrl-C: the workers stop after their current request; what was measured is written and reported.
-        driver.shouldStop = { Interrupt.requested }
-        Interrupt.install()
-        var elapsed = p.durationSeconds
-        do {
-            if p.warmupSeconds > 0 { _ = try driver.run(seconds: p.warmupSeconds, record: false, segment: seg) }
-            let started = Date()
-            workers = try driver.run(seconds: p.durationSeconds, record: true, segment: seg)
-            if Interrupt.requested { elapsed = max(0.001, min(p.durationSeconds, Date().timeIntervalSince(started))) }
-        } catch let e as ValidatorFailure {
-            throw fail("validator failure: \(e)", code: Exit.validatorFailure)
-        } catch let e as LoadDriver.SegmentError {
-            throw fail("error: \(e)", code: Exit.usage)
-        }
-        if Interrupt.requested && workers.allSatisfy({ $0.sent == 0 }) {
-            print("interrupted during warm-up, before any measured request; nothing written")
-            throw ExitCode(130)
-        }
-        var r = LoadResults(profile: p, workers: workers, seconds: elapsed)
-        if Interrupt.requested { r.summary.interrupted = true }
-        if segment != nil { r.summary.segment = "\(seg.index)/\(seg.count)" }
-        if !faultProfile.isEmpty { r.summary.faults = "\(faultProfile)" + (driver.faultsInjected > 0 ? "; backend killed \(driver.faultsInjected) times" : "") }
-        let stamp = CivilTime.iso8601(Millis(Date().timeIntervalSince1970 * 1000)).replacingOccurrences(of: ":", with: "").replacingOccurrences(of: ".", with: "")
-        let dir = (results as NSString).appendingPathComponent("\(p.name)-\(stamp)\(segment.map { "-segment-" + $0.replacingOccurrences(of: "/", with: "of") } ?? "")")
-        do { try r.write(to: dir) } catch {
-            Load.printSummary(r)
-            throw fail("error: could not write the results to \(dir): \(StrictJSON.reason(error)); the summary above is the record of this run", code: Exit.usage)
-        }
-        if segment != nil {
-            // A segment sends only its share: its gates are evaluated on the merge (`iapcheck load merge`).
-            do { try Load.report(r, dir: dir, profile: p, baseline: nil) } catch let e as ExitCode where e.rawValue == thresholdExit {
-                print("segment \(segment!): thresholds and baselines are gated on the merged result, not per segment")
+            var seg = (index: 0, count: 1)
+            if let segment {
+                let parts = segment.split(separator: "/").compactMap { Int($0) }
+                guard parts.count == 2, parts[1] >= 1, parts[0] >= 0, parts[0] < parts[1] else {
+                    throw ValidationError("--segment takes i/N with 0 ≤ i < N, e.g. 0/4")
+                }
+                seg = (parts[0], parts[1])
             }
-            return
+            let workers: [LoadDriver.WorkerResult]
+            // Ctrl-C: the workers stop after their current request; what was measured is written and reported.
+            driver.shouldStop = { Interrupt.requested }
+            Interrupt.install()
+            var elapsed = p.durationSeconds
+            do {
+                if p.warmupSeconds > 0 { _ = try driver.run(seconds: p.warmupSeconds, record: false, segment: seg) }
+                let started = Date()
+                workers = try driver.run(seconds: p.durationSeconds, record: true, segment: seg)
+                if Interrupt.requested {
+                    elapsed = max(0.001, min(p.durationSeconds, Date().timeIntervalSince(started)))
+                }
+            } catch let e as ValidatorFailure {
+                throw fail("validator failure: \(e)", code: Exit.validatorFailure)
+            } catch let e as LoadDriver.SegmentError {
+                throw fail("error: \(e)", code: Exit.usage)
+            }
+            if Interrupt.requested && workers.allSatisfy({ $0.sent == 0 }) {
+                print("interrupted during warm-up, before any measured request; nothing written")
+                throw ExitCode(130)
+            }
+            var r = LoadResults(profile: p, workers: workers, seconds: elapsed)
+            if Interrupt.requested { r.summary.interrupted = true }
+            if segment != nil { r.summary.segment = "\(seg.index)/\(seg.count)" }
+            if !faultProfile.isEmpty {
+                r.summary.faults =
+                    "\(faultProfile)"
+                    + (driver.faultsInjected > 0 ? "; backend killed \(driver.faultsInjected) times" : "")
+            }
+            let stamp = CivilTime.iso8601(Millis(Date().timeIntervalSince1970 * 1000)).replacingOccurrences(
+                of: ":", with: ""
+            ).replacingOccurrences(of: ".", with: "")
+            let dir = (results as NSString).appendingPathComponent(
+                "\(p.name)-\(stamp)\(segment.map { "-segment-" + $0.replacingOccurrences(of: "/", with: "of") } ?? "")")
+            do { try r.write(to: dir) } catch {
+                Load.printSummary(r)
+                throw fail(
+                    "error: could not write the results to \(dir): \(StrictJSON.reason(error)); the summary above is the record of this run",
+                    code: Exit.usage)
+            }
+            if segment != nil {
+                // A segment sends only its share: its gates are evaluated on the merge (`iapcheck load merge`).
+                do { try Load.report(r, dir: dir, profile: p, baseline: nil) } catch let e as ExitCode
+                    where e.rawValue == thresholdExit
+                {
+                    print(
+                        "segment \(segment!): thresholds and baselines are gated on the merged result, not per segment")
+                }
+                return
+            }
+            if Interrupt.requested {
+                // What it had, then the exit code of an interrupted run; thresholds are not gated on a partial run.
+                do { try Load.report(r, dir: dir, profile: p, baseline: nil) } catch {}
+                print(
+                    "interrupted after \(String(format: "%.1f", elapsed)) s of \(p.durationSeconds) s; partial results above. Run again: iapcheck load \(profile)"
+                )
+                throw ExitCode(130)
+            }
+            try Load.report(r, dir: dir, profile: p, baseline: baseline)
         }
-        if Interrupt.requested {
-            // What it had, then the exit code of an interrupted run; thresholds are not gated on a partial run.
-            do { try Load.report(r, dir: dir, profile: p, baseline: nil) } catch {}
-            print("interrupted after \(String(format: "%.1f", elapsed)) s of \(p.durationSeconds) s; partial results above. Run again: iapcheck load \(profile)")
-            throw ExitCode(130)
-        }
-        try Load.report(r, dir: dir, profile: p, baseline: baseline)
-    }
     }
 
     /// A profile, or exit code 2 with every problem named.
@@ -124,8 +164,12 @@ struct Load: ParsableCommand {
 
     static func printSummary(_ r: LoadResults) {
         let s = r.summary
-        print("\(s.profile): \(s.requests) requests in \(String(format: "%.1f", s.durationSeconds)) s = \(Int(s.throughputPerSecond))/s; latency p50 \(Self.ms(s.latencyMicros["p50"])) p99 \(Self.ms(s.latencyMicros["p99"])) p99.9 \(Self.ms(s.latencyMicros["p99.9"])) max \(Self.ms(s.latencyMicros["max"])) (uncorrected p99 \(Self.ms(s.uncorrectedLatencyMicros["p99"]))); errors \(s.errors.isEmpty ? "none" : s.errors.map { "\($0.key) \($0.value)" }.sorted().joined(separator: ", ")); dropped \(s.dropped); answers checked against the oracle \(s.answersChecked ?? 0)")
-        for t in s.thresholds { print("  \(t.passed ? "pass" : "FAIL")  \(t.rule)  (observed \(String(format: "%.4g", t.observed)))") }
+        print(
+            "\(s.profile): \(s.requests) requests in \(String(format: "%.1f", s.durationSeconds)) s = \(Int(s.throughputPerSecond))/s; latency p50 \(Self.ms(s.latencyMicros["p50"])) p99 \(Self.ms(s.latencyMicros["p99"])) p99.9 \(Self.ms(s.latencyMicros["p99.9"])) max \(Self.ms(s.latencyMicros["max"])) (uncorrected p99 \(Self.ms(s.uncorrectedLatencyMicros["p99"]))); errors \(s.errors.isEmpty ? "none" : s.errors.map { "\($0.key) \($0.value)" }.sorted().joined(separator: ", ")); dropped \(s.dropped); answers checked against the oracle \(s.answersChecked ?? 0)"
+        )
+        for t in s.thresholds {
+            print("  \(t.passed ? "pass" : "FAIL")  \(t.rule)  (observed \(String(format: "%.4g", t.observed)))")
+        }
     }
 
     static func report(_ r: LoadResults, dir: String, profile p: LoadProfile, baseline: String?) throws {
@@ -140,7 +184,10 @@ struct Load: ParsableCommand {
                 throw fail("error: \(error)", code: Exit.usage)
             }
             regressions = r.regressions(against: b, tolerance: p.baselineTolerance)
-            print(regressions.isEmpty ? "baseline: within \(Int(p.baselineTolerance * 100))% of \(baseline)" : "baseline: REGRESSION against \(baseline)")
+            print(
+                regressions.isEmpty
+                    ? "baseline: within \(Int(p.baselineTolerance * 100))% of \(baseline)"
+                    : "baseline: REGRESSION against \(baseline)")
             for line in regressions { print("  \(line)") }
         }
         print("results: \(dir)/report.html")
@@ -149,7 +196,9 @@ struct Load: ParsableCommand {
 
     struct Merge: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Merge the result folders of the segments of one profile (histograms, not averages) into one result folder.")
+            abstract:
+                "Merge the result folders of the segments of one profile (histograms, not averages) into one result folder."
+        )
         @Argument(help: "The profile the segments ran.") var profile: String
         @Argument(help: "Segment result folders.") var directories: [String]
         @Option(help: "Directory for the merged result folder.") var results = "Results"

@@ -10,19 +10,19 @@ struct MergeReports: ParsableCommand {
         commandName: "merge-reports",
         abstract: "Join the --json summaries of the shards of one sharded check into one verdict.",
         discussion: """
-        Give the summaries, or directories holding them (searched recursively for *.json; files there that are \
-        not check summaries are skipped and listed). The shards must come from one run: the same iapcheck \
-        version, validator, seed, --cases, catalog, policy, properties and shard count, each shard once; \
-        otherwise nothing is merged and the command names the two files and what differs.
+            Give the summaries, or directories holding them (searched recursively for *.json; files there that are \
+            not check summaries are skipped and listed). The shards must come from one run: the same iapcheck \
+            version, validator, seed, --cases, catalog, policy, properties and shard count, each shard once; \
+            otherwise nothing is merged and the command names the two files and what differs.
 
-        The merged verdict is what one unsharded run would report: cases and counts up to and including the \
-        lowest failing case (shards are contiguous slices, so that is the first failure of the first failing \
-        shard), that failure's shrunk timeline and replay command, the corpus results once.
+            The merged verdict is what one unsharded run would report: cases and counts up to and including the \
+            lowest failing case (shards are contiguous slices, so that is the first failure of the first failing \
+            shard), that failure's shrunk timeline and replay command, the corpus results once.
 
-        Exit codes: 0 every shard present and passed; 1 a discrepancy; 2 usage error or summaries that are \
-        not shards of one run; 3 the validator failed as a program; 5 incomplete (a shard missing or \
-        interrupted, and no failure found in the shards present).
-        """)
+            Exit codes: 0 every shard present and passed; 1 a discrepancy; 2 usage error or summaries that are \
+            not shards of one run; 3 the validator failed as a program; 5 incomplete (a shard missing or \
+            interrupted, and no failure found in the shards present).
+            """)
 
     @Argument(help: "Summary files (from check --json) or directories of them.")
     var paths: [String]
@@ -59,30 +59,46 @@ struct MergeReports: ParsableCommand {
             }
         }
         for s in skipped { print("skipped: \(s)") }
-        guard !inputs.isEmpty else { throw fail("error: no check summaries found in \(paths.joined(separator: " "))", code: Exit.usage) }
+        guard !inputs.isEmpty else {
+            throw fail("error: no check summaries found in \(paths.joined(separator: " "))", code: Exit.usage)
+        }
         let result: ShardMerge.Result
         do { result = try ShardMerge.merge(inputs) } catch { throw fail("error: \(error)", code: Exit.usage) }
 
         let s = result.summary
         let n = inputs[0].summary.run?.shard.count ?? 1
-        print("merged \(inputs.count) of \(n) shards of \(s.validator) (seed \(s.seed), \(s.run?.totalCases ?? s.cases) cases)")
+        print(
+            "merged \(inputs.count) of \(n) shards of \(s.validator) (seed \(s.seed), \(s.run?.totalCases ?? s.cases) cases)"
+        )
         for d in s.discrepancies {
-            print(render(d, headline: "FAIL \(d.property)" + (d.caseIndex.map { " (case \($0))" } ?? " (corpus \(d.corpusFile ?? "?"))")))
+            print(
+                render(
+                    d,
+                    headline: "FAIL \(d.property)"
+                        + (d.caseIndex.map { " (case \($0))" } ?? " (corpus \(d.corpusFile ?? "?"))")))
         }
         for f in s.validatorFailures {
             print("VALIDATOR FAILURE \(f.kind): \(f.message)" + (f.caseIndex.map { " in case \($0)" } ?? ""))
         }
-        print("\(s.validator): \(s.passed)/\(s.cases) cases passed, \(s.questions) questions, corpus \(s.corpus.replayed) replayed")
+        print(
+            "\(s.validator): \(s.passed)/\(s.cases) cases passed, \(s.questions) questions, corpus \(s.corpus.replayed) replayed"
+        )
         if s.discrepancies.isEmpty && s.validatorFailures.isEmpty {
             print(Check.forgeryLine(s.forgeries))
             let missing = s.coverage.missingFamilies
             if result.complete && !missing.isEmpty { print("not exercised: \(missing.joined(separator: ", "))") }
         }
-        if !result.missing.isEmpty { print("MISSING shards: \(result.missing.map(\.description).joined(separator: ", "))") }
+        if !result.missing.isEmpty {
+            print("MISSING shards: \(result.missing.map(\.description).joined(separator: ", "))")
+        }
         if !result.interrupted.isEmpty { print("INTERRUPTED shards: \(result.interrupted.joined(separator: ", "))") }
 
         if let json { try writeResults("the merged JSON summary", to: json) { try JSONFormat.write(s, to: json) } }
-        if let junit { try writeResults("the merged JUnit report", to: junit) { try Reports.junit(s).write(toFile: junit, atomically: true, encoding: .utf8) } }
+        if let junit {
+            try writeResults("the merged JUnit report", to: junit) {
+                try Reports.junit(s).write(toFile: junit, atomically: true, encoding: .utf8)
+            }
+        }
         if !s.validatorFailures.isEmpty { throw ExitCode(Exit.validatorFailure) }
         if !s.discrepancies.isEmpty { throw ExitCode(Exit.discrepancy) }
         if !result.complete { throw ExitCode(Exit.incomplete) }

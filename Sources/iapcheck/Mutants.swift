@@ -6,17 +6,18 @@ import IAPMutants
 
 struct Mutants: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Run every mutant (a reference validator with one real-world bug) and report which the harness catches.",
+        abstract:
+            "Run every mutant (a reference validator with one real-world bug) and report which the harness catches.",
         discussion: """
-        For each mutant: the number of generated cases until a discrepancy appeared, the size of the shrunk \
-        counterexample (store actions), and the property that caught it. Exit code 1 if any mutant survives.
+            For each mutant: the number of generated cases until a discrepancy appeared, the size of the shrunk \
+            counterexample (store actions), and the property that caught it. Exit code 1 if any mutant survives.
 
-        The mutants whose names start with `backend-` are mistakes only a backend that calls Apple can make (the \
-        verifyReceipt sandbox fallback, the webhook's answer time): they are the example backend started with one \
-        switch, from the `iapcheck-example-backend` executable built beside this one, on free loopback ports with \
-        a mock App Store of its own, and checked over HTTP after the in-process ones. Without that executable they \
-        are skipped, saying so.
-        """)
+            The mutants whose names start with `backend-` are mistakes only a backend that calls Apple can make (the \
+            verifyReceipt sandbox fallback, the webhook's answer time): they are the example backend started with one \
+            switch, from the `iapcheck-example-backend` executable built beside this one, on free loopback ports with \
+            a mock App Store of its own, and checked over HTTP after the in-process ones. Without that executable they \
+            are skipped, saying so.
+            """)
 
     @OptionGroup var options: CaseOptions
 
@@ -35,19 +36,36 @@ struct Mutants: ParsableCommand {
     @Option(help: "Save each mutant's shrunk counterexample to this directory.")
     var saveCorpus: String?
 
-    @Option(help: "Shrinking attempts per failure (deterministic: the same seed gives the same counterexample on any machine).")
+    @Option(
+        help:
+            "Shrinking attempts per failure (deterministic: the same seed gives the same counterexample on any machine)."
+    )
     var shrinkAttempts: Int = 2000
 
-    @Option(help: "Optional wall-clock cap on shrinking, in seconds, for very slow validators; with it the shrunk case may depend on the machine's speed.")
+    @Option(
+        help:
+            "Optional wall-clock cap on shrinking, in seconds, for very slow validators; with it the shrunk case may depend on the machine's speed."
+    )
     var shrinkSeconds: Double?
 
-    @Option(help: ArgumentHelp("Mutants checked at once (default: the number of cores); the table and the counterexamples are the same for any N.", valueName: "N"))
+    @Option(
+        help: ArgumentHelp(
+            "Mutants checked at once (default: the number of cores); the table and the counterexamples are the same for any N.",
+            valueName: "N"))
     var jobs: Int?
 
     func run() throws {
         if list {
-            for m in IAPMutants.Mutants.all { print("\(m.name.padding(toLength: 36, withPad: " ", startingAt: 0)) \(m.pitfall.padding(toLength: 4, withPad: " ", startingAt: 0)) \(m.description)") }
-            for m in BackendMutant.all { print("\(m.name.padding(toLength: 36, withPad: " ", startingAt: 0)) \(m.pitfall.padding(toLength: 4, withPad: " ", startingAt: 0)) \(m.description)") }
+            for m in IAPMutants.Mutants.all {
+                print(
+                    "\(m.name.padding(toLength: 36, withPad: " ", startingAt: 0)) \(m.pitfall.padding(toLength: 4, withPad: " ", startingAt: 0)) \(m.description)"
+                )
+            }
+            for m in BackendMutant.all {
+                print(
+                    "\(m.name.padding(toLength: 36, withPad: " ", startingAt: 0)) \(m.pitfall.padding(toLength: 4, withPad: " ", startingAt: 0)) \(m.description)"
+                )
+            }
             return
         }
         guard cases >= 1 else { throw ValidationError("--cases must be at least 1, not \(cases)") }
@@ -63,7 +81,9 @@ struct Mutants: ParsableCommand {
         }
         let backend = BackendMutant.backendExecutable
         if backend == nil && !only.isEmpty && !backendEntries.isEmpty {
-            throw fail("error: \(backendEntries.map(\.name).joined(separator: ", ")) need the example backend: swift build --product iapcheck-example-backend", code: Exit.usage)
+            throw fail(
+                "error: \(backendEntries.map(\.name).joined(separator: ", ")) need the example backend: swift build --product iapcheck-example-backend",
+                code: Exit.usage)
         }
         var opts = CheckOptions()
         opts.cases = cases
@@ -98,14 +118,19 @@ struct Mutants: ParsableCommand {
             let f = report.failure
             rows.append(Self.row(m.name, m.description, m.pitfall, report))
             if let dir = saveCorpus, let f, let d = f.discrepancy {
-                try IAPConformance.Corpus.save(CorpusCase(foundWith: foundWith, seed: options.seed, caseIndex: f.caseIndex, failure: d, testCase: f.shrunk), in: dir)
+                try IAPConformance.Corpus.save(
+                    CorpusCase(
+                        foundWith: foundWith, seed: options.seed, caseIndex: f.caseIndex, failure: d, testCase: f.shrunk
+                    ), in: dir)
             }
         }
         group.wait()
         var setupFailures = 0
         for m in backendEntries {
             guard let backend else {
-                print("\(m.name.padding(toLength: 36, withPad: " ", startingAt: 0)) skipped: the example backend is not built (swift build --product iapcheck-example-backend)")
+                print(
+                    "\(m.name.padding(toLength: 36, withPad: " ", startingAt: 0)) skipped: the example backend is not built (swift build --product iapcheck-example-backend)"
+                )
                 continue
             }
             let report: CheckReport
@@ -121,11 +146,20 @@ struct Mutants: ParsableCommand {
             if let d = f?.discrepancy { print("    \(d.differences.first ?? d.observed)") }
         }
         let sizes = rows.compactMap(\.shrunkEvents).sorted()
-        let median: Double? = sizes.isEmpty ? nil : sizes.count % 2 == 1 ? Double(sizes[sizes.count / 2]) : Double(sizes[sizes.count / 2 - 1] + sizes[sizes.count / 2]) / 2
+        let median: Double? =
+            sizes.isEmpty
+            ? nil
+            : sizes.count % 2 == 1
+                ? Double(sizes[sizes.count / 2]) : Double(sizes[sizes.count / 2 - 1] + sizes[sizes.count / 2]) / 2
         let killed = rows.filter(\.killed).count
-        print("killed \(killed)/\(rows.count); median shrunk counterexample \(median.map { String(format: "%.1f", $0) } ?? "-") actions")
+        print(
+            "killed \(killed)/\(rows.count); median shrunk counterexample \(median.map { String(format: "%.1f", $0) } ?? "-") actions"
+        )
         if let json {
-            try JSONFormat.write(Reports.MutantsSummary(seed: options.seed, casesPerMutant: cases, total: rows.count, killed: killed, medianShrunkEvents: median, mutants: rows), to: json)
+            try JSONFormat.write(
+                Reports.MutantsSummary(
+                    seed: options.seed, casesPerMutant: cases, total: rows.count, killed: killed,
+                    medianShrunkEvents: median, mutants: rows), to: json)
         }
         if killed < rows.count { throw ExitCode(Exit.discrepancy) }
         if setupFailures > 0 { throw ExitCode(Exit.validatorFailure) }
@@ -134,13 +168,18 @@ struct Mutants: ParsableCommand {
 
 extension Mutants {
     /// One mutant's row of the table, printed as it is made.
-    static func row(_ name: String, _ description: String, _ pitfall: String, _ report: CheckReport) -> Reports.MutantSummary {
+    static func row(_ name: String, _ description: String, _ pitfall: String, _ report: CheckReport)
+        -> Reports.MutantSummary
+    {
         let f = report.failure
         let row = Reports.MutantSummary(
             name: name, description: description, pitfall: pitfall, killed: f != nil,
             casesToKill: f.map { $0.caseIndex + 1 }, shrunkEvents: f?.shrunk.actionCount,
-            property: f?.discrepancy?.property.rawValue ?? f?.validatorFailure.map { _ in "validator-health" }, seconds: report.seconds)
-        print("\(name.padding(toLength: 36, withPad: " ", startingAt: 0)) \((row.killed ? "yes" : "NO").padding(toLength: 6, withPad: " ", startingAt: 0)) \(String(row.casesToKill.map(String.init) ?? "-").leftPad(5))  \(String(row.shrunkEvents.map(String.init) ?? "-").leftPad(6))  \(row.property ?? "-")")
+            property: f?.discrepancy?.property.rawValue ?? f?.validatorFailure.map { _ in "validator-health" },
+            seconds: report.seconds)
+        print(
+            "\(name.padding(toLength: 36, withPad: " ", startingAt: 0)) \((row.killed ? "yes" : "NO").padding(toLength: 6, withPad: " ", startingAt: 0)) \(String(row.casesToKill.map(String.init) ?? "-").leftPad(5))  \(String(row.shrunkEvents.map(String.init) ?? "-").leftPad(6))  \(row.property ?? "-")"
+        )
         return row
     }
 }

@@ -7,10 +7,10 @@ struct Replay: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Replay saved counterexamples (default: every file in Corpus/) against a validator.",
         discussion: """
-        Each file is a concrete case (history, deliveries, questions); the oracle recomputes the expected answers. \
-        With --expect-fail, every file must fail (use it to confirm a mutant still fails on its own counterexample). \
-        Exit codes: 0 as expected; 1 a discrepancy (or, with --expect-fail, a pass); 2 unreadable file; 3 validator failure.
-        """)
+            Each file is a concrete case (history, deliveries, questions); the oracle recomputes the expected answers. \
+            With --expect-fail, every file must fail (use it to confirm a mutant still fails on its own counterexample). \
+            Exit codes: 0 as expected; 1 a discrepancy (or, with --expect-fail, a pass); 2 unreadable file; 3 validator failure.
+            """)
 
     @Argument(help: "Corpus files or directories.")
     var files: [String] = []
@@ -49,7 +49,9 @@ struct Replay: ParsableCommand {
                 print("\(expectFail ? "fails as expected" : "FAIL") \(path): \(d.property.rawValue)")
                 if !expectFail {
                     unexpected += 1
-                    let s = Reports.summary(of: d, saved.testCase, caseIndex: saved.caseIndex, corpusFile: path, replay: "iapcheck replay \(path) --validator \(validator)")
+                    let s = Reports.summary(
+                        of: d, saved.testCase, caseIndex: saved.caseIndex, corpusFile: path,
+                        replay: "iapcheck replay \(path) --validator \(validator)")
                     print(render(s, headline: "  \(v.name) disagrees with the oracle"))
                 }
             case .validatorFailed(let f, _):

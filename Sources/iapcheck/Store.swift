@@ -1,35 +1,38 @@
 import ArgumentParser
 import Foundation
 import IAPConformance
+import IAPHTTP
 import IAPModel
+import IAPReference
 import IAPSigning
 import IAPStore
-import IAPReference
-import IAPHTTP
 
 struct Store: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "store",
         abstract: "The mock App Store: App Store Server API, verifyReceipt and webhook posts, on loopback.",
         discussion: """
-        `check`, `certify` and `load` start it by themselves for an HTTP target file with a "store" section \
-        (docs/mock-app-store.md). `store serve` runs it alone with one generated case's data, to try a backend by hand.
-        """,
+            `check`, `certify` and `load` start it by themselves for an HTTP target file with a "store" section \
+            (docs/mock-app-store.md). `store serve` runs it alone with one generated case's data, to try a backend by hand.
+            """,
         subcommands: [Serve.self])
 
     struct Serve: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Serve one generated case's App Store data until interrupted.",
             discussion: """
-            Publishes every API snapshot (history pages, statuses, transaction info) and legacy receipt of case CASE \
-            of SEED, prints what it serves, and with --post-notifications posts the case's notifications to the \
-            target's webhook (retrying as Apple does). API tokens are checked against the key named in the target \
-            file (or --api-key/--key-id/--issuer-id); without a key any request is served.
+                Publishes every API snapshot (history pages, statuses, transaction info) and legacy receipt of case CASE \
+                of SEED, prints what it serves, and with --post-notifications posts the case's notifications to the \
+                target's webhook (retrying as Apple does). API tokens are checked against the key named in the target \
+                file (or --api-key/--key-id/--issuer-id); without a key any request is served.
 
-              iapcheck store serve --target Examples/http/example-backend.json --case 3
-            """)
+                  iapcheck store serve --target Examples/http/example-backend.json --case 3
+                """)
 
-        @Option(help: "An HTTP target file: its \"store\" section (port, shared secret, API key) and its notification route as webhook.")
+        @Option(
+            help:
+                "An HTTP target file: its \"store\" section (port, shared secret, API key) and its notification route as webhook."
+        )
         var target: String?
         @Option(help: "Port (when no target file names one).") var port = 8081
         @Option(help: "The App Store Connect API key (.p8) whose tokens the store accepts.") var apiKey: String?
@@ -37,7 +40,8 @@ struct Store: ParsableCommand {
         @Option(help: "The issuer ID (the token's iss).") var issuerId: String?
         @Option(help: "The shared secret verifyReceipt requires.") var sharedSecret: String?
         @Option(help: "Which case of the seed to serve.") var `case` = 0
-        @Flag(help: "Post the case's notifications to the target's webhook, in order, with Apple's retries.") var postNotifications = false
+        @Flag(help: "Post the case's notifications to the target's webhook, in order, with Apple's retries.")
+        var postNotifications = false
         @OptionGroup var cases: CaseOptions
 
         func run() throws {
@@ -49,7 +53,9 @@ struct Store: ParsableCommand {
                 } catch {
                     throw fail("error: \(error)", code: Exit.usage)
                 }
-                guard let s = parsedTarget?.store else { throw fail("error: \(target): no \"store\" section", code: Exit.usage) }
+                guard let s = parsedTarget?.store else {
+                    throw fail("error: \(target): no \"store\" section", code: Exit.usage)
+                }
                 settings = s
             }
             if let apiKey {
@@ -72,8 +78,12 @@ struct Store: ParsableCommand {
             let (c, _) = Checker(options: options, validator: ReferenceValidator()).generate(caseIndex: self.case)
             store.reset(c.config)
             let renderer = ArtifactRenderer(pki: TestPKI.harness, appAppleId: c.config.catalog.appAppleId)
-            print("mock App Store on http://127.0.0.1:\(store.port): case \(self.case) of seed \(cases.seed) (\(c.property.rawValue)), bundle \(c.config.catalog.bundleId)")
-            print(settings.apiKey.map { "  API tokens: key \($0.keyId), issuer \($0.issuerId)" } ?? "  API tokens: not checked (no key)")
+            print(
+                "mock App Store on http://127.0.0.1:\(store.port): case \(self.case) of seed \(cases.seed) (\(c.property.rawValue)), bundle \(c.config.catalog.bundleId)"
+            )
+            print(
+                settings.apiKey.map { "  API tokens: key \($0.keyId), issuer \($0.issuerId)" }
+                    ?? "  API tokens: not checked (no key)")
             var notifications: [(Millis, String)] = []
             for step in c.steps {
                 guard case .deliver(let d) = step, d.forgery == nil else { continue }
@@ -81,16 +91,22 @@ struct Store: ParsableCommand {
                 case let .apiSnapshot(otid, history, statuses):
                     store.publish(originalTransactionId: otid, history: history, statuses: statuses)
                     let count = history.reduce(0) { $0 + $1.signedTransactions.count }
-                    print("  GET /inApps/v2/history/\(otid)   \(count) transactions\(statuses == nil ? "" : ", with statuses")")
+                    print(
+                        "  GET /inApps/v2/history/\(otid)   \(count) transactions\(statuses == nil ? "" : ", with statuses")"
+                    )
                 case let .legacyReceipt(userId, body):
-                    print("  POST /verifyReceipt  user \(userId)  receipt-data \(store.registerReceipt(responseBody: body))")
+                    print(
+                        "  POST /verifyReceipt  user \(userId)  receipt-data \(store.registerReceipt(responseBody: body))"
+                    )
                 case .notification(let payload):
                     notifications.append((d.now, payload))
                 case .appTransaction:
                     break
                 }
             }
-            print("  \(notifications.count) notifications\(postNotifications ? "" : " (not posted; --post-notifications)")")
+            print(
+                "  \(notifications.count) notifications\(postNotifications ? "" : " (not posted; --post-notifications)")"
+            )
             if postNotifications {
                 guard let t = parsedTarget, t.routes["notification"] != nil else {
                     throw ValidationError("--post-notifications needs --target with a notification route")
@@ -111,7 +127,9 @@ struct Store: ParsableCommand {
                 } catch {
                     print("  the backend failed: \(error)")
                 }
-                print("  send attempts: \(store.sentNotifications.map { $0.attempts.joined(separator: ",") }.joined(separator: "  "))")
+                print(
+                    "  send attempts: \(store.sentNotifications.map { $0.attempts.joined(separator: ",") }.joined(separator: "  "))"
+                )
             }
             print("serving; Ctrl-C stops")
             fflush(nil)  // every stream: the output may be a pipe

@@ -28,7 +28,9 @@ import Testing
         let v = SubprocessValidator(command: "python3 \(Self.script)", timeout: 20)
         defer { v.stop() }
         let report = Checker(options: o, validator: v).run()
-        #expect(report.failure == nil, "\(report.failure.map { Timeline.render($0.shrunk, failingStep: $0.failingStep) } ?? "")")
+        #expect(
+            report.failure == nil,
+            "\(report.failure.map { Timeline.render($0.shrunk, failingStep: $0.failingStep) } ?? "")")
         #expect(v.hello?.name == "apple-app-store-server-library-python")
     }
 

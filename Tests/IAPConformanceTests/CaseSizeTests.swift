@@ -2,9 +2,9 @@ import Foundation
 import IAPConformance
 import IAPModel
 import IAPOracle
+import IAPReference
 import IAPSigning
 import IAPSimulator
-import IAPReference
 import Testing
 
 /// Case sizes grow across a run and then have a long tail: a few customers with years of renewals or runs of
@@ -17,7 +17,10 @@ import Testing
         let tail = late.filter { HistoryGenerator.isLongTail(caseIndex: $0) }
         #expect(tail.count > 60 && tail.count < 140, "\(tail.count) long-tail cases of 1,000")
         #expect(tail.allSatisfy { HistoryGenerator.sizeLimit(caseIndex: $0) == HistoryGenerator.defaultMaxSize })
-        #expect(late.filter { !HistoryGenerator.isLongTail(caseIndex: $0) }.allSatisfy { HistoryGenerator.sizeLimit(caseIndex: $0) == 8 })
+        #expect(
+            late.filter { !HistoryGenerator.isLongTail(caseIndex: $0) }.allSatisfy {
+                HistoryGenerator.sizeLimit(caseIndex: $0) == 8
+            })
         #expect(tail.allSatisfy { HistoryGenerator.sizeLimit(caseIndex: $0, maxSize: 8) == 8 })
         #expect(HistoryGenerator.sizeLimit(caseIndex: 5_000_000, maxSize: 0) == 1)
         // Long-tail cases fall on every property of a run (properties take turns by index).
@@ -51,15 +54,19 @@ import Testing
         // Documented, never generated (a product Apple stops selling): listed with 0.
         #expect(coverage.notifications["EXPIRED/PRODUCT_NOT_FOR_SALE"] == 0)
         #expect(coverage.notifications["SUBSCRIBED/INITIAL_BUY", default: 0] > 0)
-        let decoded = try JSONDecoder().decode(Coverage.self, from: Data(#"{"families":{},"notifications":{"DID_RENEW":3},"properties":{}}"#.utf8))
+        let decoded = try JSONDecoder().decode(
+            Coverage.self, from: Data(#"{"families":{},"notifications":{"DID_RENEW":3},"properties":{}}"#.utf8))
         #expect(decoded.notifications["DID_RENEW"] == 3 && decoded.notifications["TEST"] == 0)
     }
 
     /// The history answer lists the chain's transactions in Apple's order: by the date each was last modified, so a
     /// refunded old period comes after the newer ones.
     @Test func apiAnswersAreInApplesOrder() {
-        var sim = StoreSimulator(catalog: .standard, policy: .default, persons: [Person(index: 0, familyId: nil)], start: HistoryGenerator.epoch)
-        sim.buySubscription(person: 0, productId: "pro.monthly", offer: .none, at: HistoryGenerator.epoch, familyMates: [])
+        var sim = StoreSimulator(
+            catalog: .standard, policy: .default, persons: [Person(index: 0, familyId: nil)],
+            start: HistoryGenerator.epoch)
+        sim.buySubscription(
+            person: 0, productId: "pro.monthly", offer: .none, at: HistoryGenerator.epoch, familyMates: [])
         let chain = sim.chainOrder[0]
         for _ in 0..<3 { sim.renew(chain) }
         let first = sim.chains[chain]!.txIds[0]
@@ -75,8 +82,9 @@ import Testing
     /// customer's not), and the statuses list both groups; rendered, the other chain is there too.
     @Test func aHistoryAnswerIsTheCustomersWholeHistory() throws {
         let t0 = HistoryGenerator.epoch, hour: Millis = 3_600_000
-        var sim = StoreSimulator(catalog: .standard, policy: .default,
-                                 persons: [Person(index: 0, familyId: nil), Person(index: 1, familyId: nil)], start: t0)
+        var sim = StoreSimulator(
+            catalog: .standard, policy: .default,
+            persons: [Person(index: 0, familyId: nil), Person(index: 1, familyId: nil)], start: t0)
         sim.buySubscription(person: 0, productId: "pro.monthly", offer: .none, at: t0, familyMates: [])
         sim.buySubscription(person: 0, productId: "storage.monthly", offer: .none, at: t0 + hour, familyMates: [])
         sim.buyOneTime(person: 0, productId: "coins.100", quantity: 2, at: t0 + 2 * hour, familyMates: [])
@@ -85,13 +93,17 @@ import Testing
         let pro = sim.chainOrder[0]
         let answer = sim.history(asking: pro, at: t0 + 5 * hour)
         #expect(answer.originalTransactionId == pro)
-        #expect(Set(answer.transactions.map(\.productId)) == ["pro.monthly", "storage.monthly", "coins.100", "lifetime.unlock"])
+        #expect(
+            Set(answer.transactions.map(\.productId)) == [
+                "pro.monthly", "storage.monthly", "coins.100", "lifetime.unlock",
+            ])
         #expect(Set(answer.transactions.map(\.originalTransactionId)).count == 4)
         #expect(Set(answer.renewalInfos.map(\.productId)) == ["pro.monthly", "storage.monthly"])
         // Asked with the consumable's chain: the same history.
         let coins = try #require(sim.chains(of: 0).first { $0.productId == "coins.100" }?.id)
         #expect(Set(sim.history(asking: coins, at: t0 + 5 * hour).transactions) == Set(answer.transactions))
-        let signed = ArtifactRenderer(pki: TestPKI.harness, appAppleId: Catalog.standard.appAppleId).render(.apiSnapshot(answer))
+        let signed = ArtifactRenderer(pki: TestPKI.harness, appAppleId: Catalog.standard.appAppleId).render(
+            .apiSnapshot(answer))
         guard case let .apiSnapshot(_, pages, statuses) = signed else { Issue.record("not an API answer"); return }
         #expect(pages.flatMap(\.signedTransactions).count == 4)
         #expect(Set(try #require(statuses).data.map(\.subscriptionGroupIdentifier)) == ["21000001", "21000002"])

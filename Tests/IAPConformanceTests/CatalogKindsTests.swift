@@ -8,13 +8,18 @@ import Testing
 /// auto-renewable subscription (3 of 32 real .storekit files are like that).
 @Suite struct CatalogKindsTests {
     static func catalog(_ kind: ProductKind) -> Catalog {
-        Catalog(bundleId: "com.example.only", appAppleId: 42, environment: .production, gracePeriod: nil, groups: [],
-                products: [CatalogProduct(id: "only.\(kind.rawValue)", kind: kind, period: kind == .nonRenewing ? Period(1, .month) : nil)])
+        Catalog(
+            bundleId: "com.example.only", appAppleId: 42, environment: .production, gracePeriod: nil, groups: [],
+            products: [
+                CatalogProduct(
+                    id: "only.\(kind.rawValue)", kind: kind, period: kind == .nonRenewing ? Period(1, .month) : nil)
+            ])
     }
 
     @Test(arguments: [ProductKind.nonConsumable, .consumable, .nonRenewing])
     func theForgeryProbeRunsOnACatalogWithoutSubscriptions(_ kind: ProductKind) {
-        let results = CertificationSuite.probeForgeries(ReferenceValidator(), catalog: Self.catalog(kind), policy: .default)
+        let results = CertificationSuite.probeForgeries(
+            ReferenceValidator(), catalog: Self.catalog(kind), policy: .default)
         #expect(results.count == ForgeryClass.allCases.count)
         let failed = results.filter { !$0.rejected }.map { "\($0.name): \($0.reason ?? "")" }
         #expect(failed.isEmpty, "\(failed)")

@@ -1,13 +1,13 @@
 import Foundation
 import IAPConformance
 import IAPModel
+import IAPMutants
+import IAPReference
 import IAPSigning
 import IAPSimulator
+import IAPSubprocess
 import IAPTesting
 import IAPValidatorAPI
-import IAPReference
-import IAPMutants
-import IAPSubprocess
 import PropertyEngine
 import Testing
 
@@ -18,7 +18,9 @@ import Testing
         o.seed = 2026
         o.drawsCatalogs = true
         let report = Checker(options: o, validator: ReferenceValidator()).run()
-        #expect(report.failure == nil, "\(report.failure.map { Timeline.render($0.shrunk, failingStep: $0.failingStep) } ?? "")")
+        #expect(
+            report.failure == nil,
+            "\(report.failure.map { Timeline.render($0.shrunk, failingStep: $0.failingStep) } ?? "")")
         #expect(report.passed == 600)
         #expect(Set(report.coverage.properties.keys) == Set(PropertyName.standard.map(\.rawValue)))
         #expect(report.questions > 600)
@@ -37,7 +39,9 @@ import Testing
         o.policy = policy
         o.drawsCatalogs = true
         let report = Checker(options: o, validator: ReferenceValidator()).run()
-        #expect(report.failure == nil, "\(report.failure.map { Timeline.render($0.shrunk, failingStep: $0.failingStep) } ?? "")")
+        #expect(
+            report.failure == nil,
+            "\(report.failure.map { Timeline.render($0.shrunk, failingStep: $0.failingStep) } ?? "")")
     }
 
     /// `--jobs`: the report and the shrunk counterexample do not depend on how many validators ran the cases.
@@ -48,7 +52,9 @@ import Testing
             o.cases = 300
             o.seed = 77
             o.jobs = jobs
-            let make: () -> any Validator = which == "passing-reference" ? { CountingReference() } : { Mutants.named("old-period-refund-kills-current")!.make() }
+            let make: () -> any Validator =
+                which == "passing-reference"
+                ? { CountingReference() } : { Mutants.named("old-period-refund-kills-current")!.make() }
             var checker = Checker(options: o, validator: make())
             checker.makeWorker = make
             return checker.run()
@@ -56,7 +62,9 @@ import Testing
         let one = report(jobs: 1)
         CountingReference.busy.removeAll()
         let four = report(jobs: 4)
-        if which == "passing-reference" { #expect(CountingReference.busy.count >= 2, "the cases ran on \(CountingReference.busy.count) validator(s)") }
+        if which == "passing-reference" {
+            #expect(CountingReference.busy.count >= 2, "the cases ran on \(CountingReference.busy.count) validator(s)")
+        }
         #expect(one.cases == four.cases && one.passed == four.passed && one.questions == four.questions)
         #expect(one.coverage == four.coverage)
         #expect(one.forgeries == four.forgeries)
@@ -99,7 +107,9 @@ import Testing
         #expect(f.shrunk.events.contains { $0.family == .refund })
 
         let dir = NSTemporaryDirectory() + "iapcheck-corpus-\(UUID().uuidString)"
-        let path = try Corpus.save(CorpusCase(foundWith: mutant.name, seed: o.seed, caseIndex: f.caseIndex, failure: d, testCase: f.shrunk), in: dir)
+        let path = try Corpus.save(
+            CorpusCase(foundWith: mutant.name, seed: o.seed, caseIndex: f.caseIndex, failure: d, testCase: f.shrunk),
+            in: dir)
         let loaded = try Corpus.load(path: path)
         #expect(loaded.testCase == f.shrunk)
         #expect(!CaseRunner.run(loaded.testCase, against: Mutants.named("ignore-revocation")!.make()).isPass)
@@ -121,8 +131,12 @@ import Testing
             let timeline = Timeline.render(c, failingStep: nil)
             #expect(timeline.components(separatedBy: "✕ lost: notification").count - 1 == lost.count, "\(timeline)")
             var arrived: Set<String> = []
-            for case .deliver(let d) in c.steps { if case .notification(let n) = d.delivery { arrived.insert(n.notificationUUID) } }
-            #expect(sim.notifications.count == lost.count + sim.notifications.filter { arrived.contains($0.payload.notificationUUID) }.count)
+            for case .deliver(let d) in c.steps {
+                if case .notification(let n) = d.delivery { arrived.insert(n.notificationUUID) }
+            }
+            #expect(
+                sim.notifications.count == lost.count
+                    + sim.notifications.filter { arrived.contains($0.payload.notificationUUID) }.count)
             shown += lost.count
         }
         #expect(shown > 0, "no notification was lost in 200 order-insensitivity cases")
@@ -147,7 +161,10 @@ import Testing
         #expect(try encoder.encode(x.shrunk) == encoder.encode(y.shrunk))
     }
 
-    @Test(arguments: ["", "{}", #"{"schema":"iapcheck.corpus/99"}"#, #"{"schema":"iapcheck.corpus/1","case":{"property":"nope"}}"#, "\u{0}\u{1}"])
+    @Test(arguments: [
+        "", "{}", #"{"schema":"iapcheck.corpus/99"}"#, #"{"schema":"iapcheck.corpus/1","case":{"property":"nope"}}"#,
+        "\u{0}\u{1}",
+    ])
     func aCorruptCorpusFileIsReportedByName(_ text: String) {
         let path = NSTemporaryDirectory() + "corrupt-\(UUID().uuidString).json"
         FileManager.default.createFile(atPath: path, contents: Data(text.utf8))
@@ -162,8 +179,15 @@ import Testing
         let s = Reports.CheckSummary(
             validator: "mutant:x", seed: 1, cases: 3, passed: 2, questions: 10, seconds: 0.1,
             corpus: .init(replayed: 0, failed: []),
-            discrepancies: [.init(property: "clock-skew", shrunkEvents: 1, expected: "a", observed: "b", differences: ["d"], timeline: "t", replay: "r")],
-            validatorFailures: [], coverage: { var c = Coverage(); c.properties = ["entitlement-agreement": 2, "clock-skew": 1]; return c }())
+            discrepancies: [
+                .init(
+                    property: "clock-skew", shrunkEvents: 1, expected: "a", observed: "b", differences: ["d"],
+                    timeline: "t", replay: "r")
+            ],
+            validatorFailures: [],
+            coverage: {
+                var c = Coverage(); c.properties = ["entitlement-agreement": 2, "clock-skew": 1]; return c
+            }())
         let xml = Reports.junit(s)
         #expect(xml.contains("name=\"entitlement-agreement\"/>"))
         #expect(xml.contains("name=\"clock-skew\"><failure"))
@@ -177,12 +201,15 @@ import Testing
         #expect(good.passed)
         #expect(good.forgeries.count == ForgeryClass.allCases.count)
         let html = CertificationHTML.render(good)
-        #expect(html.contains("Certified") && html.contains("entitlement-agreement") && html.contains("oversized-token"))
+        #expect(
+            html.contains("Certified") && html.contains("entitlement-agreement") && html.contains("oversized-token"))
 
         #expect(good.catalog == .builtIn(.standard))
 
         // The report names the catalog it certifies, and its replay commands select that catalog again.
-        let record = CertificationSuite.CatalogRecord(file: "app.storekit", sha256: "0123abcd", catalog: .standard, arguments: " --catalog app.storekit --bundle-id com.example.iapcheck")
+        let record = CertificationSuite.CatalogRecord(
+            file: "app.storekit", sha256: "0123abcd", catalog: .standard,
+            arguments: " --catalog app.storekit --bundle-id com.example.iapcheck")
         let bad = CertificationSuite.run(Mutants.named("skip-signature")!.make(), scale: 0.1, catalogRecord: record)
         #expect(!bad.passed)
         #expect(bad.forgeries.contains { $0.name == ForgeryClass.foreignKeySignature.rawValue && !$0.rejected })
@@ -195,12 +222,14 @@ import Testing
     /// Apple's Python library has no size limit (docs/verifiers.md#what-is-left-to-the-application): a validator like it is certified with that
     /// divergence declared, and not without the declaration.
     @Test func declaredDivergencesAreListedAndOnlyThoseAreForgiven() {
-        let declared = CertificationSuite.run(Mutants.named("no-size-limit")!.make(), scale: 0.1, knownDivergences: ["oversized-token"])
+        let declared = CertificationSuite.run(
+            Mutants.named("no-size-limit")!.make(), scale: 0.1, knownDivergences: ["oversized-token"])
         #expect(!declared.passed)
         #expect(declared.passedWithDeclaredDivergences)
         #expect(declared.divergences.contains { $0.kind == "forgery" && $0.name == "oversized-token" && $0.declared })
         #expect(CertificationHTML.render(declared).contains("Divergences from the reference"))
-        let undeclared = CertificationSuite.run(Mutants.named("no-size-limit")!.make(), scale: 0.1, knownDivergences: ["replayed-notification-uuid"])
+        let undeclared = CertificationSuite.run(
+            Mutants.named("no-size-limit")!.make(), scale: 0.1, knownDivergences: ["replayed-notification-uuid"])
         #expect(!undeclared.passedWithDeclaredDivergences)
         #expect(undeclared.declaredButNotObserved == ["replayed-notification-uuid"])
     }
@@ -271,8 +300,10 @@ final class CoinFlipValidator: ReferenceValidator {
         let good = SubprocessValidator(command: "\(Self.binary) serve --journal \(dir)-good", timeout: 10)
         defer { good.stop() }
         let ok = Checker(options: o, validator: good).run()
-        #expect(ok.failure == nil, "\(ok.failure.map { Timeline.render($0.shrunk, failingStep: $0.failingStep) } ?? "")")
-        let sloppy = SubprocessValidator(command: "\(Self.binary) serve --journal \(dir)-sloppy --ack-before-persist 8", timeout: 10)
+        #expect(
+            ok.failure == nil, "\(ok.failure.map { Timeline.render($0.shrunk, failingStep: $0.failingStep) } ?? "")")
+        let sloppy = SubprocessValidator(
+            command: "\(Self.binary) serve --journal \(dir)-sloppy --ack-before-persist 8", timeout: 10)
         defer { sloppy.stop() }
         let bad = Checker(options: o, validator: sloppy).run()
         #expect(bad.failure?.discrepancy?.property == .durableAck)
@@ -285,7 +316,8 @@ final class CoinFlipValidator: ReferenceValidator {
         o.cases = 120
         o.properties = [.parallelDelivery]
         let ok = Checker(options: o, validator: SynchronizedReferenceValidator()).run()
-        #expect(ok.failure == nil, "\(ok.failure.map { Timeline.render($0.shrunk, failingStep: $0.failingStep) } ?? "")")
+        #expect(
+            ok.failure == nil, "\(ok.failure.map { Timeline.render($0.shrunk, failingStep: $0.failingStep) } ?? "")")
         o.cases = 400
         let racy = Checker(options: o, validator: Mutants.named("check-then-act-credit")!.make()).run()
         let d = try #require(racy.failure?.discrepancy)
@@ -310,7 +342,10 @@ final class ExpiresDateOnly: ReferenceValidator {
         o.cases = 600
         o.policy = Policy(extensionSignedAs: .renewalInfo)
         let reference = Checker(options: o, validator: ReferenceValidator()).run()
-        #expect(reference.failure == nil, "\(reference.failure.map { Timeline.render($0.shrunk, failingStep: $0.failingStep) + "\n\($0.outcome)" }.map { String($0.prefix(3000)) } ?? "")")
+        #expect(
+            reference.failure == nil,
+            "\(reference.failure.map { Timeline.render($0.shrunk, failingStep: $0.failingStep) + "\n\($0.outcome)" }.map { String($0.prefix(3000)) } ?? "")"
+        )
         let blind = Checker(options: o, validator: ExpiresDateOnly()).run()
         let d = try #require(blind.failure?.discrepancy, "reading expiresDate alone passed")
         #expect(Timeline.render(blind.failure!.shrunk, failingStep: nil).contains("extends"), "\(d)")
@@ -332,9 +367,12 @@ final class ExpiresDateOnly: ReferenceValidator {
             var first: [String: String] = [:]
             for step in c.steps {
                 guard case .deliver(let d) = step, d.forgery == nil, case .notification(let n) = d.delivery,
-                    case .notification(let bytes) = renderer.render(d.delivery) else { continue }
+                    case .notification(let bytes) = renderer.render(d.delivery)
+                else { continue }
                 if let earlier = first[n.notificationUUID] {
-                    #expect(earlier == bytes, "seed \(seed): \(d.label) of \(n.notificationUUID) differs from its first delivery")
+                    #expect(
+                        earlier == bytes,
+                        "seed \(seed): \(d.label) of \(n.notificationUUID) differs from its first delivery")
                     repeats += 1
                 } else {
                     first[n.notificationUUID] = bytes

@@ -1,15 +1,17 @@
 import Foundation
 import IAPConformance
 import IAPModel
-import IAPSimulator
 import IAPReference
+import IAPSimulator
 import PropertyEngine
 import Testing
 
 /// Without `--catalog`, each case draws its own catalog: product shapes one fixed catalog lacks are generated, the
 /// drawn catalogs are ones App Store Connect could hold, and a pinned catalog stays pinned.
 @Suite struct DrawnCatalogTests {
-    static let appleDurations: Set<Period> = [Period(1, .week), Period(1, .month), Period(2, .month), Period(3, .month), Period(6, .month), Period(1, .year)]
+    static let appleDurations: Set<Period> = [
+        Period(1, .week), Period(1, .month), Period(2, .month), Period(3, .month), Period(6, .month), Period(1, .year),
+    ]
 
     static func draws(_ n: Int, base: Catalog = .standard) -> [Catalog] {
         (0..<n).map { CatalogGenerator(base: base).draw(ChoiceSource(seed: SplitMix64.derive(77, UInt64($0)))) }
@@ -23,14 +25,23 @@ import Testing
             for p in cat.products where p.kind == .autoRenewable {
                 #expect(cat.groups.contains { $0.id == p.groupId }, "draw \(i): \(p.id) has no group")
                 #expect(p.level.map { $0 >= 1 } == true)
-                #expect(p.period.map { Self.appleDurations.contains($0) } == true, "draw \(i): \(p.id) period \(String(describing: p.period))")
-                let offers = [p.introductoryOffer].compactMap { $0 } + p.promotionalOffers + p.offerCodes + p.winBackOffers
+                #expect(
+                    p.period.map { Self.appleDurations.contains($0) } == true,
+                    "draw \(i): \(p.id) period \(String(describing: p.period))")
+                let offers =
+                    [p.introductoryOffer].compactMap { $0 } + p.promotionalOffers + p.offerCodes + p.winBackOffers
                 for o in offers where o.discountType == .payAsYouGo {
-                    #expect(o.period == p.period, "draw \(i): pay-as-you-go offer of \(p.id) is not in the product's periods")
-                    #expect(o.period.approximateDays * o.periods <= 366, "draw \(i): pay-as-you-go offer of \(p.id) lasts over a year")
+                    #expect(
+                        o.period == p.period,
+                        "draw \(i): pay-as-you-go offer of \(p.id) is not in the product's periods")
+                    #expect(
+                        o.period.approximateDays * o.periods <= 366,
+                        "draw \(i): pay-as-you-go offer of \(p.id) lasts over a year")
                 }
                 for o in offers where o.discountType == .payUpFront {
-                    #expect([.month, .year].contains(o.period.unit), "draw \(i): pay-up-front offer of \(p.id) lasts \(o.period)")
+                    #expect(
+                        [.month, .year].contains(o.period.unit),
+                        "draw \(i): pay-up-front offer of \(p.id) lasts \(o.period)")
                 }
             }
             for g in cat.groups { #expect(!cat.products(inGroup: g.id).isEmpty, "draw \(i): empty group \(g.id)") }
@@ -49,10 +60,16 @@ import Testing
         for cat in drawn {
             for g in cat.groups {
                 let ps = cat.products(inGroup: g.id)
-                for p in ps { for q in ps where q.id != p.id { if let d = ProductMove(from: p.id, to: q.id).direction(in: cat) { directions.insert(d) } } }
+                for p in ps {
+                    for q in ps where q.id != p.id {
+                        if let d = ProductMove(from: p.id, to: q.id).direction(in: cat) { directions.insert(d) }
+                    }
+                }
             }
         }
-        #expect(directions == Set(ProductMove.directions), "missing: \(Set(ProductMove.directions).subtracting(directions))")
+        #expect(
+            directions == Set(ProductMove.directions), "missing: \(Set(ProductMove.directions).subtracting(directions))"
+        )
         #expect(Set(drawn.map(\.groups.count)) == [1, 2, 3])
         #expect(drawn.contains { $0.products.contains { $0.kind == .nonRenewing } })
         #expect(drawn.contains { !$0.products.contains { $0.kind == .consumable } })
@@ -63,9 +80,13 @@ import Testing
     /// A catalog with one subscription and nothing else: pinned, no case has a product change; drawn, cases
     /// change products and the case carries the catalog it was generated with, the same on every regeneration.
     @Test func aRunDrawsCatalogsUnlessOneIsPinned() {
-        let single = Catalog(bundleId: "com.example.single", appAppleId: 7, environment: .production, gracePeriod: nil,
-                             groups: [SubscriptionGroup(id: "1", name: "Only")],
-                             products: [CatalogProduct(id: "only.monthly", kind: .autoRenewable, groupId: "1", level: 1, period: Period(1, .month))])
+        let single = Catalog(
+            bundleId: "com.example.single", appAppleId: 7, environment: .production, gracePeriod: nil,
+            groups: [SubscriptionGroup(id: "1", name: "Only")],
+            products: [
+                CatalogProduct(
+                    id: "only.monthly", kind: .autoRenewable, groupId: "1", level: 1, period: Period(1, .month))
+            ])
         var o = CheckOptions()
         o.cases = 150
         o.signed = false
@@ -82,7 +103,9 @@ import Testing
         #expect(catalogs.allSatisfy { $0.bundleId == "com.example.single" })
         #expect(drawing.generate(caseIndex: 11).0.config.catalog == catalogs[11])
         let report = drawing.run()
-        #expect(report.failure == nil, "\(report.failure.map { Timeline.render($0.shrunk, failingStep: $0.failingStep) } ?? "")")
+        #expect(
+            report.failure == nil,
+            "\(report.failure.map { Timeline.render($0.shrunk, failingStep: $0.failingStep) } ?? "")")
         #expect(report.coverage.productChanges.values.reduce(0, +) > 0)
     }
 }

@@ -1,24 +1,30 @@
 import Foundation
 import IAPConformance
+import IAPHTTP
 import IAPModel
 import IAPStore
 import IAPValidatorAPI
-import IAPHTTP
 import Testing
 
 /// The example backend (Hummingbird + SQLite) checked end to end over HTTP on loopback.
 @Suite struct ExampleBackendTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
     static let binary = root.appendingPathComponent(".build/debug/iapcheck-example-backend").path
 
     /// Starts the backend on a free-looking loopback port; returns the process and a target for it.
     /// `slot` (even: a store takes the odd port after it) keeps tests that run at the same time on different ports.
-    static func start(extra: [String] = [], store: MockAppStore? = nil, slot: Int = 0) throws -> (Process, HTTPValidator.Target) {
-        let port = (20_000 + Int(ProcessInfo.processInfo.processIdentifier % 15_000) * 2 + (store == nil ? 0 : 1) + 30_010 + slot) % 60_000 + 1024
+    static func start(extra: [String] = [], store: MockAppStore? = nil, slot: Int = 0) throws -> (
+        Process, HTTPValidator.Target
+    ) {
+        let port =
+            (20_000 + Int(ProcessInfo.processInfo.processIdentifier % 15_000) * 2 + (store == nil ? 0 : 1) + 30_010
+                + slot) % 60_000 + 1024
         let db = NSTemporaryDirectory() + "backend-\(UUID().uuidString).sqlite"
         let p = Process()
         p.executableURL = URL(fileURLWithPath: binary)
-        p.arguments = ["--port", String(port), "--database", db] + (store.map { storeArguments(port: $0.port) } ?? []) + extra
+        p.arguments =
+            ["--port", String(port), "--database", db] + (store.map { storeArguments(port: $0.port) } ?? []) + extra
         p.standardOutput = FileHandle.nullDevice
         p.standardError = FileHandle.nullDevice
         try p.run()
@@ -38,8 +44,11 @@ import Testing
         defer { p.terminate(); p.waitUntilExit() }
         var o = CheckOptions()
         o.cases = 36
-        let report = Checker(options: o, validator: HTTPValidator(target: target, name: "http:example", timeout: 10)).run()
-        #expect(report.failure == nil, "\(report.failure.map { Timeline.render($0.shrunk, failingStep: $0.failingStep) } ?? "")")
+        let report = Checker(options: o, validator: HTTPValidator(target: target, name: "http:example", timeout: 10))
+            .run()
+        #expect(
+            report.failure == nil,
+            "\(report.failure.map { Timeline.render($0.shrunk, failingStep: $0.failingStep) } ?? "")")
         #expect(report.questions > 36)
     }
 
@@ -47,17 +56,24 @@ import Testing
     /// verifyReceipt; notifications come from the store's webhook sender.
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: binary), "the example backend is not built"))
     func theExampleBackendPassesWhenItCallsTheMockAppStore() throws {
-        let store = try MockAppStore(settings: StoreSettings(
-            port: 0, sharedSecret: "example-secret",
-            apiKey: .init(keyId: "IAPCHK0001", issuerId: "6f3c2a90-0b1e-4c4e-9a57-1a2b3c4d5e6f", privateKeyFile: Self.keyFile)))
+        let store = try MockAppStore(
+            settings: StoreSettings(
+                port: 0, sharedSecret: "example-secret",
+                apiKey: .init(
+                    keyId: "IAPCHK0001", issuerId: "6f3c2a90-0b1e-4c4e-9a57-1a2b3c4d5e6f", privateKeyFile: Self.keyFile)
+            ))
         try store.start()
         let (p, target) = try Self.start(store: store)
         defer { p.terminate(); p.waitUntilExit() }
         #expect(target.store?.port == store.port)
         var o = CheckOptions()
         o.cases = 36
-        let report = Checker(options: o, validator: HTTPValidator(target: target, name: "http:example", timeout: 10, store: store)).run()
-        #expect(report.failure == nil, "\(report.failure.map { Timeline.render($0.shrunk, failingStep: $0.failingStep) } ?? "")")
+        let report = Checker(
+            options: o, validator: HTTPValidator(target: target, name: "http:example", timeout: 10, store: store)
+        ).run()
+        #expect(
+            report.failure == nil,
+            "\(report.failure.map { Timeline.render($0.shrunk, failingStep: $0.failingStep) } ?? "")")
         let served = store.served
         #expect(served["history", default: 0] > 0, "\(served)")
         #expect(served["verifyReceipt", default: 0] > 0, "\(served)")
@@ -71,9 +87,12 @@ import Testing
     func aBackendWithoutTheSandboxFallbackIsCaught() throws {
         var verdicts: [Bool] = []
         for extra in [[], ["--no-sandbox-fallback"]] {
-            let store = try MockAppStore(settings: StoreSettings(
-                port: 0, sharedSecret: "example-secret",
-                apiKey: .init(keyId: "IAPCHK0001", issuerId: "6f3c2a90-0b1e-4c4e-9a57-1a2b3c4d5e6f", privateKeyFile: Self.keyFile)))
+            let store = try MockAppStore(
+                settings: StoreSettings(
+                    port: 0, sharedSecret: "example-secret",
+                    apiKey: .init(
+                        keyId: "IAPCHK0001", issuerId: "6f3c2a90-0b1e-4c4e-9a57-1a2b3c4d5e6f",
+                        privateKeyFile: Self.keyFile)))
             try store.start()
             let (p, target) = try Self.start(extra: extra, store: store, slot: extra.isEmpty ? 2 : 4)
             defer { p.terminate(); p.waitUntilExit() }
@@ -81,11 +100,15 @@ import Testing
             o.cases = 40
             o.catalog.environment = .sandbox
             o.properties = [.entitlementAgreement]
-            let report = Checker(options: o, validator: HTTPValidator(target: target, name: "http:example", timeout: 10, store: store)).run()
+            let report = Checker(
+                options: o, validator: HTTPValidator(target: target, name: "http:example", timeout: 10, store: store)
+            ).run()
             verdicts.append(report.failure == nil)
             #expect(store.served["verifyReceipt", default: 0] > 0, "no receipt reached verifyReceipt: \(store.served)")
             if extra.isEmpty {
-                #expect(report.failure == nil, "\(report.failure.map { Timeline.render($0.shrunk, failingStep: $0.failingStep) } ?? "")")
+                #expect(
+                    report.failure == nil,
+                    "\(report.failure.map { Timeline.render($0.shrunk, failingStep: $0.failingStep) } ?? "")")
                 #expect(store.served["sandbox/verifyReceipt", default: 0] > 0, "\(store.served)")
             } else {
                 #expect(store.served["sandbox/verifyReceipt", default: 0] == 0, "\(store.served)")
@@ -107,47 +130,57 @@ import Testing
         o.properties = [.entitlementAgreement]
         o.flakinessReplays = 0
         o.shrinkBudget = .init(maxAttempts: 1)  // each attempt waits out every deadline again
-        let report = Checker(options: o, validator: HTTPValidator(target: target, name: "http:slow", timeout: 1, store: store)).run()
+        let report = Checker(
+            options: o, validator: HTTPValidator(target: target, name: "http:slow", timeout: 1, store: store)
+        ).run()
         let failure = try #require(report.failure?.validatorFailure, "a webhook answering after the deadline passed")
         #expect(failure.kind == .timedOut, "\(failure)")
         #expect(failure.message.contains("the webhook failed all"), "\(failure)")
         // The store sent the same notification again after each missed deadline: Apple's duplicates.
-        #expect(store.sentNotifications.contains { $0.attempts.count == MockAppStore.retryHours.count + 1 && $0.attempts.allSatisfy { $0 == "TIMED_OUT" } },
-                "\(store.sentNotifications)")
+        #expect(
+            store.sentNotifications.contains {
+                $0.attempts.count == MockAppStore.retryHours.count + 1 && $0.attempts.allSatisfy { $0 == "TIMED_OUT" }
+            },
+            "\(store.sentNotifications)")
     }
 
     /// A target iapcheck starts itself (`start`), on its own port, with a mock App Store when `store` is given.
     static func managedTarget(port: Int, backendArguments: String, store: Int?) throws -> HTTPValidator.Target {
         let arguments = (store.map { storeArguments(port: $0) } ?? []).joined(separator: " ")
-        return try writeTarget(port: port, store: store,
-                               start: "\(binary) --port \(port) --database {tmp}/backend.sqlite \(arguments) \(backendArguments)")
+        return try writeTarget(
+            port: port, store: store,
+            start: "\(binary) --port \(port) --database {tmp}/backend.sqlite \(arguments) \(backendArguments)")
     }
 
     static let keyFile = root.appendingPathComponent("Examples/http/SubscriptionKey_IAPCHK0001.p8").path
 
     /// The example backend's options for calling the mock App Store on `port` with the test API key.
     static func storeArguments(port: Int) -> [String] {
-        ["--app-store", "127.0.0.1:\(port)", "--api-key", keyFile, "--key-id", "IAPCHK0001",
-         "--issuer-id", "6f3c2a90-0b1e-4c4e-9a57-1a2b3c4d5e6f", "--shared-secret", "example-secret"]
+        [
+            "--app-store", "127.0.0.1:\(port)", "--api-key", keyFile, "--key-id", "IAPCHK0001",
+            "--issuer-id", "6f3c2a90-0b1e-4c4e-9a57-1a2b3c4d5e6f", "--shared-secret", "example-secret",
+        ]
     }
 
     /// A target file for the example backend on `port`: pull routes and a store section with a store, push routes
     /// without; a `start` command when iapcheck is to start the backend itself.
     static func writeTarget(port: Int, store: Int?, start: String?) throws -> HTTPValidator.Target {
-        let storeSection = store.map {
-            #""store":{"port":\#($0),"sharedSecret":"example-secret","apiKey":{"keyId":"IAPCHK0001","issuerId":"6f3c2a90-0b1e-4c4e-9a57-1a2b3c4d5e6f","privateKeyFile":"\#(keyFile)"}},"#
-        } ?? ""
+        let storeSection =
+            store.map {
+                #""store":{"port":\#($0),"sharedSecret":"example-secret","apiKey":{"keyId":"IAPCHK0001","issuerId":"6f3c2a90-0b1e-4c4e-9a57-1a2b3c4d5e6f","privateKeyFile":"\#(keyFile)"}},"#
+            } ?? ""
         let startSection = start.map { #""start":{"command":"\#($0)","readySeconds":60},"# } ?? ""
-        let pull = store != nil
+        let pull =
+            store != nil
             ? #""reconcile":{"method":"POST","path":"/apple/reconcile"},"receipt":{"method":"POST","path":"/apple/receipts"},"#
             : #""apiSnapshot":{"method":"POST","path":"/apple/api-snapshots"},"legacyReceipt":{"method":"POST","path":"/apple/legacy-receipts"},"#
         let json = """
-        {"baseURL":"http://127.0.0.1:\(port)",\(storeSection)\(startSection)"routes":{
-          "reset":{"method":"POST","path":"/iapcheck/reset"},
-          "appTransaction":{"method":"POST","path":"/apple/app-transactions"},
-          "notification":{"method":"POST","path":"/apple/notifications"},\(pull)
-          "entitlements":{"method":"GET","path":"/users/{userId}/entitlements?at={at}"}}}
-        """
+            {"baseURL":"http://127.0.0.1:\(port)",\(storeSection)\(startSection)"routes":{
+              "reset":{"method":"POST","path":"/iapcheck/reset"},
+              "appTransaction":{"method":"POST","path":"/apple/app-transactions"},
+              "notification":{"method":"POST","path":"/apple/notifications"},\(pull)
+              "entitlements":{"method":"GET","path":"/users/{userId}/entitlements?at={at}"}}}
+            """
         let path = NSTemporaryDirectory() + "target-\(UUID().uuidString).json"
         try Data(json.utf8).write(to: URL(fileURLWithPath: path))
         return try HTTPValidator.Target.load(path: path)
@@ -172,7 +205,8 @@ import Testing
             o.properties = [.durableAck]
             o.flakinessReplays = 1
             let report = Checker(options: o, validator: v).run()
-            #expect(report.failure?.validatorFailure == nil, "\(report.failure?.validatorFailure.map { "\($0)" } ?? "")")
+            #expect(
+                report.failure?.validatorFailure == nil, "\(report.failure?.validatorFailure.map { "\($0)" } ?? "")")
             results.append(report.failure?.discrepancy == nil)
         }
         #expect(results == [true, false])
@@ -182,7 +216,9 @@ import Testing
     /// the backend processed them (so it sees requests twice), webhook retries, a slow App Store. It still agrees.
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: binary), "the example backend is not built"))
     func theExampleBackendSurvivesResetsWebhookRetriesAndASlowStore() throws {
-        guard case .success(let faults) = FaultProfile.parse("reset,webhook-5xx,slow-store") else { Issue.record("parse"); return }
+        guard case .success(let faults) = FaultProfile.parse("reset,webhook-5xx,slow-store") else {
+            Issue.record("parse"); return
+        }
         let base = 20_000 + Int(ProcessInfo.processInfo.processIdentifier % 15_000) * 2
         let port = (base + 30_004) % 60_000 + 1024, storePort = (base + 30_005) % 60_000 + 1024
         let target = try Self.managedTarget(port: port, backendArguments: "", store: storePort)
@@ -195,7 +231,9 @@ import Testing
         o.cases = 16
         o.properties = [.entitlementAgreement]
         let report = Checker(options: o, validator: v).run()
-        #expect(report.failure == nil, "\(report.failure.map { Timeline.render($0.shrunk, failingStep: $0.failingStep) } ?? "")")
+        #expect(
+            report.failure == nil,
+            "\(report.failure.map { Timeline.render($0.shrunk, failingStep: $0.failingStep) } ?? "")")
         #expect(v.resetsInjected > 0)
         // Over all cases (the store's notification history is per case): some answer was lost and the retry landed.
         #expect(store.notificationsDeliveredOnRetry > 0)
@@ -211,13 +249,16 @@ import Testing
         let db = dir.appendingPathComponent("j.db").path
         let setup = Process()
         setup.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        setup.arguments = ["python3", "-c", """
+        setup.arguments = [
+            "python3", "-c",
+            """
             import sqlite3, sys
             c = sqlite3.connect(sys.argv[1])
             c.execute("CREATE TABLE journal_v2 (seq INTEGER PRIMARY KEY, record TEXT NOT NULL)")
             c.execute("INSERT INTO journal_v2 (record) VALUES ('R\t0\tnot json')")
             c.commit()
-            """, db]
+            """, db,
+        ]
         try setup.run()
         setup.waitUntilExit()
         try #require(setup.terminationStatus == 0)
@@ -239,7 +280,9 @@ import Testing
 
     @Test func targetFilesAreStrictAndLoopbackOnly() throws {
         let path = NSTemporaryDirectory() + "bad-target-\(UUID().uuidString).json"
-        try Data(#"{"baseURL":"http://10.0.0.5:80","routes":{"reset":{"method":"DELETE","path":"reset"}},"extra":1}"#.utf8).write(to: URL(fileURLWithPath: path))
+        try Data(
+            #"{"baseURL":"http://10.0.0.5:80","routes":{"reset":{"method":"DELETE","path":"reset"}},"extra":1}"#.utf8
+        ).write(to: URL(fileURLWithPath: path))
         #expect {
             try HTTPValidator.Target.load(path: path)
         } throws: { error in

@@ -1,10 +1,10 @@
 import Foundation
 import IAPConformance
 import IAPModel
-import IAPOracle
-import IAPTesting
-import IAPReference
 import IAPMutants
+import IAPOracle
+import IAPReference
+import IAPTesting
 import Testing
 
 /// Where the facts leave an answer open, the oracle must not fail a validator that reads them another defensible
@@ -14,7 +14,9 @@ import Testing
     static let t0: Millis = 1_772_323_260_000  // 2026-03-01T00:01Z
     static let user = "u1"
 
-    static func monthly(_ id: String, purchased: Millis, signed: Millis, upgraded: Bool = false) -> JWSTransactionDecodedPayload {
+    static func monthly(_ id: String, purchased: Millis, signed: Millis, upgraded: Bool = false)
+        -> JWSTransactionDecodedPayload
+    {
         var tx = JWSTransactionDecodedPayload(
             transactionId: id, originalTransactionId: "2000000000000001", bundleId: Catalog.standard.bundleId,
             productId: "pro.monthly", subscriptionGroupIdentifier: "21000001", purchaseDate: purchased,
@@ -25,7 +27,9 @@ import Testing
     }
 
     /// Renewal info of `tx`'s chain signed at its expiry, after the renewal charge failed.
-    static func failedRenewal(of tx: JWSTransactionDecodedPayload, retry: Bool, grace: Millis? = nil) -> JWSRenewalInfoDecodedPayload {
+    static func failedRenewal(of tx: JWSTransactionDecodedPayload, retry: Bool, grace: Millis? = nil)
+        -> JWSRenewalInfoDecodedPayload
+    {
         var r = JWSRenewalInfoDecodedPayload(
             originalTransactionId: tx.originalTransactionId, productId: tx.productId, autoRenewProductId: tx.productId,
             autoRenewStatus: .on, signedDate: tx.expiresDate!, environment: tx.environment)
@@ -36,11 +40,16 @@ import Testing
     }
 
     /// The DID_FAIL_TO_RENEW notification carrying `r`.
-    static func failedToRenew(_ tx: JWSTransactionDecodedPayload, _ r: JWSRenewalInfoDecodedPayload, subtype: Subtype?) -> Delivery {
-        .notification(ResponseBodyV2DecodedPayload(
-            notificationType: .didFailToRenew, subtype: subtype, notificationUUID: "5e1f0000-0000-4000-9000-0000000000ff", signedDate: r.signedDate,
-            data: NotificationData(appAppleId: Catalog.standard.appAppleId, bundleId: Catalog.standard.bundleId,
-                                   environment: tx.environment, transactionInfo: tx, renewalInfo: r, status: nil)))
+    static func failedToRenew(_ tx: JWSTransactionDecodedPayload, _ r: JWSRenewalInfoDecodedPayload, subtype: Subtype?)
+        -> Delivery
+    {
+        .notification(
+            ResponseBodyV2DecodedPayload(
+                notificationType: .didFailToRenew, subtype: subtype,
+                notificationUUID: "5e1f0000-0000-4000-9000-0000000000ff", signedDate: r.signedDate,
+                data: NotificationData(
+                    appAppleId: Catalog.standard.appAppleId, bundleId: Catalog.standard.bundleId,
+                    environment: tx.environment, transactionInfo: tx, renewalInfo: r, status: nil)))
     }
 
     /// The flagged copy of a transaction arrives, but the transaction that upgraded it never does (a lost
@@ -64,7 +73,9 @@ import Testing
         // The reference agrees where the facts decide.
         let v = ReferenceValidator()
         try v.reset(ValidatorConfig(catalog: .standard, policy: .default))
-        _ = try v.deliver(decoded: .appTransaction(AppTransactionSubmission(userId: Self.user, transaction: flagged, deviceTime: nil)), now: flaggedAt)
+        _ = try v.deliver(
+            decoded: .appTransaction(
+                AppTransactionSubmission(userId: Self.user, transaction: flagged, deviceTime: nil)), now: flaggedAt)
         let answer = try v.entitlements(EntitlementQuery(userId: Self.user, at: flaggedAt + 1))
         #expect(answer.answerDifferences(from: after.answer, ignoring: after.undetermined).isEmpty)
     }
@@ -81,7 +92,9 @@ import Testing
         let before = Oracle.judge(k, user: Self.user, at: upgradeAt - 1)
         #expect(before.undetermined.isEmpty)
         #expect(before.answer.products.first { $0.productId == "pro.monthly" }?.active == true)
-        #expect(Oracle.judge(k, user: Self.user, at: upgradeAt).answer.products.first { $0.productId == "pro.monthly" }?.active == false)
+        #expect(
+            Oracle.judge(k, user: Self.user, at: upgradeAt).answer.products.first { $0.productId == "pro.monthly" }?
+                .active == false)
     }
 
     /// A question about an instant before renewal info the validator already holds: the newest version and the one
@@ -103,10 +116,15 @@ import Testing
         #expect(past.undetermined.contains(AnswerDifference.Key(subject: .product("pro.monthly"), field: .state)))
         #expect(!past.undetermined.contains(AnswerDifference.Key(subject: .product("pro.monthly"), field: .active)))
         let wrong = EntitlementAnswer(
-            products: [ProductEntitlement(productId: "pro.monthly", active: true, state: .grace, expiresDate: expiry + 10 * Self.day, ownership: .purchased)],
+            products: [
+                ProductEntitlement(
+                    productId: "pro.monthly", active: true, state: .grace, expiresDate: expiry + 10 * Self.day,
+                    ownership: .purchased)
+            ],
             groups: past.answer.groups, consumables: [])
-        #expect(wrong.answerDifferences(from: past.answer, ignoring: past.undetermined).contains { $0.field == .active },
-                "a validator granting access in billing retry must still be caught")
+        #expect(
+            wrong.answerDifferences(from: past.answer, ignoring: past.undetermined).contains { $0.field == .active },
+            "a validator granting access in billing retry must still be caught")
         let now = Oracle.judge(k, user: Self.user, at: expiry + Self.day)
         #expect(now.undetermined.isEmpty)
         #expect(now.answer.products.first { $0.productId == "pro.monthly" }?.state == .expired)
@@ -129,7 +147,9 @@ import Testing
         }
         func answer(_ v: ReferenceValidator, _ p: Policy.GraceWithoutRetryFlag) throws -> EntitlementAnswer {
             try v.reset(ValidatorConfig(catalog: .standard, policy: Policy(graceWithoutRetryFlag: p)))
-            _ = try v.deliver(decoded: .appTransaction(AppTransactionSubmission(userId: Self.user, transaction: tx, deviceTime: nil)), now: Self.t0)
+            _ = try v.deliver(
+                decoded: .appTransaction(AppTransactionSubmission(userId: Self.user, transaction: tx, deviceTime: nil)),
+                now: Self.t0)
             #expect(try v.deliver(decoded: Self.failedToRenew(tx, r, subtype: .gracePeriod), now: expiry).isAccepted)
             return try v.entitlements(EntitlementQuery(userId: Self.user, at: at))
         }
@@ -143,11 +163,15 @@ import Testing
 
         for p in Policy.GraceWithoutRetryFlag.allCases {
             let j = judge(p)
-            #expect(try answer(ReferenceValidator(), p).answerDifferences(from: j.answer, ignoring: j.undetermined).isEmpty, "reference under \(p)")
+            #expect(
+                try answer(ReferenceValidator(), p).answerDifferences(from: j.answer, ignoring: j.undetermined).isEmpty,
+                "reference under \(p)")
         }
         let flagOnly = RetryFlagOnly()
-        #expect(try answer(flagOnly, .either).answerDifferences(from: either.answer, ignoring: either.undetermined).isEmpty)
-        #expect(try !answer(flagOnly, .grant).answerDifferences(from: grant.answer, ignoring: grant.undetermined).isEmpty)
+        #expect(
+            try answer(flagOnly, .either).answerDifferences(from: either.answer, ignoring: either.undetermined).isEmpty)
+        #expect(
+            try !answer(flagOnly, .grant).answerDifferences(from: grant.answer, ignoring: grant.undetermined).isEmpty)
     }
 
     /// A `GRACE_PERIOD` notification whose renewal info has no grace date: no grace by rule, but a validator that
@@ -174,7 +198,9 @@ import Testing
         var o = CheckOptions()
         o.cases = 300
         let report = Checker(options: o, validator: RetryFlagOnly()).run()
-        #expect(report.failure == nil, "\(report.failure.map { Timeline.render($0.shrunk, failingStep: $0.failingStep) } ?? "")")
+        #expect(
+            report.failure == nil,
+            "\(report.failure.map { Timeline.render($0.shrunk, failingStep: $0.failingStep) } ?? "")")
         #expect((report.coverage.families["grace-without-retry-flag"] ?? 0) > 0)
     }
 
@@ -186,7 +212,9 @@ import Testing
             o.seed = seed
             o.properties = [.clockSkew]
             let report = Checker(options: o, validator: KeepsHistory()).run()
-            #expect(report.failure == nil, "\(report.failure.map { Timeline.render($0.shrunk, failingStep: $0.failingStep) } ?? "")")
+            #expect(
+                report.failure == nil,
+                "\(report.failure.map { Timeline.render($0.shrunk, failingStep: $0.failingStep) } ?? "")")
         }
     }
 
@@ -196,7 +224,9 @@ import Testing
         o.cases = 300
         o.catalog.environment = .sandbox
         let report = Checker(options: o, validator: ReferenceValidator()).run()
-        #expect(report.failure == nil, "\(report.failure.map { Timeline.render($0.shrunk, failingStep: $0.failingStep) } ?? "")")
+        #expect(
+            report.failure == nil,
+            "\(report.failure.map { Timeline.render($0.shrunk, failingStep: $0.failingStep) } ?? "")")
         // Forgeries travel only in forgery-rejected cases: enough of them that every class is sent.
         o.properties = [.forgeryRejected]
         o.cases = 150
@@ -206,7 +236,9 @@ import Testing
         #expect(forged.forgeries.sent["wrong-environment"] == forged.forgeries.rejected["wrong-environment"])
         // Outside Production, Apple's verifiers do not compare appAppleId: another one is no forgery there.
         #expect(forged.forgeries.sent["wrong-app-apple-id"] == nil)
-        #expect(!CertificationSuite.probeForgeries(ReferenceValidator(), catalog: o.catalog, policy: Policy.default).contains { $0.name == "wrong-app-apple-id" })
+        #expect(
+            !CertificationSuite.probeForgeries(ReferenceValidator(), catalog: o.catalog, policy: Policy.default)
+                .contains { $0.name == "wrong-app-apple-id" })
     }
 
     /// One billing period under two transactionIds (a restore): the app submitted the restored id, the refund
@@ -234,7 +266,8 @@ import Testing
 
         let after = Oracle.judge(k, user: Self.user, at: refundAt + 1)
         let product = try #require(after.answer.products.first { $0.productId == "pro.monthly" })
-        #expect(!product.active && product.state == .revoked, "the restored id kept granting a refunded period: \(product)")
+        #expect(
+            !product.active && product.state == .revoked, "the restored id kept granting a refunded period: \(product)")
         let before = Oracle.judge(k, user: Self.user, at: refundAt - 1)
         #expect(before.answer.products.first { $0.productId == "pro.monthly" }?.active == true)
 
@@ -243,7 +276,9 @@ import Testing
             for d in deliveries { _ = try v.deliver(decoded: d, now: refundAt) }
             return try v.entitlements(EntitlementQuery(userId: Self.user, at: refundAt + 1))
         }
-        #expect(try answer(ReferenceValidator()).answerDifferences(from: after.answer, ignoring: after.undetermined).isEmpty)
+        #expect(
+            try answer(ReferenceValidator()).answerDifferences(from: after.answer, ignoring: after.undetermined).isEmpty
+        )
         let mutant = try #require(Mutants.named("period-per-transaction-id")).make()
         #expect(!(try answer(mutant)).answerDifferences(from: after.answer, ignoring: after.undetermined).isEmpty)
     }
@@ -254,7 +289,8 @@ import Testing
     @Test func aRestoredIdSignedAfterTheQuestionLeavesThePurchaseOpen() throws {
         let refundAt = Self.t0 + Self.day, reversedAt = refundAt + 2 * CivilTime.msPerHour
         var bought = JWSTransactionDecodedPayload(
-            transactionId: "2000000000000001", originalTransactionId: "2000000000000001", bundleId: Catalog.standard.bundleId,
+            transactionId: "2000000000000001", originalTransactionId: "2000000000000001",
+            bundleId: Catalog.standard.bundleId,
             productId: "lifetime.unlock", purchaseDate: Self.t0, type: .nonConsumable, signedDate: Self.t0,
             environment: Catalog.standard.environment, transactionReason: .purchase)
         var refunded = bought
@@ -272,8 +308,9 @@ import Testing
             k.learn(.appTransaction(AppTransactionSubmission(userId: Self.user, transaction: tx, deviceTime: nil)))
         }
         let during = Oracle.judge(k, user: Self.user, at: refundAt + CivilTime.msPerHour)
-        #expect(during.undetermined.contains { $0.subject == .product("lifetime.unlock") && $0.field == .active },
-                "a validator reading the purchase as it was at t (refunded) would be failed")
+        #expect(
+            during.undetermined.contains { $0.subject == .product("lifetime.unlock") && $0.field == .active },
+            "a validator reading the purchase as it was at t (refunded) would be failed")
         let after = Oracle.judge(k, user: Self.user, at: restored.signedDate + 1)
         #expect(after.undetermined.isEmpty)
         #expect(after.answer.products.first { $0.productId == "lifetime.unlock" }?.active == true)
@@ -285,7 +322,8 @@ import Testing
         func coins(_ id: String, quantity: Int, percentage: Int?) -> JWSTransactionDecodedPayload {
             var tx = JWSTransactionDecodedPayload(
                 transactionId: id, originalTransactionId: id, bundleId: Catalog.standard.bundleId,
-                productId: "coins.100", purchaseDate: Self.t0, quantity: quantity, type: .consumable, signedDate: Self.t0 + 1,
+                productId: "coins.100", purchaseDate: Self.t0, quantity: quantity, type: .consumable,
+                signedDate: Self.t0 + 1,
                 environment: Catalog.standard.environment, transactionReason: .purchase)
             if let percentage {
                 tx.revocationDate = Self.t0 + 1
@@ -319,7 +357,8 @@ import Testing
     @Test func anUpgradeDuringAnIntroductoryPeriodFollowsThePolicy() throws {
         let upgradeAt = Self.t0 + 10 * Self.day
         var intro = JWSTransactionDecodedPayload(
-            transactionId: "2000000000000001", originalTransactionId: "2000000000000001", bundleId: Catalog.standard.bundleId,
+            transactionId: "2000000000000001", originalTransactionId: "2000000000000001",
+            bundleId: Catalog.standard.bundleId,
             productId: "plus.monthly", subscriptionGroupIdentifier: "21000001", purchaseDate: Self.t0,
             expiresDate: Self.t0 + 30 * Self.day, type: .autoRenewable, signedDate: Self.t0,
             environment: Catalog.standard.environment, transactionReason: .purchase)
@@ -355,14 +394,18 @@ import Testing
 
         let cut = judge(.cut), union = judge(.union), either = judge(.either)
         #expect(plus(cut.answer)?.active == false && cut.undetermined.isEmpty)
-        #expect(plus(union.answer)?.active == true && plus(union.answer)?.expiresDate == intro.expiresDate && union.undetermined.isEmpty)
+        #expect(
+            plus(union.answer)?.active == true && plus(union.answer)?.expiresDate == intro.expiresDate
+                && union.undetermined.isEmpty)
         #expect(either.undetermined.contains(.init(subject: .product("plus.monthly"), field: .active)))
         #expect(try answer(.cut).answerDifferences(from: cut.answer).isEmpty)
         #expect(try answer(.union).answerDifferences(from: union.answer).isEmpty)
         #expect(!(try answer(.cut).answerDifferences(from: union.answer).isEmpty), "cutting must fail under union")
         #expect(!(try answer(.union).answerDifferences(from: cut.answer).isEmpty), "keeping it must fail under cut")
         for p in [Policy.UpgradeDuringIntro.cut, .union] {
-            #expect(try answer(p).answerDifferences(from: either.answer, ignoring: either.undetermined).isEmpty, "\(p) under either")
+            #expect(
+                try answer(p).answerDifferences(from: either.answer, ignoring: either.undetermined).isEmpty,
+                "\(p) under either")
         }
         // After the introductory period's own end, every reading agrees it is over.
         var k = Knowledge(config: ValidatorConfig(catalog: .standard, policy: .default))
@@ -378,12 +421,15 @@ import Testing
         let policy = Policy(upgradeDuringIntro: .union, extensionSignedAs: .renewalInfo)
         let e1 = Self.t0 + 30 * Self.day, extended = e1 + 20 * Self.day, upgradeAt = e1 + 5 * Self.day
         var basic = JWSTransactionDecodedPayload(
-            transactionId: "2000000000000001", originalTransactionId: "2000000000000001", bundleId: Catalog.standard.bundleId,
+            transactionId: "2000000000000001", originalTransactionId: "2000000000000001",
+            bundleId: Catalog.standard.bundleId,
             productId: "basic.monthly", subscriptionGroupIdentifier: "21000001", purchaseDate: Self.t0, expiresDate: e1,
-            type: .autoRenewable, signedDate: Self.t0, environment: Catalog.standard.environment, transactionReason: .purchase)
+            type: .autoRenewable, signedDate: Self.t0, environment: Catalog.standard.environment,
+            transactionReason: .purchase)
         basic.webOrderLineItemId = "2000000000000101"
         var r = JWSRenewalInfoDecodedPayload(
-            originalTransactionId: basic.originalTransactionId, productId: "basic.monthly", autoRenewProductId: "basic.monthly",
+            originalTransactionId: basic.originalTransactionId, productId: "basic.monthly",
+            autoRenewProductId: "basic.monthly",
             autoRenewStatus: .on, signedDate: Self.t0 + 10 * Self.day, environment: basic.environment)
         r.isInBillingRetryPeriod = false
         r.renewalDate = extended
@@ -397,12 +443,21 @@ import Testing
         pro.expiresDate = upgradeAt + 30 * Self.day
         pro.signedDate = upgradeAt
         pro.webOrderLineItemId = "2000000000000102"
-        let extendedNote = Delivery.notification(ResponseBodyV2DecodedPayload(
-            notificationType: .renewalExtended, subtype: nil, notificationUUID: "5e1f0000-0000-4000-9000-0000000000e1", signedDate: r.signedDate,
-            data: NotificationData(appAppleId: Catalog.standard.appAppleId, bundleId: Catalog.standard.bundleId,
-                                   environment: basic.environment, transactionInfo: basic, renewalInfo: r, status: .active)))
-        let deliveries: [Delivery] = [.appTransaction(AppTransactionSubmission(userId: Self.user, transaction: basic, deviceTime: nil)), extendedNote]
-            + [flagged, pro].map { .appTransaction(AppTransactionSubmission(userId: Self.user, transaction: $0, deviceTime: nil)) }
+        let extendedNote = Delivery.notification(
+            ResponseBodyV2DecodedPayload(
+                notificationType: .renewalExtended, subtype: nil,
+                notificationUUID: "5e1f0000-0000-4000-9000-0000000000e1", signedDate: r.signedDate,
+                data: NotificationData(
+                    appAppleId: Catalog.standard.appAppleId, bundleId: Catalog.standard.bundleId,
+                    environment: basic.environment, transactionInfo: basic, renewalInfo: r, status: .active)))
+        let deliveries: [Delivery] =
+            [
+                .appTransaction(AppTransactionSubmission(userId: Self.user, transaction: basic, deviceTime: nil)),
+                extendedNote,
+            ]
+            + [flagged, pro].map {
+                .appTransaction(AppTransactionSubmission(userId: Self.user, transaction: $0, deviceTime: nil))
+            }
         var k = Knowledge(config: ValidatorConfig(catalog: .standard, policy: policy))
         for d in deliveries { k.learn(d) }
         let t = upgradeAt - CivilTime.msPerHour
@@ -413,6 +468,8 @@ import Testing
         try v.reset(ValidatorConfig(catalog: .standard, policy: policy))
         for d in deliveries { _ = try v.deliver(decoded: d, now: upgradeAt) }
         let answer = try v.entitlements(EntitlementQuery(userId: Self.user, at: t))
-        #expect(answer.answerDifferences(from: judged.answer, ignoring: judged.undetermined).isEmpty, "\(answer.answerDifferences(from: judged.answer))")
+        #expect(
+            answer.answerDifferences(from: judged.answer, ignoring: judged.undetermined).isEmpty,
+            "\(answer.answerDifferences(from: judged.answer))")
     }
 }

@@ -1,9 +1,9 @@
 import Foundation
 import IAPConformance
 import IAPModel
-import IAPValidatorAPI
-import IAPReference
 import IAPMutants
+import IAPReference
+import IAPValidatorAPI
 import Testing
 
 /// `check --shard i/N` and `merge-reports`: the shards of one run, merged, say what the unsharded run says.
@@ -22,19 +22,26 @@ import Testing
             validator: v.name, seed: seed, cases: r.cases, passed: r.passed, questions: r.questions, seconds: r.seconds,
             corpus: Reports.CorpusSummary(replayed: 0, failed: []),
             discrepancies: r.failure.flatMap { f in
-                f.discrepancy.map { [Reports.summary(of: $0, f.shrunk, caseIndex: f.caseIndex, corpusFile: nil, replay: "case \(f.caseIndex)")] }
+                f.discrepancy.map {
+                    [
+                        Reports.summary(
+                            of: $0, f.shrunk, caseIndex: f.caseIndex, corpusFile: nil, replay: "case \(f.caseIndex)")
+                    ]
+                }
             } ?? [],
             validatorFailures: [], coverage: r.coverage)
         s.forgeries = Reports.ForgerySummary.all(r.forgeries)
         s.interrupted = r.interrupted
-        s.run = RunIdentity(seed: seed, totalCases: cases, properties: checker.properties.map(\.rawValue), policy: o.policy,
-                            catalog: o.catalog, signed: o.signed, shard: shard ?? Shard(index: 0, count: 1))
+        s.run = RunIdentity(
+            seed: seed, totalCases: cases, properties: checker.properties.map(\.rawValue), policy: o.policy,
+            catalog: o.catalog, signed: o.signed, shard: shard ?? Shard(index: 0, count: 1))
         return s
     }
 
     static func shards(_ v: () throws -> any Validator, count: Int, cases: Int = 150) throws -> [ShardMerge.Input] {
         try (0..<count).map { i in
-            ShardMerge.Input(path: "shard\(i).json", summary: summary(try v(), shard: Shard(index: i, count: count), cases: cases))
+            ShardMerge.Input(
+                path: "shard\(i).json", summary: summary(try v(), shard: Shard(index: i, count: count), cases: cases))
         }
     }
 
@@ -57,7 +64,9 @@ import Testing
         #expect(m.cases == whole.cases && m.passed == whole.passed && m.questions == whole.questions)
         #expect(m.coverage == whole.coverage)
         #expect(m.discrepancies.isEmpty)
-        #expect(m.forgeries.map(\.sent) == whole.forgeries.map(\.sent) && m.forgeries.map(\.rejected) == whole.forgeries.map(\.rejected))
+        #expect(
+            m.forgeries.map(\.sent) == whole.forgeries.map(\.sent)
+                && m.forgeries.map(\.rejected) == whole.forgeries.map(\.rejected))
     }
 
     /// Shards sized so that the mutant's first failure falls in the second of three; a later failure (made up in the
@@ -81,7 +90,8 @@ import Testing
         #expect(m.cases == whole.cases && m.passed == whole.passed && m.questions == whole.questions)
         #expect(m.coverage == whole.coverage)
         #expect(m.discrepancies.map(\.caseIndex) == [first])
-        #expect(m.discrepancies.first?.timeline == whole.discrepancies.first?.timeline, "the same shrunk counterexample")
+        #expect(
+            m.discrepancies.first?.timeline == whole.discrepancies.first?.timeline, "the same shrunk counterexample")
     }
 
     @Test func aMissingShardIsReportedAndForeignShardsAreRefused() throws {
@@ -123,12 +133,16 @@ import Testing
     /// summary of an incomplete set stays incomplete when merged again.
     @Test func corpusFailuresOfAnyShardCountAndIncompleteMergesStayIncomplete() throws {
         var inputs = try Self.shards({ ReferenceValidator() }, count: 3, cases: 30)
-        inputs[2].summary.discrepancies = [Reports.DiscrepancySummary(
-            property: "entitlement-agreement", corpusFile: "Corpus/x.json", shrunkEvents: 2, expected: "a", observed: "b",
-            differences: ["x"], timeline: "", replay: "iapcheck replay Corpus/x.json")]
+        inputs[2].summary.discrepancies = [
+            Reports.DiscrepancySummary(
+                property: "entitlement-agreement", corpusFile: "Corpus/x.json", shrunkEvents: 2, expected: "a",
+                observed: "b",
+                differences: ["x"], timeline: "", replay: "iapcheck replay Corpus/x.json")
+        ]
         inputs[2].summary.corpus.failed = ["Corpus/x.json"]
         let failed = try ShardMerge.merge(inputs).summary
-        #expect(failed.discrepancies.map(\.corpusFile) == ["Corpus/x.json"] && failed.corpus.failed == ["Corpus/x.json"])
+        #expect(
+            failed.discrepancies.map(\.corpusFile) == ["Corpus/x.json"] && failed.corpus.failed == ["Corpus/x.json"])
 
         let partial = try ShardMerge.merge([inputs[0], inputs[1]])
         #expect(!partial.complete && partial.summary.interrupted == true)

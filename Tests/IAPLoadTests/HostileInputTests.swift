@@ -1,9 +1,9 @@
 import Foundation
 import IAPConformance
+import IAPHTTP
 import IAPLoad
 import IAPModel
 import Testing
-import IAPHTTP
 
 /// Every file iapcheck reads gets a clear error naming the file — never a crash — whatever is in it.
 @Suite struct HostileInputTests {
@@ -38,7 +38,8 @@ import IAPHTTP
         }
     }
 
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
 
     /// A valid file of each kind, to derive hostile variants from.
     static func valid(_ r: Reader) throws -> Data {
@@ -48,13 +49,15 @@ import IAPHTTP
         case .policy: return Data(#"{"refundScope":"chain"}"#.utf8)
         case .profile: return try Data(contentsOf: root.appendingPathComponent("Profiles/smoke.json"))
         case .yamlProfile: return try Data(contentsOf: root.appendingPathComponent("Profiles/cache-hostile.yaml"))
-        case .target: return try Data(contentsOf: root.appendingPathComponent("Examples/http/example-backend-direct.json"))
+        case .target:
+            return try Data(contentsOf: root.appendingPathComponent("Examples/http/example-backend-direct.json"))
         case .baseline:
             let profile = try LoadProfile.load(path: root.appendingPathComponent("Profiles/smoke.json").path)
             return try JSONEncoder().encode(LoadResults(profile: profile, workers: [], seconds: 1).summary)
         case .corpus:
             let dir = root.appendingPathComponent("Corpus")
-            let first = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".json") }.sorted()[0]
+            let first = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".json") }
+                .sorted()[0]
             return try Data(contentsOf: dir.appendingPathComponent(first))
         }
     }

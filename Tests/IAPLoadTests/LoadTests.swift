@@ -1,9 +1,9 @@
 import Foundation
 import IAPLoad
 import IAPModel
-import IAPValidatorAPI
-import IAPReference
 import IAPMutants
+import IAPReference
+import IAPValidatorAPI
 import Testing
 
 @Suite struct LoadProfileTests {
@@ -12,9 +12,12 @@ import Testing
     }
 
     @Test func theShippedProfilesDecode() throws {
-        let dir = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let dir = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
             .appendingPathComponent("Profiles")
-        let files = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".json") || $0.hasSuffix(".yaml") }
+        let files = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter {
+            $0.hasSuffix(".json") || $0.hasSuffix(".yaml")
+        }
         #expect(files.count >= 5)
         #expect(files.contains { $0.hasSuffix(".yaml") })
         for f in files { _ = try LoadProfile.load(path: dir.appendingPathComponent(f).path) }
@@ -22,17 +25,22 @@ import Testing
 
     @Test func everyProblemIsReportedWithItsKey() {
         #expect {
-            try decode(#"{"name":"x","target":"nginx","mix":{"appTransaction":"lots"},"executor":{"type":"open","workers":0},"thresholds":["p99 under 2ms"],"colour":1}"#)
+            try decode(
+                #"{"name":"x","target":"nginx","mix":{"appTransaction":"lots"},"executor":{"type":"open","workers":0},"thresholds":["p99 under 2ms"],"colour":1}"#
+            )
         } throws: { error in
             let keys = Set((error as? ConfigError)?.problems.map(\.key) ?? [])
-            return keys.isSuperset(of: ["target", "mix.appTransaction", "executor.type", "executor.workers", "thresholds[0]", "colour"])
+            return keys.isSuperset(of: [
+                "target", "mix.appTransaction", "executor.type", "executor.workers", "thresholds[0]", "colour",
+            ])
         }
     }
 
     /// YAML profiles go through the same strict decoder: the same problems, with the same key paths.
     @Test func yamlProfilesAreAsStrictAsJSON() throws {
         let path = NSTemporaryDirectory() + "profile-\(UUID().uuidString).yaml"
-        try Data("name: x\ntarget: nginx\nmix:\n  appTransaction: lots\nexecutor:\n  type: open\ncolour: 1\n".utf8).write(to: URL(fileURLWithPath: path))
+        try Data("name: x\ntarget: nginx\nmix:\n  appTransaction: lots\nexecutor:\n  type: open\ncolour: 1\n".utf8)
+            .write(to: URL(fileURLWithPath: path))
         #expect {
             try LoadProfile.load(path: path)
         } throws: { error in
@@ -40,7 +48,8 @@ import Testing
             let keys = Set(e?.problems.map(\.key) ?? [])
             return e?.file == path && keys.isSuperset(of: ["target", "mix.appTransaction", "executor.type", "colour"])
         }
-        try Data("name: y\nmix: {query: 1}\nexecutor: {type: closed, workers: 3}\nthresholds: [\"p99 < 5ms\"]\n".utf8).write(to: URL(fileURLWithPath: path))
+        try Data("name: y\nmix: {query: 1}\nexecutor: {type: closed, workers: 3}\nthresholds: [\"p99 < 5ms\"]\n".utf8)
+            .write(to: URL(fileURLWithPath: path))
         let p = try LoadProfile.load(path: path)
         #expect(p.name == "y" && p.mix[.query] == 1 && p.executor == .closed(workers: 3) && p.thresholds.count == 1)
     }
@@ -56,7 +65,8 @@ import Testing
     @Test func rateSchedulesAreComputedUpFront() {
         let constant = LoadDriver.schedule(.constantRate(rate: 1000, workers: 2), seconds: 2)!
         #expect(constant.count == 2000 && constant[1] == 1_000_000)
-        let ramp = LoadDriver.schedule(.rampingRate(stages: [(rate: 100, seconds: 1), (rate: 300, seconds: 1)], workers: 1), seconds: 2)!
+        let ramp = LoadDriver.schedule(
+            .rampingRate(stages: [(rate: 100, seconds: 1), (rate: 300, seconds: 1)], workers: 1), seconds: 2)!
         #expect(ramp.count > 250 && ramp.count < 320)  // 100 in the first second, ~200 on average in the second
         #expect(LoadDriver.schedule(.closed(workers: 2), seconds: 1) == nil)
     }
@@ -64,14 +74,18 @@ import Testing
 
 @Suite struct LoadRunTests {
     @Test func aShortConstantRateRunAgainstTheReferenceMeetsItsRateAndWritesResults() throws {
-        let profile = try LoadProfile.decode(Data(#"""
-        {"name":"t","mix":{"appTransaction":60,"notification":20,"query":20},"pool":{"size":100},
-         "executor":{"type":"constant-rate","rate":500,"workers":2},"warmupSeconds":0,"durationSeconds":2,
-         "thresholds":["errors < 1%","throughput >= 400/s","p99 < 1ms"]}
-        """#.utf8), file: "t.json")
+        let profile = try LoadProfile.decode(
+            Data(
+                #"""
+                {"name":"t","mix":{"appTransaction":60,"notification":20,"query":20},"pool":{"size":100},
+                 "executor":{"type":"constant-rate","rate":500,"workers":2},"warmupSeconds":0,"durationSeconds":2,
+                 "thresholds":["errors < 1%","throughput >= 400/s","p99 < 1ms"]}
+                """#.utf8), file: "t.json")
         let pool = ArtifactPool.build(profile)
-        #expect(pool.items.contains { $0.operation == .appTransaction } && pool.items.contains { $0.operation == .query })
-        let workers = try LoadDriver(profile: profile, pool: pool) { ReferenceValidator() }.run(seconds: 2, record: true)
+        #expect(
+            pool.items.contains { $0.operation == .appTransaction } && pool.items.contains { $0.operation == .query })
+        let workers = try LoadDriver(profile: profile, pool: pool) { ReferenceValidator() }.run(
+            seconds: 2, record: true)
         let r = LoadResults(profile: profile, workers: workers, seconds: 2)
         #expect(r.summary.requests + r.summary.dropped == 1000)
         #expect(r.summary.errors.isEmpty)
@@ -82,16 +96,20 @@ import Testing
         let hgrm = try String(contentsOfFile: dir + "/latency.hgrm", encoding: .utf8)
         #expect(hgrm.contains("Percentile"))
         let html = try String(contentsOfFile: dir + "/report.html", encoding: .utf8)
-        #expect(html.contains("<svg") && html.contains("Percentile spectrum") && html.contains("answers checked against the oracle"))
+        #expect(
+            html.contains("<svg") && html.contains("Percentile spectrum")
+                && html.contains("answers checked against the oracle"))
     }
 }
 
 @Suite struct LoadCorrectnessTests {
     static func profile() throws -> LoadProfile {
-        try LoadProfile.decode(Data(#"""
-        {"name":"t","mix":{"appTransaction":50,"query":50},"pool":{"size":60},"answerSamplePercent":50,
-         "executor":{"type":"closed","workers":2},"warmupSeconds":0,"durationSeconds":1}
-        """#.utf8), file: "t.json")
+        try LoadProfile.decode(
+            Data(
+                #"""
+                {"name":"t","mix":{"appTransaction":50,"query":50},"pool":{"size":60},"answerSamplePercent":50,
+                 "executor":{"type":"closed","workers":2},"warmupSeconds":0,"durationSeconds":1}
+                """#.utf8), file: "t.json")
     }
 
     /// Sampled questions about histories delivered before the clock are checked against the oracle while the pool's
@@ -100,20 +118,28 @@ import Testing
         let profile = try Self.profile()
         let pool = ArtifactPool.build(profile)
         #expect(!pool.samples.questions.isEmpty && !pool.samples.deliveries.isEmpty)
-        let good = LoadResults(profile: profile, workers: try LoadDriver(profile: profile, pool: pool) { ReferenceValidator() }.run(seconds: 1, record: true), seconds: 1)
+        let good = LoadResults(
+            profile: profile,
+            workers: try LoadDriver(profile: profile, pool: pool) { ReferenceValidator() }.run(
+                seconds: 1, record: true), seconds: 1)
         #expect((good.summary.answersChecked ?? 0) > 10)
         #expect(good.summary.errors["wrong-answer"] == nil)
-        let bad = LoadResults(profile: profile, workers: try LoadDriver(profile: profile, pool: pool) { Mutants.named("static-grace")!.make() }.run(seconds: 1, record: true), seconds: 1)
+        let bad = LoadResults(
+            profile: profile,
+            workers: try LoadDriver(profile: profile, pool: pool) { Mutants.named("static-grace")!.make() }.run(
+                seconds: 1, record: true), seconds: 1)
         #expect((bad.summary.errors["wrong-answer"] ?? 0) > 0)
     }
 
     /// Closed-loop workers each hold a connection and block on it: all of them must be in flight at once, not only
     /// as many as there are cores.
     @Test func everyWorkerRunsConcurrently() throws {
-        let profile = try LoadProfile.decode(Data(#"""
-        {"name":"t","mix":{"query":1},"pool":{"size":10},"answerSamplePercent":0,
-         "executor":{"type":"closed","workers":8},"warmupSeconds":0,"durationSeconds":1}
-        """#.utf8), file: "t.json")
+        let profile = try LoadProfile.decode(
+            Data(
+                #"""
+                {"name":"t","mix":{"query":1},"pool":{"size":10},"answerSamplePercent":0,
+                 "executor":{"type":"closed","workers":8},"warmupSeconds":0,"durationSeconds":1}
+                """#.utf8), file: "t.json")
         let pool = ArtifactPool.build(profile)
         #expect(pool.samples.questions.isEmpty)  // answerSamplePercent 0: no sampling
         let gauge = InFlight()
@@ -126,7 +152,11 @@ final class InFlight: @unchecked Sendable {
     private let lock = NSLock()
     private var now = 0
     private(set) var peak = 0
-    func enter() { lock.withLock { now += 1; peak = max(peak, now) } }
+    func enter() {
+        lock.withLock {
+            now += 1; peak = max(peak, now)
+        }
+    }
     func leave() { lock.withLock { now -= 1 } }
 }
 
@@ -147,15 +177,18 @@ final class SlowValidator: Validator {
 
 @Suite struct LoadSegmentTests {
     @Test func segmentsSplitTheScheduleAndMergeBackToTheWhole() throws {
-        let profile = try LoadProfile.decode(Data(#"""
-        {"name":"seg","mix":{"query":100},"pool":{"size":50},"executor":{"type":"constant-rate","rate":300,"workers":1},
-         "warmupSeconds":0,"durationSeconds":1,"thresholds":["throughput >= 250/s"]}
-        """#.utf8), file: "seg.json")
+        let profile = try LoadProfile.decode(
+            Data(
+                #"""
+                {"name":"seg","mix":{"query":100},"pool":{"size":50},"executor":{"type":"constant-rate","rate":300,"workers":1},
+                 "warmupSeconds":0,"durationSeconds":1,"thresholds":["throughput >= 250/s"]}
+                """#.utf8), file: "seg.json")
         let pool = ArtifactPool.build(profile)
         var dirs: [String] = []
         var total = 0, dropped = 0
         for i in 0..<3 {
-            let w = try LoadDriver(profile: profile, pool: pool) { ReferenceValidator() }.run(seconds: 1, record: true, segment: (i, 3))
+            let w = try LoadDriver(profile: profile, pool: pool) { ReferenceValidator() }.run(
+                seconds: 1, record: true, segment: (i, 3))
             var r = LoadResults(profile: profile, workers: w, seconds: 1)
             r.summary.segment = "\(i)/3"
             #expect(r.summary.requests + r.summary.dropped == 100)
@@ -188,10 +221,12 @@ final class SlowValidator: Validator {
     }
 
     static func profile(_ executor: String, extra: String = "") throws -> LoadProfile {
-        try LoadProfile.decode(Data(#"""
-        {"name":"seg","mix":{"query":50,"notification":50},"pool":{"size":40},"executor":\#(executor),
-         "warmupSeconds":0,"durationSeconds":1\#(extra)}
-        """#.utf8), file: "seg.json")
+        try LoadProfile.decode(
+            Data(
+                #"""
+                {"name":"seg","mix":{"query":50,"notification":50},"pool":{"size":40},"executor":\#(executor),
+                 "warmupSeconds":0,"durationSeconds":1\#(extra)}
+                """#.utf8), file: "seg.json")
     }
 
     /// A closed executor's workers are split between the segments (each segment used to run all of them).
@@ -200,25 +235,30 @@ final class SlowValidator: Validator {
         let pool = ArtifactPool.build(profile)
         let made = Counter()
         for i in 0..<2 {
-            let driver = LoadDriver(profile: profile, pool: pool) { made.add(1); return ReferenceValidator() }
+            let driver = LoadDriver(profile: profile, pool: pool) {
+                made.add(1); return ReferenceValidator()
+            }
             let w = try driver.run(seconds: 0.2, record: true, segment: (i, 2))
             #expect(w.count == (i == 0 ? 2 : 1))
         }
         #expect(made.value == 3)
         #expect(throws: LoadDriver.SegmentError.self) {
-            _ = try LoadDriver(profile: profile, pool: pool) { ReferenceValidator() }.run(seconds: 0.1, record: true, segment: (3, 4))
+            _ = try LoadDriver(profile: profile, pool: pool) { ReferenceValidator() }.run(
+                seconds: 0.1, record: true, segment: (3, 4))
         }
     }
 
     /// Segments send, between them, exactly the artifacts one whole run sends (each used to start from item 0).
     @Test func segmentsSendTheArtifactsOfTheWholeRun() throws {
-        var profile = try Self.profile(#"{"type":"constant-rate","rate":120,"workers":2}"#, extra: #","maxLagMilliseconds":60000"#)
+        var profile = try Self.profile(
+            #"{"type":"constant-rate","rate":120,"workers":2}"#, extra: #","maxLagMilliseconds":60000"#)
         profile.answerSamplePercent = 0  // sampled questions replace questions per worker, differently per segment
         let pool = ArtifactPool.build(profile)
         let preparation = pool.samples.deliveries.map { "\($0.0)@\($0.1)" }
         func sent(_ segment: (Int, Int)) throws -> [String] {
             let log = RecordingReference.Log()
-            _ = try LoadDriver(profile: profile, pool: pool) { RecordingReference(log) }.run(seconds: 1, record: true, segment: segment)
+            _ = try LoadDriver(profile: profile, pool: pool) { RecordingReference(log) }.run(
+                seconds: 1, record: true, segment: segment)
             var items = log.items
             for _ in 0..<2 {  // each worker's validator first gets the sampled histories
                 for p in preparation { if let i = items.firstIndex(of: p) { items.remove(at: i) } }
@@ -236,7 +276,9 @@ final class SlowValidator: Validator {
         let profile = try Self.profile(#"{"type":"constant-rate","rate":50,"workers":2}"#)
         let pool = ArtifactPool.build(profile)
         let made = Counter()
-        let driver = LoadDriver(profile: profile, pool: pool) { made.add(1); return ReferenceValidator() }
+        let driver = LoadDriver(profile: profile, pool: pool) {
+            made.add(1); return ReferenceValidator()
+        }
         _ = try driver.run(seconds: 0.2, record: false)
         _ = try driver.run(seconds: 0.2, record: true)
         #expect(made.value == 2)
@@ -245,7 +287,8 @@ final class SlowValidator: Validator {
     /// A request dropped for lag is in the corrected histogram at the latency it already had (as wrk2 counts it),
     /// not in the uncorrected one, and still counted as dropped.
     @Test func droppedRequestsAreInTheCorrectedHistogram() throws {
-        let profile = try Self.profile(#"{"type":"constant-rate","rate":100,"workers":1}"#, extra: #","maxLagMilliseconds":5"#)
+        let profile = try Self.profile(
+            #"{"type":"constant-rate","rate":100,"workers":1}"#, extra: #","maxLagMilliseconds":5"#)
         let pool = ArtifactPool.build(profile)
         let w = try LoadDriver(profile: profile, pool: pool) { SlowReference() }.run(seconds: 0.5, record: true)
         let r = LoadResults(profile: profile, workers: w, seconds: 0.5)

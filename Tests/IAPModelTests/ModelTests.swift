@@ -3,7 +3,9 @@ import IAPModel
 import Testing
 
 @Suite struct PeriodTests {
-    static func date(_ y: Int64, _ m: Int64, _ d: Int64) -> Millis { CivilTime.days(fromCivil: y, m, d) * CivilTime.msPerDay }
+    static func date(_ y: Int64, _ m: Int64, _ d: Int64) -> Millis {
+        CivilTime.days(fromCivil: y, m, d) * CivilTime.msPerDay
+    }
 
     @Test func monthsFollowTheAnniversaryClampedToTheMonthEnd() {
         #expect(Period(1, .month).added(to: Self.date(2026, 1, 31)) == Self.date(2026, 2, 28))
@@ -30,7 +32,8 @@ import Testing
 
 @Suite struct WireTypeTests {
     @Test func unknownEnumValuesSurviveDecoding() throws {
-        let json = #"{"notificationType":"FAMILY_SHARED_MEMBER_JOINED","subtype":"NEW","notificationUUID":"u","version":"2.0","signedDate":1}"#
+        let json =
+            #"{"notificationType":"FAMILY_SHARED_MEMBER_JOINED","subtype":"NEW","notificationUUID":"u","version":"2.0","signedDate":1}"#
         let n = try JSONDecoder().decode(ResponseBodyV2DecodedPayload.self, from: Data(json.utf8))
         #expect(n.notificationType.rawValue == "FAMILY_SHARED_MEMBER_JOINED")
         #expect(!n.notificationType.isKnown)
@@ -67,7 +70,9 @@ import Testing
     @Test func importsAnXcodeStoreKitFile() throws {
         let c = try CatalogLoader.load(path: Self.examples.appendingPathComponent("Products.storekit").path)
         let yearly = try #require(c.product("com.example.maps.pro.yearly"))
-        #expect(yearly.kind == .autoRenewable && yearly.level == 1 && yearly.period == Period(1, .year) && yearly.familyShareable)
+        #expect(
+            yearly.kind == .autoRenewable && yearly.level == 1 && yearly.period == Period(1, .year)
+                && yearly.familyShareable)
         #expect(yearly.introductoryOffer == OfferSpec(discountType: .freeTrial, period: Period(2, .week)))
         #expect(yearly.promotionalOffers.map(\.id) == ["maps.pro.comeback"])
         #expect(yearly.offerCodes.first?.discountType == .freeTrial)
@@ -81,12 +86,13 @@ import Testing
     }
 
     @Test func aBadStoreKitFileNamesTheFileAndEveryKey() {
-        let path = Self.write(#"""
-        {"subscriptionGroups":[{"id":"g","subscriptions":[
-          {"productID":"a","groupNumber":"one","recurringSubscriptionPeriod":"P1M"},
-          {"productID":"b","groupNumber":1,"recurringSubscriptionPeriod":"monthly"},
-          {"groupNumber":1,"recurringSubscriptionPeriod":"P1M","introductoryOffer":{"paymentMode":"gratis","subscriptionPeriod":"P1W"}}]}]}
-        """#, ext: "storekit")
+        let path = Self.write(
+            #"""
+            {"subscriptionGroups":[{"id":"g","subscriptions":[
+              {"productID":"a","groupNumber":"one","recurringSubscriptionPeriod":"P1M"},
+              {"productID":"b","groupNumber":1,"recurringSubscriptionPeriod":"monthly"},
+              {"groupNumber":1,"recurringSubscriptionPeriod":"P1M","introductoryOffer":{"paymentMode":"gratis","subscriptionPeriod":"P1W"}}]}]}
+            """#, ext: "storekit")
         #expect {
             try CatalogLoader.load(path: path)
         } throws: { error in
@@ -105,12 +111,17 @@ import Testing
         let path = Self.write(String(decoding: data, as: UTF8.self))
         #expect(try CatalogLoader.load(path: path) == Catalog.standard)
 
-        let bad = Self.write(#"{"bundleId":"b","appAppleId":-1,"environment":"Prod","groups":[],"products":[{"id":"x","kind":"auto-renewable","colour":"red"}]}"#)
+        let bad = Self.write(
+            #"{"bundleId":"b","appAppleId":-1,"environment":"Prod","groups":[],"products":[{"id":"x","kind":"auto-renewable","colour":"red"}]}"#
+        )
         #expect {
             try CatalogLoader.load(path: bad)
         } throws: { error in
             let keys = Set((error as? ConfigError)?.problems.map(\.key) ?? [])
-            return keys.isSuperset(of: ["appAppleId", "environment", "products[0].groupId", "products[0].level", "products[0].period", "products[0].colour"])
+            return keys.isSuperset(of: [
+                "appAppleId", "environment", "products[0].groupId", "products[0].level", "products[0].period",
+                "products[0].colour",
+            ])
         }
     }
 
@@ -139,9 +150,16 @@ import Testing
     /// simulator invent renewals Apple never makes.
     @Test(arguments: ["P3D", "P1D", "P2W", "P10Y", "P5M"])
     func aRenewalPeriodAppleDoesNotOfferIsRefusedWithItsKey(_ period: String) {
-        let native = Self.write(#"{"bundleId":"b","appAppleId":1,"environment":"Production","groups":[{"id":"g","name":"G"}],"products":[{"id":"s","kind":"auto-renewable","groupId":"g","level":1,"period":"\#(period)"}]}"#)
-        let storekit = Self.write(#"{"subscriptionGroups":[{"id":"g","subscriptions":[{"productID":"s","groupNumber":1,"recurringSubscriptionPeriod":"\#(period)"}]}]}"#, ext: "storekit")
-        for (path, key) in [(native, "products[0].period"), (storekit, "subscriptionGroups[0].subscriptions[0].recurringSubscriptionPeriod")] {
+        let native = Self.write(
+            #"{"bundleId":"b","appAppleId":1,"environment":"Production","groups":[{"id":"g","name":"G"}],"products":[{"id":"s","kind":"auto-renewable","groupId":"g","level":1,"period":"\#(period)"}]}"#
+        )
+        let storekit = Self.write(
+            #"{"subscriptionGroups":[{"id":"g","subscriptions":[{"productID":"s","groupNumber":1,"recurringSubscriptionPeriod":"\#(period)"}]}]}"#,
+            ext: "storekit")
+        for (path, key) in [
+            (native, "products[0].period"),
+            (storekit, "subscriptionGroups[0].subscriptions[0].recurringSubscriptionPeriod"),
+        ] {
             #expect {
                 try CatalogLoader.load(path: path)
             } throws: { error in
@@ -151,26 +169,39 @@ import Testing
     }
 
     @Test func newerStoreKitFilesReadThePluralIntroOfferAndRefuseBillingPlans() throws {
-        let path = Self.write(#"{"subscriptionGroups":[{"id":"g","subscriptions":[{"productID":"s","groupNumber":1,"recurringSubscriptionPeriod":"P1M","introductoryOffers":[{"paymentMode":"free","subscriptionPeriod":"P1W"}]}]}]}"#, ext: "storekit")
+        let path = Self.write(
+            #"{"subscriptionGroups":[{"id":"g","subscriptions":[{"productID":"s","groupNumber":1,"recurringSubscriptionPeriod":"P1M","introductoryOffers":[{"paymentMode":"free","subscriptionPeriod":"P1W"}]}]}]}"#,
+            ext: "storekit")
         let c = try CatalogLoader.load(path: path)
         #expect(c.product("s")?.introductoryOffer == OfferSpec(discountType: .freeTrial, period: Period(1, .week)))
         // Xcode's format 5 puts the ordinary plan on every subscription: read as usual.
-        let upfront = Self.write(#"{"subscriptionGroups":[{"id":"g","subscriptions":[{"productID":"s","groupNumber":1,"recurringSubscriptionPeriod":"P1Y","billingPlans":[{"billingPlanType":"BILLED_UPFRONT","displayPrice":"49.99"}]}]}]}"#, ext: "storekit")
+        let upfront = Self.write(
+            #"{"subscriptionGroups":[{"id":"g","subscriptions":[{"productID":"s","groupNumber":1,"recurringSubscriptionPeriod":"P1Y","billingPlans":[{"billingPlanType":"BILLED_UPFRONT","displayPrice":"49.99"}]}]}]}"#,
+            ext: "storekit")
         #expect(try CatalogLoader.load(path: upfront).product("s")?.period == Period(1, .year))
-        let installments = Self.write(#"{"subscriptionGroups":[{"id":"g","subscriptions":[{"productID":"s","groupNumber":1,"recurringSubscriptionPeriod":"P1Y","billingPlans":[{"billingPlanType":"BILLED_UPFRONT"},{"billingPlanType":"MONTHLY_INSTALLMENTS","billingPeriod":"P1M"}]}]}]}"#, ext: "storekit")
+        let installments = Self.write(
+            #"{"subscriptionGroups":[{"id":"g","subscriptions":[{"productID":"s","groupNumber":1,"recurringSubscriptionPeriod":"P1Y","billingPlans":[{"billingPlanType":"BILLED_UPFRONT"},{"billingPlanType":"MONTHLY_INSTALLMENTS","billingPeriod":"P1M"}]}]}]}"#,
+            ext: "storekit")
         #expect {
             try CatalogLoader.load(path: installments)
         } throws: { error in
-            (error as? ConfigError)?.problems.contains { $0.key == "subscriptionGroups[0].subscriptions[0].billingPlans[1].billingPlanType" } == true
+            (error as? ConfigError)?.problems.contains {
+                $0.key == "subscriptionGroups[0].subscriptions[0].billingPlans[1].billingPlanType"
+            } == true
         }
     }
 
     @Test func aDuplicateProductIdIsReportedWhereItIs() {
-        let path = Self.write(#"{"products":[{"productID":"x","type":"Consumable"}],"subscriptionGroups":[{"id":"g","subscriptions":[{"productID":"x","groupNumber":1,"recurringSubscriptionPeriod":"P1M"}]}]}"#, ext: "storekit")
+        let path = Self.write(
+            #"{"products":[{"productID":"x","type":"Consumable"}],"subscriptionGroups":[{"id":"g","subscriptions":[{"productID":"x","groupNumber":1,"recurringSubscriptionPeriod":"P1M"}]}]}"#,
+            ext: "storekit")
         #expect {
             try CatalogLoader.load(path: path)
         } throws: { error in
-            (error as? ConfigError)?.problems.contains { $0.key == "subscriptionGroups[0].subscriptions[0].productID" && $0.message.contains("products[0].productID") } == true
+            (error as? ConfigError)?.problems.contains {
+                $0.key == "subscriptionGroups[0].subscriptions[0].productID"
+                    && $0.message.contains("products[0].productID")
+            } == true
         }
     }
 

@@ -26,15 +26,20 @@ import Testing
 
     /// Known, documented differences (docs/verifiers.md#what-is-left-to-the-application): the library has no size limit, and it is
     /// stateless, so a replayed notification UUID is the application's to catch.
-    static let acceptedByDesign: Set<String> = [ForgeryClass.oversizedToken.rawValue, ForgeryClass.replayedNotificationUUID.rawValue]
+    static let acceptedByDesign: Set<String> = [
+        ForgeryClass.oversizedToken.rawValue, ForgeryClass.replayedNotificationUUID.rawValue,
+    ]
 
     @Test(.enabled(if: available, "python3 with app-store-server-library is not installed"))
     func applesVerifierAcceptsOurPKIAndRejectsForgeries() throws {
         let dir = NSTemporaryDirectory() + "iapcheck-samples-\(UUID().uuidString)"
-        try PKIExport.samples(TestPKI.shared(seed: 1), catalog: .standard, at: CivilTime.days(fromCivil: 2026, 3, 1) * CivilTime.msPerDay, to: dir)
+        try PKIExport.samples(
+            TestPKI.shared(seed: 1), catalog: .standard, at: CivilTime.days(fromCivil: 2026, 3, 1) * CivilTime.msPerDay,
+            to: dir)
         let (status, output) = Self.run([Self.script, dir])
         #expect(status == 0, "\(output)")
-        let json = try #require(try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: [String: String]])
+        let json = try #require(
+            try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: [String: String]])
         #expect(json["genuine"]?.values.allSatisfy { $0 == "accepted" } == true, "\(output)")
         // Notifications without `data` name the app in `summary` / `externalPurchaseToken`; the library checks it there.
         #expect(json["genuine"]?["summary-notification.jws"] == "accepted")

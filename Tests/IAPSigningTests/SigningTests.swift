@@ -1,10 +1,10 @@
 import Foundation
 import IAPModel
+import IAPMutants
+import IAPReference
 import IAPSigning
 import IAPVerification
-import IAPReference
 import Testing
-import IAPMutants
 
 @Suite struct SigningTests {
     let pki = TestPKI.shared(seed: 1)
@@ -12,8 +12,10 @@ import IAPMutants
 
     func transaction(signed: Millis = t) -> JWSTransactionDecodedPayload {
         JWSTransactionDecodedPayload(
-            transactionId: "2000000000000001", originalTransactionId: "2000000000000001", bundleId: "com.example.iapcheck",
-            productId: "lifetime.unlock", purchaseDate: signed, type: .nonConsumable, signedDate: signed, environment: .production)
+            transactionId: "2000000000000001", originalTransactionId: "2000000000000001",
+            bundleId: "com.example.iapcheck",
+            productId: "lifetime.unlock", purchaseDate: signed, type: .nonConsumable, signedDate: signed,
+            environment: .production)
     }
 
     func verifier() -> SignedDataVerifier { SignedDataVerifier(trustedRoots: pki.trustedRoots) }
@@ -28,8 +30,10 @@ import IAPMutants
     }
 
     @Test func keysAreDeterministicPerSeed() throws {
-        let a = try TestPKI(seed: 9, validFrom: TestPKI.defaultValidity.0, validUntil: TestPKI.defaultValidity.1, leafCount: 1)
-        let b = try TestPKI(seed: 9, validFrom: TestPKI.defaultValidity.0, validUntil: TestPKI.defaultValidity.1, leafCount: 1)
+        let a = try TestPKI(
+            seed: 9, validFrom: TestPKI.defaultValidity.0, validUntil: TestPKI.defaultValidity.1, leafCount: 1)
+        let b = try TestPKI(
+            seed: 9, validFrom: TestPKI.defaultValidity.0, validUntil: TestPKI.defaultValidity.1, leafCount: 1)
         #expect(a.leaves[0].key.publicKey.rawRepresentation == b.leaves[0].key.publicKey.rawRepresentation)
         #expect(a.root.certificate.publicKey == b.root.certificate.publicKey)
         #expect(a.root.certificate.publicKey != pki.root.certificate.publicKey)
@@ -53,37 +57,56 @@ import IAPMutants
         let leaf = try #require(pki.leaf(at: Self.t).issued.certificate)
         let later = Millis(leaf.notValidAfter.timeIntervalSince1970 * 1000) + 10 * CivilTime.msPerDay
         #expect(Millis(leaf.notValidBefore.timeIntervalSince1970 * 1000) <= Self.t)
-        let forged = ForgeryKit(pki: pki).render(.leafNotYetValid, .appTransaction(.init(userId: "u", transaction: old, deviceTime: nil)))
+        let forged = ForgeryKit(pki: pki).render(
+            .leafNotYetValid, .appTransaction(.init(userId: "u", transaction: old, deviceTime: nil)))
         guard case .appTransaction(_, let forgedJWS, _) = forged else { Issue.record("not an app transaction"); return }
 
         let reference = ReferenceValidator()
         try reference.reset(ValidatorConfig(catalog: .standard, policy: .default, trustedRoots: pki.trustedRoots))
-        #expect(try reference.deliver(.appTransaction(userId: "u", signedTransaction: genuine, deviceTime: nil), now: later).isAccepted)
-        #expect(try !reference.deliver(.appTransaction(userId: "u", signedTransaction: forgedJWS, deviceTime: nil), now: Self.t).isAccepted)
+        #expect(
+            try reference.deliver(.appTransaction(userId: "u", signedTransaction: genuine, deviceTime: nil), now: later)
+                .isAccepted)
+        #expect(
+            try !reference.deliver(
+                .appTransaction(userId: "u", signedTransaction: forgedJWS, deviceTime: nil), now: Self.t
+            ).isAccepted)
 
         let atDelivery = try #require(Mutants.named("certificate-dates-at-delivery")).make()
         try atDelivery.reset(ValidatorConfig(catalog: .standard, policy: .default, trustedRoots: pki.trustedRoots))
-        #expect(try !atDelivery.deliver(.appTransaction(userId: "u", signedTransaction: genuine, deviceTime: nil), now: later).isAccepted)
-        #expect(try atDelivery.deliver(.appTransaction(userId: "u", signedTransaction: forgedJWS, deviceTime: nil), now: Self.t).isAccepted)
+        #expect(
+            try !atDelivery.deliver(
+                .appTransaction(userId: "u", signedTransaction: genuine, deviceTime: nil), now: later
+            ).isAccepted)
+        #expect(
+            try atDelivery.deliver(
+                .appTransaction(userId: "u", signedTransaction: forgedJWS, deviceTime: nil), now: Self.t
+            ).isAccepted)
     }
 
     @Test func anUntrustedVerifierRejectsTheChain() {
         let jws = JWSSigner(pki: pki).sign(transaction(), signedDate: Self.t)
-        let other = try! TestPKI(seed: 77, validFrom: TestPKI.defaultValidity.0, validUntil: TestPKI.defaultValidity.1, leafCount: 1)
-        let result = SignedDataVerifier(trustedRoots: other.trustedRoots).verify(jws, as: JWSTransactionDecodedPayload.self) { $0.signedDate }
+        let other = try! TestPKI(
+            seed: 77, validFrom: TestPKI.defaultValidity.0, validUntil: TestPKI.defaultValidity.1, leafCount: 1)
+        let result = SignedDataVerifier(trustedRoots: other.trustedRoots).verify(
+            jws, as: JWSTransactionDecodedPayload.self
+        ) { $0.signedDate }
         #expect(throws: SignedDataVerifier.Failure.self) { try result.get() }
     }
 
     /// Every cryptographic or structural forgery fails verification on its own (identity classes are validly signed
     /// and are rejected by the app checks instead; a replayed UUID is caught by dedupe).
-    @Test(arguments: ForgeryClass.allCases.filter { !$0.isIdentityMismatch && $0 != .replayedNotificationUUID && $0 != .forgedNestedTransaction })
+    @Test(
+        arguments: ForgeryClass.allCases.filter {
+            !$0.isIdentityMismatch && $0 != .replayedNotificationUUID && $0 != .forgedNestedTransaction
+        })
     func everyCryptographicForgeryFailsVerification(_ forgery: ForgeryClass) {
         let jws = ForgeryKit(pki: pki).jws(forgery, transaction(), Self.t)
         let result = verifier().verify(jws, as: JWSTransactionDecodedPayload.self) { $0.signedDate }
         #expect(throws: SignedDataVerifier.Failure.self, "\(forgery.rawValue) verified") { try result.get() }
         // The precise step that refuses each class (the status alone lumps a bad signature with a bad header).
         let step: [ForgeryClass: SignedDataVerifier.Failure.Reason] = [
-            .tamperedPayload: .signature, .tamperedHeader: .signature, .foreignKeySignature: .signature, .truncatedSegment: .signature,
+            .tamperedPayload: .signature, .tamperedHeader: .signature, .foreignKeySignature: .signature,
+            .truncatedSegment: .signature,
             .reorderedChain: .chain, .untrustedRoot: .chain, .leafWithoutOID: .chain, .intermediateWithoutOID: .chain,
             .oidCritical: .chain, .intermediateNotCA: .chain, .leafExpired: .date, .leafNotYetValid: .date,
             .x5cNotBase64: .certificate,
@@ -96,12 +119,15 @@ import IAPMutants
     @Test func chainRefusalsNameTheirCause() throws {
         let kit = ForgeryKit(pki: pki)
         let cases: [(ForgeryClass, String)] = [
-            (.reorderedChain, "leaf is not issued by the intermediate"), (.untrustedRoot, "not issued by a trusted root"),
+            (.reorderedChain, "leaf is not issued by the intermediate"),
+            (.untrustedRoot, "not issued by a trusted root"),
             (.oidCritical, "critical extension"), (.intermediateNotCA, "intermediate is not marked as a CA"),
             (.leafWithoutOID, "Receipt Signing OID"),
         ]
         for (forgery, words) in cases {
-            let result = verifier().verify(kit.jws(forgery, transaction(), Self.t), as: JWSTransactionDecodedPayload.self) { $0.signedDate }
+            let result = verifier().verify(
+                kit.jws(forgery, transaction(), Self.t), as: JWSTransactionDecodedPayload.self
+            ) { $0.signedDate }
             guard case .failure(let f) = result else { Issue.record("\(forgery.rawValue) verified"); continue }
             #expect(f.message.contains(words) && f.message.count < 300, "\(forgery.rawValue): \(f.message)")
         }
@@ -128,19 +154,25 @@ import IAPMutants
 
     func tx(_ i: Int, expires: Millis) -> JWSTransactionDecodedPayload {
         JWSTransactionDecodedPayload(
-            transactionId: "\(1000 + i)", originalTransactionId: "1000", bundleId: "com.example.iapcheck", productId: "pro.monthly",
-            subscriptionGroupIdentifier: "21000001", purchaseDate: Self.t0 + Millis(i) * 1000, expiresDate: Self.t0 + expires, type: .autoRenewable,
+            transactionId: "\(1000 + i)", originalTransactionId: "1000", bundleId: "com.example.iapcheck",
+            productId: "pro.monthly",
+            subscriptionGroupIdentifier: "21000001", purchaseDate: Self.t0 + Millis(i) * 1000,
+            expiresDate: Self.t0 + expires, type: .autoRenewable,
             signedDate: Self.t0 + 50_000, environment: .production, transactionReason: i == 0 ? .purchase : .renewal)
     }
 
     @Test func historyIsPagedByTwentyWithRevisionsAndStatusesFollowA4() throws {
         let txs = (0..<45).map { tx($0, expires: Millis($0) * 1000 + 1000) }
-        var renewal = JWSRenewalInfoDecodedPayload(originalTransactionId: "1000", productId: "pro.monthly", autoRenewProductId: "pro.monthly",
-                                                   autoRenewStatus: .on, signedDate: Self.t0 + 50_000, environment: .production)
+        var renewal = JWSRenewalInfoDecodedPayload(
+            originalTransactionId: "1000", productId: "pro.monthly", autoRenewProductId: "pro.monthly",
+            autoRenewStatus: .on, signedDate: Self.t0 + 50_000, environment: .production)
         renewal.isInBillingRetryPeriod = true
         renewal.gracePeriodExpiresDate = Self.t0 + 60_000
         let r = ArtifactRenderer(pki: pki, appAppleId: 1_234_567_890)
-        guard case let .apiSnapshot(otid, pages, statuses) = r.render(.apiSnapshot(APISnapshot(originalTransactionId: "1000", transactions: txs, renewalInfo: renewal))) else {
+        guard
+            case let .apiSnapshot(otid, pages, statuses) = r.render(
+                .apiSnapshot(APISnapshot(originalTransactionId: "1000", transactions: txs, renewalInfo: renewal)))
+        else {
             Issue.record("not a snapshot")
             return
         }
@@ -151,14 +183,17 @@ import IAPMutants
         let item = try #require(statuses?.data.first?.lastTransactions.first)
         #expect(item.status == .billingGracePeriod)  // latest expired at 45 s, grace until 60 s, asked at 50 s
         let v = SignedDataVerifier(trustedRoots: pki.trustedRoots)
-        let latest = try v.verify(item.signedTransactionInfo, as: JWSTransactionDecodedPayload.self) { $0.signedDate }.get()
+        let latest = try v.verify(item.signedTransactionInfo, as: JWSTransactionDecodedPayload.self) { $0.signedDate }
+            .get()
         #expect(latest.transactionId == "1044")
     }
 
     @Test func notificationHistoryKeepsAtMostSixAttemptsAndPages() {
-        let n = ResponseBodyV2DecodedPayload(notificationType: .test, subtype: nil, notificationUUID: "u", signedDate: 1, data: nil)
+        let n = ResponseBodyV2DecodedPayload(
+            notificationType: .test, subtype: nil, notificationUUID: "u", signedDate: 1, data: nil)
         let attempts = (0..<8).map { SendAttemptItem(attemptDate: Millis($0), sendAttemptResult: "TIMED_OUT") }
-        let page = ArtifactRenderer(pki: pki).notificationHistory(Array(repeating: (n, attempts), count: 25), pageSize: 20)
+        let page = ArtifactRenderer(pki: pki).notificationHistory(
+            Array(repeating: (n, attempts), count: 25), pageSize: 20)
         #expect(page.hasMore && page.paginationToken != nil)
         #expect(page.notificationHistory.count == 20)
         #expect(page.notificationHistory[0].sendAttempts.count == 6)
@@ -169,17 +204,25 @@ import IAPMutants
     static let t0: Millis = 1_772_323_200_000  // 2026-03-01
 
     @Test func theResponseUsesStringsAndMarksUpgradesWithCancellationDate() throws {
-        func tx(_ id: String, _ product: String, _ p: Millis, _ e: Millis, upgraded: Bool = false) -> JWSTransactionDecodedPayload {
+        func tx(_ id: String, _ product: String, _ p: Millis, _ e: Millis, upgraded: Bool = false)
+            -> JWSTransactionDecodedPayload
+        {
             var t = JWSTransactionDecodedPayload(
                 transactionId: id, originalTransactionId: "1", bundleId: "com.example.iapcheck", productId: product,
-                subscriptionGroupIdentifier: "21000001", purchaseDate: Self.t0 + p, expiresDate: Self.t0 + e, type: .autoRenewable,
+                subscriptionGroupIdentifier: "21000001", purchaseDate: Self.t0 + p, expiresDate: Self.t0 + e,
+                type: .autoRenewable,
                 signedDate: Self.t0 + 100, environment: .production, transactionReason: nil)
             t.isUpgraded = upgraded ? true : nil
             return t
         }
         let facts = LegacyReceiptFacts(
             userId: "u", bundleId: "com.example.iapcheck", environment: .production, requestDate: Self.t0 + 100,
-            chains: [APISnapshot(originalTransactionId: "1", transactions: [tx("1", "basic.monthly", 0, 50, upgraded: true), tx("2", "pro.monthly", 10, 60)], renewalInfo: nil)])
+            chains: [
+                APISnapshot(
+                    originalTransactionId: "1",
+                    transactions: [tx("1", "basic.monthly", 0, 50, upgraded: true), tx("2", "pro.monthly", 10, 60)],
+                    renewalInfo: nil)
+            ])
         let body = LegacyReceiptRenderer.body(facts)
         let json = try #require(try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any])
         #expect(json["status"] as? Int == 0)
@@ -197,9 +240,14 @@ import IAPMutants
     @Test func theOCSPURLIsCarriedOnlyWhenAsked() throws {
         let plain = TestPKI.shared(seed: 1)
         #expect(try plain.leaves[0].issued.certificate.extensions.authorityInformationAccess == nil)
-        let online = try TestPKI(seed: 1, validFrom: plain.validFrom, validUntil: plain.validUntil, leafCount: 1, ocspURL: "http://127.0.0.1:8081/ocsp")
+        let online = try TestPKI(
+            seed: 1, validFrom: plain.validFrom, validUntil: plain.validUntil, leafCount: 1,
+            ocspURL: "http://127.0.0.1:8081/ocsp")
         let aia = try #require(try online.leaves[0].issued.certificate.extensions.authorityInformationAccess)
-        #expect(aia.contains { $0.method == .ocspServer && $0.location == .uniformResourceIdentifier("http://127.0.0.1:8081/ocsp") })
+        #expect(
+            aia.contains {
+                $0.method == .ocspServer && $0.location == .uniformResourceIdentifier("http://127.0.0.1:8081/ocsp")
+            })
         #expect(try online.intermediate.certificate.extensions.authorityInformationAccess != nil)
         #expect(try online.root.certificate.extensions.authorityInformationAccess == nil)
     }

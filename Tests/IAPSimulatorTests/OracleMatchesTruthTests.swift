@@ -1,8 +1,8 @@
+import Foundation
 import IAPModel
 import IAPOracle
 import IAPSimulator
 import IAPTesting
-import Foundation
 import Testing
 
 /// The two independent derivations of docs/semantics.md#three-derivations-that-must-agree must agree, on the whole
@@ -26,8 +26,10 @@ import Testing
                 let truth = sim.truth(person: p.index, at: t)
                 let oracle = TruthView(Oracle.answer(k, user: p.accountId, at: t))
                 if truth != oracle {
-                    out.append("\(label) \(p.name) at \(CivilTime.relative(t - (sim.origin ?? 0))):\n  truth  \(truth)\n  oracle \(oracle)\n" +
-                        sim.events.map { "    \(CivilTime.relative($0.time - (sim.origin ?? 0))) \($0.summary)" }.joined(separator: "\n"))
+                    out.append(
+                        "\(label) \(p.name) at \(CivilTime.relative(t - (sim.origin ?? 0))):\n  truth  \(truth)\n  oracle \(oracle)\n"
+                            + sim.events.map { "    \(CivilTime.relative($0.time - (sim.origin ?? 0))) \($0.summary)" }
+                            .joined(separator: "\n"))
                 }
             }
             if out.count > 3 { break }
@@ -71,7 +73,9 @@ import Testing
     /// then gives it back from where it was to start, not from the reversal (found by the long run, seed 2505).
     @Test func aReversedRefundOfAStackedPassRestoresItFromItsStart() throws {
         let start = HistoryGenerator.epoch, day = CivilTime.msPerDay
-        var sim = StoreSimulator(catalog: .standard, policy: Policy(nonRenewingStacking: true), persons: [Person(index: 0, familyId: nil)], start: start)
+        var sim = StoreSimulator(
+            catalog: .standard, policy: Policy(nonRenewingStacking: true), persons: [Person(index: 0, familyId: nil)],
+            start: start)
         sim.buyOneTime(person: 0, productId: "season.pass", quantity: 1, at: start, familyMates: [])
         sim.buyOneTime(person: 0, productId: "season.pass", quantity: 1, at: start + 10 * day, familyMates: [])
         let second = try #require(sim.txOrder.last)
@@ -111,9 +115,12 @@ import Testing
             let (c, _) = Fixtures.generated(seed: seed, drawsCatalogs: true)
             for k in Set(c.notificationKinds) { seen[k, default: 0] += 1 }
         }
-        let wanted = ["OFFER_REDEEMED", "OFFER_REDEEMED/INITIAL_BUY", "OFFER_REDEEMED/RESUBSCRIBE", "OFFER_REDEEMED/UPGRADE",
-                      "OFFER_REDEEMED/DOWNGRADE", "ONE_TIME_CHARGE", "CONSUMPTION_REQUEST", "DID_CHANGE_RENEWAL_PREF/UPGRADE",
-                      "DID_CHANGE_RENEWAL_PREF/DOWNGRADE", "RENEWAL_EXTENSION/SUMMARY", "EXTERNAL_PURCHASE_TOKEN/UNREPORTED", "TEST"]
+        let wanted = [
+            "OFFER_REDEEMED", "OFFER_REDEEMED/INITIAL_BUY", "OFFER_REDEEMED/RESUBSCRIBE", "OFFER_REDEEMED/UPGRADE",
+            "OFFER_REDEEMED/DOWNGRADE", "ONE_TIME_CHARGE", "CONSUMPTION_REQUEST", "DID_CHANGE_RENEWAL_PREF/UPGRADE",
+            "DID_CHANGE_RENEWAL_PREF/DOWNGRADE", "RENEWAL_EXTENSION/SUMMARY", "EXTERNAL_PURCHASE_TOKEN/UNREPORTED",
+            "TEST",
+        ]
         let rare = wanted.filter { seen[$0, default: 0] < 5 }
         #expect(rare.isEmpty, "sent fewer than 5 times in 2,000 cases: \(rare.map { "\($0) \(seen[$0, default: 0])" })")
     }
@@ -123,7 +130,8 @@ import Testing
     /// another product's offer.
     @Test func aPendingOfferDoesNotFollowAChangeToAnotherProduct() throws {
         let day = CivilTime.msPerDay, start = HistoryGenerator.epoch
-        var sim = StoreSimulator(catalog: .standard, policy: .default, persons: [Person(index: 0, familyId: nil)], start: start)
+        var sim = StoreSimulator(
+            catalog: .standard, policy: .default, persons: [Person(index: 0, familyId: nil)], start: start)
         sim.buySubscription(person: 0, productId: "basic.monthly", offer: .none, at: start, familyMates: [])
         let chain = sim.chainOrder[0]
         let promo = try #require(Catalog.standard.product("pro.monthly")?.promotionalOffers.first)
@@ -131,7 +139,9 @@ import Testing
         sim.changeProduct(chain, to: "pro.monthly", at: start + day, offer: .promotional(promo))
         let upgrade = try #require(sim.notifications.last?.payload)
         #expect(upgrade.notificationType == .offerRedeemed && upgrade.subtype == .upgrade)
-        #expect(upgrade.data?.transactionInfo?.offerType == .promotional && upgrade.data?.transactionInfo?.productId == "pro.monthly")
+        #expect(
+            upgrade.data?.transactionInfo?.offerType == .promotional
+                && upgrade.data?.transactionInfo?.productId == "pro.monthly")
         #expect(sim.chains[chain]!.nextOffer != nil)
         sim.changeProduct(chain, to: "pro.yearly", at: start + 2 * day)  // a crossgrade: at the next renewal
         #expect(sim.notifications.last?.payload.notificationType == .didChangeRenewalPref)
@@ -145,14 +155,17 @@ import Testing
     /// under both ids, the refund notification names the original only, and the API history lists both.
     @Test func aRestoredPeriodIsOnePurchaseUnderTwoIds() throws {
         let start = HistoryGenerator.epoch
-        var sim = StoreSimulator(catalog: .standard, policy: .default, persons: [Person(index: 0, familyId: nil)], start: start)
+        var sim = StoreSimulator(
+            catalog: .standard, policy: .default, persons: [Person(index: 0, familyId: nil)], start: start)
         sim.buySubscription(person: 0, productId: "pro.monthly", offer: .none, at: start, familyMates: [])
         let cid = try #require(sim.chainOrder.first)
         sim.restore(cid, at: start + CivilTime.msPerDay)
         let original = try #require(sim.chains[cid]?.currentTx)
         let copy = try #require(sim.chains[cid]?.restoredTxIds.first)
         let a = try #require(sim.latest(original)), b = try #require(sim.latest(copy))
-        #expect(copy != original && b.webOrderLineItemId == a.webOrderLineItemId && b.originalTransactionId == a.originalTransactionId)
+        #expect(
+            copy != original && b.webOrderLineItemId == a.webOrderLineItemId
+                && b.originalTransactionId == a.originalTransactionId)
         #expect(b.purchaseDate == a.purchaseDate && b.expiresDate == a.expiresDate)
         #expect(sim.creations.last?.transactionId == copy && sim.creations.last?.inApp == true)
 

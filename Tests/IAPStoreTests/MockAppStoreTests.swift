@@ -1,9 +1,9 @@
 import Crypto
 import Foundation
+import IAPHTTP
 import IAPModel
 import IAPStore
 import IAPValidatorAPI
-import IAPHTTP
 import Testing
 
 /// The mock App Store over real HTTP on loopback: the API's token check, history paging, verifyReceipt's statuses and
@@ -16,8 +16,10 @@ import Testing
     static func store(sharedSecret: String? = "s3cret") throws -> MockAppStore {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("key-\(UUID().uuidString).p8").path
         try key.pemRepresentation.write(toFile: file, atomically: true, encoding: .utf8)
-        let store = try MockAppStore(settings: StoreSettings(port: 0, sharedSecret: sharedSecret,
-                                                             apiKey: .init(keyId: keyId, issuerId: issuerId, privateKeyFile: file)))
+        let store = try MockAppStore(
+            settings: StoreSettings(
+                port: 0, sharedSecret: sharedSecret,
+                apiKey: .init(keyId: keyId, issuerId: issuerId, privateKeyFile: file)))
         try store.start()
         var catalog = Catalog.standard
         catalog.bundleId = bundleId
@@ -25,9 +27,13 @@ import Testing
         return store
     }
 
-    struct Claims: Encodable { var iss = issuerId; var iat: Int64; var exp: Int64; var aud = "appstoreconnect-v1"; var bid = bundleId }
+    struct Claims: Encodable {
+        var iss = issuerId; var iat: Int64; var exp: Int64; var aud = "appstoreconnect-v1"; var bid = bundleId
+    }
 
-    static func token(_ claims: Claims? = nil, kid: String = keyId, alg: String = "ES256", signer: P256.Signing.PrivateKey = key) -> String {
+    static func token(
+        _ claims: Claims? = nil, kid: String = keyId, alg: String = "ES256", signer: P256.Signing.PrivateKey = key
+    ) -> String {
         let now = Int64(Date().timeIntervalSince1970)
         let c = claims ?? Claims(iat: now, exp: now + 1200)
         let h = Base64URL.encode([UInt8](try! JSONEncoder().encode(["alg": alg, "kid": kid, "typ": "JWT"])))
@@ -38,7 +44,8 @@ import Testing
 
     /// A JWS-shaped string whose payload names a transaction (the store indexes, it does not verify).
     static func fakeJWS(_ id: Int, revoked: Int64? = nil) -> String {
-        let claims = revoked.map { #"{"transactionId":"\#(id)","revocationDate":\#($0)}"# } ?? #"{"transactionId":"\#(id)"}"#
+        let claims =
+            revoked.map { #"{"transactionId":"\#(id)","revocationDate":\#($0)}"# } ?? #"{"transactionId":"\#(id)"}"#
         return "e30.\(Base64URL.encode([UInt8](claims.utf8))).c2ln"
     }
 
@@ -47,8 +54,10 @@ import Testing
         let signed = (0..<count).map { fakeJWS(1000 + $0, revoked: revoked($0)) }
         var pages: [HistoryResponse] = []
         for (n, start) in stride(from: 0, to: count, by: 20).enumerated() {
-            pages.append(HistoryResponse(revision: "rev-1000-\(n + 1)", hasMore: start + 20 < count, bundleId: bundleId, appAppleId: nil,
-                                         environment: .production, signedTransactions: Array(signed[start..<min(start + 20, count)])))
+            pages.append(
+                HistoryResponse(
+                    revision: "rev-1000-\(n + 1)", hasMore: start + 20 < count, bundleId: bundleId, appAppleId: nil,
+                    environment: .production, signedTransactions: Array(signed[start..<min(start + 20, count)])))
         }
         store.publish(originalTransactionId: "1000", history: pages, statuses: nil)
     }
@@ -85,10 +94,16 @@ import Testing
     @Test func anUndonePublishServesWhatWasThereBefore() throws {
         let store = try Self.store()
         Self.publishChain(store, count: 1)
-        let page = HistoryResponse(revision: "rev-x", hasMore: false, bundleId: Self.bundleId, appAppleId: nil,
-                                   environment: .production, signedTransactions: ["e30.\(Base64URL.encode([UInt8](#"{"transactionId":"1000","forged":true}"#.utf8))).c2ln"])
+        let page = HistoryResponse(
+            revision: "rev-x", hasMore: false, bundleId: Self.bundleId, appAppleId: nil,
+            environment: .production,
+            signedTransactions: [
+                "e30.\(Base64URL.encode([UInt8](#"{"transactionId":"1000","forged":true}"#.utf8))).c2ln"
+            ])
         let undo = store.publish(originalTransactionId: "1000", history: [page], statuses: nil)
-        #expect(String(decoding: try get(store, "/inApps/v1/transactions/1000", token: Self.token()).1, as: UTF8.self).contains(Base64URL.encode([UInt8](#"{"transactionId":"1000","forged":true}"#.utf8))))
+        #expect(
+            String(decoding: try get(store, "/inApps/v1/transactions/1000", token: Self.token()).1, as: UTF8.self)
+                .contains(Base64URL.encode([UInt8](#"{"transactionId":"1000","forged":true}"#.utf8))))
         undo()
         let (status, body) = try get(store, "/inApps/v1/transactions/1000", token: Self.token())
         #expect(status == 200)
@@ -118,7 +133,9 @@ import Testing
         #expect(try get(store, "/inApps/v2/history/1000?revision=bogus", token: Self.token()).0 == 400)
         let (infoStatus, info) = try get(store, "/inApps/v1/transactions/1044", token: Self.token())
         #expect(infoStatus == 200)
-        #expect(try JSONDecoder().decode(TransactionInfoResponse.self, from: info).signedTransactionInfo == Self.fakeJWS(1044))
+        #expect(
+            try JSONDecoder().decode(TransactionInfoResponse.self, from: info).signedTransactionInfo
+                == Self.fakeJWS(1044))
     }
 
     struct RefundClaims: Decodable { let transactionId: String; let revocationDate: Int64? }
@@ -139,7 +156,8 @@ import Testing
             pages += 1
             #expect(page.signedTransactions.count == (page.hasMore ? 20 : 5))
             for jws in page.signedTransactions {
-                let claims = try JSONDecoder().decode(RefundClaims.self, from: Data(Base64URL.decode(jws.split(separator: ".")[1])!))
+                let claims = try JSONDecoder().decode(
+                    RefundClaims.self, from: Data(Base64URL.decode(jws.split(separator: ".")[1])!))
                 #expect(claims.revocationDate != nil)
                 ids.append(Int(claims.transactionId)!)
             }
@@ -178,20 +196,30 @@ import Testing
 
     @Test func theWebhookIsRetriedOnApplesScheduleInVirtualTime() throws {
         let store = try Self.store()
-        let payload = "e30.\(Base64URL.encode([UInt8](#"{"notificationType":"DID_RENEW","signedDate":1700000000000}"#.utf8))).c2ln"
+        let payload =
+            "e30.\(Base64URL.encode([UInt8](#"{"notificationType":"DID_RENEW","signedDate":1700000000000}"#.utf8))).c2ln"
         var clocks: [Millis] = []
-        let reply = try store.postNotification(payload, now: 1_700_000_000_000) { (at: Millis) throws(ValidatorFailure) -> (Int, Data) in
+        let reply = try store.postNotification(payload, now: 1_700_000_000_000) {
+            (at: Millis) throws(ValidatorFailure) -> (Int, Data) in
             clocks.append(at)
             if clocks.count == 2 { throw ValidatorFailure(.timedOut, "no answer") }
             return clocks.count < 4 ? (503, Data()) : (200, Data())
         }
         #expect(reply.0 == 200)
         let hour: Millis = 3_600_000
-        #expect(clocks == [1_700_000_000_000, 1_700_000_000_000 + hour, 1_700_000_000_000 + 13 * hour, 1_700_000_000_000 + 37 * hour])
-        #expect(store.sentNotifications.last?.attempts == ["UNSUCCESSFUL_HTTP_RESPONSE_CODE", "TIMED_OUT", "UNSUCCESSFUL_HTTP_RESPONSE_CODE", "SUCCESS"])
+        #expect(
+            clocks == [
+                1_700_000_000_000, 1_700_000_000_000 + hour, 1_700_000_000_000 + 13 * hour,
+                1_700_000_000_000 + 37 * hour,
+            ])
+        #expect(
+            store.sentNotifications.last?.attempts == [
+                "UNSUCCESSFUL_HTTP_RESPONSE_CODE", "TIMED_OUT", "UNSUCCESSFUL_HTTP_RESPONSE_CODE", "SUCCESS",
+            ])
         // A 4xx is the backend's verdict: not retried.
         var calls = 0
-        let rejected = try store.postNotification(payload, now: 0) { (_: Millis) throws(ValidatorFailure) -> (Int, Data) in
+        let rejected = try store.postNotification(payload, now: 0) {
+            (_: Millis) throws(ValidatorFailure) -> (Int, Data) in
             calls += 1
             return (422, Data())
         }
@@ -205,14 +233,21 @@ import Testing
         // The attempts are in Get Notification History.
         let client = LoopbackHTTPClient(host: "127.0.0.1", port: store.port, timeout: 5)
         let query = try JSONEncoder().encode(["startDate": 1_699_999_000_000, "endDate": 1_700_001_000_000])
-        let (status, body) = try client.request("POST", "/inApps/v1/notifications/history", headers: [("Authorization", "Bearer \(Self.token())")], body: query)
+        let (status, body) = try client.request(
+            "POST", "/inApps/v1/notifications/history", headers: [("Authorization", "Bearer \(Self.token())")],
+            body: query)
         #expect(status == 200)
         let history = try JSONDecoder().decode(NotificationHistoryResponse.self, from: body)
         #expect(history.notificationHistory.map(\.sendAttempts.count) == [4, 1, 6])
         // onlyFailures leaves out the one that succeeded on a retry.
-        let failures = try JSONEncoder().encode(Failures(startDate: 1_699_999_000_000, endDate: 1_700_001_000_000, onlyFailures: true))
-        let (_, failedBody) = try client.request("POST", "/inApps/v1/notifications/history", headers: [("Authorization", "Bearer \(Self.token())")], body: failures)
-        #expect(try JSONDecoder().decode(NotificationHistoryResponse.self, from: failedBody).notificationHistory.map(\.sendAttempts.count) == [1, 6])
+        let failures = try JSONEncoder().encode(
+            Failures(startDate: 1_699_999_000_000, endDate: 1_700_001_000_000, onlyFailures: true))
+        let (_, failedBody) = try client.request(
+            "POST", "/inApps/v1/notifications/history", headers: [("Authorization", "Bearer \(Self.token())")],
+            body: failures)
+        #expect(
+            try JSONDecoder().decode(NotificationHistoryResponse.self, from: failedBody).notificationHistory.map(
+                \.sendAttempts.count) == [1, 6])
     }
 
     struct Failures: Encodable { let startDate: Int64; let endDate: Int64; let onlyFailures: Bool }

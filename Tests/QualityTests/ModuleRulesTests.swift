@@ -34,7 +34,10 @@ import Testing
     func runnersImportNoTransport(_ module: String) throws {
         for (file, modules) in try Self.imports(of: module) {
             let wrong = modules.intersection(Self.transports)
-            #expect(wrong.isEmpty, "Sources/\(module)/\(file) imports \(wrong.sorted()): runners see validators through IAPValidatorAPI only")
+            #expect(
+                wrong.isEmpty,
+                "Sources/\(module)/\(file) imports \(wrong.sorted()): runners see validators through IAPValidatorAPI only"
+            )
         }
     }
 
@@ -55,7 +58,9 @@ import Testing
     @Test func theValidatorAPIHasNoCryptoAndNoTransport() throws {
         for (file, modules) in try Self.imports(of: "IAPValidatorAPI") {
             let allowed: Set<String> = ["Foundation", "IAPModel"]
-            #expect(modules.isSubset(of: allowed), "Sources/IAPValidatorAPI/\(file) imports \(modules.subtracting(allowed).sorted())")
+            #expect(
+                modules.isSubset(of: allowed),
+                "Sources/IAPValidatorAPI/\(file) imports \(modules.subtracting(allowed).sorted())")
         }
     }
 

@@ -1,8 +1,8 @@
 import Foundation
 import IAPConformance
 import IAPModel
-import IAPReference
 import IAPMutants
+import IAPReference
 import Testing
 
 /// The harness's power: every mutant is caught within the budget and shrunk to a small history; every saved
@@ -18,8 +18,12 @@ import Testing
         let f = try #require(report.failure, "mutant \(name) survived \(o.cases) cases")
         // Shrinking did its job: a small history, and never larger than what was found.
         // (a window of ten recent purchases takes eleven to show; 600 attempts bring it near that)
-        #expect(f.shrunk.actionCount <= (name == "recent-window" ? 24 : 10), "\(name): shrunk to \(f.shrunk.actionCount) actions")
-        #expect(f.shrunk.actionCount < f.originalActions || f.originalActions <= 4, "\(name): not shrunk from \(f.originalActions)")
+        #expect(
+            f.shrunk.actionCount <= (name == "recent-window" ? 24 : 10),
+            "\(name): shrunk to \(f.shrunk.actionCount) actions")
+        #expect(
+            f.shrunk.actionCount < f.originalActions || f.originalActions <= 4,
+            "\(name): not shrunk from \(f.originalActions)")
         // A race mutant fails only when the race is lost: replay a few times and require one failure.
         #expect((0..<5).contains { _ in !CaseRunner.run(f.shrunk, against: Mutants.named(name)!.make()).isPass })
         #expect(CaseRunner.run(f.shrunk, against: ReferenceValidator()).isPass)
@@ -33,16 +37,23 @@ import Testing
         var covered: Set<String> = []
         for file in files {
             let saved = try Corpus.load(path: file)
-            #expect(CaseRunner.run(saved.testCase, against: ReferenceValidator()).isPass, "\(file) fails against the reference")
+            #expect(
+                CaseRunner.run(saved.testCase, against: ReferenceValidator()).isPass,
+                "\(file) fails against the reference")
             guard saved.foundWith.hasPrefix("mutant:") else { continue }
             let name = String(saved.foundWith.dropFirst(7))
             // A renamed or removed mutant must not leave a counterexample that silently tests nothing.
-            let m = try #require(Mutants.named(name), "\(file) was found with \(saved.foundWith), which no longer exists")
+            let m = try #require(
+                Mutants.named(name), "\(file) was found with \(saved.foundWith), which no longer exists")
             covered.insert(name)
             // A race mutant fails only when the race is lost: replays until one failure.
-            #expect((0..<50).contains { _ in !CaseRunner.run(saved.testCase, against: m.make()).isPass }, "\(file) no longer fails against \(saved.foundWith)")
+            #expect(
+                (0..<50).contains { _ in !CaseRunner.run(saved.testCase, against: m.make()).isPass },
+                "\(file) no longer fails against \(saved.foundWith)")
         }
         let uncovered = Set(Mutants.all.map(\.name)).subtracting(covered).sorted()
-        #expect(uncovered.isEmpty, "no committed counterexample for: \(uncovered); run iapcheck mutants --only NAME --save-corpus Corpus")
+        #expect(
+            uncovered.isEmpty,
+            "no committed counterexample for: \(uncovered); run iapcheck mutants --only NAME --save-corpus Corpus")
     }
 }

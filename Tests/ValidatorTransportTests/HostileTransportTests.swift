@@ -1,15 +1,16 @@
 import Foundation
+import IAPHTTP
 import IAPModel
+import IAPSubprocess
 import IAPTesting
 import IAPValidatorAPI
-import IAPSubprocess
-import IAPHTTP
 import Testing
 
 /// Whatever a validator or a backend sends back, the transports end each request by its deadline with a named
 /// failure, and never trap: the harness must be the most robust program in the room.
 @Suite struct HostileTransportTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
     static let server = root.appendingPathComponent("Tests/Fixtures/hostile/http_server.py").path
     static let binary = root.appendingPathComponent(".build/debug/iapcheck").path
     let config = ValidatorConfig(catalog: .standard, policy: .default)
@@ -30,7 +31,9 @@ import Testing
         return (p, port)
     }
 
-    static func request(_ mode: String, timeout: Double = 2) throws -> (Result<(status: Int, body: Data), LoopbackHTTPClient.Failure>, Double) {
+    static func request(_ mode: String, timeout: Double = 2) throws -> (
+        Result<(status: Int, body: Data), LoopbackHTTPClient.Failure>, Double
+    ) {
         let (p, port) = try start(mode)
         defer { kill(p.processIdentifier, SIGKILL); p.waitUntilExit() }
         let client = LoopbackHTTPClient(host: "127.0.0.1", port: port, timeout: timeout)
@@ -60,7 +63,9 @@ import Testing
         ("endless-head", .malformed),
         ("garbage", .malformed),
     ])
-    func hostileResponsesEndByTheDeadlineWithANamedFailure(_ mode: String, _ kind: LoopbackHTTPClient.Failure.Kind) throws {
+    func hostileResponsesEndByTheDeadlineWithANamedFailure(_ mode: String, _ kind: LoopbackHTTPClient.Failure.Kind)
+        throws
+    {
         let (result, seconds) = try Self.request(mode, timeout: 2)
         guard case .failure(let f) = result else {
             Issue.record("\(mode) was accepted")
@@ -72,7 +77,9 @@ import Testing
 
     // MARK: Subprocess validators
 
-    func failure(_ command: String, timeout: Double = 2, _ body: (SubprocessValidator) throws(ValidatorFailure) -> Void) -> ValidatorFailure? {
+    func failure(_ command: String, timeout: Double = 2, _ body: (SubprocessValidator) throws(ValidatorFailure) -> Void)
+        -> ValidatorFailure?
+    {
         Fixtures.subprocessFailure(command, timeout: timeout, body)
     }
 
@@ -81,7 +88,8 @@ import Testing
 
     /// A validator that answers hello and reset, then answers the first query with `answer` (an `answer` object).
     func query(_ answer: String) -> ValidatorFailure? {
-        let script = "read l; echo '\(Self.hello)'; read l; echo '\(Self.ok)'; read l; echo '{\"id\":3,\"type\":\"answer\",\"answer\":\(answer)}'; sleep 5"
+        let script =
+            "read l; echo '\(Self.hello)'; read l; echo '\(Self.ok)'; read l; echo '{\"id\":3,\"type\":\"answer\",\"answer\":\(answer)}'; sleep 5"
         return failure(script) { v throws(ValidatorFailure) in
             try v.reset(config)
             _ = try v.entitlements(EntitlementQuery(userId: "u", at: 0))
@@ -102,14 +110,17 @@ import Testing
     }
 
     @Test func aBalanceBeyondAnyIntegerIsABadAnswer() {
-        let f = query(#"{"products":[],"groups":[],"consumables":[{"productId":"c","balance":99999999999999999999999}]}"#)
+        let f = query(
+            #"{"products":[],"groups":[],"consumables":[{"productId":"c","balance":99999999999999999999999}]}"#)
         #expect(f?.kind == .badAnswer)
     }
 
     @Test func aReplyLineBeyondTheLimitIsABadAnswerWithoutReadingItAll() {
         let start = Date()
         // 300 MB of 'x' without a newline after hello.
-        let f = failure("read l; echo '\(Self.hello)'; read l; head -c 300000000 /dev/zero | tr '\\0' x; sleep 5", timeout: 20) { v throws(ValidatorFailure) in
+        let f = failure(
+            "read l; echo '\(Self.hello)'; read l; head -c 300000000 /dev/zero | tr '\\0' x; sleep 5", timeout: 20
+        ) { v throws(ValidatorFailure) in
             try v.reset(config)
         }
         #expect(f?.kind == .badAnswer)
@@ -117,7 +128,9 @@ import Testing
     }
 
     @Test func aHalfLineThenSilenceTimesOut() {
-        let f = failure(#"read l; printf '{"id":1,"type":"hel'; sleep 30"#, timeout: 1) { v throws(ValidatorFailure) in try v.reset(config) }
+        let f = failure(#"read l; printf '{"id":1,"type":"hel'; sleep 30"#, timeout: 1) { v throws(ValidatorFailure) in
+            try v.reset(config)
+        }
         #expect(f?.kind == .timedOut)
         #expect(f?.message.contains("unfinished line") == true)
     }
@@ -133,14 +146,17 @@ import Testing
     /// The validator exits but a grandchild it started keeps the pipes open: reported as a crash at once.
     @Test func anExitWhileAGrandchildHoldsThePipeIsACrashNotAHang() {
         let start = Date()
-        let f = failure("read l; (sleep 30 &) ; exit 4", timeout: 10) { v throws(ValidatorFailure) in try v.reset(config) }
+        let f = failure("read l; (sleep 30 &) ; exit 4", timeout: 10) { v throws(ValidatorFailure) in
+            try v.reset(config)
+        }
         #expect(f?.kind == .crashed)
         #expect(Date().timeIntervalSince(start) < 5)
     }
 
     @Test func aValidatorThatClosesItsStdoutIsACrash() {
         let start = Date()
-        let f = failure("read l; exec 1>&-; sleep 30", timeout: 10) { v throws(ValidatorFailure) in try v.reset(config) }
+        let f = failure("read l; exec 1>&-; sleep 30", timeout: 10) { v throws(ValidatorFailure) in try v.reset(config)
+        }
         #expect(f?.kind == .crashed)
         #expect(Date().timeIntervalSince(start) < 5)
     }
@@ -154,21 +170,28 @@ import Testing
     /// Children a validator leaves behind when it exits are killed with its process group.
     @Test func whatTheValidatorStartedDiesWithIt() throws {
         let marker = "31\(Int.random(in: 100_000...999_999))"
-        let f = failure("read l; echo '\(Self.hello)'; sleep \(marker) & read l; exit 4", timeout: 5) { v throws(ValidatorFailure) in
+        let f = failure("read l; echo '\(Self.hello)'; sleep \(marker) & read l; exit 4", timeout: 5) {
+            v throws(ValidatorFailure) in
             try v.reset(config)
         }
         #expect(f?.kind == .crashed)
         usleep(200_000)
         let alive = (try FileManager.default.contentsOfDirectory(atPath: "/proc")).contains { pid in
-            Int(pid) != nil && ((try? String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8)) ?? "").contains(marker)
+            Int(pid) != nil
+                && ((try? String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8)) ?? "").contains(marker)
         }
         #expect(!alive, "a child of the validator outlived it")
     }
 
     /// A journal that cannot be written (a full disk) fails the request instead of acknowledging it.
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: binary) && FileManager.default.fileExists(atPath: "/dev/full")))
+    @Test(
+        .enabled(
+            if: FileManager.default.isExecutableFile(atPath: binary)
+                && FileManager.default.fileExists(atPath: "/dev/full")))
     func aJournalThatCannotBeFlushedIsNotAcknowledged() {
-        let f = failure("\(Self.binary) serve --journal /dev/full", timeout: 10) { v throws(ValidatorFailure) in try v.reset(config) }
+        let f = failure("\(Self.binary) serve --journal /dev/full", timeout: 10) { v throws(ValidatorFailure) in
+            try v.reset(config)
+        }
         #expect(f?.kind == .protocolViolation)
         #expect(f?.message.contains("not persisted") == true, "\(f?.message ?? "")")
     }

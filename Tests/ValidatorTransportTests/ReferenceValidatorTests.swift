@@ -1,6 +1,6 @@
 import IAPModel
-import IAPReference
 import IAPMutants
+import IAPReference
 import Testing
 
 /// Hand-written scenarios for the reference validator, each a rule of docs/semantics.md#core-rules.
@@ -16,8 +16,10 @@ import Testing
         return v
     }
 
-    func tx(_ id: String, chain: String? = nil, product: String = "pro.monthly", at t: Millis, expires: Millis? = nil,
-            reason: TransactionReason = .purchase, signed: Millis? = nil) -> JWSTransactionDecodedPayload {
+    func tx(
+        _ id: String, chain: String? = nil, product: String = "pro.monthly", at t: Millis, expires: Millis? = nil,
+        reason: TransactionReason = .purchase, signed: Millis? = nil
+    ) -> JWSTransactionDecodedPayload {
         let p = catalog.product(product)!
         var x = JWSTransactionDecodedPayload(
             transactionId: id, originalTransactionId: chain ?? id, bundleId: catalog.bundleId, productId: product,
@@ -27,11 +29,16 @@ import Testing
         return x
     }
 
-    func notification(_ type: NotificationTypeV2, _ subtype: Subtype? = nil, uuid: String, tx: JWSTransactionDecodedPayload?, renewal: JWSRenewalInfoDecodedPayload? = nil, signed: Millis) -> Delivery {
-        .notification(ResponseBodyV2DecodedPayload(
-            notificationType: type, subtype: subtype, notificationUUID: uuid, signedDate: signed,
-            data: NotificationData(appAppleId: catalog.appAppleId, bundleId: catalog.bundleId, environment: .production,
-                                   transactionInfo: tx, renewalInfo: renewal, status: nil)))
+    func notification(
+        _ type: NotificationTypeV2, _ subtype: Subtype? = nil, uuid: String, tx: JWSTransactionDecodedPayload?,
+        renewal: JWSRenewalInfoDecodedPayload? = nil, signed: Millis
+    ) -> Delivery {
+        .notification(
+            ResponseBodyV2DecodedPayload(
+                notificationType: type, subtype: subtype, notificationUUID: uuid, signedDate: signed,
+                data: NotificationData(
+                    appAppleId: catalog.appAppleId, bundleId: catalog.bundleId, environment: .production,
+                    transactionInfo: tx, renewalInfo: renewal, status: nil)))
     }
 
     func active(_ v: ReferenceValidator, at t: Millis) throws -> [String] {
@@ -40,7 +47,9 @@ import Testing
 
     @Test func subscriptionEntitlesUntilExpiresDateExclusive() throws {
         let v = try validator()
-        _ = try v.deliver(decoded: .appTransaction(.init(userId: user, transaction: tx("1", at: t0, expires: t0 + 30 * day), deviceTime: nil)), now: t0)
+        _ = try v.deliver(
+            decoded: .appTransaction(
+                .init(userId: user, transaction: tx("1", at: t0, expires: t0 + 30 * day), deviceTime: nil)), now: t0)
         #expect(try active(v, at: t0) == ["pro.monthly"])
         #expect(try active(v, at: t0 + 30 * day - 1) == ["pro.monthly"])
         #expect(try active(v, at: t0 + 30 * day).isEmpty)
@@ -59,7 +68,8 @@ import Testing
         x.revocationDate = nil
         x.revocationReason = nil
         x.signedDate = t0 + 9 * day
-        _ = try v.deliver(decoded: notification(.refundReversed, uuid: "n2", tx: x, signed: t0 + 9 * day), now: t0 + 9 * day)
+        _ = try v.deliver(
+            decoded: notification(.refundReversed, uuid: "n2", tx: x, signed: t0 + 9 * day), now: t0 + 9 * day)
         #expect(try active(v, at: t0 + 9 * day) == ["lifetime.unlock"])
     }
 
@@ -70,7 +80,8 @@ import Testing
         x.revocationDate = t0 + day
         x.signedDate = t0 + day
         _ = try v.deliver(decoded: notification(.refund, uuid: "n1", tx: x, signed: t0 + day), now: t0 + day)
-        _ = try v.deliver(decoded: .appTransaction(.init(userId: user, transaction: original, deviceTime: nil)), now: t0 + 2 * day)
+        _ = try v.deliver(
+            decoded: .appTransaction(.init(userId: user, transaction: original, deviceTime: nil)), now: t0 + 2 * day)
         #expect(try active(v, at: t0 + 2 * day).isEmpty)
     }
 
@@ -78,7 +89,10 @@ import Testing
         let v = try validator()
         let basic = tx("1", product: "basic.monthly", at: t0, expires: t0 + 31 * day)
         let pro = tx("2", chain: "1", product: "pro.monthly", at: t0 + 10 * day, expires: t0 + 41 * day)
-        for x in [basic, pro] { _ = try v.deliver(decoded: .appTransaction(.init(userId: user, transaction: x, deviceTime: nil)), now: x.signedDate) }
+        for x in [basic, pro] {
+            _ = try v.deliver(
+                decoded: .appTransaction(.init(userId: user, transaction: x, deviceTime: nil)), now: x.signedDate)
+        }
         let answer = try v.entitlements(EntitlementQuery(userId: user, at: t0 + 11 * day))
         #expect(answer.products.filter(\.active).map(\.productId) == ["pro.monthly"])
         #expect(answer.groups.first { $0.groupId == "21000001" }?.effectiveProductId == "pro.monthly")
@@ -87,11 +101,14 @@ import Testing
     @Test func graceKeepsAccessUntilGracePeriodExpiresDateAndRetryDoesNot() throws {
         let v = try validator()
         let x = tx("1", at: t0, expires: t0 + 31 * day)
-        var r = JWSRenewalInfoDecodedPayload(originalTransactionId: "1", productId: "pro.monthly", autoRenewProductId: "pro.monthly",
-                                             autoRenewStatus: .on, signedDate: t0 + 31 * day, environment: .production)
+        var r = JWSRenewalInfoDecodedPayload(
+            originalTransactionId: "1", productId: "pro.monthly", autoRenewProductId: "pro.monthly",
+            autoRenewStatus: .on, signedDate: t0 + 31 * day, environment: .production)
         r.isInBillingRetryPeriod = true
         r.gracePeriodExpiresDate = t0 + 34 * day
-        _ = try v.deliver(decoded: notification(.didFailToRenew, .gracePeriod, uuid: "n1", tx: x, renewal: r, signed: t0 + 31 * day), now: t0 + 31 * day)
+        _ = try v.deliver(
+            decoded: notification(.didFailToRenew, .gracePeriod, uuid: "n1", tx: x, renewal: r, signed: t0 + 31 * day),
+            now: t0 + 31 * day)
         let inGrace = try v.entitlements(EntitlementQuery(userId: user, at: t0 + 33 * day)).products.first
         #expect(inGrace?.state == .grace && inGrace?.expiresDate == t0 + 34 * day)
         let after = try v.entitlements(EntitlementQuery(userId: user, at: t0 + 34 * day)).products.first
@@ -102,10 +119,14 @@ import Testing
         let v = try validator()
         var x = tx("1", product: "lifetime.unlock", at: t0)
         x.environment = .sandbox
-        #expect(try !v.deliver(decoded: .appTransaction(.init(userId: user, transaction: x, deviceTime: nil)), now: t0).isAccepted)
+        #expect(
+            try !v.deliver(decoded: .appTransaction(.init(userId: user, transaction: x, deviceTime: nil)), now: t0)
+                .isAccepted)
         x.environment = .production
         x.bundleId = "com.other"
-        #expect(try !v.deliver(decoded: .appTransaction(.init(userId: user, transaction: x, deviceTime: nil)), now: t0).isAccepted)
+        #expect(
+            try !v.deliver(decoded: .appTransaction(.init(userId: user, transaction: x, deviceTime: nil)), now: t0)
+                .isAccepted)
         #expect(try active(v, at: t0 + 1).isEmpty)
     }
 
@@ -113,14 +134,23 @@ import Testing
         let v = try validator()
         var x = tx("1", product: "coins.100", at: t0)
         x.quantity = 3
-        for _ in 0..<3 { _ = try v.deliver(decoded: .appTransaction(.init(userId: user, transaction: x, deviceTime: nil)), now: t0) }
-        _ = try v.deliver(decoded: .apiSnapshot(APISnapshot(originalTransactionId: "1", transactions: [x], renewalInfo: nil)), now: t0 + 1)
-        #expect(try v.entitlements(EntitlementQuery(userId: user, at: t0 + 2)).consumables == [ConsumableBalance(productId: "coins.100", balance: 3)])
+        for _ in 0..<3 {
+            _ = try v.deliver(decoded: .appTransaction(.init(userId: user, transaction: x, deviceTime: nil)), now: t0)
+        }
+        _ = try v.deliver(
+            decoded: .apiSnapshot(APISnapshot(originalTransactionId: "1", transactions: [x], renewalInfo: nil)),
+            now: t0 + 1)
+        #expect(
+            try v.entitlements(EntitlementQuery(userId: user, at: t0 + 2)).consumables == [
+                ConsumableBalance(productId: "coins.100", balance: 3)
+            ])
     }
 
     @Test func theDeviceClockIsIgnored() throws {
         let v = try validator()
-        _ = try v.deliver(decoded: .appTransaction(.init(userId: user, transaction: tx("1", at: t0, expires: t0 + 30 * day), deviceTime: nil)), now: t0)
+        _ = try v.deliver(
+            decoded: .appTransaction(
+                .init(userId: user, transaction: tx("1", at: t0, expires: t0 + 30 * day), deviceTime: nil)), now: t0)
         let q = EntitlementQuery(userId: user, at: t0 + 40 * day, deviceTime: t0 + day)
         #expect(try v.entitlements(q).products.filter(\.active).isEmpty)
     }

@@ -1,8 +1,8 @@
 import Foundation
 import IAPModel
+import IAPSubprocess
 import IAPTesting
 import IAPValidatorAPI
-import IAPSubprocess
 import Testing
 
 /// A validator that crashes, hangs or prints garbage is reported as a validator failure within the timeout, with
@@ -10,7 +10,9 @@ import Testing
 @Suite struct SubprocessValidatorTests {
     let config = ValidatorConfig(catalog: .standard, policy: .default)
 
-    func failure(_ command: String, timeout: Double = 1, _ body: (SubprocessValidator) throws(ValidatorFailure) -> Void) -> ValidatorFailure? {
+    func failure(_ command: String, timeout: Double = 1, _ body: (SubprocessValidator) throws(ValidatorFailure) -> Void)
+        -> ValidatorFailure?
+    {
         Fixtures.subprocessFailure(command, timeout: timeout, body)
     }
 
@@ -29,19 +31,24 @@ import Testing
     }
 
     @Test func garbageIsABadAnswer() {
-        let f = failure("while read line; do echo 'this is not json'; done") { v throws(ValidatorFailure) in try v.reset(config) }
+        let f = failure("while read line; do echo 'this is not json'; done") { v throws(ValidatorFailure) in
+            try v.reset(config)
+        }
         #expect(f?.kind == .badAnswer)
         #expect(f?.message.contains("this is not json") == true)
     }
 
     @Test func aWrongProtocolVersionIsAViolation() {
-        let f = failure(#"read line; echo '{"id":1,"type":"hello","protocol":99}'; sleep 5"#) { v throws(ValidatorFailure) in try v.reset(config) }
+        let f = failure(#"read line; echo '{"id":1,"type":"hello","protocol":99}'; sleep 5"#) {
+            v throws(ValidatorFailure) in try v.reset(config)
+        }
         #expect(f?.kind == .protocolViolation)
     }
 
     @Test func aValidatorDyingMidCaseIsReportedAndRestartedOnReset() throws {
         // Answers hello and reset, then exits at the first delivery.
-        let script = #"read l; echo '{"id":1,"type":"hello","protocol":1,"name":"fragile"}'; read l; echo '{"id":2,"type":"ok"}'; read l; exit 7"#
+        let script =
+            #"read l; echo '{"id":1,"type":"hello","protocol":1,"name":"fragile"}'; read l; echo '{"id":2,"type":"ok"}'; read l; exit 7"#
         let v = SubprocessValidator(command: script, timeout: 2)
         defer { v.stop() }
         try v.reset(config)
@@ -73,7 +80,8 @@ import Testing
     func acknowledgedFactsSurviveAKillOnlyWhenPersistedFirst() throws {
         let journal = NSTemporaryDirectory() + "journal-\(UUID().uuidString)"
         let good = SubprocessValidator(command: "\(Self.binary) serve --journal \(journal)", timeout: 10)
-        let sloppy = SubprocessValidator(command: "\(Self.binary) serve --journal \(journal)-b --ack-before-persist 8", timeout: 10)
+        let sloppy = SubprocessValidator(
+            command: "\(Self.binary) serve --journal \(journal)-b --ack-before-persist 8", timeout: 10)
         defer {
             good.stop()
             sloppy.stop()
@@ -92,6 +100,7 @@ import Testing
         let lines = try String(contentsOfFile: journal, encoding: .utf8).split(separator: "\n")
         #expect(lines.count == 3 && lines[0].contains("\"reset\""))  // reset, delivery, delivery after restart
         #expect(FileManager.default.fileExists(atPath: journal + "-b"))
-        #expect(try String(contentsOfFile: journal + "-b", encoding: .utf8).split(separator: "\n").count == 1)  // the delivery is still pending
+        // the delivery is still pending
+        #expect(try String(contentsOfFile: journal + "-b", encoding: .utf8).split(separator: "\n").count == 1)
     }
 }
