@@ -5,6 +5,8 @@ import IAPModel
 
 /// The backend's side of the App Store: the App Store Server API (with the ES256 JWT Apple requires) and the legacy
 /// verifyReceipt endpoint. Point it at Apple's hosts in production; iapcheck points it at its mock App Store.
+///
+/// Sendable: `settings` and `key` are immutable; the idle connections are taken and returned under `lock`.
 final class AppStoreClient: @unchecked Sendable {
     struct Settings {
         var host = "127.0.0.1"

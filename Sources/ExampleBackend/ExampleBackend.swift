@@ -77,6 +77,8 @@ struct Options {
 }
 
 /// The state: the reference validator behind a lock, and the SQLite journal every accepted request goes to first.
+///
+/// Sendable: the journal state (`unsaved`, `bundleId`) is touched under `lock` only; the rest is immutable or thread-safe itself.
 final class Backend: @unchecked Sendable {
     let validator: LockedValidator
     let db: SQLiteConnection
@@ -224,6 +226,8 @@ final class Backend: @unchecked Sendable {
 }
 
 /// The entitlement logic behind one lock (Hummingbird serves requests concurrently).
+///
+/// Sendable: every call to `inner` is made under `lock`.
 final class LockedValidator: @unchecked Sendable {
     let inner: any Validator
     let lock = NSLock()
@@ -242,6 +246,7 @@ struct JournalError: Error, CustomStringConvertible {
     var description: String { message }
 }
 
+/// Sendable: `rows` is read and written under `lock` only.
 final class LockedRows: @unchecked Sendable {
     private var rows: [String] = []
     private let lock = NSLock()

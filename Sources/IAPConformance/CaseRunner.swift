@@ -189,6 +189,7 @@ public enum CaseRunner {
         }
         let renderer = ArtifactRenderer(pki: pki, appAppleId: c.config.catalog.appAppleId)
         let rendered = deliveries.map { renderer.render($0.1.delivery) }
+        // Safe: the validator is a ConcurrentValidator, which promises concurrent calls; the compiler cannot see it through `any`.
         nonisolated(unsafe) let decodedPath = signed ? nil : v as? any DecodedDeliveryValidator
         nonisolated(unsafe) let target = v
         var knowledge = Knowledge(config: c.config)
@@ -298,6 +299,8 @@ public enum CaseRunner {
 }
 
 /// Where the two clients of a parallel delivery wait for each other before each artifact.
+///
+/// Sendable: `waiting` and `generation` change under `condition` only.
 final class Barrier: @unchecked Sendable {
     private let condition = NSCondition()
     private let parties: Int
@@ -321,6 +324,8 @@ final class Barrier: @unchecked Sendable {
 }
 
 /// A value shared by the two clients of a parallel delivery.
+///
+/// Sendable: `v` is read and written under `lock` only.
 final class LockedBox<T>: @unchecked Sendable {
     private var v: T
     private let lock = NSLock()

@@ -21,6 +21,8 @@ extension Checker {
     }
 
     /// Shared by the workers of one run.
+    ///
+    /// Sendable: every field is read and written under `lock` only.
     final class JobBoard: @unchecked Sendable {
         let lock = NSLock()
         var next = 0
@@ -35,8 +37,10 @@ extension Checker {
         let board = JobBoard()
         board.next = range.lowerBound
         let group = DispatchGroup()
+        // Safe: the checker is only read by the workers (its options and generator are values).
         nonisolated(unsafe) let checker = self
         for worker in workers {
+            // Safe: each worker thread owns its validator; no other thread calls it.
             nonisolated(unsafe) let v = worker
             group.enter()
             let thread = Thread {

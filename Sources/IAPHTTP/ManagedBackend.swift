@@ -12,6 +12,8 @@ import IAPValidatorAPI
 /// again (fault profile `kill`). One per port in a process, shared by the load driver's workers; killed when
 /// iapcheck exits. Its output goes to `log` in a directory of its own, which `{tmp}` in the command names — the
 /// same directory after a restart, so a database there survives.
+///
+/// Sendable: the settings are immutable; `process` changes under `lock` only.
 public final class ManagedBackend: @unchecked Sendable {
     public let command: String
     public let host: String
@@ -22,6 +24,7 @@ public final class ManagedBackend: @unchecked Sendable {
     private var process: Process?
     private let lock = NSLock()
 
+    // Safe: read and written under `runningLock` only.
     nonisolated(unsafe) static var running: [Int: ManagedBackend] = [:]
     static let runningLock = NSLock()
 

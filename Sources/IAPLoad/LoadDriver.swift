@@ -8,6 +8,8 @@ import IAPValidatorAPI
 /// Runs a profile: intended send times computed up front, one validator and one set of HdrHistograms per worker
 /// (merged at the end, never shared while running), latency from the intended time (coordinated omission
 /// corrected) and from the actual send.
+///
+/// Sendable: configured before `run`; while it runs, each worker owns its validator and histograms, and only `Counter`s are shared.
 public final class LoadDriver: @unchecked Sendable {
     public struct WorkerResult: Sendable {
         public var corrected = Histogram<UInt64>(
@@ -108,6 +110,7 @@ public final class LoadDriver: @unchecked Sendable {
             prepared[w] = v
         }
         let validators = ids.map { prepared[$0]! }
+        // Safe: worker k calls only `vs[k]` and writes only `results[k]`; results are read after every worker has joined.
         nonisolated(unsafe) let vs = validators
         nonisolated(unsafe) var results = [WorkerResult](repeating: WorkerResult(), count: ids.count)
         let counter = Counter()
@@ -264,6 +267,8 @@ public final class LoadDriver: @unchecked Sendable {
 }
 
 /// A tiny atomic counter for progress lines (workers never share anything else while running).
+///
+/// Sendable: `n` is read and written under `lock` only.
 public final class Counter: @unchecked Sendable {
     private var n = 0
     private let lock = NSLock()

@@ -6,6 +6,8 @@ import IAPValidatorAPI
 /// The race mutant: consumable credits are deduplicated with check-then-act, and the act happens outside the
 /// critical section ("ask the ledger service, then record"), so two concurrent deliveries of one purchase both
 /// credit it.
+///
+/// Sendable as its superclass is, except for the deliberate race this mutant exists to have.
 final class CheckThenActCredit: SynchronizedReferenceValidator, @unchecked Sendable {
     override var name: String { "mutant:check-then-act-credit" }
     var ledger: [JWSTransactionDecodedPayload] = []

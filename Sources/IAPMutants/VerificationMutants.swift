@@ -27,6 +27,8 @@ final class VerifierMutant: ReferenceValidator {
 final class CertificateDatesAtDelivery: ReferenceValidator {
     override var name: String { "mutant:certificate-dates-at-delivery" }
     /// The clock of the delivery being verified (set before each one; the validator is called one at a time).
+    ///
+    /// Sendable: `value` is read and written under `lock` only.
     final class Clock: @unchecked Sendable {
         private let lock = NSLock()
         private var value: Millis = 0

@@ -4,6 +4,8 @@ import IAPValidatorAPI
 
 /// The reference validator made safe for concurrent clients the way a backend would with a database transaction:
 /// every operation runs under one lock, so each delivery is applied whole.
+///
+/// Sendable: every entry point runs under `lock`, so the reference state is never touched by two threads.
 open class SynchronizedReferenceValidator: ReferenceValidator, ConcurrentValidator, @unchecked Sendable {
     /// Held for each whole operation; a subclass that calls out of the critical section releases it (the race mutant).
     package let lock = NSLock()

@@ -20,6 +20,8 @@ public final class TestPKI: @unchecked Sendable {
     public static let wwdrIntermediateOID: ASN1ObjectIdentifier = [1, 2, 840, 113635, 100, 6, 2, 1]
 
     /// A certificate with its DER and its `x5c` form (standard base64 DER).
+    ///
+    /// Sendable: immutable; the certificate type is not marked Sendable by its library.
     public struct Issued: @unchecked Sendable {
         public let certificate: Certificate
         public let der: [UInt8]
@@ -30,6 +32,7 @@ public final class TestPKI: @unchecked Sendable {
         }
     }
 
+    /// Sendable: immutable (certificate and key types are not marked Sendable by their libraries).
     public struct Leaf: @unchecked Sendable {
         public let issued: Issued
         public let key: P256.Signing.PrivateKey
@@ -67,6 +70,7 @@ public final class TestPKI: @unchecked Sendable {
     )
 
     private static let lock = NSLock()
+    // Safe: read and written under `lock` only.
     nonisolated(unsafe) private static var cache: [UInt64: TestPKI] = [:]
 
     /// The PKI every conformance case and load pool signs with (validators are told to trust its root), so a case
@@ -276,6 +280,7 @@ public final class TestPKI: @unchecked Sendable {
 
     // MARK: Broken certificates for the forgery kit (built on first use)
 
+    /// Sendable: immutable once built (under the PKI's lock).
     public struct BrokenChains: @unchecked Sendable {
         /// A whole chain under a root nobody trusts.
         public let untrusted: Leaf

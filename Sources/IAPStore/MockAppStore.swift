@@ -19,6 +19,8 @@ import Logging
 ///   its instant in the clock header, and the real wait is compressed.
 ///
 /// The harness publishes what Apple would answer just before it makes the backend ask (see `HTTPValidator`).
+///
+/// Sendable: the route state (chains, answers, posts, faults) is read and written under `lock` only; `settings` is immutable.
 public final class MockAppStore: AppStoreBridge, @unchecked Sendable {
     public let settings: StoreSettings
     public private(set) var port: Int = 0
@@ -95,6 +97,7 @@ public final class MockAppStore: AppStoreBridge, @unchecked Sendable {
     }
 
     static let executor = QueueTaskExecutor()
+    // Safe: read and written under `runningLock` only.
     nonisolated(unsafe) static var running: [Int: MockAppStore] = [:]
     static let runningLock = NSLock()
 
@@ -326,6 +329,8 @@ public final class MockAppStore: AppStoreBridge, @unchecked Sendable {
 }
 
 /// Runs the store's tasks on an overcommitting dispatch queue instead of the cooperative pool.
+///
+/// Sendable: its only state is a concurrent DispatchQueue, which is thread-safe.
 final class QueueTaskExecutor: TaskExecutor, @unchecked Sendable {
     let queue = DispatchQueue(label: "iapcheck.mock-app-store", attributes: .concurrent)
     func enqueue(_ job: consuming ExecutorJob) {
@@ -334,6 +339,7 @@ final class QueueTaskExecutor: TaskExecutor, @unchecked Sendable {
     }
 }
 
+/// Sendable: `_port` and `_error` are read and written under `lock` only.
 final class StartBox: @unchecked Sendable {
     private let lock = NSLock()
     private var _port = 0

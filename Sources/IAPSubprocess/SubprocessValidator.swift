@@ -287,6 +287,8 @@ public final class SubprocessValidator: RestartableValidator {
 
 /// Drains a validator's stderr on a thread of its own into a bounded tail (the last 64 KiB), so a validator that
 /// logs can never fill the pipe and block; the tail goes into failure reports.
+///
+/// Sendable: `bytes` and `stopped` change under `lock` only; `fd` is immutable.
 final class StderrTail: @unchecked Sendable {
     // Safe: `bytes` and `stopped` are only touched under `lock`; `fd` is read-only after init.
     private let lock = NSLock()

@@ -95,6 +95,7 @@ enum ChainVerification {
 /// Runs an async computation to completion from synchronous code. The work runs on a thread of its own (a task
 /// executor), never on the shared cooperative pool, so a caller that is itself on that pool cannot starve it.
 enum BlockingAsync {
+    /// Sendable: the job queue is touched under `condition` only.
     final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
         private let condition = NSCondition()
         private var jobs: [UnownedJob] = []
@@ -129,6 +130,7 @@ enum BlockingAsync {
     static let turn = Atomic<Int>(0)
     static var executor: ThreadExecutor { executors[turn.add(1, ordering: .relaxed).oldValue % executors.count] }
 
+    /// Sendable: written once by the task before it signals the semaphore, read only after the wait.
     final class Box<T>: @unchecked Sendable { var value: T? }
 
     static func run<T: Sendable>(_ work: @escaping @Sendable () async -> T) -> T {

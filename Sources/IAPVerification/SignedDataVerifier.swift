@@ -19,6 +19,8 @@ import X509
 /// every certificate valid at the payload's `signedDate`; ES256 signature by the leaf's P-256 key. `x5c[2]` is never
 /// trusted. Statuses follow Apple's Swift library (a bad signature is `INVALID_JWT_FORMAT` there too); `reason` says
 /// precisely which step refused.
+///
+/// Sendable: roots and options are immutable after `init`; the chain cache and its counters change under `lock` only.
 public final class SignedDataVerifier: @unchecked Sendable {
     /// Switches that exist only so mutants can get verification wrong in one specific way.
     public struct Options: Sendable {

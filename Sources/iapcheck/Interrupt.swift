@@ -8,6 +8,7 @@ import Foundation
 
 /// Ctrl-C during a long run: the first one asks the run to stop and report what it has; a second one exits.
 enum Interrupt {
+    // Safe: a sig_atomic_t written by the signal handler and only read elsewhere, as C allows.
     nonisolated(unsafe) static var count: sig_atomic_t = 0
     static var requested: Bool { count > 0 }
 

@@ -17,6 +17,9 @@ struct Mutants: ParsableCommand {
             switch, from the `iapcheck-example-backend` executable built beside this one, on free loopback ports with \
             a mock App Store of its own, and checked over HTTP after the in-process ones. Without that executable they \
             are skipped, saying so.
+
+            `--list` names each mutant's mistake by its number (J1, J2, …): docs/mistakes.md in the repository describes \
+            each one, how it shows up in real validators, and its public sources.
             """)
 
     @OptionGroup var options: CaseOptions
@@ -56,16 +59,13 @@ struct Mutants: ParsableCommand {
 
     func run() throws {
         if list {
-            for m in IAPMutants.Mutants.all {
-                print(
-                    "\(m.name.padding(toLength: 36, withPad: " ", startingAt: 0)) \(m.pitfall.padding(toLength: 4, withPad: " ", startingAt: 0)) \(m.description)"
-                )
+            func row(_ name: String, _ pitfall: String, _ description: String) -> String {
+                name.padding(toLength: 36, withPad: " ", startingAt: 0) + " "
+                    + pitfall.padding(toLength: 4, withPad: " ", startingAt: 0) + " " + description
             }
-            for m in BackendMutant.all {
-                print(
-                    "\(m.name.padding(toLength: 36, withPad: " ", startingAt: 0)) \(m.pitfall.padding(toLength: 4, withPad: " ", startingAt: 0)) \(m.description)"
-                )
-            }
+            for m in IAPMutants.Mutants.all { print(row(m.name, m.pitfall, m.description)) }
+            for m in BackendMutant.all { print(row(m.name, m.pitfall, m.description)) }
+            print("J numbers: the real-world mistakes, with their public sources, in docs/mistakes.md.")
             return
         }
         guard cases >= 1 else { throw ValidationError("--cases must be at least 1, not \(cases)") }
@@ -97,7 +97,7 @@ struct Mutants: ParsableCommand {
         // Each mutant is one deterministic run on one thread; several run at once and rows print in list order.
         let results = MutantResults(count: entries.count)
         let workers = max(1, min(try resolveJobs(jobs, for: "reference"), entries.count))
-        nonisolated(unsafe) let list = entries
+        let list = entries
         let group = DispatchGroup()
         for _ in 0..<workers {
             group.enter()
@@ -185,6 +185,8 @@ extension Mutants {
 }
 
 /// Mutant runs handed out to worker threads and collected in list order.
+///
+/// Sendable: `next` and `results` change under `condition` only.
 final class MutantResults: @unchecked Sendable {
     private let condition = NSCondition()
     private var next = 0

@@ -8,6 +8,20 @@ import Testing
 /// The harness's power: every mutant is caught within the budget and shrunk to a small history; every saved
 /// counterexample still fails against its mutant and passes against the reference.
 @Suite struct MutantQualityTests {
+    /// A mutant's mistake number is explained in the repository: `mutants --list` prints it, docs/mistakes.md has a
+    /// section for it (what the mistake is, where it was seen, its public sources).
+    @Test func everyMistakeNumberHasItsSectionInTheDocs() throws {
+        let docs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("docs/mistakes.md")
+        let text = try String(contentsOf: docs, encoding: .utf8)
+        let numbered = Mutants.all.filter { $0.pitfall.hasPrefix("J") }
+        #expect(numbered.count > 40)
+        for m in numbered {
+            let section = "\n### \(m.pitfall) "
+            #expect(text.contains(section), "mutant \(m.name): \(m.pitfall) has no section in docs/mistakes.md")
+        }
+    }
+
     @Test(arguments: Mutants.all.map(\.name))
     func everyMutantIsCaughtAndShrunk(_ name: String) throws {
         var o = CheckOptions()
