@@ -78,7 +78,8 @@ struct Options {
 
 /// The state: the reference validator behind a lock, and the SQLite journal every accepted request goes to first.
 ///
-/// Sendable: the journal state (`unsaved`, `bundleId`) is touched under `lock` only; the rest is immutable or thread-safe itself.
+/// Sendable: the journal state (`unsaved`, `bundleId`) is touched under `lock`, or by the journal replay at start-up
+/// before any request is served; the rest is immutable or thread-safe itself.
 final class Backend: @unchecked Sendable {
     let validator: LockedValidator
     let db: SQLiteConnection

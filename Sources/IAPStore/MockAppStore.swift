@@ -20,7 +20,9 @@ import Logging
 ///
 /// The harness publishes what Apple would answer just before it makes the backend ask (see `HTTPValidator`).
 ///
-/// Sendable: the route state (chains, answers, posts, faults) is read and written under `lock` only; `settings` is immutable.
+/// Sendable: the route state (chains, answers, posts, faults) is read and written under `lock` only; `settings` is
+/// immutable; `port` and the public configuration (`realSecondsPerRetryHour`, `webhook`, the TEST signer) are set
+/// before the store serves and only read afterwards.
 public final class MockAppStore: AppStoreBridge, @unchecked Sendable {
     public let settings: StoreSettings
     public private(set) var port: Int = 0
