@@ -81,15 +81,24 @@ let package = Package(
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "Yams", package: "Yams"),
             ]),
+        // The benchmarks behind `iapcheck bench`: measurement loops and the trivial endpoint wrk and the driver share.
+        .target(
+            name: "IAPBench",
+            dependencies: [
+                "IAPModel", "IAPValidatorAPI", "IAPVerification", "IAPReference", "IAPSigning", "IAPConformance",
+                "IAPLoad", "IAPHTTP", "PropertyEngine",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         // The command line: argument parsing and wiring only.
         .executableTarget(
             name: "iapcheck",
             dependencies: [
                 "IAPConformance", "IAPModel", "IAPValidatorAPI", "IAPVerification", "IAPReference", "IAPMutants",
                 "IAPSubprocess", "IAPHTTP",
-                "IAPSigning", "IAPLoad", "IAPStore",
+                "IAPSigning", "IAPLoad", "IAPStore", "IAPBench",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Crypto", package: "swift-crypto"),
             ]),
         // An example backend a team could start from: Hummingbird routes, SQLite persistence, the reference logic.
         .executableTarget(

@@ -1,5 +1,6 @@
 import Foundation
 import IAPModel
+import IAPValidatorAPI
 
 /// Machine-readable outputs of `check` and `mutants`: the JSON summary and JUnit XML for CI.
 public enum Reports {
@@ -109,6 +110,10 @@ public enum Reports {
             self.message = message
             self.caseIndex = caseIndex
             self.transcript = transcript
+        }
+
+        public init(_ f: ValidatorFailure, caseIndex: Int?) {
+            self.init(kind: f.kind.rawValue, message: f.message, caseIndex: caseIndex, transcript: f.transcript)
         }
     }
 

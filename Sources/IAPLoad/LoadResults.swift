@@ -260,3 +260,8 @@ public struct LoadResults: Sendable {
         try LoadReportHTML.render(self).write(toFile: path("report.html"), atomically: true, encoding: .utf8)
     }
 }
+
+extension LoadResults {
+    /// A latency of the summaries (µs) as the text reports print it: milliseconds with two decimals.
+    public static func milliseconds(_ us: UInt64?) -> String { String(format: "%.2f ms", Double(us ?? 0) / 1000) }
+}

@@ -1,12 +1,7 @@
 import ArgumentParser
-import Crypto
-import Dispatch
 import Foundation
-import IAPConformance
+import IAPBench
 import IAPModel
-import IAPReference
-import IAPSigning
-import IAPVerification
 
 struct Bench: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -27,105 +22,8 @@ struct Bench: ParsableCommand {
             .processInfo.activeProcessorCount
         @Option(help: "Write the figures as JSON here.") var json: String?
 
-        struct Row: Codable {
-            var name: String
-            var threads: Int
-            var opsPerSecond: Double
-            var microsecondsPerOp: Double
-        }
-
         func run() throws {
-            let pki = TestPKI.harness
-            let signer = JWSSigner(pki: pki)
-            let t0 = CivilTime.days(fromCivil: 2026, 3, 1) * CivilTime.msPerDay
-            let pool: [String] = (0..<tokens).map { i in
-                var tx = JWSTransactionDecodedPayload(
-                    transactionId: String(2_000_000_000_000_000 + i),
-                    originalTransactionId: String(2_000_000_000_000_000 + i),
-                    webOrderLineItemId: String(3_000_000_000_000_000 + i), bundleId: Catalog.standard.bundleId,
-                    productId: "pro.monthly",
-                    subscriptionGroupIdentifier: "21000001", purchaseDate: t0 + Int64(i) * 1000,
-                    originalPurchaseDate: t0,
-                    expiresDate: t0 + 30 * CivilTime.msPerDay, quantity: 1, type: .autoRenewable,
-                    appAccountToken: "a1b2c3d4-0000-4000-8000-000000000001", signedDate: t0 + Int64(i) * 1000,
-                    environment: .production, transactionReason: .purchase)
-                tx.storefront = "USA"; tx.storefrontId = "143441"; tx.currency = "USD"; tx.price = 4990
-                tx.originalPurchaseDate = t0; tx.offerType = nil
-                return signer.sign(tx, signedDate: t0)  // one leaf: a warm cache holds one chain
-            }
-            // Raw: the same signing inputs and signatures, verified with the leaf key directly.
-            let key = pki.leaf(at: t0).key.publicKey
-            let raw: [(Data, [UInt8])] = pool.map { jws in
-                let parts = jws.split(separator: ".")
-                return (Data("\(parts[0]).\(parts[1])".utf8), Base64URL.decode(parts[2])!)
-            }
-            print(
-                "token: \(pool[0].utf8.count) bytes, x5c of 3 (P-384 root and intermediate, P-256 leaf); pool of \(tokens)"
-            )
-            var rows: [Row] = []
-            func measure(_ name: String, threads n: Int, _ makeOp: @escaping @Sendable () -> @Sendable (Int) -> Bool) {
-                let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(seconds * 1e9)
-                // Safe: thread k writes only `counts[k]`; they are read after every thread has joined.
-                nonisolated(unsafe) let counts = UnsafeMutableBufferPointer<Int>.allocate(capacity: n)
-                counts.initialize(repeating: 0)
-                let start = DispatchTime.now().uptimeNanoseconds
-                DispatchQueue.concurrentPerform(iterations: n) { w in
-                    let op = makeOp()
-                    var i = w * 7919, done = 0
-                    while DispatchTime.now().uptimeNanoseconds < deadline {
-                        for _ in 0..<64 {
-                            precondition(op(i), "\(name): verification failed")
-                            i += 1
-                        }
-                        done += 64
-                    }
-                    counts[w] = done
-                }
-                let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-                let total = Double(counts.reduce(0, +))
-                counts.deallocate()
-                let ops = total / elapsed
-                rows.append(Row(name: name, threads: n, opsPerSecond: ops, microsecondsPerOp: 1e6 * Double(n) / ops))
-                print(
-                    "\(name.padding(toLength: 44, withPad: " ", startingAt: 0)) \(String(n).leftPad(2)) thread\(n == 1 ? " " : "s") \(String(Int(ops)).leftPad(8)) ops/s  \(String(format: "%7.1f", 1e6 * Double(n) / ops)) µs/op"
-                )
-            }
-            let reference = ReferenceValidator()
-            try reference.reset(ValidatorConfig(catalog: .standard, policy: .default, trustedRoots: pki.trustedRoots))
-            let warm = reference.verifier  // the reference validator's own verifier, shared by the threads
-            var coldOptions = SignedDataVerifier.Options()
-            coldOptions.cacheChains = false
-            let cold = SignedDataVerifier(trustedRoots: pki.trustedRoots, options: coldOptions)
-            let poolCount = pool.count
-            let p = pool, r = raw
-            for n in Set([1, max(1, threads)]).sorted() {
-                measure("raw P-256 ECDSA verify (same signing input)", threads: n) {
-                    { i in
-                        let (input, sig) = r[i % poolCount]
-                        return key.isValidSignature(
-                            try! P256.Signing.ECDSASignature(rawRepresentation: sig), for: input)
-                    }
-                }
-                measure("reference verify, warm chain cache", threads: n) {
-                    { i in
-                        (try? warm.verify(p[i % poolCount], as: JWSTransactionDecodedPayload.self) { $0.signedDate }
-                            .get()) != nil
-                    }
-                }
-                measure("reference verify, no cache", threads: n) {
-                    { i in
-                        (try? cold.verify(p[i % poolCount], as: JWSTransactionDecodedPayload.self) { $0.signedDate }
-                            .get()) != nil
-                    }
-                }
-            }
-            for n in Set([1, max(1, threads)]).sorted() {
-                let rawOps = rows.first { $0.threads == n && $0.name.hasPrefix("raw") }!.opsPerSecond
-                let warmOps = rows.first { $0.threads == n && $0.name.contains("warm") }!.opsPerSecond
-                print(
-                    "ratio warm-cache / raw, \(n) thread\(n == 1 ? "" : "s"): \(String(format: "%.2f", warmOps / rawOps))"
-                )
-            }
+            let rows = try VerifyBench.run(seconds: seconds, tokens: tokens, threads: threads) { print($0) }
             if let json { try JSONFormat.write(rows, to: json) }
         }
     }

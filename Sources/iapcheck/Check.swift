@@ -128,37 +128,6 @@ struct Check: ParsableCommand {
             props.append(n)
         }
 
-        // 1. The corpus: every saved counterexample must pass.
-        var replayed = 0
-        var corpusFailures: [Reports.DiscrepancySummary] = []
-        var failures: [Reports.ValidatorFailureSummary] = []
-        if !noCorpus && caseIndex == nil {
-            for file in IAPConformance.Corpus.files(in: corpus) {
-                let saved: CorpusCase
-                do {
-                    saved = try IAPConformance.Corpus.load(path: file)
-                } catch {
-                    throw fail("error: corpus file is unreadable: \(error)", code: Exit.usage)
-                }
-                replayed += 1
-                let outcome = CaseRunner.run(saved.testCase, against: v)
-                switch outcome {
-                case .passed: continue
-                case .discrepancy(let d):
-                    let s = Reports.summary(
-                        of: d, saved.testCase, caseIndex: nil, corpusFile: file,
-                        replay: "iapcheck replay \(file) --validator \(validator)")
-                    corpusFailures.append(s)
-                    print(render(s, headline: "FAIL \(d.property.rawValue) (corpus \(file))"))
-                case .validatorFailed(let f, _):
-                    failures.append(
-                        Reports.ValidatorFailureSummary(
-                            kind: f.kind.rawValue, message: f.message, caseIndex: nil, transcript: f.transcript))
-                    print("VALIDATOR FAILURE \(f) (corpus \(file))")
-                }
-            }
-        }
-
         // 2. New cases.
         var opts = CheckOptions()
         opts.cases = cases
@@ -198,112 +167,30 @@ struct Check: ParsableCommand {
             "check \(v.name)\(slice.map { " shard \($0) (cases \(opts.caseRange.lowerBound)..<\(opts.caseRange.upperBound))" } ?? "")",
             quiet: quiet)
         checker.progress = { progress.update($0, $1) }
-        let report = checker.run()
-
-        var discrepancies = corpusFailures
-        if let flaky = report.failure?.flaky {
-            print(
-                "FLAKY \(report.failure!.property.rawValue): the shrunk case gave different outcomes in \(flaky.runs) replays:"
-            )
-            for o in flaky.outcomes { print("    \(o)") }
+        var run = CheckRun(validatorSpec: validator, checker: checker)
+        run.selectionArguments = catalogArgs
+        run.corpus = noCorpus ? nil : corpus
+        run.savesCounterexamples = !validator.hasPrefix("mutant:")
+        let result: CheckRunReport
+        do {
+            result = try run.run { print($0) }
+        } catch {
+            throw fail("error: \(error)", code: Exit.usage)
         }
-        if report.interrupted {
-            print(
-                "INTERRUPTED after \(report.cases) of \(opts.caseRange.count) cases, all passed; the same run again: iapcheck check --validator '\(validator)' --seed \(options.seed) --cases \(cases)\(catalogArgs)\(slice.map { " --shard \($0)" } ?? "")"
-            )
+        if let json {
+            try writeResults("the JSON report", to: json) { try JSONFormat.write(result.summary, to: json) }
         }
-        if let f = report.failure {
-            if let d = f.discrepancy {
-                var file: String?
-                if !noCorpus && !validator.hasPrefix("mutant:") {
-                    file = try? IAPConformance.Corpus.save(
-                        CorpusCase(
-                            foundWith: v.name, seed: options.seed, caseIndex: f.caseIndex, failure: d,
-                            testCase: f.shrunk), in: corpus)
-                }
-                let replay =
-                    file.map { "iapcheck replay \($0) --validator \(validator)" }
-                    ?? "iapcheck check --validator '\(validator)' --seed \(options.seed) --case \(f.caseIndex)\(catalogArgs)"
-                let s = Reports.summary(of: d, f.shrunk, caseIndex: f.caseIndex, corpusFile: file, replay: replay)
-                discrepancies.append(s)
-                print(
-                    render(
-                        s,
-                        headline:
-                            "FAIL \(f.property.rawValue): \(v.name) disagrees with the oracle (case \(f.caseIndex) of seed \(options.seed); shrunk from \(f.originalActions) to \(f.shrunk.actionCount) actions in \(f.shrinkAttempts) attempts)"
-                            + (d.property != f.property
-                                ? "\n  (the difference shows before any of this property's perturbations: plain \(d.property.rawValue))"
-                                : "")))
-                if file != nil {
-                    print(
-                        "  rerun:    iapcheck check --validator '\(validator)' --seed \(options.seed) --case \(f.caseIndex)\(catalogArgs)  (the unshrunk case)"
-                    )
-                }
-            } else if let vf = f.validatorFailure {
-                failures.append(
-                    Reports.ValidatorFailureSummary(
-                        kind: vf.kind.rawValue, message: vf.message, caseIndex: f.caseIndex, transcript: vf.transcript))
-                print("VALIDATOR FAILURE \(vf) in case \(f.caseIndex)")
-                print(Timeline.render(f.shrunk, failingStep: f.failingStep))
-                for line in vf.transcript.suffix(10) { print("    \(line)") }
-                print(
-                    "  rerun:    iapcheck check --validator '\(validator)' --seed \(options.seed) --case \(f.caseIndex)\(catalogArgs)"
-                )
-            }
-        }
-
-        var summary = Reports.CheckSummary(
-            validator: v.name, seed: options.seed, cases: report.cases, passed: report.passed,
-            questions: report.questions,
-            seconds: report.seconds,
-            corpus: Reports.CorpusSummary(replayed: replayed, failed: corpusFailures.compactMap(\.corpusFile)),
-            discrepancies: discrepancies, validatorFailures: failures, coverage: report.coverage)
-        summary.forgeries = Reports.ForgerySummary.all(report.forgeries)
-        summary.interrupted = report.interrupted
-        if caseIndex == nil {
-            summary.run = RunIdentity(
-                seed: options.seed, totalCases: cases, properties: checker.properties.map(\.rawValue), policy: policy,
-                catalog: catalog, drawsCatalogs: options.drawsCatalogs, signed: !unsigned,
-                shard: slice ?? Shard(index: 0, count: 1))
-            if options.maxSize != HistoryGenerator.defaultMaxSize { summary.run?.maxSize = options.maxSize }
-        }
-
-        let rate = Double(report.cases) / max(report.seconds, 1e-9)
-        print(
-            "\(v.name): \(report.passed)/\(report.cases) cases passed, \(report.questions) questions, corpus \(replayed) replayed, \(String(format: "%.1f", report.seconds)) s (\(Int(rate)) cases/s)"
-        )
-        if report.failure == nil && caseIndex == nil && !report.interrupted && slice == nil {
-            let forged = summary.forgeries
-            if unsigned { print("forgeries: not checked (--unsigned)") } else { print(Self.forgeryLine(forged)) }
-            let missing = report.coverage.missingFamilies
-            if !missing.isEmpty { print("not exercised: \(missing.joined(separator: ", "))") }
-        }
-        if let json { try writeResults("the JSON report", to: json) { try JSONFormat.write(summary, to: json) } }
         if let junit {
             try writeResults("the JUnit report", to: junit) {
-                try Reports.junit(summary).write(toFile: junit, atomically: true, encoding: .utf8)
+                try Reports.junit(result.summary).write(toFile: junit, atomically: true, encoding: .utf8)
             }
         }
-        if !failures.isEmpty { throw ExitCode(Exit.validatorFailure) }
-        if !discrepancies.isEmpty { throw ExitCode(Exit.discrepancy) }
-        if report.interrupted { throw ExitCode(130) }
-    }
-
-    /// Sent classes all rejected, and separately those never sent (the property mix or the catalog had no room for
-    /// them): a class that was not sent did not fail.
-    static func forgeryLine(_ forged: [Reports.ForgerySummary]) -> String {
-        let sent = forged.filter { $0.sent > 0 }
-        let accepted = sent.filter { !$0.rejected }.map(\.name)
-        var line =
-            "forgeries: \(sent.count - accepted.count)/\(sent.count) classes sent were all rejected (\(sent.map(\.sent).reduce(0, +)) forged artifacts)"
-        if !accepted.isEmpty { line += "; NOT all rejected: " + accepted.joined(separator: ", ") }
-        let unsent = forged.filter { $0.sent == 0 }.map(\.name)
-        if !unsent.isEmpty {
-            line +=
-                "; not sent in this run: "
-                + (unsent.count == forged.count ? "all \(unsent.count) classes" : unsent.joined(separator: ", "))
+        switch result.verdict {
+        case .pass: return
+        case .validatorFailure: throw ExitCode(Exit.validatorFailure)
+        case .discrepancy: throw ExitCode(Exit.discrepancy)
+        case .interrupted: throw ExitCode(130)
         }
-        return line
     }
 
     var catalogArgs: String {
@@ -314,11 +201,4 @@ struct Check: ParsableCommand {
         if unsigned { s += " --unsigned" }
         return s
     }
-}
-
-func render(_ s: Reports.DiscrepancySummary, headline: String) -> String {
-    var lines = [headline, s.timeline, "  expected: \(s.expected)", "  observed: \(s.observed)"]
-    lines += s.differences.map { "    - \($0)" }
-    lines.append("  replay:   \(s.replay)")
-    return lines.joined(separator: "\n")
 }

@@ -165,7 +165,7 @@ struct Load: ParsableCommand {
     static func printSummary(_ r: LoadResults) {
         let s = r.summary
         print(
-            "\(s.profile): \(s.requests) requests in \(String(format: "%.1f", s.durationSeconds)) s = \(Int(s.throughputPerSecond))/s; latency p50 \(Self.ms(s.latencyMicros["p50"])) p99 \(Self.ms(s.latencyMicros["p99"])) p99.9 \(Self.ms(s.latencyMicros["p99.9"])) max \(Self.ms(s.latencyMicros["max"])) (uncorrected p99 \(Self.ms(s.uncorrectedLatencyMicros["p99"]))); errors \(s.errors.isEmpty ? "none" : s.errors.map { "\($0.key) \($0.value)" }.sorted().joined(separator: ", ")); dropped \(s.dropped); answers checked against the oracle \(s.answersChecked ?? 0)"
+            "\(s.profile): \(s.requests) requests in \(String(format: "%.1f", s.durationSeconds)) s = \(Int(s.throughputPerSecond))/s; latency p50 \(LoadResults.milliseconds(s.latencyMicros["p50"])) p99 \(LoadResults.milliseconds(s.latencyMicros["p99"])) p99.9 \(LoadResults.milliseconds(s.latencyMicros["p99.9"])) max \(LoadResults.milliseconds(s.latencyMicros["max"])) (uncorrected p99 \(LoadResults.milliseconds(s.uncorrectedLatencyMicros["p99"]))); errors \(s.errors.isEmpty ? "none" : s.errors.map { "\($0.key) \($0.value)" }.sorted().joined(separator: ", ")); dropped \(s.dropped); answers checked against the oracle \(s.answersChecked ?? 0)"
         )
         for t in s.thresholds {
             print("  \(t.passed ? "pass" : "FAIL")  \(t.rule)  (observed \(String(format: "%.4g", t.observed)))")
@@ -218,5 +218,4 @@ struct Load: ParsableCommand {
         }
     }
 
-    static func ms(_ us: UInt64?) -> String { String(format: "%.2f ms", Double(us ?? 0) / 1000) }
 }

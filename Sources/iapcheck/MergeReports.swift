@@ -72,7 +72,7 @@ struct MergeReports: ParsableCommand {
         )
         for d in s.discrepancies {
             print(
-                render(
+                TextReport.discrepancy(
                     d,
                     headline: "FAIL \(d.property)"
                         + (d.caseIndex.map { " (case \($0))" } ?? " (corpus \(d.corpusFile ?? "?"))")))
@@ -84,7 +84,7 @@ struct MergeReports: ParsableCommand {
             "\(s.validator): \(s.passed)/\(s.cases) cases passed, \(s.questions) questions, corpus \(s.corpus.replayed) replayed"
         )
         if s.discrepancies.isEmpty && s.validatorFailures.isEmpty {
-            print(Check.forgeryLine(s.forgeries))
+            print(TextReport.forgeryLine(s.forgeries))
             let missing = s.coverage.missingFamilies
             if result.complete && !missing.isEmpty { print("not exercised: \(missing.joined(separator: ", "))") }
         }

@@ -4,8 +4,9 @@ import IAPConformance
 import IAPModel
 import IAPMutants
 
-struct Mutants: ParsableCommand {
+struct MutantsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "mutants",
         abstract:
             "Run every mutant (a reference validator with one real-world bug) and report which the harness catches.",
         discussion: """
@@ -59,21 +60,17 @@ struct Mutants: ParsableCommand {
 
     func run() throws {
         if list {
-            func row(_ name: String, _ pitfall: String, _ description: String) -> String {
-                name.padding(toLength: 36, withPad: " ", startingAt: 0) + " "
-                    + pitfall.padding(toLength: 4, withPad: " ", startingAt: 0) + " " + description
-            }
-            for m in IAPMutants.Mutants.all { print(row(m.name, m.pitfall, m.description)) }
-            for m in BackendMutant.all { print(row(m.name, m.pitfall, m.description)) }
+            for m in Mutants.all { print(TextReport.mutantListing(m.name, m.pitfall, m.description)) }
+            for m in BackendMutant.all { print(TextReport.mutantListing(m.name, m.pitfall, m.description)) }
             print("J numbers: the real-world mistakes, with their public sources, in docs/mistakes.md.")
             return
         }
         guard cases >= 1 else { throw ValidationError("--cases must be at least 1, not \(cases)") }
         let (catalog, policy) = try options.loadOrExit()
-        var entries = IAPMutants.Mutants.all
+        var entries = Mutants.all
         var backendEntries = BackendMutant.all
         if !only.isEmpty {
-            for n in only where IAPMutants.Mutants.named(n) == nil && BackendMutant.named(n) == nil {
+            for n in only where Mutants.named(n) == nil && BackendMutant.named(n) == nil {
                 throw ValidationError("no mutant named \"\(n)\"; `iapcheck mutants --list` lists them")
             }
             entries = entries.filter { only.contains($0.name) }
@@ -95,62 +92,47 @@ struct Mutants: ParsableCommand {
         opts.shrinkBudget.maxAttempts = shrinkAttempts
         opts.shrinkBudget.maxSeconds = shrinkSeconds ?? .infinity
         // Each mutant is one deterministic run on one thread; several run at once and rows print in list order.
-        let results = MutantResults(count: entries.count)
-        let workers = max(1, min(try resolveJobs(jobs, for: "reference"), entries.count))
-        let list = entries
-        let group = DispatchGroup()
-        for _ in 0..<workers {
-            group.enter()
-            let t = Thread { [opts] in
-                defer { group.leave() }
-                while let k = results.take() {
-                    let v = list[k].make()
-                    results.put(k, (Checker(options: opts, validator: v).run(), v.name))
-                }
-            }
-            t.stackSize = 8 << 20
-            t.start()
-        }
+        var run = MutantsRun(options: opts)
+        run.jobs = try resolveJobs(jobs, for: "reference")
         var rows: [Reports.MutantSummary] = []
-        print("mutant                               killed  cases  shrunk  property")
-        for (k, m) in entries.enumerated() {
-            let (report, foundWith) = results.wait(k)
-            let f = report.failure
-            rows.append(Self.row(m.name, m.description, m.pitfall, report))
-            if let dir = saveCorpus, let f, let d = f.discrepancy {
-                try IAPConformance.Corpus.save(
+        print(TextReport.mutantsHeader)
+        try run.run(
+            entries.map { m in .init(name: m.name, description: m.description, pitfall: m.pitfall, make: m.make) }
+        ) {
+            row, report, foundWith in
+            print(TextReport.mutantRow(row))
+            rows.append(row)
+            if let dir = saveCorpus, let f = report.failure, let d = f.discrepancy {
+                try Corpus.save(
                     CorpusCase(
                         foundWith: foundWith, seed: options.seed, caseIndex: f.caseIndex, failure: d, testCase: f.shrunk
                     ), in: dir)
             }
         }
-        group.wait()
         var setupFailures = 0
         for m in backendEntries {
             guard let backend else {
                 print(
-                    "\(m.name.padding(toLength: 36, withPad: " ", startingAt: 0)) skipped: the example backend is not built (swift build --product iapcheck-example-backend)"
-                )
+                    TextReport.mutantLine(
+                        m.name,
+                        "skipped: the example backend is not built (swift build --product iapcheck-example-backend)"))
                 continue
             }
             let report: CheckReport
             do { report = try m.run(opts, backend: backend) } catch {
                 setupFailures += 1
-                print("\(m.name.padding(toLength: 36, withPad: " ", startingAt: 0)) ERROR  \(error)")
+                print(TextReport.mutantLine(m.name, "ERROR  \(error)"))
                 continue
             }
             let f = report.failure
-            rows.append(Self.row(m.name, m.description, m.pitfall, report))
+            let row = MutantsRun.summary(m.name, m.description, m.pitfall, report)
+            print(TextReport.mutantRow(row))
+            rows.append(row)
             // How it was caught: the backend's counterexample needs the backend, so it is not saved to a corpus.
             if let vf = f?.validatorFailure { print("    \(String(vf.description.prefix(300)))") }
             if let d = f?.discrepancy { print("    \(d.differences.first ?? d.observed)") }
         }
-        let sizes = rows.compactMap(\.shrunkEvents).sorted()
-        let median: Double? =
-            sizes.isEmpty
-            ? nil
-            : sizes.count % 2 == 1
-                ? Double(sizes[sizes.count / 2]) : Double(sizes[sizes.count / 2 - 1] + sizes[sizes.count / 2]) / 2
+        let median = MutantsRun.medianShrunk(rows)
         let killed = rows.filter(\.killed).count
         print(
             "killed \(killed)/\(rows.count); median shrunk counterexample \(median.map { String(format: "%.1f", $0) } ?? "-") actions"
@@ -164,59 +146,4 @@ struct Mutants: ParsableCommand {
         if killed < rows.count { throw ExitCode(Exit.discrepancy) }
         if setupFailures > 0 { throw ExitCode(Exit.validatorFailure) }
     }
-}
-
-extension Mutants {
-    /// One mutant's row of the table, printed as it is made.
-    static func row(_ name: String, _ description: String, _ pitfall: String, _ report: CheckReport)
-        -> Reports.MutantSummary
-    {
-        let f = report.failure
-        let row = Reports.MutantSummary(
-            name: name, description: description, pitfall: pitfall, killed: f != nil,
-            casesToKill: f.map { $0.caseIndex + 1 }, shrunkEvents: f?.shrunk.actionCount,
-            property: f?.discrepancy?.property.rawValue ?? f?.validatorFailure.map { _ in "validator-health" },
-            seconds: report.seconds)
-        print(
-            "\(name.padding(toLength: 36, withPad: " ", startingAt: 0)) \((row.killed ? "yes" : "NO").padding(toLength: 6, withPad: " ", startingAt: 0)) \(String(row.casesToKill.map(String.init) ?? "-").leftPad(5))  \(String(row.shrunkEvents.map(String.init) ?? "-").leftPad(6))  \(row.property ?? "-")"
-        )
-        return row
-    }
-}
-
-/// Mutant runs handed out to worker threads and collected in list order.
-///
-/// Sendable: `next` and `results` change under `condition` only.
-final class MutantResults: @unchecked Sendable {
-    private let condition = NSCondition()
-    private var next = 0
-    private let count: Int
-    private var results: [Int: (CheckReport, String)] = [:]
-    init(count: Int) { self.count = count }
-
-    func take() -> Int? {
-        condition.lock()
-        defer { condition.unlock() }
-        guard next < count else { return nil }
-        next += 1
-        return next - 1
-    }
-
-    func put(_ k: Int, _ r: (CheckReport, String)) {
-        condition.lock()
-        results[k] = r
-        condition.broadcast()
-        condition.unlock()
-    }
-
-    func wait(_ k: Int) -> (CheckReport, String) {
-        condition.lock()
-        defer { condition.unlock() }
-        while results[k] == nil { condition.wait() }
-        return results.removeValue(forKey: k)!
-    }
-}
-
-extension String {
-    func leftPad(_ n: Int) -> String { count >= n ? self : String(repeating: " ", count: n - count) + self }
 }

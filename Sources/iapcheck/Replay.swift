@@ -27,7 +27,7 @@ struct Replay: ParsableCommand {
         for f in files.isEmpty ? ["Corpus"] : files {
             var isDir: ObjCBool = false
             if FileManager.default.fileExists(atPath: f, isDirectory: &isDir), isDir.boolValue {
-                paths += IAPConformance.Corpus.files(in: f)
+                paths += Corpus.files(in: f)
             } else {
                 paths.append(f)
             }
@@ -36,7 +36,7 @@ struct Replay: ParsableCommand {
         for path in paths {
             let saved: CorpusCase
             do {
-                saved = try IAPConformance.Corpus.load(path: path)
+                saved = try Corpus.load(path: path)
             } catch {
                 throw fail("error: \(error)", code: Exit.usage)
             }
@@ -52,7 +52,7 @@ struct Replay: ParsableCommand {
                     let s = Reports.summary(
                         of: d, saved.testCase, caseIndex: saved.caseIndex, corpusFile: path,
                         replay: "iapcheck replay \(path) --validator \(validator)")
-                    print(render(s, headline: "  \(v.name) disagrees with the oracle"))
+                    print(TextReport.discrepancy(s, headline: "  \(v.name) disagrees with the oracle"))
                 }
             case .validatorFailed(let f, _):
                 print("VALIDATOR FAILURE \(path): \(f)")

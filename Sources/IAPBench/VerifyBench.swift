@@ -1,0 +1,112 @@
+import Crypto
+import Dispatch
+import Foundation
+import IAPModel
+import IAPReference
+import IAPSigning
+import IAPValidatorAPI
+import IAPVerification
+
+/// `iapcheck bench verify`: the reference's JWS verification (warm chain cache, and none) beside raw P-256 ECDSA
+/// verification of the same signing inputs, on one thread and on several, in one run.
+public enum VerifyBench {
+    public struct Row: Codable, Sendable {
+        public var name: String
+        public var threads: Int
+        public var opsPerSecond: Double
+        public var microsecondsPerOp: Double
+    }
+
+    /// Measures each path for `seconds` over a pool of `tokens` StoreKit 2-shaped transactions signed by one leaf;
+    /// `emit` receives the table's lines and the warm-cache / raw ratios.
+    public static func run(seconds: Double, tokens: Int, threads: Int, emit: (String) -> Void) throws -> [Row] {
+        let pki = TestPKI.harness
+        let signer = JWSSigner(pki: pki)
+        let t0 = CivilTime.days(fromCivil: 2026, 3, 1) * CivilTime.msPerDay
+        let pool: [String] = (0..<tokens).map { i in
+            var tx = JWSTransactionDecodedPayload(
+                transactionId: String(2_000_000_000_000_000 + i),
+                originalTransactionId: String(2_000_000_000_000_000 + i),
+                webOrderLineItemId: String(3_000_000_000_000_000 + i), bundleId: Catalog.standard.bundleId,
+                productId: "pro.monthly",
+                subscriptionGroupIdentifier: "21000001", purchaseDate: t0 + Int64(i) * 1000,
+                originalPurchaseDate: t0,
+                expiresDate: t0 + 30 * CivilTime.msPerDay, quantity: 1, type: .autoRenewable,
+                appAccountToken: "a1b2c3d4-0000-4000-8000-000000000001", signedDate: t0 + Int64(i) * 1000,
+                environment: .production, transactionReason: .purchase)
+            tx.storefront = "USA"; tx.storefrontId = "143441"; tx.currency = "USD"; tx.price = 4990
+            tx.originalPurchaseDate = t0; tx.offerType = nil
+            return signer.sign(tx, signedDate: t0)  // one leaf: a warm cache holds one chain
+        }
+        // Raw: the same signing inputs and signatures, verified with the leaf key directly.
+        let key = pki.leaf(at: t0).key.publicKey
+        let raw: [(Data, [UInt8])] = pool.map { jws in
+            let parts = jws.split(separator: ".")
+            return (Data("\(parts[0]).\(parts[1])".utf8), Base64URL.decode(parts[2])!)
+        }
+        emit(
+            "token: \(pool[0].utf8.count) bytes, x5c of 3 (P-384 root and intermediate, P-256 leaf); pool of \(tokens)")
+        var rows: [Row] = []
+        func measure(_ name: String, threads n: Int, _ makeOp: @escaping @Sendable () -> @Sendable (Int) -> Bool) {
+            let deadline = Measure.now() + UInt64(seconds * 1e9)
+            // Safe: thread k writes only `counts[k]`; they are read after every thread has joined.
+            nonisolated(unsafe) let counts = UnsafeMutableBufferPointer<Int>.allocate(capacity: n)
+            counts.initialize(repeating: 0)
+            let start = Measure.now()
+            DispatchQueue.concurrentPerform(iterations: n) { w in
+                let op = makeOp()
+                var i = w * 7919, done = 0
+                while Measure.now() < deadline {
+                    for _ in 0..<64 {
+                        precondition(op(i), "\(name): verification failed")
+                        i += 1
+                    }
+                    done += 64
+                }
+                counts[w] = done
+            }
+            let elapsed = Measure.seconds(since: start)
+            let total = Double(counts.reduce(0, +))
+            counts.deallocate()
+            let ops = total / elapsed
+            rows.append(Row(name: name, threads: n, opsPerSecond: ops, microsecondsPerOp: 1e6 * Double(n) / ops))
+            emit(
+                "\(name.column(44)) \(String(n).leftPad(2)) thread\(n == 1 ? " " : "s") \(String(Int(ops)).leftPad(8)) ops/s  \(String(format: "%7.1f", 1e6 * Double(n) / ops)) µs/op"
+            )
+        }
+        let reference = ReferenceValidator()
+        try reference.reset(ValidatorConfig(catalog: .standard, policy: .default, trustedRoots: pki.trustedRoots))
+        let warm = reference.verifier  // the reference validator's own verifier, shared by the threads
+        var coldOptions = SignedDataVerifier.Options()
+        coldOptions.cacheChains = false
+        let cold = SignedDataVerifier(trustedRoots: pki.trustedRoots, options: coldOptions)
+        let poolCount = pool.count
+        let p = pool, r = raw
+        for n in Set([1, max(1, threads)]).sorted() {
+            measure("raw P-256 ECDSA verify (same signing input)", threads: n) {
+                { i in
+                    let (input, sig) = r[i % poolCount]
+                    return key.isValidSignature(try! P256.Signing.ECDSASignature(rawRepresentation: sig), for: input)
+                }
+            }
+            measure("reference verify, warm chain cache", threads: n) {
+                { i in
+                    (try? warm.verify(p[i % poolCount], as: JWSTransactionDecodedPayload.self) { $0.signedDate }.get())
+                        != nil
+                }
+            }
+            measure("reference verify, no cache", threads: n) {
+                { i in
+                    (try? cold.verify(p[i % poolCount], as: JWSTransactionDecodedPayload.self) { $0.signedDate }.get())
+                        != nil
+                }
+            }
+        }
+        for n in Set([1, max(1, threads)]).sorted() {
+            let rawOps = rows.first { $0.threads == n && $0.name.hasPrefix("raw") }!.opsPerSecond
+            let warmOps = rows.first { $0.threads == n && $0.name.contains("warm") }!.opsPerSecond
+            emit("ratio warm-cache / raw, \(n) thread\(n == 1 ? "" : "s"): \(String(format: "%.2f", warmOps / rawOps))")
+        }
+        return rows
+    }
+}

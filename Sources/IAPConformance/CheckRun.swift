@@ -1,0 +1,152 @@
+import Foundation
+import IAPModel
+import IAPSimulator
+import IAPValidatorAPI
+
+/// One `iapcheck check` as a library call: the saved counterexamples of the corpus replayed, the seeded cases run
+/// (``Checker``), a new counterexample saved, and everything summarised in one ``CheckRunReport``. The command line
+/// only parses options, prints the text this emits and writes the report's files.
+public struct CheckRun {
+    /// The validator as the user named it (`reference`, `mutant:NAME`, `exec:'…'`): replay commands name it so.
+    public var validatorSpec: String
+    /// The options that select the same cases again (catalog, policy, size, faults, properties), each with a
+    /// leading space, appended to every replay command.
+    public var selectionArguments = ""
+    /// The corpus directory: replayed first, and where a new counterexample is saved. Nil: neither.
+    public var corpus: String?
+    /// Save a new counterexample to the corpus (off for deliberate mutants: their failures are the point).
+    public var savesCounterexamples = true
+    public var checker: Checker
+
+    public init(validatorSpec: String, checker: Checker) {
+        self.validatorSpec = validatorSpec
+        self.checker = checker
+    }
+
+    /// A saved counterexample that cannot be read: the corpus is configuration, so this is a usage error.
+    public struct UnreadableCorpus: Error, CustomStringConvertible {
+        public var error: ConfigError
+        public var description: String { "corpus file is unreadable: \(error)" }
+    }
+
+    /// Runs the check; `emit` receives the report's text lines as they are found (corpus failures before the run,
+    /// the counterexample and the summary line after it).
+    public func run(emit: (String) -> Void) throws(UnreadableCorpus) -> CheckRunReport {
+        let options = checker.options
+        let v = checker.validator
+        let rerun =
+            "iapcheck check --validator '\(validatorSpec)' --seed \(options.seed)"
+
+        // 1. The corpus: every saved counterexample must pass.
+        var replayed = 0
+        var corpusFailures: [Reports.DiscrepancySummary] = []
+        var failures: [Reports.ValidatorFailureSummary] = []
+        if let corpus, options.onlyCase == nil {
+            for file in Corpus.files(in: corpus) {
+                let saved: CorpusCase
+                do { saved = try Corpus.load(path: file) } catch { throw UnreadableCorpus(error: error) }
+                replayed += 1
+                switch CaseRunner.run(saved.testCase, against: v) {
+                case .passed: continue
+                case .discrepancy(let d):
+                    let s = Reports.summary(
+                        of: d, saved.testCase, caseIndex: nil, corpusFile: file,
+                        replay: "iapcheck replay \(file) --validator \(validatorSpec)")
+                    corpusFailures.append(s)
+                    emit(TextReport.discrepancy(s, headline: "FAIL \(d.property.rawValue) (corpus \(file))"))
+                case .validatorFailed(let f, _):
+                    failures.append(.init(f, caseIndex: nil))
+                    emit("VALIDATOR FAILURE \(f) (corpus \(file))")
+                }
+            }
+        }
+
+        // 2. New cases.
+        let report = checker.run()
+        var discrepancies = corpusFailures
+        if let failure = report.failure, let flaky = failure.flaky {
+            emit(
+                "FLAKY \(failure.property.rawValue): the shrunk case gave different outcomes in \(flaky.runs) replays:")
+            for o in flaky.outcomes { emit("    \(o)") }
+        }
+        if report.interrupted {
+            emit(
+                "INTERRUPTED after \(report.cases) of \(options.caseRange.count) cases, all passed; the same run again: iapcheck check --validator '\(validatorSpec)' --seed \(options.seed) --cases \(options.cases)\(selectionArguments)\(options.shard.map { " --shard \($0)" } ?? "")"
+            )
+        }
+        if let f = report.failure {
+            let rerunCase = "\(rerun) --case \(f.caseIndex)\(selectionArguments)"
+            if let d = f.discrepancy {
+                var file: String?
+                if let corpus, savesCounterexamples {
+                    file = try? Corpus.save(
+                        CorpusCase(
+                            foundWith: v.name, seed: options.seed, caseIndex: f.caseIndex, failure: d,
+                            testCase: f.shrunk), in: corpus)
+                }
+                let replay = file.map { "iapcheck replay \($0) --validator \(validatorSpec)" } ?? rerunCase
+                let s = Reports.summary(of: d, f.shrunk, caseIndex: f.caseIndex, corpusFile: file, replay: replay)
+                discrepancies.append(s)
+                emit(
+                    TextReport.discrepancy(
+                        s,
+                        headline:
+                            "FAIL \(f.property.rawValue): \(v.name) disagrees with the oracle (case \(f.caseIndex) of seed \(options.seed); shrunk from \(f.originalActions) to \(f.shrunk.actionCount) actions in \(f.shrinkAttempts) attempts)"
+                            + (d.property != f.property
+                                ? "\n  (the difference shows before any of this property's perturbations: plain \(d.property.rawValue))"
+                                : "")))
+                if file != nil { emit("  rerun:    \(rerunCase)  (the unshrunk case)") }
+            } else if let vf = f.validatorFailure {
+                failures.append(.init(vf, caseIndex: f.caseIndex))
+                emit("VALIDATOR FAILURE \(vf) in case \(f.caseIndex)")
+                emit(Timeline.render(f.shrunk, failingStep: f.failingStep))
+                for line in vf.transcript.suffix(10) { emit("    \(line)") }
+                emit("  rerun:    \(rerunCase)")
+            }
+        }
+
+        var summary = Reports.CheckSummary(
+            validator: v.name, seed: options.seed, cases: report.cases, passed: report.passed,
+            questions: report.questions, seconds: report.seconds,
+            corpus: Reports.CorpusSummary(replayed: replayed, failed: corpusFailures.compactMap(\.corpusFile)),
+            discrepancies: discrepancies, validatorFailures: failures, coverage: report.coverage)
+        summary.forgeries = Reports.ForgerySummary.all(report.forgeries)
+        summary.interrupted = report.interrupted
+        if options.onlyCase == nil {
+            summary.run = RunIdentity(
+                seed: options.seed, totalCases: options.cases, properties: checker.properties.map(\.rawValue),
+                policy: options.policy, catalog: options.catalog, drawsCatalogs: options.drawsCatalogs,
+                signed: options.signed, shard: options.shard ?? Shard(index: 0, count: 1))
+            if options.maxSize != HistoryGenerator.defaultMaxSize { summary.run?.maxSize = options.maxSize }
+        }
+
+        let rate = Double(report.cases) / max(report.seconds, 1e-9)
+        emit(
+            "\(v.name): \(report.passed)/\(report.cases) cases passed, \(report.questions) questions, corpus \(replayed) replayed, \(String(format: "%.1f", report.seconds)) s (\(Int(rate)) cases/s)"
+        )
+        if report.failure == nil && options.onlyCase == nil && !report.interrupted && options.shard == nil {
+            emit(options.signed ? TextReport.forgeryLine(summary.forgeries) : "forgeries: not checked (--unsigned)")
+            let missing = report.coverage.missingFamilies
+            if !missing.isEmpty { emit("not exercised: \(missing.joined(separator: ", "))") }
+        }
+        return CheckRunReport(summary: summary, report: report)
+    }
+}
+
+/// What a ``CheckRun`` found: the summary that `--json` and `--junit` render, and its verdict.
+public struct CheckRunReport: Sendable {
+    public var summary: Reports.CheckSummary
+    /// The run of the generated cases (the counterexample, unrendered).
+    public var report: CheckReport
+
+    public enum Verdict: Sendable, Equatable {
+        case pass, discrepancy, validatorFailure, interrupted
+    }
+
+    /// A validator that failed as a program outranks a discrepancy, which outranks an interrupted run.
+    public var verdict: Verdict {
+        if !summary.validatorFailures.isEmpty { return .validatorFailure }
+        if !summary.discrepancies.isEmpty { return .discrepancy }
+        return report.interrupted ? .interrupted : .pass
+    }
+}

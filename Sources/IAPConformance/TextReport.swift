@@ -1,0 +1,61 @@
+import Foundation
+import IAPModel
+
+/// The text renderings of reports that the commands print: a discrepancy with its timeline and replay command, and
+/// the forgery line of a passing run. (JSON: ``JSONFormat``; JUnit: ``Reports/junit(_:)``; HTML:
+/// ``CertificationHTML``.)
+public enum TextReport {
+    /// A discrepancy under `headline`: the shrunk timeline, expected and observed answers, each difference, replay.
+    public static func discrepancy(_ s: Reports.DiscrepancySummary, headline: String) -> String {
+        var lines = [headline, s.timeline, "  expected: \(s.expected)", "  observed: \(s.observed)"]
+        lines += s.differences.map { "    - \($0)" }
+        lines.append("  replay:   \(s.replay)")
+        return lines.joined(separator: "\n")
+    }
+
+    /// Sent classes all rejected, and separately those never sent (the property mix or the catalog had no room for
+    /// them): a class that was not sent did not fail.
+    public static func forgeryLine(_ forged: [Reports.ForgerySummary]) -> String {
+        let sent = forged.filter { $0.sent > 0 }
+        let accepted = sent.filter { !$0.rejected }.map(\.name)
+        var line =
+            "forgeries: \(sent.count - accepted.count)/\(sent.count) classes sent were all rejected (\(sent.map(\.sent).reduce(0, +)) forged artifacts)"
+        if !accepted.isEmpty { line += "; NOT all rejected: " + accepted.joined(separator: ", ") }
+        let unsent = forged.filter { $0.sent == 0 }.map(\.name)
+        if !unsent.isEmpty {
+            line +=
+                "; not sent in this run: "
+                + (unsent.count == forged.count ? "all \(unsent.count) classes" : unsent.joined(separator: ", "))
+        }
+        return line
+    }
+}
+
+extension TextReport {
+    /// The header of the `mutants` table.
+    public static let mutantsHeader = "mutant                               killed  cases  shrunk  property"
+
+    /// A line of the mutants table: a name, then text, aligned under the header.
+    public static func mutantLine(_ name: String, _ rest: String) -> String { name.column(36) + " " + rest }
+
+    /// A mutant's row of the `mutants` table.
+    public static func mutantRow(_ row: Reports.MutantSummary) -> String {
+        mutantLine(
+            row.name,
+            "\((row.killed ? "yes" : "NO").column(6)) \(String(row.casesToKill.map(String.init) ?? "-").leftPad(5))  \(String(row.shrunkEvents.map(String.init) ?? "-").leftPad(6))  \(row.property ?? "-")"
+        )
+    }
+
+    /// A line of `mutants --list`: name, mistake number, description.
+    public static func mutantListing(_ name: String, _ pitfall: String, _ description: String) -> String {
+        mutantLine(name, pitfall.column(4) + " " + description)
+    }
+}
+
+extension String {
+    /// The string right-aligned in `n` columns (longer strings stay whole).
+    public func leftPad(_ n: Int) -> String { count >= n ? self : String(repeating: " ", count: n - count) + self }
+
+    /// The string left-aligned in `n` columns, cut at `n`.
+    public func column(_ n: Int) -> String { padding(toLength: n, withPad: " ", startingAt: 0) }
+}

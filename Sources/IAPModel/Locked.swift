@@ -1,0 +1,27 @@
+import Synchronization
+
+/// iapcheck's one lock primitive: a value that threads share, behind a `Synchronization.Mutex`. A class, so closures
+/// and threads can hold it (a `Mutex` itself cannot be copied or captured); `Sendable` because the mutex is the only
+/// way to reach the value.
+public final class Locked<Value>: Sendable {
+    private let mutex: Mutex<Value>
+
+    public init(_ value: sending Value) { mutex = Mutex(value) }
+
+    /// Runs `body` with the value, the lock held.
+    public func withLock<Result, E: Error>(_ body: (inout sending Value) throws(E) -> sending Result) throws(E)
+        -> sending Result
+    {
+        try mutex.withLock(body)
+    }
+}
+
+extension Locked where Value: Sendable {
+    /// A copy of the value, taken under the lock.
+    public var value: Value { withLock { $0 } }
+}
+
+extension Locked where Value == Int {
+    /// Adds `n` (a counter shared by threads).
+    public func add(_ n: Int) { withLock { $0 += n } }
+}

@@ -1,0 +1,93 @@
+import ArgumentParser
+import IAPModel
+import IAPSimulator
+
+/// Options shared by the commands that build cases.
+struct CaseOptions: ParsableArguments {
+    @Option(
+        name: .long,
+        help: """
+            Catalog: an iapcheck catalog JSON, an Xcode .storekit file, or `builtin` (the built-in catalog). \
+            Default: every case draws its own catalog (groups, levels, durations, offers, family sharing), the built-in \
+            catalog being one of the draws; see docs/catalog.md.
+            """)
+    var catalog: String?
+
+    @Option(
+        name: .long,
+        help:
+            "The app's bundle id: required with a .storekit catalog (it has none of its own); overrides an iapcheck catalog's."
+    )
+    var bundleId: String?
+
+    @Option(
+        name: .long, help: "Policy file (JSON) for the ambiguous points of Apple's semantics; see docs/policies.md.")
+    var policy: String?
+
+    @Option(name: .long, help: "Seed of the run; the same seed and version reproduce the same cases.")
+    var seed: UInt64 = 1
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            """
+            Largest case of the long tail: the most periods one "time passes" action renews and the most purchases one \
+            spree makes. Cases start small and grow; one in ten may reach this size, the rest stay at 8 or less \
+            (default 72, a monthly subscriber of six years; 8 keeps every case small).
+            """, valueName: "N"))
+    var maxSize: Int = HistoryGenerator.defaultMaxSize
+
+    /// No catalog was given: each case draws its own, with the built-in catalog (and `--bundle-id`) as its base.
+    var drawsCatalogs: Bool { catalog == nil }
+
+    /// The options that select the same catalog and policy again, for replay commands.
+    var selectionArguments: String {
+        var s = ""
+        if let catalog { s += " --catalog \(catalog)" }
+        if let bundleId { s += " --bundle-id \(bundleId)" }
+        if let policy { s += " --policy \(policy)" }
+        if maxSize != HistoryGenerator.defaultMaxSize { s += " --max-size \(maxSize)" }
+        return s
+    }
+
+    /// The catalog and policy, or exit code 2 with every problem named.
+    func loadOrExit() throws -> (Catalog, Policy) {
+        guard maxSize >= 1 else { throw fail("error: --max-size must be at least 1", code: Exit.usage) }
+        do {
+            return try load()
+        } catch {
+            throw fail("error: \(error)", code: Exit.usage)
+        }
+    }
+
+    func load() throws(ConfigError) -> (Catalog, Policy) {
+        try Self.load(catalog: catalog, bundleId: bundleId, policy: policy)
+    }
+
+    /// The catalog and policy named by these options (any command that takes them).
+    static func load(catalog: String?, bundleId: String?, policy: String? = nil) throws(ConfigError) -> (
+        Catalog, Policy
+    ) {
+        var defaults = Catalog.standard
+        if let b = bundleId { defaults.bundleId = b }
+        let catalogPath = catalog
+        var catalog = defaults
+        if let path = catalogPath, path != "builtin" {
+            catalog = try CatalogLoader.load(path: path, defaults: defaults)
+            // A .storekit file names no app: checking it under a made-up bundle id would test the wrong thing.
+            if bundleId == nil && CatalogLoader.isStoreKit(path: path) {
+                throw ConfigError(
+                    file: path,
+                    problems: [
+                        .init(
+                            key: "bundleId",
+                            message: "a .storekit file has no bundle id; give the app's with --bundle-id com.your.app")
+                    ])
+            }
+        }
+        if let b = bundleId { catalog.bundleId = b }
+        var loaded = Policy.default
+        if let path = policy { loaded = try Policy.load(path: path) }
+        return (catalog, loaded)
+    }
+}

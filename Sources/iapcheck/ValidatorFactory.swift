@@ -1,0 +1,110 @@
+import ArgumentParser
+import Foundation
+import IAPHTTP
+import IAPModel
+import IAPMutants
+import IAPReference
+import IAPSigning
+import IAPStore
+import IAPSubprocess
+import IAPValidatorAPI
+
+/// `--jobs`: as asked, or one per core for validators that live in this process. A program (`exec:`) runs N copies
+/// only when asked, since copies of a correct validator that share a file would fail each other; an `http:` target is
+/// one backend, so one job.
+func resolveJobs(_ asked: Int?, for spec: String) throws -> Int {
+    let inProcess = spec == "reference" || spec.hasPrefix("mutant:") || spec.hasPrefix("variant:")
+    if let asked {
+        guard asked >= 1 else { throw ValidationError("--jobs must be at least 1") }
+        if asked > 1 && spec.hasPrefix("http:") {
+            throw ValidationError("--jobs > 1 is not available for http: targets (one backend, one job)")
+        }
+        return asked
+    }
+    return inProcess ? max(1, ProcessInfo.processInfo.activeProcessorCount) : 1
+}
+
+func makeValidator(_ spec: String, timeout: Double = 5, faults: FaultProfile = FaultProfile()) throws -> any Validator {
+    if spec == "reference" { return ReferenceValidator() }
+    if spec.hasPrefix("http:") {
+        let path = String(spec.dropFirst("http:".count))
+        do {
+            let target = try HTTPValidator.Target.load(path: path)
+            var store: MockAppStore?
+            if let settings = target.store {
+                store = try startStore(settings, for: target)
+                store?.faults = faults
+            }
+            if (faults.webhook5xxEvery != nil || faults.storeDelayMillis != nil) && store == nil {
+                throw ValidationError(
+                    "faults webhook-5xx and slow-store act in the mock App Store: \(path) has no \"store\" section")
+            }
+            return try HTTPValidator.make(
+                target: target, name: "http:\(target.host):\(target.port)", timeout: timeout, store: store,
+                faults: faults)
+        } catch let e as ValidationError {
+            throw e
+        } catch let e as ValidatorFailure {
+            throw fail("error: \(e.message)", code: Exit.validatorFailure)
+        } catch {
+            throw fail("error: \(error)", code: Exit.usage)
+        }
+    }
+    if faults.resetEvery != nil || faults.webhook5xxEvery != nil || faults.storeDelayMillis != nil {
+        throw ValidationError(
+            "faults reset, webhook-5xx and slow-store need an http: target (they act on HTTP connections and the mock App Store)"
+        )
+    }
+    if spec.hasPrefix("exec:") {
+        let command = String(spec.dropFirst("exec:".count))
+        guard !command.isEmpty else {
+            throw ValidationError("exec: needs a command, e.g. exec:'python3 my_validator.py'")
+        }
+        return SubprocessValidator(command: command, timeout: timeout)
+    }
+    if spec.hasPrefix("mutant:") {
+        let name = String(spec.dropFirst("mutant:".count))
+        guard let m = Mutants.named(name) else {
+            throw ValidationError("no mutant named \"\(name)\"; `iapcheck mutants --list` lists them")
+        }
+        return m.make()
+    }
+    if spec.hasPrefix("variant:") {
+        let name = String(spec.dropFirst("variant:".count))
+        guard let v = Variants.named(name) else {
+            throw ValidationError(
+                "no variant named \"\(name)\"; variants: \(Variants.all.map(\.name).joined(separator: ", "))")
+        }
+        return v.make()
+    }
+    throw ValidationError(
+        "unknown validator \"\(spec)\": use reference, variant:NAME, mutant:NAME, exec:'COMMAND' or http:TARGET.json")
+}
+
+/// `--faults LIST`, or a usage error naming the unknown fault.
+func parseFaults(_ text: String?) throws -> FaultProfile {
+    guard let text else { return FaultProfile() }
+    switch FaultProfile.parse(text) {
+    case .success(let f): return f
+    case .failure(let e): throw ValidationError(e.message)
+    }
+}
+
+/// The mock App Store an HTTP target asks for, started once per process on its port; TEST notifications are signed
+/// with the harness's PKI and posted to the target's notification route.
+func startStore(_ settings: StoreSettings, for target: HTTPValidator.Target?) throws -> MockAppStore {
+    let store = try MockAppStore.shared(settings)
+    if let target, let route = target.routes["notification"] {
+        store.webhook = (target.host, target.port, route.path, target.clockHeader)
+    }
+    store.testNotificationSigner = { now, catalog in
+        ArtifactRenderer(pki: TestPKI.harness, appAppleId: catalog.appAppleId).notification(
+            ResponseBodyV2DecodedPayload(
+                notificationType: .test, subtype: nil, notificationUUID: UUID().uuidString.lowercased(),
+                signedDate: now,
+                data: NotificationData(
+                    appAppleId: catalog.appAppleId, bundleId: catalog.bundleId, environment: catalog.environment,
+                    transactionInfo: nil, renewalInfo: nil, status: nil)))
+    }
+    return store
+}
