@@ -5,9 +5,7 @@ import IAPModel
 
 /// The backend's side of the App Store: the App Store Server API (with the ES256 JWT Apple requires) and the legacy
 /// verifyReceipt endpoint. Point it at Apple's hosts in production; iapcheck points it at its mock App Store.
-///
-/// Sendable: `settings` and `key` are immutable; the idle connections are taken and returned under `lock`.
-final class AppStoreClient: @unchecked Sendable {
+final class AppStoreClient: Sendable {
     struct Settings {
         var host = "127.0.0.1"
         var port = 8081
@@ -37,9 +35,18 @@ final class AppStoreClient: @unchecked Sendable {
 
     let settings: Settings
     let key: P256.Signing.PrivateKey?
-    private let lock = NSLock()
-    private var idle: [LoopbackHTTPClient] = []
-    private var cachedToken: (bundleId: String, token: String, expires: Int64)?
+    private let state = Locked(State())
+
+    /// The idle keep-alive connections, and the last API token made.
+    struct State {
+        var idle: [Connection] = []
+        var cachedToken: (bundleId: String, token: String, expires: Int64)?
+    }
+
+    /// An idle connection of the pool.
+    ///
+    /// Sendable: a connection is used by one thread at a time, the one that took it out of the pool.
+    struct Connection: @unchecked Sendable { let client: LoopbackHTTPClient }
 
     init(_ settings: Settings) throws {
         self.settings = settings
@@ -57,7 +64,7 @@ final class AppStoreClient: @unchecked Sendable {
             throw Failure.notConfigured("--api-key, --key-id and --issuer-id are needed for App Store Server API calls")
         }
         let now = Int64(Date().timeIntervalSince1970)
-        if let c = lock.withLock({ cachedToken }), c.bundleId == bundleId, c.expires - now > 300 { return c.token }
+        if let c = state.withLock({ $0.cachedToken }), c.bundleId == bundleId, c.expires - now > 300 { return c.token }
         struct Header: Encodable { let alg = "ES256"; let kid: String; let typ = "JWT" }
         struct Claims: Encodable {
             let iss: String; let iat: Int64; let exp: Int64; let aud = "appstoreconnect-v1"; let bid: String
@@ -68,7 +75,7 @@ final class AppStoreClient: @unchecked Sendable {
             [UInt8](try encoder.encode(Claims(iss: iss, iat: now, exp: now + 1200, bid: bundleId))))
         let signature = try key.signature(for: Data("\(h).\(c)".utf8))
         let token = "\(h).\(c).\(Base64URL.encode([UInt8](signature.rawRepresentation)))"
-        lock.withLock { cachedToken = (bundleId, token, now + 1200) }
+        state.withLock { $0.cachedToken = (bundleId, token, now + 1200) }
         return token
     }
 
@@ -79,11 +86,12 @@ final class AppStoreClient: @unchecked Sendable {
         try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global().async {
                 let client =
-                    self.lock.withLock { self.idle.popLast() }
+                    self.state.withLock { $0.idle.popLast() }?.client
                     ?? LoopbackHTTPClient(host: self.settings.host, port: self.settings.port, timeout: 10)
                 do {
                     let reply = try client.request(method, path, headers: headers, body: body)
-                    self.lock.withLock { self.idle.append(client) }
+                    let idle = Connection(client: client)
+                    self.state.withLock { $0.idle.append(idle) }
                     continuation.resume(returning: reply)
                 } catch {
                     continuation.resume(throwing: Failure.transport(path, "\(error)"))

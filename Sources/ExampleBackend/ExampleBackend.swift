@@ -77,20 +77,21 @@ struct Options {
 }
 
 /// The state: the reference validator behind a lock, and the SQLite journal every accepted request goes to first.
-///
-/// Sendable: the journal state (`unsaved`, `bundleId`) is touched under `lock`, or by the journal replay at start-up
-/// before any request is served; the rest is immutable or thread-safe itself.
-final class Backend: @unchecked Sendable {
+final class Backend: Sendable {
     let validator: LockedValidator
     let db: SQLiteConnection
     let ackBeforePersist: Bool
     let store: AppStoreClient
-    var unsaved: [String] = []
-    /// The app's bundle ID (from the last reset): the `bid` of App Store Server API tokens.
-    var bundleId = ""
-    let lock = NSLock()
+    let state = Locked(State())
 
-    init(db: SQLiteConnection, ackBeforePersist: Bool, store: AppStoreClient, logic: any Validator) {
+    struct State {
+        /// Accepted but not yet written (`--ack-before-persist` only).
+        var unsaved: [String] = []
+        /// The app's bundle ID (from the last reset): the `bid` of App Store Server API tokens.
+        var bundleId = ""
+    }
+
+    init(db: SQLiteConnection, ackBeforePersist: Bool, store: AppStoreClient, logic: sending any Validator) {
         self.validator = LockedValidator(logic)
         self.db = db
         self.ackBeforePersist = ackBeforePersist
@@ -98,60 +99,6 @@ final class Backend: @unchecked Sendable {
     }
 
     static let encoder = JSONEncoder()
-    static let decoder = JSONDecoder()
-
-    /// A journal row: what was accepted (or the reset), as one line of tab-separated fields — cheap to write on
-    /// the hot path (no JSON encoding of the signed artifacts, which are already text).
-    struct Record {
-        var reset: ValidatorConfig?
-        var delivery: SignedDelivery?
-        var now: Millis?
-
-        var line: String {
-            let t = String(now ?? 0)
-            if let reset {
-                return "R\t0\t" + String(decoding: (try? Backend.encoder.encode(reset)) ?? Data(), as: UTF8.self)
-            }
-            switch delivery {
-            case let .appTransaction(userId, jws, deviceTime)?:
-                return "A\t\(t)\t\(userId)\t\(deviceTime.map(String.init) ?? "-")\t\(jws)"
-            case .notification(let jws)?: return "N\t\(t)\t\(jws)"
-            case let .legacyReceipt(userId, body)?: return "L\t\(t)\t\(userId)\t\(body)"
-            case let d?:
-                return "S\t\(t)\t" + String(decoding: (try? Backend.encoder.encode(d)) ?? Data(), as: UTF8.self)
-            case nil: return ""
-            }
-        }
-
-        init(reset: ValidatorConfig? = nil, delivery: SignedDelivery? = nil, now: Millis? = nil) {
-            self.reset = reset
-            self.delivery = delivery
-            self.now = now
-        }
-
-        init?(line: String) {
-            let f = line.split(separator: "\t", maxSplits: 4, omittingEmptySubsequences: false).map(String.init)
-            guard f.count >= 3, let t = Millis(f[1]) else { return nil }
-            now = t
-            switch f[0] {
-            case "R":
-                guard let c = try? Backend.decoder.decode(ValidatorConfig.self, from: Data(f[2].utf8)) else {
-                    return nil
-                }; reset = c
-            case "A" where f.count == 5:
-                delivery = .appTransaction(userId: f[2], signedTransaction: f[4], deviceTime: Millis(f[3]))
-            case "N": delivery = .notification(signedPayload: f[2...].joined(separator: "\t"))
-            case "L" where f.count >= 4:
-                delivery = .legacyReceipt(userId: f[2], responseBody: f[3...].joined(separator: "\t"))
-            case "S":
-                guard
-                    let d = try? Backend.decoder.decode(
-                        SignedDelivery.self, from: Data(f[2...].joined(separator: "\t").utf8))
-                else { return nil }; delivery = d
-            default: return nil
-            }
-        }
-    }
 
     func open() async throws {
         // WAL with synchronous=NORMAL: a committed row survives the process being killed (what durable-ack checks);
@@ -160,39 +107,44 @@ final class Backend: @unchecked Sendable {
         try await db.query("PRAGMA synchronous=NORMAL", []) { _ in }
         try await db.query("CREATE TABLE IF NOT EXISTS journal_v2 (seq INTEGER PRIMARY KEY, record TEXT NOT NULL)", [])
         { _ in }
-        let rows = LockedRows()
+        let rows = Locked<[String]>([])
         try await db.query("SELECT seq, record FROM journal_v2 ORDER BY seq", []) { row in
-            rows.append("\(row.column("seq")?.integer ?? -1)\t" + (row.column("record")?.string ?? ""))
+            let entry = "\(row.column("seq")?.integer ?? -1)\t" + (row.column("record")?.string ?? "")
+            rows.withLock { $0.append(entry) }
         }
         // Replaying the journal rebuilds what was acknowledged; a row that cannot be read or applied means state
         // would be lost, so the backend refuses to start rather than answer from less than it acknowledged.
-        for entry in rows.all {
+        for entry in rows.value {
             let parts = entry.split(separator: "\t", maxSplits: 1, omittingEmptySubsequences: false)
             let seq = parts[0], text = parts.count > 1 ? String(parts[1]) : ""
-            guard let r = Record(line: text) else {
+            guard let entry = JournalEntry(line: text) else {
                 throw JournalError(message: "journal row \(seq) cannot be read: \(text.prefix(80))")
             }
             do {
-                if let c = r.reset {
+                switch entry {
+                case .reset(let c):
                     try validator.reset(c)
-                    bundleId = c.catalog.bundleId
+                    state.withLock { $0.bundleId = c.catalog.bundleId }
+                case .delivery(let d, let now): _ = try validator.deliver(d, now: now)
                 }
-                if let d = r.delivery { _ = try validator.deliver(d, now: r.now ?? 0) }
             } catch {
                 throw JournalError(message: "journal row \(seq) cannot be applied: \(error)")
             }
         }
     }
 
-    func persist(_ record: Record, truncate: Bool = false) async throws {
-        let text = record.line
+    /// Stores a journal entry (the format `iapcheck serve --journal` writes too) before the answer is sent.
+    func persist(_ entry: JournalEntry, truncate: Bool = false) async throws {
+        let text = entry.line
         if truncate { try await db.query("DELETE FROM journal_v2", []) { _ in } }
         if ackBeforePersist && !truncate {
             // The bug: remember it, write it with the next batch (after answering).
-            let batch: [String] = lock.withLock {
-                unsaved.append(text)
-                defer { if unsaved.count >= 8 { unsaved = [] } }
-                return unsaved.count >= 8 ? unsaved : []
+            let batch: [String] = state.withLock {
+                $0.unsaved.append(text)
+                guard $0.unsaved.count >= 8 else { return [] }
+                let full = $0.unsaved
+                $0.unsaved = []
+                return full
             }
             for t in batch { try await db.query("INSERT INTO journal_v2 (record) VALUES (?)", [.text(t)]) { _ in } }
             return
@@ -202,7 +154,7 @@ final class Backend: @unchecked Sendable {
 
     func deliver(_ d: SignedDelivery, now: Millis) async throws -> Response {
         let verdict = try validator.deliver(d, now: now)
-        try await persist(Record(delivery: d, now: now))
+        try await persist(.delivery(d, now: now))
         switch verdict {
         case .accepted:
             return Response(
@@ -226,33 +178,22 @@ final class Backend: @unchecked Sendable {
     }
 }
 
-/// The entitlement logic behind one lock (Hummingbird serves requests concurrently).
-///
-/// Sendable: every call to `inner` is made under `lock`.
-final class LockedValidator: @unchecked Sendable {
-    let inner: any Validator
-    let lock = NSLock()
-    init(_ inner: any Validator) { self.inner = inner }
-    func reset(_ c: ValidatorConfig) throws { try lock.withLock { try inner.reset(c) } }
+/// The entitlement logic behind one lock (Hummingbird serves requests concurrently): only reachable through it.
+final class LockedValidator: Sendable {
+    private let inner: Locked<any Validator>
+    init(_ inner: sending any Validator) { self.inner = Locked(inner) }
+    func reset(_ c: ValidatorConfig) throws { try inner.withLock { try $0.reset(c) } }
     func deliver(_ d: SignedDelivery, now: Millis) throws -> DeliveryVerdict {
-        try lock.withLock { try inner.deliver(d, now: now) }
+        try inner.withLock { try $0.deliver(d, now: now) }
     }
     func entitlements(_ q: EntitlementQuery) throws -> EntitlementAnswer {
-        try lock.withLock { try inner.entitlements(q) }
+        try inner.withLock { try $0.entitlements(q) }
     }
 }
 
 struct JournalError: Error, CustomStringConvertible {
     let message: String
     var description: String { message }
-}
-
-/// Sendable: `rows` is read and written under `lock` only.
-final class LockedRows: @unchecked Sendable {
-    private var rows: [String] = []
-    private let lock = NSLock()
-    func append(_ s: String) { lock.lock(); rows.append(s); lock.unlock() }
-    var all: [String] { lock.lock(); defer { lock.unlock() }; return rows }
 }
 
 struct AppTransactionBody: Decodable { let userId: String; let signedTransaction: String; let deviceTime: Millis? }
@@ -299,8 +240,8 @@ struct ExampleBackend {
         router.post("/iapcheck/reset") { request, _ -> Response in
             let config = try await body(request, as: ValidatorConfig.self)
             try backend.validator.reset(config)
-            backend.lock.withLock { backend.bundleId = config.catalog.bundleId }
-            try await backend.persist(Backend.Record(reset: config), truncate: true)
+            backend.state.withLock { $0.bundleId = config.catalog.bundleId }
+            try await backend.persist(.reset(config), truncate: true)
             return Backend.json(["ok": true], status: .ok)
         }
         router.post("/apple/app-transactions") { request, _ -> Response in
@@ -326,7 +267,7 @@ struct ExampleBackend {
         router.post("/apple/reconcile") { request, _ -> Response in
             // Pull the chain from the App Store Server API, then ingest it like any signed data.
             let b = try await body(request, as: ReconcileBody.self)
-            let bundleId = backend.lock.withLock { backend.bundleId }
+            let bundleId = backend.state.withLock { $0.bundleId }
             do {
                 guard
                     let d = try await backend.store.chain(

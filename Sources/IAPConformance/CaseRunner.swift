@@ -209,7 +209,7 @@ public enum CaseRunner {
         }
         // Two real threads, not `concurrentPerform` (which may run both iterations on one busy thread and so never
         // race): they meet at a barrier before every artifact, so both deliver the same one at the same moment.
-        let failure = LockedBox<ValidatorFailure?>(nil)
+        let failure = Locked<ValidatorFailure?>(nil)
         let barrier = Barrier(parties: 2)
         let done = DispatchGroup()
         for _ in 0..<2 {
@@ -221,7 +221,8 @@ public enum CaseRunner {
                     do {
                         _ = try send(k)
                     } catch {
-                        failure.set((error as? ValidatorFailure) ?? ValidatorFailure(.crashed, "\(error)"))
+                        let f = (error as? ValidatorFailure) ?? ValidatorFailure(.crashed, "\(error)")
+                        failure.withLock { $0 = f }
                     }
                 }
                 done.leave()
@@ -266,7 +267,7 @@ public enum CaseRunner {
         for s in c.steps.prefix(step + 1) {
             switch s {
             case .deliver(let d):
-                if !["app", "notification", "legacy-receipt"].contains(d.label) || d.now != d.arrival {
+                if !d.label.isFirstSending || d.now != d.arrival {
                     return c.property
                 }
             case .query(let q):
@@ -321,15 +322,4 @@ final class Barrier: @unchecked Sendable {
         }
         while generation == mine { condition.wait() }
     }
-}
-
-/// A value shared by the two clients of a parallel delivery.
-///
-/// Sendable: `v` is read and written under `lock` only.
-final class LockedBox<T>: @unchecked Sendable {
-    private var v: T
-    private let lock = NSLock()
-    init(_ v: T) { self.v = v }
-    func set(_ n: T) { lock.lock(); v = n; lock.unlock() }
-    var value: T { lock.lock(); defer { lock.unlock() }; return v }
 }

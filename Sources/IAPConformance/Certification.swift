@@ -110,11 +110,16 @@ public enum CertificationSuite {
     }
 
     public struct Divergence: Codable, Sendable, Hashable {
-        /// `property` or `forgery`.
-        public var kind: String
+        public var kind: Kind
         public var name: String
         public var declared: Bool
         public var detail: String
+
+        /// What diverged: a property that failed, or a forgery class that was accepted.
+        public enum Kind: String, Codable, Sendable, Hashable, CustomStringConvertible {
+            case property, forgery
+            public var description: String { rawValue }
+        }
     }
 
     /// Runs the suite. `scale` multiplies every case count (1 is the certified size).
@@ -195,13 +200,13 @@ public enum CertificationSuite {
                 .message ?? ""
             report.divergences.append(
                 Divergence(
-                    kind: "property", name: p.property, declared: declared,
+                    kind: .property, name: p.property, declared: declared,
                     detail: p.forgeryClass.map { "\(detail) (forged artifact: \($0))" } ?? detail))
         }
         for f in forgeries where !f.rejected {
             report.divergences.append(
                 Divergence(
-                    kind: "forgery", name: f.name, declared: knownDivergences.contains(f.name), detail: f.reason ?? ""))
+                    kind: .forgery, name: f.name, declared: knownDivergences.contains(f.name), detail: f.reason ?? ""))
         }
         report.declaredButNotObserved = knownDivergences.subtracting(report.divergences.map(\.name)).sorted()
         return report
@@ -229,10 +234,7 @@ public enum CertificationSuite {
                 appAppleId: catalog.appAppleId, bundleId: catalog.bundleId, environment: catalog.environment,
                 transactionInfo: tx, renewalInfo: nil,
                 status: product.kind == .autoRenewable ? .revoked : nil))
-        var tempting = tx
-        tempting.revocationDate = nil
-        tempting.revocationReason = nil
-        tempting.expiresDate = tx.expiresDate.map { $0 + 3 * 365 * CivilTime.msPerDay }
+        var tempting = ForgeryClass.tempting(tx)
         tempting.signedDate = t + 2000
         var config = ValidatorConfig(catalog: catalog, policy: policy)
         config.trustedRoots = pki.trustedRoots

@@ -1,11 +1,9 @@
 import Foundation
+import IAPModel
 
 /// A self-contained HTML page of a certification report: what a person reads before trusting a validator.
 public enum CertificationHTML {
-    static func esc(_ s: String) -> String {
-        s.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(
-            of: ">", with: "&gt;")
-    }
+    static func esc(_ s: String) -> String { Markup.escape(s) }
 
     public static func render(_ r: CertificationSuite.Report) -> String {
         let ok = "<span class=ok>pass</span>", bad = "<span class=bad>FAIL</span>"
@@ -86,7 +84,7 @@ public enum CertificationHTML {
     static func divergenceSection(_ r: CertificationSuite.Report) -> String {
         guard !r.divergences.isEmpty || !r.declaredButNotObserved.isEmpty else { return "" }
         let rows = r.divergences.map {
-            "<tr><td>\(esc($0.kind))</td><td>\(esc($0.name))</td><td>\($0.declared ? "declared (known)" : "<b>unexpected</b>")</td><td>\(esc($0.detail))</td></tr>"
+            "<tr><td>\($0.kind)</td><td>\(esc($0.name))</td><td>\($0.declared ? "declared (known)" : "<b>unexpected</b>")</td><td>\(esc($0.detail))</td></tr>"
         }.joined(separator: "\n")
         let unused =
             r.declaredButNotObserved.isEmpty

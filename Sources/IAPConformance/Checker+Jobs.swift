@@ -1,4 +1,5 @@
 import Foundation
+import IAPModel
 import IAPSimulator
 import IAPValidatorAPI
 import PropertyEngine
@@ -12,7 +13,9 @@ import PropertyEngine
 /// first validator, alone, exactly as a single job would.
 extension Checker {
     /// What one case left behind, kept until the run knows which cases count.
-    struct CaseResult {
+    ///
+    /// Sendable: a failure's choice source is left alone by its worker once on the board, and read after the join.
+    struct CaseResult: @unchecked Sendable {
         var questions = 0
         var coverage = Coverage()
         var tally = ForgeryTally()
@@ -20,12 +23,9 @@ extension Checker {
         var failure: (GeneratedCase, ChoiceSource, CaseOutcome)?
     }
 
-    /// Shared by the workers of one run.
-    ///
-    /// Sendable: every field is read and written under `lock` only.
-    final class JobBoard: @unchecked Sendable {
-        let lock = NSLock()
-        var next = 0
+    /// Shared by the workers of one run, behind one lock.
+    struct JobBoard {
+        var next: Int
         var lowestFailure: Int?
         var stopped = false
         var results: [Int: CaseResult] = [:]
@@ -34,8 +34,7 @@ extension Checker {
 
     func runJobs(_ workers: [any Validator], start: UInt64) -> CheckReport {
         let range = options.caseRange, total = range.count
-        let board = JobBoard()
-        board.next = range.lowerBound
+        let board = Locked(JobBoard(next: range.lowerBound))
         let group = DispatchGroup()
         // Safe: the checker is only read by the workers (its options and generator are values).
         nonisolated(unsafe) let checker = self
@@ -46,36 +45,39 @@ extension Checker {
             let thread = Thread {
                 defer { group.leave() }
                 while true {
-                    board.lock.lock()
-                    if !board.stopped && checker.options.shouldStop() { board.stopped = true }
-                    let i = board.next
-                    let take = !board.stopped && i < range.upperBound && (board.lowestFailure.map { i < $0 } ?? true)
-                    if take { board.next += 1 }
-                    board.lock.unlock()
+                    let (i, take) = board.withLock { board in
+                        if !board.stopped && checker.options.shouldStop() { board.stopped = true }
+                        let i = board.next
+                        let take =
+                            !board.stopped && i < range.upperBound && (board.lowestFailure.map { i < $0 } ?? true)
+                        if take { board.next += 1 }
+                        return (i, take)
+                    }
                     guard take else { return }
                     let (c, src) = checker.generate(caseIndex: i)
                     var r = CaseResult()
                     r.coverage.add(c)
                     let outcome = CaseRunner.run(c, against: v, signed: checker.options.signed, tally: &r.tally)
                     if case .passed(let q) = outcome { r.questions = q } else { r.failure = (c, src, outcome) }
-                    board.lock.lock()
-                    board.results[i] = r
-                    if r.failure != nil { board.lowestFailure = min(board.lowestFailure ?? i, i) }
-                    board.done += 1
-                    checker.progress?(board.done, total)
-                    board.lock.unlock()
+                    board.withLock { board in
+                        board.results[i] = r
+                        if r.failure != nil { board.lowestFailure = min(board.lowestFailure ?? i, i) }
+                        board.done += 1
+                        checker.progress?(board.done, total)
+                    }
                 }
             }
             thread.stackSize = 8 << 20
             thread.start()
         }
         group.wait()
+        let results = board.withLock { $0.results }
 
         // The cases that count: up to the lowest failure; when stopped early, the unbroken prefix that finished.
         var counted = 0
         var coverage = Coverage(), forgeries = ForgeryTally()
         var passed = 0, questions = 0
-        while counted < total, let r = board.results[range.lowerBound + counted] {
+        while counted < total, let r = results[range.lowerBound + counted] {
             coverage.merge(r.coverage)
             forgeries.merge(r.tally)
             counted += 1

@@ -73,11 +73,10 @@ public struct CaseGenerator: Sendable {
     }
 
     public func generate(_ property: PropertyName, _ src: ChoiceSource) -> (GeneratedCase, StoreSimulator) {
-        let history = HistoryGenerator(
+        let (history, steps) = HistoryGenerator(
             catalog: catalog, policy: policy, maxActions: maxActions, drawsCatalog: drawsCatalogs, size: size
-        ).generate(src)
+        ).planned(src, perturbations: property.perturbations)
         let sim = history.sim
-        let steps = DeliveryPlanner(perturbations: property.perturbations).plan(history)
         let kinds = sim.notifications.map { n in
             n.payload.notificationType.rawValue + (n.payload.subtype.map { "/" + $0.rawValue } ?? "")
         }

@@ -176,10 +176,7 @@ public enum Reports {
 
     /// JUnit XML: one test case per property (and one for the corpus replay), failed with the discrepancy's text.
     public static func junit(_ s: CheckSummary) -> String {
-        func esc(_ x: String) -> String {
-            x.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
-                .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
-        }
+        let esc = Markup.escape
         var cases: [String] = []
         var failures = 0
         let checked = s.coverage.properties.keys.sorted()

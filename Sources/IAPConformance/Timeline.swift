@@ -81,7 +81,7 @@ public enum Timeline {
     }
 
     static func describe(_ d: PlannedDelivery, names: [String: String]) -> String {
-        let tag = d.label == "notification" || d.label == "app" || d.label == "legacy-receipt" ? "" : " [\(d.label)]"
+        let tag = d.label.isFirstSending ? "" : " [\(d.label)]"
         switch d.delivery {
         case .appTransaction(let s):
             let t = s.transaction

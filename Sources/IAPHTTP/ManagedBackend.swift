@@ -1,4 +1,5 @@
 import Foundation
+import IAPModel
 import IAPProcess
 import IAPValidatorAPI
 
@@ -12,44 +13,40 @@ import IAPValidatorAPI
 /// again (fault profile `kill`). One per port in a process, shared by the load driver's workers; killed when
 /// iapcheck exits. Its output goes to `log` in a directory of its own, which `{tmp}` in the command names — the
 /// same directory after a restart, so a database there survives.
-///
-/// Sendable: the settings are immutable; `process` changes under `lock` only.
-public final class ManagedBackend: @unchecked Sendable {
+public final class ManagedBackend: Sendable {
     public let command: String
     public let host: String
     public let port: Int
     public let readySeconds: Double
     public let directory: String
     public var log: String { directory + "/backend.log" }
-    private var process: Process?
-    private let lock = NSLock()
+    private let process = Locked<Process?>(nil)
 
-    // Safe: read and written under `runningLock` only.
-    nonisolated(unsafe) static var running: [Int: ManagedBackend] = [:]
-    static let runningLock = NSLock()
+    /// The backends started in this process, by port.
+    static let running = Locked<[Int: ManagedBackend]>([:])
 
     /// The backend of this target, started on first use.
     public static func shared(command: String, host: String, port: Int, readySeconds: Double) throws(ValidatorFailure)
         -> ManagedBackend
     {
-        runningLock.lock()
-        defer { runningLock.unlock() }
-        if let b = running[port] { return b }
-        let b = ManagedBackend(command: command, host: host, port: port, readySeconds: readySeconds)
-        try b.start()
-        if running.isEmpty { atexit { ManagedBackend.stopAll() } }
-        running[port] = b
-        return b
+        try running.withLock { started throws(ValidatorFailure) in
+            if let b = started[port] { return b }
+            let b = ManagedBackend(command: command, host: host, port: port, readySeconds: readySeconds)
+            try b.start()
+            if started.isEmpty { atexit { ManagedBackend.stopAll() } }
+            started[port] = b
+            return b
+        }
     }
 
     /// Stops the backend and forgets it (the next `shared` for its port starts a new one).
     public func stopAndForget() {
         stop()
-        Self.runningLock.withLock { if Self.running[port] === self { Self.running[port] = nil } }
+        Self.running.withLock { if $0[port] === self { $0[port] = nil } }
     }
 
     static func stopAll() {
-        for b in running.values { b.stop() }
+        for b in running.value.values { b.stop() }
     }
 
     init(command: String, host: String, port: Int, readySeconds: Double) {
@@ -82,7 +79,7 @@ public final class ManagedBackend: @unchecked Sendable {
         do { try p.run() } catch {
             throw ValidatorFailure(.unavailable, "cannot start the backend (\(command)): \(error)")
         }
-        lock.withLock { process = p }
+        process.withLock { $0 = p }
         let deadline = Date().addingTimeInterval(readySeconds)
         while Date() < deadline {
             if Self.accepts(host: host, port: port) { return }
@@ -100,13 +97,13 @@ public final class ManagedBackend: @unchecked Sendable {
 
     /// SIGKILL to the process and its children.
     public func stop() {
-        guard let p = lock.withLock({ process }) else { return }
+        guard let p = process.value else { return }
         if p.isRunning {
             for child in ProcessTree.descendants(of: p.processIdentifier) { kill(child, SIGKILL) }
             kill(p.processIdentifier, SIGKILL)
             p.waitUntilExit()
         }
-        lock.withLock { process = nil }
+        process.withLock { $0 = nil }
     }
 
     public func killAndRestart() throws(ValidatorFailure) {

@@ -84,8 +84,9 @@ public struct ArtifactPool: Sendable {
 
     /// A generated history and its realistic delivery plan: what an entitlement-agreement case of `check` is made of.
     static func history(catalog: Catalog, policy: Policy, _ src: ChoiceSource) -> (StoreSimulator, [CaseStep]) {
-        let history = HistoryGenerator(catalog: catalog, policy: policy).generate(src)
-        return (history.sim, DeliveryPlanner(perturbations: .realistic).plan(history))
+        let (history, steps) = HistoryGenerator(catalog: catalog, policy: policy).planned(
+            src, perturbations: .realistic)
+        return (history.sim, steps)
     }
 
     public static func build(_ profile: LoadProfile) -> ArtifactPool {

@@ -9,7 +9,7 @@ import IAPValidatorAPI
 /// (merged at the end, never shared while running), latency from the intended time (coordinated omission
 /// corrected) and from the actual send.
 ///
-/// Sendable: configured before `run`; while it runs, each worker owns its validator and histograms, and only `Counter`s are shared.
+/// Sendable: configured before `run`; while it runs, workers own their validators and share only `Locked` values.
 public final class LoadDriver: @unchecked Sendable {
     public struct WorkerResult: Sendable {
         public var corrected = Histogram<UInt64>(
@@ -110,16 +110,16 @@ public final class LoadDriver: @unchecked Sendable {
             prepared[w] = v
         }
         let validators = ids.map { prepared[$0]! }
-        // Safe: worker k calls only `vs[k]` and writes only `results[k]`; results are read after every worker has joined.
+        // Safe: worker k calls only `vs[k]`.
         nonisolated(unsafe) let vs = validators
-        nonisolated(unsafe) var results = [WorkerResult](repeating: WorkerResult(), count: ids.count)
-        let counter = Counter()
+        let results = Locked([WorkerResult](repeating: WorkerResult(), count: ids.count))
+        let counter = Locked(0)
         let start = DispatchTime.now().uptimeNanoseconds
         let end = start + UInt64(seconds * 1e9)
         let maxLag = UInt64(profile.maxLagSeconds * 1e9)
         let items = pool.items
         let reporter = record ? progress : nil
-        let done = Counter()
+        let done = Locked(0)
         let progressThread = Thread {
             var s = 0
             while done.value == 0 {
@@ -129,7 +129,7 @@ public final class LoadDriver: @unchecked Sendable {
             }
         }
         if reporter != nil { progressThread.start() }
-        let injected = Counter()
+        let injected = Locked(0)
         if record, let fault = periodicFault {
             Thread.detachNewThread {
                 var next = Date().addingTimeInterval(fault.every)
@@ -143,7 +143,6 @@ public final class LoadDriver: @unchecked Sendable {
                 }
             }
         }
-        let resultsLock = NSLock()
         let stop = shouldStop
         // One thread per worker: a worker blocks on its connection, so the pool must not be limited to the cores
         // (DispatchQueue.concurrentPerform would run only as many workers at once as there are cores).
@@ -155,7 +154,7 @@ public final class LoadDriver: @unchecked Sendable {
                     w, slot: slot, of: ids.count, validator: vs[slot], schedule: schedule, start: start, end: end,
                     maxLag: maxLag,
                     items: items, counter: counter, stop: stop)
-                resultsLock.withLock { results[slot] = r }
+                results.withLock { $0[slot] = r }
                 group.leave()
             }
             thread.stackSize = 1 << 20
@@ -168,7 +167,7 @@ public final class LoadDriver: @unchecked Sendable {
             for v in validators { v.shutdown() }
             prepared = [:]
         }
-        return results
+        return results.value
     }
 
     /// One worker's loop; everything it records is its own until the end. Worker `w` of the profile is the
@@ -177,7 +176,7 @@ public final class LoadDriver: @unchecked Sendable {
     func work(
         _ w: Int, slot: Int, of slots: Int, validator v: any Validator, schedule: [(index: Int, offset: UInt64)]?,
         start: UInt64,
-        end: UInt64, maxLag: UInt64, items: [ArtifactPool.Item], counter: Counter, stop: @Sendable () -> Bool
+        end: UInt64, maxLag: UInt64, items: [ArtifactPool.Item], counter: Locked<Int>, stop: @Sendable () -> Bool
     ) -> WorkerResult {
         let workers = profile.executor.workers
         var r = WorkerResult()
@@ -264,15 +263,4 @@ public final class LoadDriver: @unchecked Sendable {
         }
         return r
     }
-}
-
-/// A tiny atomic counter for progress lines (workers never share anything else while running).
-///
-/// Sendable: `n` is read and written under `lock` only.
-public final class Counter: @unchecked Sendable {
-    private var n = 0
-    private let lock = NSLock()
-    public init() {}
-    public func add(_ k: Int) { lock.lock(); n += k; lock.unlock() }
-    public var value: Int { lock.lock(); defer { lock.unlock() }; return n }
 }

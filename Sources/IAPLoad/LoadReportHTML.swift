@@ -1,12 +1,10 @@
 import Foundation
 import Histogram
+import IAPModel
 
 /// A self-contained HTML report with inline SVG plots: latency over time, the percentile spectrum, throughput.
 enum LoadReportHTML {
-    static func esc(_ s: String) -> String {
-        s.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(
-            of: ">", with: "&gt;")
-    }
+    static func esc(_ s: String) -> String { Markup.escape(s) }
 
     static func ms(_ us: UInt64) -> String { String(format: "%.3f ms", Double(us) / 1000) }
 

@@ -148,6 +148,16 @@ public struct APISnapshot: Codable, Hashable, Sendable {
 /// a legacy `verifyReceipt` response.
 public enum DeliveryChannel: String, Codable, CodingKeyRepresentable, Hashable, Sendable, CaseIterable {
     case app, notification, api, legacy
+
+    /// The channel's name in the wire protocol's `hello` (docs/wire-protocol.md).
+    public var protocolName: String {
+        switch self {
+        case .app: "app-transaction"
+        case .notification: "notification"
+        case .api: "api-snapshot"
+        case .legacy: "legacy-receipt"
+        }
+    }
 }
 
 /// A validator's answer to a delivery.

@@ -19,7 +19,7 @@ final class CheckThenActCredit: SynchronizedReferenceValidator, @unchecked Senda
         lock.unlock()
     }
 
-    override func creditConsumable(_ tx: JWSTransactionDecodedPayload, via channel: String) {
+    override func creditConsumable(_ tx: JWSTransactionDecodedPayload, via channel: DeliveryChannel) {
         if let i = ledger.firstIndex(where: { $0.transactionId == tx.transactionId }) {  // check, under the lock
             if tx.signedDate > ledger[i].signedDate { ledger[i] = tx }  // a newer version (a refund) replaces it
             return

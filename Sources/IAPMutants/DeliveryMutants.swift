@@ -214,8 +214,8 @@ final class GraceAssumedAfterTrial: ReferenceValidator {
 
 final class ConsumablesOnlyFromNotifications: ReferenceValidator {
     override var name: String { "mutant:consumables-only-from-notifications" }
-    override func creditConsumable(_ tx: JWSTransactionDecodedPayload, via channel: String) {
-        if channel == "notification" { super.creditConsumable(tx, via: channel) }
+    override func creditConsumable(_ tx: JWSTransactionDecodedPayload, via channel: DeliveryChannel) {
+        if channel == .notification { super.creditConsumable(tx, via: channel) }
     }
 }
 

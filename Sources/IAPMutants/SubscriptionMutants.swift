@@ -94,7 +94,7 @@ final class HardcodedGraceLength: ReferenceValidator {
 final class ConsumableDoubleCredit: ReferenceValidator {
     override var name: String { "mutant:consumable-double-credit" }
     var deliveries = 0
-    override func creditConsumable(_ tx: JWSTransactionDecodedPayload, via channel: String) {
+    override func creditConsumable(_ tx: JWSTransactionDecodedPayload, via channel: DeliveryChannel) {
         deliveries += 1
         var copy = tx
         copy.transactionId += "#\(deliveries)"

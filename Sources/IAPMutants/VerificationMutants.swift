@@ -27,24 +27,14 @@ final class VerifierMutant: ReferenceValidator {
 final class CertificateDatesAtDelivery: ReferenceValidator {
     override var name: String { "mutant:certificate-dates-at-delivery" }
     /// The clock of the delivery being verified (set before each one; the validator is called one at a time).
-    ///
-    /// Sendable: `value` is read and written under `lock` only.
-    final class Clock: @unchecked Sendable {
-        private let lock = NSLock()
-        private var value: Millis = 0
-        var now: Millis {
-            get { lock.withLock { value } }
-            set { lock.withLock { value = newValue } }
-        }
-    }
-    let clock = Clock()
+    let clock = Locked<Millis>(0)
     override var verifierOptions: SignedDataVerifier.Options {
         var o = SignedDataVerifier.Options()
         let clock = clock
-        o.validityInstant = { _ in clock.now }
+        o.validityInstant = { _ in clock.value }
         return o
     }
-    override func willVerify(now: Millis) { clock.now = now }
+    override func willVerify(now: Millis) { clock.withLock { $0 = now } }
 }
 
 /// The payload of a compact JWS, decoded without any verification (what the mistakes below do).

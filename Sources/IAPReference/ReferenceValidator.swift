@@ -135,7 +135,7 @@ open class ReferenceValidator: DecodedDeliveryValidator {
 
     open func ingestApp(_ s: AppTransactionSubmission) -> DeliveryVerdict {
         if let why = rejectTransaction(s.transaction) { return .rejected(reason: why) }
-        store(s.transaction, via: "app")
+        store(s.transaction, via: .app)
         let otid = s.transaction.originalTransactionId
         if chains[otid]!.user == nil { chains[otid]!.user = s.userId }
         return .accepted
@@ -159,7 +159,7 @@ open class ReferenceValidator: DecodedDeliveryValidator {
         // duplicate: done already
         guard seenNotifications.insert(n.notificationUUID).inserted || !dedupesNotifications else { return .accepted }
         // The type is a hint, not state: whatever it says, merge the signed snapshots it carries.
-        if let tx = n.data?.transactionInfo { store(tx, via: "notification") }
+        if let tx = n.data?.transactionInfo { store(tx, via: .notification) }
         if let r = n.data?.renewalInfo { store(r) }
         return .accepted
     }
@@ -175,7 +175,7 @@ open class ReferenceValidator: DecodedDeliveryValidator {
         for r in s.renewalInfos {
             if let why = rejectRenewal(r) { return .rejected(reason: why) }
         }
-        for tx in s.transactions { store(tx, via: "api") }
+        for tx in s.transactions { store(tx, via: .api) }
         for r in s.renewalInfos { store(r) }
         return .accepted
     }
@@ -196,7 +196,7 @@ open class ReferenceValidator: DecodedDeliveryValidator {
     }
 
     /// Upserts a transaction version and credits a consumable once.
-    open func store(_ tx: JWSTransactionDecodedPayload, via channel: String) {
+    open func store(_ tx: JWSTransactionDecodedPayload, via channel: DeliveryChannel) {
         var chain = chains[tx.originalTransactionId] ?? Chain()
         if let old = chain.transactions[tx.transactionId] {
             if shouldReplace(old.signedDate, with: tx.signedDate, old: old, new: tx) {
@@ -237,7 +237,7 @@ open class ReferenceValidator: DecodedDeliveryValidator {
         newSigned > oldSigned
     }
 
-    open func creditConsumable(_ tx: JWSTransactionDecodedPayload, via channel: String) {
+    open func creditConsumable(_ tx: JWSTransactionDecodedPayload, via channel: DeliveryChannel) {
         if let old = consumableCredits[tx.transactionId], old.signedDate >= tx.signedDate { return }
         consumableCredits[tx.transactionId] = tx
     }

@@ -8,6 +8,9 @@ import IAPValidatorAPI
 /// Sendable: every entry point runs under `lock`, so the reference state is never touched by two threads.
 open class SynchronizedReferenceValidator: ReferenceValidator, ConcurrentValidator, @unchecked Sendable {
     /// Held for each whole operation; a subclass that calls out of the critical section releases it (the race mutant).
+    /// The one `NSLock` of the code base, on purpose: `Locked` (a `Mutex`) cannot be released and taken again inside
+    /// its critical section, and releasing it there is the check-then-act race that `CheckThenActCredit` exists to
+    /// have.
     package let lock = NSLock()
     override open var name: String { "reference (synchronized)" }
 

@@ -52,7 +52,7 @@ public final class KeepsHistory: ReferenceValidator {
         renewalVersions = [:]
     }
 
-    override public func store(_ tx: JWSTransactionDecodedPayload, via channel: String) {
+    override public func store(_ tx: JWSTransactionDecodedPayload, via channel: DeliveryChannel) {
         super.store(tx, via: channel)
         Self.keep(tx, in: &transactionVersions[tx.transactionId, default: []], signed: tx.signedDate, \.signedDate)
     }

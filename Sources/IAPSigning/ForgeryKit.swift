@@ -29,13 +29,7 @@ public struct ForgeryKit: Sendable {
         case .replayedNotificationUUID, .forgedNestedTransaction:
             return .notification(n)
         default:
-            var x = tempting
-            switch f {
-            case .wrongBundleId: x.bundleId = "com.example.other-app"
-            case .wrongEnvironment: x.environment = tempting.environment.counterpart
-            case .xcodeEnvironment: x.environment = tempting.environment.xcodeForgery
-            default: break
-            }
+            let x = f.withIdentity(tempting)
             return .appTransaction(AppTransactionSubmission(userId: userId, transaction: x, deviceTime: nil))
         }
     }

@@ -80,9 +80,7 @@ public enum PKIExport {
         let kit = ForgeryKit(pki: pki)
         var forged: [[String: String]] = []
         for f in ForgeryClass.allCases where f.applies(in: catalog.environment) {
-            var tempting = tx
-            tempting.expiresDate = tx.expiresDate.map { $0 + 3 * 365 * CivilTime.msPerDay }
-            let d = ForgeryKit.delivery(f, tempting: tempting, notification: notification, userId: "u")
+            let d = ForgeryKit.delivery(f, tempting: ForgeryClass.tempting(tx), notification: notification, userId: "u")
             let kind: String, jws: String
             switch kit.render(f, d) {
             case .appTransaction(_, let s, _): (kind, jws) = ("transaction", s)

@@ -13,9 +13,9 @@ import X509
 /// It also holds the deliberately broken certificates the forgery kit needs (a foreign root, leaves without or with
 /// critical OIDs, an expired leaf, a non-CA intermediate).
 ///
-/// `@unchecked Sendable`: everything is immutable after `init` except the leaves made on first use (per 30-day
-/// slot, per forgery window) and the broken chains, each guarded by its lock.
-public final class TestPKI: @unchecked Sendable {
+/// Everything is immutable after `init` except the leaves made on first use (per 30-day slot, per forgery window)
+/// and the broken chains, each behind a lock.
+public final class TestPKI: Sendable {
     public static let receiptSigningOID: ASN1ObjectIdentifier = [1, 2, 840, 113635, 100, 6, 11, 1]
     public static let wwdrIntermediateOID: ASN1ObjectIdentifier = [1, 2, 840, 113635, 100, 6, 2, 1]
 
@@ -69,9 +69,8 @@ public final class TestPKI: @unchecked Sendable {
         Date(timeIntervalSince1970: Double(CivilTime.days(fromCivil: 2046, 3, 1) * 86400))
     )
 
-    private static let lock = NSLock()
-    // Safe: read and written under `lock` only.
-    nonisolated(unsafe) private static var cache: [UInt64: TestPKI] = [:]
+    /// The shared PKIs, by seed.
+    private static let cache = Locked<[UInt64: TestPKI]>([:])
 
     /// The PKI every conformance case and load pool signs with (validators are told to trust its root), so a case
     /// saved by one command replays under another.
@@ -79,12 +78,12 @@ public final class TestPKI: @unchecked Sendable {
 
     /// The PKI of `seed` with the default validity, built once per process.
     public static func shared(seed: UInt64 = 1) -> TestPKI {
-        lock.lock()
-        defer { lock.unlock() }
-        if let p = cache[seed] { return p }
-        let p = try! TestPKI(seed: seed, validFrom: defaultValidity.0, validUntil: defaultValidity.1)
-        cache[seed] = p
-        return p
+        cache.withLock { cache in
+            if let p = cache[seed] { return p }
+            let p = try! TestPKI(seed: seed, validFrom: defaultValidity.0, validUntil: defaultValidity.1)
+            cache[seed] = p
+            return p
+        }
     }
 
     /// With `ocspURL`, the intermediate and the leaves carry an Authority Information Access extension naming that
@@ -153,18 +152,18 @@ public final class TestPKI: @unchecked Sendable {
         // Dates a certificate cannot carry (a hand-edited corpus file, say) get a long-lived leaf: no crash.
         guard signedDate > Self.earliest, signedDate < Self.latest else { return leaves[0] }
         let slot = signedDate >= 0 ? signedDate / Self.slotLength : (signedDate - Self.slotLength + 1) / Self.slotLength
-        slotLock.lock()
-        defer { slotLock.unlock() }
-        if let l = slotLeaves[slot] { return l }
-        let start = slot * Self.slotLength
-        guard
-            let l = try? issueLeaf(
-                label: "slot-leaf-\(slot)", serial: Self.serial(10_000, slot),
-                from: Self.date(start - CivilTime.msPerDay),
-                until: Self.date(start + Self.slotLength + CivilTime.msPerDay))
-        else { return leaves[0] }
-        slotLeaves[slot] = l
-        return l
+        return madeLeaves.withLock { made in
+            if let l = made.slot[slot] { return l }
+            let start = slot * Self.slotLength
+            guard
+                let l = try? issueLeaf(
+                    label: "slot-leaf-\(slot)", serial: Self.serial(10_000, slot),
+                    from: Self.date(start - CivilTime.msPerDay),
+                    until: Self.date(start + Self.slotLength + CivilTime.msPerDay))
+            else { return leaves[0] }
+            made.slot[slot] = l
+            return l
+        }
     }
 
     /// 1951 … 9998: the instants a leaf's validity can start and end within.
@@ -179,23 +178,26 @@ public final class TestPKI: @unchecked Sendable {
         let minutes = from.timeIntervalSince1970 / 60
         guard minutes.isFinite, abs(minutes) < 1e11 else { return leaves[0] }
         let key = Int64(minutes.rounded(.down))
-        slotLock.lock()
-        defer { slotLock.unlock() }
-        if let l = windowLeaves[key] { return l }
-        guard
-            let l = try? issueLeaf(
-                label: "window-leaf-\(key)", serial: Self.serial(2_000_000_000, key), from: from, until: until)
-        else { return leaves[0] }
-        windowLeaves[key] = l
-        return l
+        return madeLeaves.withLock { made in
+            if let l = made.window[key] { return l }
+            guard
+                let l = try? issueLeaf(
+                    label: "window-leaf-\(key)", serial: Self.serial(2_000_000_000, key), from: from, until: until)
+            else { return leaves[0] }
+            made.window[key] = l
+            return l
+        }
     }
 
     static let slotLength: Millis = 30 * CivilTime.msPerDay
     public static func date(_ t: Millis) -> Date { Date(timeIntervalSince1970: Double(t) / 1000) }
 
-    private let slotLock = NSLock()
-    private var slotLeaves: [Int64: Leaf] = [:]
-    private var windowLeaves: [Int64: Leaf] = [:]
+    /// The leaves made on first use, by 30-day slot and by forgery window (its start minute), issued under the lock.
+    private let madeLeaves = Locked(MadeLeaves())
+    struct MadeLeaves {
+        var slot: [Int64: Leaf] = [:]
+        var window: [Int64: Leaf] = [:]
+    }
 
     private func issueLeaf(label: String, serial: Int64, from: Date, until: Date) throws -> Leaf {
         var kd = KeyDerivation(seed: seed)
@@ -291,16 +293,15 @@ public final class TestPKI: @unchecked Sendable {
         public let intermediateNotCA: Leaf
     }
 
-    private var _broken: BrokenChains?
-    private let brokenLock = NSLock()
+    private let brokenChains = Locked<BrokenChains?>(nil)
 
     public var broken: BrokenChains {
-        brokenLock.lock()
-        defer { brokenLock.unlock() }
-        if let b = _broken { return b }
-        let b = try! makeBroken()
-        _broken = b
-        return b
+        brokenChains.withLock { made in
+            if let b = made { return b }
+            let b = try! makeBroken()
+            made = b
+            return b
+        }
     }
 
     private func makeBroken() throws -> BrokenChains {

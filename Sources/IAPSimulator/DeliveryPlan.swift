@@ -59,16 +59,16 @@ public struct PlannedDelivery: Codable, Hashable, Sendable {
     /// The validator's clock at arrival.
     public var now: Millis
     public var delivery: Delivery
-    /// How the harness made this delivery, for timelines: `app`, `notification`, `retry+13h`, `duplicate`,
-    /// `api-reconcile`, `foreign-environment`, `unknown-type`, …
-    public var label: String
+    /// How the harness made this delivery (timelines show it).
+    public var label: DeliveryOrigin
     /// The person whose history this delivery belongs to (timelines only).
     public var person: Int
     /// Set when this is a forged artifact (the decoded `delivery` is the content the forger wants accepted).
     public var forgery: ForgeryClass?
 
     public init(
-        arrival: Millis, now: Millis, delivery: Delivery, label: String, person: Int, forgery: ForgeryClass? = nil
+        arrival: Millis, now: Millis, delivery: Delivery, label: DeliveryOrigin, person: Int,
+        forgery: ForgeryClass? = nil
     ) {
         self.arrival = arrival
         self.now = now

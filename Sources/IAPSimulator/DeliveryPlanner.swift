@@ -14,9 +14,6 @@ public struct DeliveryPlanner: Sendable {
         self.maxQueries = maxQueries
     }
 
-    /// Apple's retry schedule for V2 notifications, as offsets from the first attempt (docs/semantics.md#delivery-and-retries).
-    public static let retryOffsetsHours: [Millis] = [0, 1, 13, 37, 85, 157]
-
     public func plan(_ history: GeneratedHistory) -> [CaseStep] {
         let sim = history.sim
         let h = CivilTime.msPerHour, m = CivilTime.msPerMinute, s = CivilTime.msPerSecond
@@ -33,11 +30,12 @@ public struct DeliveryPlanner: Sendable {
             }
         }
         var deliveries: [PlannedDelivery] = []
-        func add(_ at: Millis, _ d: Delivery, _ label: String, _ person: Int, forgery: ForgeryClass? = nil) {
+        func add(_ at: Millis, _ d: Delivery, _ origin: DeliveryOrigin, _ person: Int) {
+            var forgery: ForgeryClass?
+            if case .forged(let f) = origin { forgery = f }
             deliveries.append(
                 PlannedDelivery(
-                    arrival: at, now: at + validatorSkew, delivery: d, label: forgery?.rawValue ?? label,
-                    person: person, forgery: forgery))
+                    arrival: at, now: at + validatorSkew, delivery: d, label: origin, person: person, forgery: forgery))
         }
 
         // The app channel: purchases made in the app are submitted at once; what the app learns later (offer codes,
@@ -67,44 +65,44 @@ public struct DeliveryPlanner: Sendable {
                 let sub = AppTransactionSubmission(
                     userId: person.accountId, transaction: sim.latest(c.transactionId, at: submit)!,
                     deviceTime: submit + deviceSkew)
-                add(submit, .appTransaction(sub), "app", c.person)
+                add(submit, .appTransaction(sub), .app, c.person)
                 if perturbations.duplicates && src.chance(30) {
                     let again = submit + Millis(1 + src.int(below: 24)) * h
                     var sub2 = sub
                     sub2.transaction = sim.latest(c.transactionId, at: again)!
                     sub2.deviceTime = again + deviceSkew
-                    add(again, .appTransaction(sub2), "app-resubmit", c.person)
+                    add(again, .appTransaction(sub2), .appResubmit, c.person)
                 }
                 if perturbations.legacyReceipts && c.inApp && src.chance(25) {
                     let at = submit + 2
                     add(
-                        at, .legacyReceipt(Self.legacyReceipt(sim, person: c.person, at: at)), "legacy-receipt",
+                        at, .legacyReceipt(Self.legacyReceipt(sim, person: c.person, at: at)), .legacyReceipt,
                         c.person)
                 }
                 if perturbations.foreign && src.chance(30) {
                     let forgery = src.pick(ForgeryClass.allCases.filter { $0.channels.contains(.app) })
                     var forged = sub
-                    forged.transaction = Self.forge(forgery, sub.transaction)
-                    add(submit + 1, .appTransaction(forged), "", c.person, forgery: forgery)
+                    forged.transaction = forgery.content(sub.transaction)
+                    add(submit + 1, .appTransaction(forged), .forged(forgery), c.person)
                 }
                 if perturbations.foreign && src.chance(20) {
                     // A forged App Store Server API answer about this chain (history pages and statuses, every JWS
                     // in them forged the same way), as a backend reconciling it would receive from a forger.
                     let forgery = src.pick(ForgeryClass.allCases.filter { $0.channels.contains(.api) })
                     var snap = sim.history(asking: c.chainId, at: submit + 3)
-                    snap.transactions = snap.transactions.map { Self.forge(forgery, $0) }
+                    snap.transactions = snap.transactions.map { forgery.content($0) }
                     // Renewal info names no app: in another app's answer it would be a genuine, validly signed
                     // fact of its own, so that answer carries none.
                     snap.renewalInfos =
-                        forgery == .wrongBundleId ? [] : snap.renewalInfos.map { Self.forge(forgery, $0) }
-                    add(submit + 3, .apiSnapshot(snap), "", c.person, forgery: forgery)
+                        forgery == .wrongBundleId ? [] : snap.renewalInfos.map { forgery.content($0) }
+                    add(submit + 3, .apiSnapshot(snap), .forged(forgery), c.person)
                 }
                 if perturbations.foreign && c.inApp && src.chance(15) {
                     // A verifyReceipt response for another app presented as this user's receipt.
                     let forgery = src.pick(ForgeryClass.allCases.filter { $0.channels.contains(.legacy) })
                     var receipt = Self.legacyReceipt(sim, person: c.person, at: submit + 4)
                     if forgery == .wrongBundleId { receipt.bundleId = "com.example.other-app" }
-                    add(submit + 4, .legacyReceipt(receipt), "", c.person, forgery: forgery)
+                    add(submit + 4, .legacyReceipt(receipt), .forged(forgery), c.person)
                 }
             }
         }
@@ -115,11 +113,11 @@ public struct DeliveryPlanner: Sendable {
             do {
                 let signed = n.payload.signedDate
                 var first = signed + (src.chance(8) ? Millis(1 + src.int(below: 66)) * m : Millis(src.int(below: 3000)))
-                var label = "notification"
+                var label = DeliveryOrigin.notification
                 if perturbations.retries && src.chance(25) {
                     let k = 1 + src.int(below: 5)
-                    first += Self.retryOffsetsHours[k] * h
-                    label = "retry+\(Self.retryOffsetsHours[k])h"
+                    first += NotificationRetry.offsetsHours[k] * h
+                    label = .retry(hours: NotificationRetry.offsetsHours[k])
                 }
                 if perturbations.drops && src.chance(15) {
                     // Lost for good; the backend reconciles the chain from the API later (a notification about the
@@ -128,27 +126,27 @@ public struct DeliveryPlanner: Sendable {
                     if let chain = n.chainId {
                         let snap = sim.history(asking: Self.askingChain(chain, sim, at: at, src), at: at)
                         add(
-                            at, .apiSnapshot(snap), "api-reconcile (notification \(n.payload.notificationType) lost)",
+                            at, .apiSnapshot(snap), .apiReconcile(lost: "\(n.payload.notificationType)"),
                             n.person)
                     }
                 } else {
                     add(first, .notification(n.payload), label, n.person)
                 }
                 if perturbations.duplicates && src.chance(30) {
-                    let later = first + Self.retryOffsetsHours[1 + src.int(below: 5)] * h
-                    add(later, .notification(n.payload), "duplicate", n.person)
+                    let later = first + NotificationRetry.offsetsHours[1 + src.int(below: 5)] * h
+                    add(later, .notification(n.payload), .duplicate, n.person)
                 }
                 if perturbations.duplicates && src.chance(10), let chain = n.chainId {
                     let at = signed + Millis(1 + src.int(below: 12)) * h
                     let snap = sim.history(asking: Self.askingChain(chain, sim, at: at, src), at: at)
-                    add(at, .apiSnapshot(snap), "api-reconcile", n.person)
+                    add(at, .apiSnapshot(snap), .apiReconcile(lost: nil), n.person)
                 }
                 if perturbations.foreign && src.chance(25) {
                     let forgery = src.pick(ForgeryClass.allCases.filter { $0.applies(in: sim.catalog.environment) })
                     var forged = n.payload
                     if var data = forged.data {
-                        data.transactionInfo = data.transactionInfo.map { Self.forge(forgery, $0) }
-                        data.renewalInfo = data.renewalInfo.map { Self.forge(forgery, $0) }
+                        data.transactionInfo = data.transactionInfo.map { forgery.content($0) }
+                        data.renewalInfo = data.renewalInfo.map { forgery.content($0) }
                         forged.data = data
                     }
                     // The app a notification names is in `data`, `summary` or `externalPurchaseToken`: the forger
@@ -190,10 +188,10 @@ public struct DeliveryPlanner: Sendable {
                         if let r = forged.data?.renewalInfo?.signedDate {
                             forged.data?.renewalInfo?.signedDate = r + CivilTime.msPerMinute
                         }
-                        add(first + CivilTime.msPerMinute, .notification(forged), "", n.person, forgery: forgery)
+                        add(first + CivilTime.msPerMinute, .notification(forged), .forged(forgery), n.person)
                     } else {
                         forged.notificationUUID = "f" + forged.notificationUUID.dropFirst()
-                        add(first + 1, .notification(forged), "", n.person, forgery: forgery)
+                        add(first + 1, .notification(forged), .forged(forgery), n.person)
                     }
                 }
                 if perturbations.unknownValues && src.chance(25) {
@@ -214,7 +212,8 @@ public struct DeliveryPlanner: Sendable {
                     odd.notificationUUID = "e" + odd.notificationUUID.dropFirst()
                     add(
                         first + 2, .notification(odd),
-                        ["unknown-type", "unknown-subtype", "unknown-enum-value", "test-notification"][how], n.person)
+                        .unusual(["unknown-type", "unknown-subtype", "unknown-enum-value", "test-notification"][how]),
+                        n.person)
                 }
             }
         }
@@ -268,39 +267,6 @@ public struct DeliveryPlanner: Sendable {
             environment: sim.catalog.environment, requestDate: t, chains: chains)
     }
 
-    /// The content an attacker would want accepted: no revocation, an expiry years away; or the identity the class
-    /// is about (another bundle, environment).
-    static func forge(_ forgery: ForgeryClass, _ tx: JWSTransactionDecodedPayload) -> JWSTransactionDecodedPayload {
-        var t = tx
-        switch forgery {
-        case .wrongBundleId: t.bundleId = "com.example.other-app"
-        case .wrongEnvironment: t.environment = tx.environment.counterpart
-        case .xcodeEnvironment: t.environment = tx.environment.xcodeForgery
-        case .wrongAppAppleId: break
-        default:
-            t.revocationDate = nil
-            t.revocationReason = nil
-            t.revocationType = nil
-            t.expiresDate = t.expiresDate.map { $0 + 3 * 365 * CivilTime.msPerDay }
-        }
-        return t
-    }
-
-    static func forge(_ forgery: ForgeryClass, _ r: JWSRenewalInfoDecodedPayload) -> JWSRenewalInfoDecodedPayload {
-        var r = r
-        switch forgery {
-        case .wrongEnvironment: r.environment = r.environment.counterpart
-        case .xcodeEnvironment: r.environment = r.environment.xcodeForgery
-        case .wrongBundleId, .wrongAppAppleId: break
-        default:
-            // Tempting content: no billing trouble, and a renewal date years ahead (a forged extension).
-            r.isInBillingRetryPeriod = false
-            r.gracePeriodExpiresDate = nil
-            r.renewalDate = r.renewalDate.map { $0 + 3 * 365 * CivilTime.msPerDay }
-        }
-        return r
-    }
-
     /// Questions at and around every truth boundary (b − 1 ms, b, b + 1 ms), right after each delivery, and a
     /// final question for everyone once everything has arrived.
     func planQueries(_ sim: StoreSimulator, deliveries: [PlannedDelivery], validatorSkew: Millis, deviceSkew: Millis)
@@ -339,5 +305,13 @@ public struct DeliveryPlanner: Sendable {
         var t: Millis
         var p: Int
         static func < (a: Key, b: Key) -> Bool { a.t != b.t ? a.t < b.t : a.p < b.p }
+    }
+}
+
+extension HistoryGenerator {
+    /// A generated history and its planned deliveries and questions: the start of every case and every load pool.
+    public func planned(_ src: ChoiceSource, perturbations: Perturbations) -> (GeneratedHistory, [CaseStep]) {
+        let history = generate(src)
+        return (history, DeliveryPlanner(perturbations: perturbations).plan(history))
     }
 }

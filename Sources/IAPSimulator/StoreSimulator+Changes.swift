@@ -21,7 +21,9 @@ extension StoreSimulator {
             default: nil
             }
         if kind.isImmediate && !product(q).familyShareable {
-            for m in c0.members { revokeMember(m, reason: .refundedForOtherReason, at: t, why: "sharing stopped") }
+            for m in c0.members {
+                revokeMember(m, reason: .refundedForOtherReason, at: t, as: .familyStopSharing, why: "sharing stopped")
+            }
             chains[cid]!.members = []
         }
         withMembers(cid) { sim, id in

@@ -45,7 +45,9 @@ extension StoreSimulator {
             "\(tx.productId) transaction \(short(txId)) of \(name(c.person)) is refunded\(isCurrent ? "" : " (an earlier period)")"
         )
         if isCurrent || tx.type == .nonConsumable {
-            for m in c.members { revokeMember(m, reason: reason, at: t, why: "purchaser refunded") }
+            for m in c.members {
+                revokeMember(m, reason: reason, at: t, as: .familyStopSharing, why: "purchaser refunded")
+            }
             chains[cid]!.members = []
         }
     }
@@ -133,7 +135,11 @@ extension StoreSimulator {
         log(chains[cid]!.person, .refundReversed, "the refund of \(tx.productId) \(short(txId)) is reversed")
     }
 
-    mutating func revokeMember(_ mid: String, reason: RevocationReason, at t: Millis, why: String) {
+    /// Family member `mid` loses access: `family` is the scenario the timeline files it under (the purchaser
+    /// stopped sharing or refunded, or the member left), `why` the words it shows.
+    mutating func revokeMember(
+        _ mid: String, reason: RevocationReason, at t: Millis, as family: ScenarioFamily, why: String
+    ) {
         let m = chains[mid]!
         guard let txId = m.currentTx else { return }
         updateTransaction(txId) {
@@ -149,7 +155,7 @@ extension StoreSimulator {
         mark(mid)
         notify(mid, .revoke, tx: txId)
         log(
-            m.person, why.contains("leaves") ? .familyLeave : .familyStopSharing,
+            m.person, family,
             "\(name(m.person)) loses family access to \(m.productId) (\(why))")
     }
 
@@ -157,7 +163,7 @@ extension StoreSimulator {
     public mutating func stopSharing(_ cid: String, at t: Millis) {
         advance(to: t)
         for m in chains[cid]!.members {
-            revokeMember(m, reason: .refundedForOtherReason, at: t, why: "sharing stopped")
+            revokeMember(m, reason: .refundedForOtherReason, at: t, as: .familyStopSharing, why: "sharing stopped")
         }
         chains[cid]!.members = []
     }
@@ -169,14 +175,18 @@ extension StoreSimulator {
             var c = chains[id]!
             if c.person == person, !c.members.isEmpty {
                 for m in c.members {
-                    revokeMember(m, reason: .refundedForOtherReason, at: t, why: "\(name(person)) leaves the family")
+                    revokeMember(
+                        m, reason: .refundedForOtherReason, at: t, as: .familyLeave,
+                        why: "\(name(person)) leaves the family")
                 }
                 c = chains[id]!
                 c.members = []
                 chains[id] = c
             }
             if let s = c.source, c.person == person, chains[s]!.members.contains(id) {
-                revokeMember(id, reason: .refundedForOtherReason, at: t, why: "\(name(person)) leaves the family")
+                revokeMember(
+                    id, reason: .refundedForOtherReason, at: t, as: .familyLeave,
+                    why: "\(name(person)) leaves the family")
                 chains[s]!.members.removeAll { $0 == id }
             }
         }

@@ -29,7 +29,7 @@ extension MockAppStore {
         await pause()
         if let denied = authorize(request) { return denied }
         let id = context.parameters.get("transactionId") ?? ""
-        guard let chain = lock.withLock({ self.chains[id] }) else {
+        guard let chain = state.withLock({ $0.chains[id] }) else {
             return Self.apiError(.notFound, 4040010, "Transaction id not found.")
         }
         let all = pages(chain)
@@ -60,7 +60,7 @@ extension MockAppStore {
             await self.pause()
             if let denied = self.authorize(request) { return denied }
             let id = context.parameters.get("transactionId") ?? ""
-            guard let chain = self.lock.withLock({ self.chains[id] }), let statuses = chain.statuses else {
+            guard let chain = self.state.withLock({ $0.chains[id] }), let statuses = chain.statuses else {
                 return Self.apiError(.notFound, 4040010, "Transaction id not found.")
             }
             return Self.json(statuses)
@@ -70,7 +70,7 @@ extension MockAppStore {
             await self.pause()
             if let denied = self.authorize(request) { return denied }
             let id = context.parameters.get("transactionId") ?? ""
-            guard let jws = self.lock.withLock({ self.signedTransactions[id] }) else {
+            guard let jws = self.state.withLock({ $0.signedTransactions[id] }) else {
                 return Self.apiError(.notFound, 4040010, "Transaction id not found.")
             }
             return Self.json(TransactionInfoResponse(signedTransactionInfo: jws))
@@ -93,7 +93,7 @@ extension MockAppStore {
             // Any transaction of the customer's chain names it (the store knows the chains it published).
             let wanted: Set<String>? = q.transactionId.map { id in
                 var ids: Set<String> = [id]
-                if let chain = self.lock.withLock({ self.chains[id] }) {
+                if let chain = self.state.withLock({ $0.chains[id] }) {
                     for page in chain.history {
                         for jws in page.signedTransactions {
                             if let c = Self.claims(jws, as: ChainClaims.self) {
@@ -106,7 +106,7 @@ extension MockAppStore {
             }
             let page =
                 request.uri.queryParameters.get("paginationToken").flatMap { Int($0.dropFirst("page-".count)) } ?? 0
-            let matching = self.lock.withLock { self.notifications }.filter {
+            let matching = self.state.withLock { $0.notifications }.filter {
                 $0.signedDate >= q.startDate && $0.signedDate < q.endDate
                     && (q.notificationType == nil || $0.notificationType == q.notificationType)
                     && (wanted == nil || !$0.transactionIds.isDisjoint(with: wanted!))
@@ -129,7 +129,7 @@ extension MockAppStore {
             await self.pause()
             if let denied = self.authorize(request) { return denied }
             guard let sign = self.testNotificationSigner, let hook = self.webhook,
-                let catalog = self.lock.withLock({ self.catalog })
+                let catalog = self.state.withLock({ $0.catalog })
             else {
                 return Self.apiError(
                     .internalServerError, 5000000,
@@ -138,11 +138,11 @@ extension MockAppStore {
             let now = Millis(Date().timeIntervalSince1970 * 1000)
             let payload = sign(now, catalog)
             let token = "test-\(UUID().uuidString.lowercased())"
-            let index: Int = self.lock.withLock {
-                self.notifications.append(
+            let index: Int = self.state.withLock {
+                $0.notifications.append(
                     SentNotification(signedPayload: payload, signedDate: now, notificationType: "TEST", attempts: []))
-                self.testTokens[token] = self.notifications.count - 1
-                return self.notifications.count - 1
+                $0.testTokens[token] = $0.notifications.count - 1
+                return $0.notifications.count - 1
             }
             // Posted after answering, as Apple does, on a thread of its own (the client blocks).
             Thread.detachNewThread {
@@ -156,9 +156,9 @@ extension MockAppStore {
                 } catch {
                     result = (error as? LoopbackHTTPClient.Failure)?.kind == .timedOut ? "TIMED_OUT" : "SOCKET_ISSUE"
                 }
-                self.lock.withLock {
-                    if index < self.notifications.count {
-                        self.notifications[index].attempts.append(
+                self.state.withLock {
+                    if index < $0.notifications.count {
+                        $0.notifications[index].attempts.append(
                             SendAttemptItem(attemptDate: now, sendAttemptResult: result))
                     }
                 }
@@ -169,8 +169,8 @@ extension MockAppStore {
             if let denied = self.authorize(request) { return denied }
             let token = context.parameters.get("token") ?? ""
             guard
-                let n = self.lock.withLock({
-                    self.testTokens[token].flatMap { $0 < self.notifications.count ? self.notifications[$0] : nil }
+                let n = self.state.withLock({ state in
+                    state.testTokens[token].flatMap { $0 < state.notifications.count ? state.notifications[$0] : nil }
                 })
             else {
                 return Self.apiError(.notFound, 4040008, "Test notification not found.")
@@ -220,7 +220,7 @@ extension MockAppStore {
         else {
             return status(21002)
         }
-        guard let receipt = lock.withLock({ receipts[data] }) else { return status(21003) }
+        guard let receipt = state.withLock({ $0.receipts[data] }) else { return status(21003) }
         if receipt.sandbox && !sandboxEndpoint { return status(21007) }
         if !receipt.sandbox && sandboxEndpoint { return status(21008) }
         if let secret = settings.sharedSecret, r.password != secret { return status(21004) }
@@ -261,7 +261,7 @@ extension MockAppStore {
             let exp = claims.exp, let iat = claims.iat,
             exp > now, exp - iat <= 3600, exp - now <= 3600, iat <= now + 60
         else { return unauthorized }
-        if let expected = lock.withLock({ bundleId }), claims.bid != expected { return unauthorized }
+        if let expected = state.withLock({ $0.bundleId }), claims.bid != expected { return unauthorized }
         return nil
     }
 

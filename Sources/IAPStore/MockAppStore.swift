@@ -20,9 +20,9 @@ import Logging
 ///
 /// The harness publishes what Apple would answer just before it makes the backend ask (see `HTTPValidator`).
 ///
-/// Sendable: the route state (chains, answers, posts, faults) is read and written under `lock` only; `settings` is
-/// immutable; `port` and the public configuration (`realSecondsPerRetryHour`, `webhook`, the TEST signer) are set
-/// before the store serves and only read afterwards.
+/// Sendable: the route state (chains, answers, posts, faults) is behind `state`; `settings` is immutable; `port` and
+/// the public configuration (`realSecondsPerRetryHour`, `webhook`, the TEST signer) are set before the store serves
+/// and only read afterwards.
 public final class MockAppStore: AppStoreBridge, @unchecked Sendable {
     public let settings: StoreSettings
     public private(set) var port: Int = 0
@@ -35,26 +35,28 @@ public final class MockAppStore: AppStoreBridge, @unchecked Sendable {
 
     /// Faults the store injects: `webhook5xxEvery`, `storeDelayMillis`.
     public var faults: FaultProfile {
-        get { lock.withLock { _faults } }
-        set { lock.withLock { _faults = newValue } }
+        get { state.withLock { $0.faults } }
+        set { state.withLock { $0.faults = newValue } }
     }
-    var _faults = FaultProfile()
-    var posted = 0
 
-    /// Apple's retry schedule for production notifications, in hours after the previous attempt.
-    public static let retryHours: [Int64] = [1, 12, 24, 48, 72]
-
-    let lock = NSLock()
-    var bundleId: String?
-    var catalog: Catalog?
-    var chains: [String: Chain] = [:]
-    var signedTransactions: [String: String] = [:]
-    var receipts: [String: (body: String, sandbox: Bool)] = [:]
-    var notifications: [SentNotification] = []
-    var testTokens: [String: Int] = [:]
-    var servedCounts: [String: Int] = [:]
-    var recovered = 0
+    let state = Locked(State())
     let apiKey: P256.Signing.PublicKey?
+
+    /// What the routes read and write.
+    struct State {
+        var faults = FaultProfile()
+        /// Notifications posted (fault `webhook-5xx` counts them).
+        var posted = 0
+        var bundleId: String?
+        var catalog: Catalog?
+        var chains: [String: Chain] = [:]
+        var signedTransactions: [String: String] = [:]
+        var receipts: [String: (body: String, sandbox: Bool)] = [:]
+        var notifications: [SentNotification] = []
+        var testTokens: [String: Int] = [:]
+        var servedCounts: [String: Int] = [:]
+        var recovered = 0
+    }
 
     /// One published answer: the customer's history pages, statuses and refund history pages. Every transaction
     /// id in the history finds it.
@@ -99,18 +101,17 @@ public final class MockAppStore: AppStoreBridge, @unchecked Sendable {
     }
 
     static let executor = QueueTaskExecutor()
-    // Safe: read and written under `runningLock` only.
-    nonisolated(unsafe) static var running: [Int: MockAppStore] = [:]
-    static let runningLock = NSLock()
+    /// The stores started in this process, by port.
+    static let running = Locked<[Int: MockAppStore]>([:])
 
     /// The store listening on `settings.port` in this process, started on first use (one per port, shared by the
     /// load driver's workers).
     public static func shared(_ settings: StoreSettings) throws -> MockAppStore {
-        try runningLock.withLock {
-            if let s = running[settings.port], s.settings == settings { return s }
+        try running.withLock { started in
+            if let s = started[settings.port], s.settings == settings { return s }
             let s = try MockAppStore(settings: settings)
             try s.start()
-            running[s.port] = s
+            started[s.port] = s
             return s
         }
     }
@@ -118,13 +119,13 @@ public final class MockAppStore: AppStoreBridge, @unchecked Sendable {
     /// Starts listening (port 0 picks a free one; see `port`) and returns once the socket is bound.
     public func start() throws {
         let ready = DispatchSemaphore(value: 0)
-        let box = StartBox()
+        let box = Locked<(port: Int, error: String?)>((0, nil))
         let app = Application(
             router: makeRouter(),
             configuration: .init(
                 address: .hostname("127.0.0.1", port: settings.port), serverName: "iapcheck-mock-app-store"),
             onServerRunning: { channel in
-                box.set(port: channel.localAddress?.port ?? 0)
+                box.withLock { $0.port = channel.localAddress?.port ?? 0 }
                 ready.signal()
             },
             logger: {
@@ -136,24 +137,25 @@ public final class MockAppStore: AppStoreBridge, @unchecked Sendable {
         // and the backend waits for this store.
         Task.detached(executorPreference: Self.executor) {
             do { try await app.run() } catch {
-                box.set(error: "\(error)")
+                box.withLock { $0.error = "\(error)" }
                 ready.signal()
             }
         }
         if ready.wait(timeout: .now() + 30) == .timedOut {
             throw StartError.listen(settings.port, "no answer within 30 s")
         }
-        if let e = box.error { throw StartError.listen(settings.port, e) }
-        port = box.port
+        let started = box.value
+        if let e = started.error { throw StartError.listen(settings.port, e) }
+        port = started.port
     }
 
     // MARK: AppStoreBridge
 
     public func reset(_ config: ValidatorConfig) {
-        lock.withLock {
-            bundleId = config.catalog.bundleId
-            catalog = config.catalog
-            notifications = []
+        state.withLock {
+            $0.bundleId = config.catalog.bundleId
+            $0.catalog = config.catalog
+            $0.notifications = []
         }
     }
 
@@ -192,25 +194,25 @@ public final class MockAppStore: AppStoreBridge, @unchecked Sendable {
             i += size
         } while i < refunded.count
         let chain = Chain(history: history, statuses: statuses, refunds: refunds)
-        return lock.withLock {
+        let done = state.withLock { state in
             var replaced = Replaced(
-                chains: [originalTransactionId: chains[originalTransactionId]], signedTransactions: [:])
-            chains[originalTransactionId] = chain
+                chains: [originalTransactionId: state.chains[originalTransactionId]], signedTransactions: [:])
+            state.chains[originalTransactionId] = chain
             for (id, jws) in byId {
-                replaced.chains[id] = chains[id]
-                replaced.signedTransactions[id] = signedTransactions[id]
-                chains[id] = chain
-                signedTransactions[id] = jws
+                replaced.chains[id] = state.chains[id]
+                replaced.signedTransactions[id] = state.signedTransactions[id]
+                state.chains[id] = chain
+                state.signedTransactions[id] = jws
             }
-            let done = replaced
-            return { [self] in self.restore(done) }
+            return replaced
         }
+        return { [self] in self.restore(done) }
     }
 
     func restore(_ r: Replaced) {
-        lock.withLock {
-            for (k, v) in r.chains { chains[k] = v }
-            for (k, v) in r.signedTransactions { signedTransactions[k] = v }
+        state.withLock { state in
+            for (k, v) in r.chains { state.chains[k] = v }
+            for (k, v) in r.signedTransactions { state.signedTransactions[k] = v }
         }
     }
 
@@ -218,7 +220,7 @@ public final class MockAppStore: AppStoreBridge, @unchecked Sendable {
         let digest = SHA256.hash(data: Data(responseBody.utf8)).prefix(24)
         let token = Data(Array("iapcheck-receipt:".utf8) + Array(digest)).base64EncodedString()
         let environment = (try? JSONDecoder().decode(EnvironmentOnly.self, from: Data(responseBody.utf8)))?.environment
-        lock.withLock { receipts[token] = (responseBody, environment == "Sandbox") }
+        state.withLock { $0.receipts[token] = (responseBody, environment == "Sandbox") }
         return token
     }
 
@@ -234,20 +236,20 @@ public final class MockAppStore: AppStoreBridge, @unchecked Sendable {
             sent.transactionIds = Set([t.transactionId, t.originalTransactionId].compactMap { $0 })
         }
         // Apple retries production notifications only (docs/semantics.md#delivery-and-retries); a sandbox one gets one attempt.
-        let retries = lock.withLock { catalog?.environment == .sandbox } ? 0 : Self.retryHours.count
-        defer { lock.withLock { notifications.append(sent) } }
+        let retries = state.withLock { $0.catalog?.environment == .sandbox } ? 0 : NotificationRetry.delaysHours.count
+        defer { state.withLock { $0.notifications.append(sent) } }
         // Fault webhook-5xx: this notification's first attempt reaches the backend, but a gateway answers 503.
         let lost: Bool =
-            lock.withLock {
-                posted += 1
-                return _faults.webhook5xxEvery.map { posted % $0 == 0 } ?? false
+            state.withLock { state in
+                state.posted += 1
+                return state.faults.webhook5xxEvery.map { state.posted % $0 == 0 } ?? false
             } && retries > 0
         var at = now
         var lastFailure: ValidatorFailure?
         var lastReply: (Int, Data)?
         for attempt in 0...retries {
             if attempt > 0 {
-                let hours = Self.retryHours[attempt - 1]
+                let hours = NotificationRetry.delaysHours[attempt - 1]
                 at += hours * 3_600_000
                 Thread.sleep(forTimeInterval: realSecondsPerRetryHour * Double(hours))
             }
@@ -259,7 +261,7 @@ public final class MockAppStore: AppStoreBridge, @unchecked Sendable {
                 switch reply.0 {
                 case 200..<300:
                     sent.attempts.append(SendAttemptItem(attemptDate: at, sendAttemptResult: "SUCCESS"))
-                    if attempt > 0 { lock.withLock { recovered += 1 } }
+                    if attempt > 0 { state.withLock { $0.recovered += 1 } }
                     return reply
                 case 400..<500:
                     // A 4xx is the backend's verdict (it rejected the payload); Apple would retry it too, but a
@@ -298,17 +300,17 @@ public final class MockAppStore: AppStoreBridge, @unchecked Sendable {
 
     /// What the store has posted, for tests and reports: (notificationType, attempt results).
     public var sentNotifications: [(type: String, attempts: [String])] {
-        lock.withLock { notifications.map { ($0.notificationType, $0.attempts.map(\.sendAttemptResult)) } }
+        state.withLock { $0.notifications.map { ($0.notificationType, $0.attempts.map(\.sendAttemptResult)) } }
     }
 
     /// Requests answered per endpoint (`history`, `statuses`, `transaction`, `notification-history`, `test`,
     /// `verifyReceipt` (production), `sandbox/verifyReceipt`, `unauthorized`), for tests and reports.
     /// Notifications, over every case since the store started, that were delivered on a retry after a failed attempt.
-    public var notificationsDeliveredOnRetry: Int { lock.withLock { recovered } }
+    public var notificationsDeliveredOnRetry: Int { state.withLock { $0.recovered } }
 
-    public var served: [String: Int] { lock.withLock { servedCounts } }
+    public var served: [String: Int] { state.withLock { $0.servedCounts } }
 
-    func count(_ endpoint: String) { lock.withLock { servedCounts[endpoint, default: 0] += 1 } }
+    func count(_ endpoint: String) { state.withLock { $0.servedCounts[endpoint, default: 0] += 1 } }
 
     // MARK: decoding of what the store serves
 
@@ -339,15 +341,4 @@ final class QueueTaskExecutor: TaskExecutor, @unchecked Sendable {
         let job = UnownedJob(job)
         queue.async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
     }
-}
-
-/// Sendable: `_port` and `_error` are read and written under `lock` only.
-final class StartBox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var _port = 0
-    private var _error: String?
-    func set(port: Int) { lock.withLock { _port = port } }
-    func set(error: String) { lock.withLock { _error = error } }
-    var port: Int { lock.withLock { _port } }
-    var error: String? { lock.withLock { _error } }
 }

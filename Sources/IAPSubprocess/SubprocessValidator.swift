@@ -287,16 +287,16 @@ public final class SubprocessValidator: RestartableValidator {
 
 /// Drains a validator's stderr on a thread of its own into a bounded tail (the last 64 KiB), so a validator that
 /// logs can never fill the pipe and block; the tail goes into failure reports.
-///
-/// Sendable: `bytes` and `stopped` change under `lock` only; `fd` is immutable.
-final class StderrTail: @unchecked Sendable {
-    // Safe: `bytes` and `stopped` are only touched under `lock`; `fd` is read-only after init.
-    private let lock = NSLock()
-    private var bytes: [UInt8] = []
-    private var stopped = false
+final class StderrTail: Sendable {
+    private let state = Locked(State())
     private let fd: Int32
     private let done = DispatchSemaphore(value: 0)
     static let keep = 64 << 10
+
+    struct State {
+        var bytes: [UInt8] = []
+        var stopped = false
+    }
 
     init(fd: Int32) {
         self.fd = fd
@@ -309,28 +309,28 @@ final class StderrTail: @unchecked Sendable {
         var chunk = [UInt8](repeating: 0, count: 65536)
         defer { done.signal() }
         while true {
-            if lock.withLock({ stopped }) { return }
+            if state.withLock({ $0.stopped }) { return }
             var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             guard poll(&pfd, 1, 100) > 0 else { continue }
             let n = read(fd, &chunk, chunk.count)
             if n < 0 && (errno == EINTR || errno == EAGAIN) { continue }
             if n <= 0 { return }
-            lock.withLock {
-                bytes += chunk[0..<n]
-                if bytes.count > 2 * Self.keep { bytes.removeFirst(bytes.count - Self.keep) }
+            state.withLock {
+                $0.bytes += chunk[0..<n]
+                if $0.bytes.count > 2 * Self.keep { $0.bytes.removeFirst($0.bytes.count - Self.keep) }
             }
         }
     }
 
     /// The last `n` bytes written, as text.
     func text(last n: Int) -> String {
-        let tail = lock.withLock { bytes.suffix(n) }
+        let tail = state.withLock { $0.bytes.suffix(n) }
         return String(decoding: tail, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     /// Stops draining (before the pipe is closed) and waits for the thread to leave the descriptor.
     func stop() {
-        lock.withLock { stopped = true }
+        state.withLock { $0.stopped = true }
         done.wait()
     }
 }

@@ -54,8 +54,8 @@ public enum WireProtocol {
     /// Serves `validator` on stdin/stdout until stdin closes: the in-process reference (or a mutant) as a
     /// subprocess validator, and a model for implementers.
     ///
-    /// With `journal`, every `reset` and `deliver` is appended to that file and flushed to disk before the reply —
-    /// a durable acknowledgement — and a restarted server replays the journal first, so nothing it acknowledged is
+    /// With `journal`, every `reset` and `deliver` is appended to that file as a ``JournalEntry`` line and flushed to
+    /// disk before the reply — a durable acknowledgement — and a restarted server replays the journal first, so nothing it acknowledged is
     /// lost. `ackBeforePersist > 1` is the deliberate bug for the `durable-ack` property: deliveries are written in
     /// batches of that size, after they were acknowledged.
     public static func serve(
@@ -72,9 +72,9 @@ public enum WireProtocol {
                 == .typeRegular
             if regular, let old = try? Data(contentsOf: URL(fileURLWithPath: journal)) {
                 for line in old.split(separator: 0x0A) {
-                    guard let req = try? decoder.decode(Request.self, from: line) else { continue }  // a torn last line
-                    if req.type == "reset", let c = req.config { try? validator.reset(c) }
-                    if req.type == "deliver", let d = req.delivery { _ = try? validator.deliver(d, now: req.now ?? 0) }
+                    // A torn last line is no entry: it was never acknowledged.
+                    guard let entry = JournalEntry(line: String(decoding: line, as: UTF8.self)) else { continue }
+                    try? entry.replay(into: validator)
                 }
             }
             if !FileManager.default.fileExists(atPath: journal) {
@@ -85,7 +85,7 @@ public enum WireProtocol {
         }
         /// Appends to the journal and flushes it to disk before the reply; a failure fails the request (an
         /// acknowledgement that would not survive a crash must not be sent).
-        func persist(_ line: Data, truncate: Bool = false) throws(JournalFailure) {
+        func persist(_ entry: JournalEntry, truncate: Bool = false) throws(JournalFailure) {
             guard let log else { return }
             do {
                 if truncate {
@@ -96,7 +96,7 @@ public enum WireProtocol {
                         try log.truncate(atOffset: 0)
                     }
                 }
-                pending.append(line + Data([0x0A]))
+                pending.append(Data((entry.line + "\n").utf8))
                 guard truncate || pending.count >= ackBeforePersist else { return }
                 let batch = pending.reduce(Data(), +)
                 pending = []
@@ -137,19 +137,19 @@ public enum WireProtocol {
                         r.type = "hello"
                         r.name = validator.name
                         r.protocol = version
-                        r.capabilities = ["app-transaction", "notification", "api-snapshot", "legacy-receipt"]
+                        r.capabilities = DeliveryChannel.allCases.map(\.protocolName)
                     case "reset":
                         guard let c = req.config else {
                             throw ValidatorFailure(.protocolViolation, "reset without config")
                         }
                         try validator.reset(c)
-                        try persist(Data(line), truncate: true)
+                        try persist(.reset(c), truncate: true)
                     case "deliver":
                         guard let d = req.delivery else {
                             throw ValidatorFailure(.protocolViolation, "deliver without delivery")
                         }
                         let v = try validator.deliver(d, now: req.now ?? 0)
-                        try persist(Data(line))
+                        try persist(.delivery(d, now: req.now ?? 0))
                         r.type = "verdict"
                         r.accepted = v.isAccepted
                         if case .rejected(let why) = v { r.reason = why }

@@ -53,3 +53,33 @@ public struct FaultProfile: Sendable, Hashable, CustomStringConvertible {
         return parts.isEmpty ? "none" : parts.joined(separator: ", ")
     }
 }
+
+/// Where each fault can act: the checks every command makes before a run, in one place.
+extension FaultProfile {
+    /// Faults that act in the mock App Store (an HTTP target's `store` section).
+    public var needsStore: Bool { webhook5xxEvery != nil || storeDelayMillis != nil }
+
+    /// Faults that act on HTTP connections or the mock App Store, so only on `http:` targets.
+    public var needsHTTPTarget: Bool { resetEvery != nil || needsStore }
+
+    /// Why this profile cannot run on `v`, or nil: `kill` restarts the validator's process, so it needs one that
+    /// runs as a process and can be restarted (``RestartableValidator``).
+    public func problem(with v: any Validator) -> String? {
+        kill && !(v is any RestartableValidator)
+            ? "--faults kill needs a validator that runs as a process: exec:, or an http: target with a \"start\" command"
+            : nil
+    }
+
+    /// Why this profile cannot run on a validator that is not an `http:` target, or nil.
+    public var problemOutsideHTTP: String? {
+        needsHTTPTarget
+            ? "faults reset, webhook-5xx and slow-store need an http: target (they act on HTTP connections and the mock App Store)"
+            : nil
+    }
+
+    /// Why this profile cannot run on the `http:` target `path`, which has no mock App Store, or nil.
+    public func problemWithoutStore(target path: String) -> String? {
+        needsStore
+            ? "faults webhook-5xx and slow-store act in the mock App Store: \(path) has no \"store\" section" : nil
+    }
+}

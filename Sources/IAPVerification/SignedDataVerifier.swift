@@ -19,9 +19,7 @@ import X509
 /// every certificate valid at the payload's `signedDate`; ES256 signature by the leaf's P-256 key. `x5c[2]` is never
 /// trusted. Statuses follow Apple's Swift library (a bad signature is `INVALID_JWT_FORMAT` there too); `reason` says
 /// precisely which step refused.
-///
-/// Sendable: roots and options are immutable after `init`; the chain cache and its counters change under `lock` only.
-public final class SignedDataVerifier: @unchecked Sendable {
+public final class SignedDataVerifier: Sendable {
     /// Switches that exist only so mutants can get verification wrong in one specific way.
     public struct Options: Sendable {
         public var verifySignature = true
@@ -70,14 +68,19 @@ public final class SignedDataVerifier: @unchecked Sendable {
 
     public let options: Options
     package let roots: [Certificate]
+    private let chains = Locked(ChainCache())
+    /// Room for every leaf of years of histories (the test PKI rotates leaves every 30 days) and the forgery kit's chains.
+    public static let cacheCapacity = 1024
+    /// Verdicts answered from the cache.
+    public var cacheHits: Int { chains.withLock { $0.hits } }
+
     /// Chain verdicts by a hash of the header segment; each entry keeps the header bytes to rule out collisions.
     /// A verdict depends on the header bytes and the roots only (validity dates are checked per token against the
     /// chain's window), so refusals are kept too: a forger repeating one bad chain costs one lookup.
-    private var cache: [UInt64: (header: [UInt8], chain: Result<VerifiedChain, Failure>)] = [:]
-    private let lock = NSLock()
-    /// Room for every leaf of years of histories (the test PKI rotates leaves every 30 days) and the forgery kit's chains.
-    public static let cacheCapacity = 1024
-    public private(set) var cacheHits = 0
+    struct ChainCache {
+        var entries: [UInt64: (header: [UInt8], chain: Result<VerifiedChain, Failure>)] = [:]
+        var hits = 0
+    }
 
     static let decoder = JSONDecoder()
 
@@ -165,20 +168,20 @@ public final class SignedDataVerifier: @unchecked Sendable {
     func verifiedChain(header: UnsafeRawBufferPointer) -> Result<VerifiedChain, Failure> {
         guard options.cacheChains else { return verifyChain(header: header) }
         let h = Self.hash(header)
-        lock.lock()
-        if let hit = cache[h], hit.header.count == header.count,
-            hit.header.withUnsafeBytes({ memcmp($0.baseAddress!, header.baseAddress!, header.count) }) == 0
-        {
-            cacheHits += 1
-            lock.unlock()
+        let cached: Result<VerifiedChain, Failure>? = chains.withLock { cache in
+            guard let hit = cache.entries[h], hit.header.count == header.count,
+                hit.header.withUnsafeBytes({ memcmp($0.baseAddress!, header.baseAddress!, header.count) }) == 0
+            else { return nil }
+            cache.hits += 1
             return hit.chain
         }
-        lock.unlock()
+        if let cached { return cached }
         let result = verifyChain(header: header)
-        lock.lock()
-        if cache.count >= Self.cacheCapacity { cache.removeAll(keepingCapacity: true) }
-        cache[h] = (Array(header), result)
-        lock.unlock()
+        let bytes = Array(header)
+        chains.withLock { cache in
+            if cache.entries.count >= Self.cacheCapacity { cache.entries.removeAll(keepingCapacity: true) }
+            cache.entries[h] = (bytes, result)
+        }
         return result
     }
 

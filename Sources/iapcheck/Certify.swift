@@ -40,11 +40,7 @@ struct Certify: ParsableCommand {
         try requireWritable(directory: results)
         let faultProfile = try parseFaults(faults)
         let v = try makeValidator(validator, timeout: timeout, faults: faultProfile)
-        if faultProfile.kill && !(v is RestartableValidator) {
-            throw ValidationError(
-                "--faults kill needs a validator that runs as a process: exec:, or an http: target with a \"start\" command"
-            )
-        }
+        if let problem = faultProfile.problem(with: v) { throw ValidationError(problem) }
         let known = Set(
             (knownDivergences ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
                 !$0.isEmpty

@@ -145,14 +145,8 @@ struct Check: ParsableCommand {
             }
             if props.isEmpty { opts.properties = PropertyName.standard + [.parallelDelivery] }
         }
-        if faultProfile.kill {
-            guard v is RestartableValidator else {
-                throw ValidationError(
-                    "--faults kill needs a validator that runs as a process: exec:, or an http: target with a \"start\" command"
-                )
-            }
-            if props.isEmpty { opts.properties = PropertyName.standard + [.durableAck] }
-        }
+        if let problem = faultProfile.problem(with: v) { throw ValidationError(problem) }
+        if faultProfile.kill && props.isEmpty { opts.properties = PropertyName.standard + [.durableAck] }
         opts.onlyCase = caseIndex
         opts.shard = slice
         opts.signed = !unsigned

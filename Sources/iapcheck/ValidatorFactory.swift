@@ -35,10 +35,7 @@ func makeValidator(_ spec: String, timeout: Double = 5, faults: FaultProfile = F
                 store = try startStore(settings, for: target)
                 store?.faults = faults
             }
-            if (faults.webhook5xxEvery != nil || faults.storeDelayMillis != nil) && store == nil {
-                throw ValidationError(
-                    "faults webhook-5xx and slow-store act in the mock App Store: \(path) has no \"store\" section")
-            }
+            if store == nil, let problem = faults.problemWithoutStore(target: path) { throw ValidationError(problem) }
             return try HTTPValidator.make(
                 target: target, name: "http:\(target.host):\(target.port)", timeout: timeout, store: store,
                 faults: faults)
@@ -50,11 +47,7 @@ func makeValidator(_ spec: String, timeout: Double = 5, faults: FaultProfile = F
             throw fail("error: \(error)", code: Exit.usage)
         }
     }
-    if faults.resetEvery != nil || faults.webhook5xxEvery != nil || faults.storeDelayMillis != nil {
-        throw ValidationError(
-            "faults reset, webhook-5xx and slow-store need an http: target (they act on HTTP connections and the mock App Store)"
-        )
-    }
+    if let problem = faults.problemOutsideHTTP { throw ValidationError(problem) }
     if spec.hasPrefix("exec:") {
         let command = String(spec.dropFirst("exec:".count))
         guard !command.isEmpty else {

@@ -60,10 +60,11 @@ import Testing
             return checker.run()
         }
         let one = report(jobs: 1)
-        CountingReference.busy.removeAll()
+        CountingReference.busy.withLock { $0.removeAll() }
         let four = report(jobs: 4)
         if which == "passing-reference" {
-            #expect(CountingReference.busy.count >= 2, "the cases ran on \(CountingReference.busy.count) validator(s)")
+            let busy = CountingReference.busy.value.count
+            #expect(busy >= 2, "the cases ran on \(busy) validator(s)")
         }
         #expect(one.cases == four.cases && one.passed == four.passed && one.questions == four.questions)
         #expect(one.coverage == four.coverage)
@@ -226,7 +227,7 @@ import Testing
             Mutants.named("no-size-limit")!.make(), scale: 0.1, knownDivergences: ["oversized-token"])
         #expect(!declared.passed)
         #expect(declared.passedWithDeclaredDivergences)
-        #expect(declared.divergences.contains { $0.kind == "forgery" && $0.name == "oversized-token" && $0.declared })
+        #expect(declared.divergences.contains { $0.kind == .forgery && $0.name == "oversized-token" && $0.declared })
         #expect(CertificationHTML.render(declared).contains("Divergences from the reference"))
         let undeclared = CertificationSuite.run(
             Mutants.named("no-size-limit")!.make(), scale: 0.1, knownDivergences: ["replayed-notification-uuid"])
@@ -237,12 +238,10 @@ import Testing
 
 /// The reference, remembering which instances checked cases (to see that jobs really ran side by side).
 final class CountingReference: ReferenceValidator, @unchecked Sendable {
-    nonisolated(unsafe) static var busy: Set<ObjectIdentifier> = []
-    static let lock = NSLock()
+    static let busy = Locked<Set<ObjectIdentifier>>([])
     override func reset(_ config: ValidatorConfig) throws(ValidatorFailure) {
-        Self.lock.lock()
-        Self.busy.insert(ObjectIdentifier(self))
-        Self.lock.unlock()
+        let id = ObjectIdentifier(self)
+        Self.busy.withLock { _ = $0.insert(id) }
         try super.reset(config)
     }
 }

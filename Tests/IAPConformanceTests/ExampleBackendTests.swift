@@ -139,7 +139,8 @@ import Testing
         // The store sent the same notification again after each missed deadline: Apple's duplicates.
         #expect(
             store.sentNotifications.contains {
-                $0.attempts.count == MockAppStore.retryHours.count + 1 && $0.attempts.allSatisfy { $0 == "TIMED_OUT" }
+                $0.attempts.count == NotificationRetry.delaysHours.count + 1
+                    && $0.attempts.allSatisfy { $0 == "TIMED_OUT" }
             },
             "\(store.sentNotifications)")
     }

@@ -148,16 +148,17 @@ import Testing
     }
 }
 
-final class InFlight: @unchecked Sendable {
-    private let lock = NSLock()
-    private var now = 0
-    private(set) var peak = 0
+/// Requests in flight, and the most there were at once.
+final class InFlight: Sendable {
+    private let state = Locked((now: 0, peak: 0))
+    var peak: Int { state.value.peak }
     func enter() {
-        lock.withLock {
-            now += 1; peak = max(peak, now)
+        state.withLock {
+            $0.now += 1
+            $0.peak = max($0.peak, $0.now)
         }
     }
-    func leave() { lock.withLock { now -= 1 } }
+    func leave() { state.withLock { $0.now -= 1 } }
 }
 
 /// Answers every question after 20 ms, like a backend on the other end of a connection.
@@ -233,7 +234,7 @@ final class SlowValidator: Validator {
     @Test func aClosedExecutorSplitsItsWorkersBetweenSegments() throws {
         let profile = try Self.profile(#"{"type":"closed","workers":3}"#)
         let pool = ArtifactPool.build(profile)
-        let made = Counter()
+        let made = Locked(0)
         for i in 0..<2 {
             let driver = LoadDriver(profile: profile, pool: pool) {
                 made.add(1); return ReferenceValidator()
@@ -275,7 +276,7 @@ final class SlowValidator: Validator {
     @Test func theWarmUpWarmsTheMeasuredValidators() throws {
         let profile = try Self.profile(#"{"type":"constant-rate","rate":50,"workers":2}"#)
         let pool = ArtifactPool.build(profile)
-        let made = Counter()
+        let made = Locked(0)
         let driver = LoadDriver(profile: profile, pool: pool) {
             made.add(1); return ReferenceValidator()
         }
@@ -300,10 +301,10 @@ final class SlowValidator: Validator {
 
 /// The reference, writing down every artifact and question it gets (in the load driver's threads).
 final class RecordingReference: Validator, @unchecked Sendable {
-    final class Log: @unchecked Sendable {
-        let lock = NSLock()
-        var items: [String] = []
-        func add(_ s: String) { lock.lock(); items.append(s); lock.unlock() }
+    final class Log: Sendable {
+        private let entries = Locked<[String]>([])
+        var items: [String] { entries.value }
+        func add(_ s: String) { entries.withLock { $0.append(s) } }
     }
     let log: Log
     let inner = SynchronizedReferenceValidator()  // the load driver calls it from several workers at once

@@ -230,3 +230,31 @@ import Testing
         }
     }
 }
+
+@Suite struct MarkupTests {
+    @Test func everyCharacterThatEndsTextOrAnAttributeIsEscaped() {
+        #expect(
+            Markup.escape(#"<a href="x" title='y'>&</a>"#)
+                == "&lt;a href=&quot;x&quot; title=&#39;y&#39;&gt;&amp;&lt;/a&gt;")
+        #expect(Markup.escape("plain · ünïcode 🙂") == "plain · ünïcode 🙂")
+    }
+}
+
+@Suite struct ForgeryContentTests {
+    @Test func identityClassesChangeOnlyTheIdentityAndTheRestTempt() {
+        var tx = Catalog.standard.probeTransaction(
+            of: Catalog.standard.probeProduct!, at: 1_000_000, user: "a1b2c3d4-0000-4000-8000-000000000001")
+        tx.revocationDate = 2_000_000
+        tx.revocationReason = .refundedDueToIssue
+        for f in ForgeryClass.allCases {
+            let forged = f.content(tx)
+            if f.isIdentityMismatch {
+                #expect(forged.revocationDate == tx.revocationDate, "\(f)")
+                #expect(forged.bundleId != tx.bundleId || forged.environment != tx.environment || f == .wrongAppAppleId)
+            } else {
+                #expect(forged.revocationDate == nil && forged.revocationReason == nil, "\(f)")
+                #expect(forged.expiresDate == tx.expiresDate.map { $0 + ForgeryClass.temptingExtension }, "\(f)")
+            }
+        }
+    }
+}

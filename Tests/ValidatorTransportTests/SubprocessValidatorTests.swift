@@ -98,7 +98,11 @@ import Testing
         #expect(try !good.deliver(.notification(signedPayload: "a.b.c"), now: 0).isAccepted)
         #expect(FileManager.default.fileExists(atPath: journal))
         let lines = try String(contentsOfFile: journal, encoding: .utf8).split(separator: "\n")
-        #expect(lines.count == 3 && lines[0].contains("\"reset\""))  // reset, delivery, delivery after restart
+        // reset, delivery, delivery after restart: journal entries that read back as written
+        let entries = lines.compactMap { JournalEntry(line: String($0)) }
+        #expect(entries.count == 3)
+        #expect(entries.first == .reset(config))
+        #expect(entries.last == .delivery(.notification(signedPayload: "a.b.c"), now: 0))
         #expect(FileManager.default.fileExists(atPath: journal + "-b"))
         // the delivery is still pending
         #expect(try String(contentsOfFile: journal + "-b", encoding: .utf8).split(separator: "\n").count == 1)
