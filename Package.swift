@@ -99,6 +99,7 @@ let package = Package(
                 "IAPSubprocess", "IAPHTTP",
                 "IAPSigning", "IAPLoad", "IAPStore", "IAPBench",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ]),
         // An example backend a team could start from: Hummingbird routes, SQLite persistence, the reference logic.
         .executableTarget(

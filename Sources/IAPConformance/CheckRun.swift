@@ -2,6 +2,7 @@ import Foundation
 import IAPModel
 import IAPSimulator
 import IAPValidatorAPI
+import PropertyEngine
 
 /// One `iapcheck check` as a library call: the saved counterexamples of the corpus replayed, the seeded cases run
 /// (``Checker``), a new counterexample saved, and everything summarised in one ``CheckRunReport``. The command line
@@ -16,6 +17,10 @@ public struct CheckRun {
     public var corpus: String?
     /// Save a new counterexample to the corpus (off for deliberate mutants: their failures are the point).
     public var savesCounterexamples = true
+    /// `--faults` as the user gave it, recorded in the summary's run identity so shards under other faults do not merge.
+    public var faults: String?
+    /// Called once the corpus is replayed, just before the first generated case (progress lines start here).
+    public var willRunCases: (() -> Void)?
     public var checker: Checker
 
     public init(validatorSpec: String, checker: Checker) {
@@ -43,6 +48,8 @@ public struct CheckRun {
         var failures: [Reports.ValidatorFailureSummary] = []
         if let corpus, options.onlyCase == nil {
             for file in Corpus.files(in: corpus) {
+                // Ctrl-C: the run stops before its first case, keeping what was found.
+                if options.shouldStop() { break }
                 let saved: CorpusCase
                 do { saved = try Corpus.load(path: file) } catch { throw UnreadableCorpus(error: error) }
                 replayed += 1
@@ -62,6 +69,7 @@ public struct CheckRun {
         }
 
         // 2. New cases.
+        willRunCases?()
         let report = checker.run()
         var discrepancies = corpusFailures
         if let failure = report.failure, let flaky = failure.flaky {
@@ -118,6 +126,10 @@ public struct CheckRun {
                 policy: options.policy, catalog: options.catalog, drawsCatalogs: options.drawsCatalogs,
                 signed: options.signed, shard: options.shard ?? Shard(index: 0, count: 1))
             if options.maxSize != HistoryGenerator.defaultMaxSize { summary.run?.maxSize = options.maxSize }
+            summary.run?.faults = faults
+            let budget = options.shrinkBudget
+            if budget.maxAttempts != Shrinker.Budget().maxAttempts { summary.run?.shrinkAttempts = budget.maxAttempts }
+            if budget.maxSeconds.isFinite { summary.run?.shrinkSeconds = budget.maxSeconds }
         }
 
         let rate = Double(report.cases) / max(report.seconds, 1e-9)

@@ -46,11 +46,18 @@ public struct MutantsRun {
             t.stackSize = 8 << 20
             t.start()
         }
-        defer { group.wait() }
-        for (k, m) in entries.enumerated() {
-            let (report, foundWith) = results.wait(k)
-            try row(Self.summary(m.name, m.description, m.pitfall, report), report, foundWith)
+        do {
+            for (k, m) in entries.enumerated() {
+                let (report, foundWith) = results.wait(k)
+                try row(Self.summary(m.name, m.description, m.pitfall, report), report, foundWith)
+            }
+        } catch {
+            // The caller gave up (it could not save a row): the workers take no further mutant.
+            results.cancel()
+            group.wait()
+            throw error
         }
+        group.wait()
     }
 
     /// One mutant's row of the table.
@@ -83,6 +90,13 @@ final class MutantResults: @unchecked Sendable {
     private let count: Int
     private var results: [Int: (CheckReport, String)] = [:]
     init(count: Int) { self.count = count }
+
+    /// No mutant is handed out any more.
+    func cancel() {
+        condition.lock()
+        next = count
+        condition.unlock()
+    }
 
     func take() -> Int? {
         condition.lock()

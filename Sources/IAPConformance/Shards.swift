@@ -51,6 +51,12 @@ public struct RunIdentity: Codable, Hashable, Sendable {
     public var shard: Shard
     /// `--max-size` when not the default (absent in summaries written before it existed).
     public var maxSize: Int?
+    /// `--faults` as given, when any (they change what the validator goes through, and so the verdict).
+    public var faults: String?
+    /// `--shrink-attempts` when not the default, and `--shrink-seconds` when given: they decide the counterexample
+    /// the merged report shows.
+    public var shrinkAttempts: Int?
+    public var shrinkSeconds: Double?
 
     public init(
         seed: UInt64, totalCases: Int, properties: [String], policy: Policy, catalog: Catalog,
@@ -166,6 +172,14 @@ public enum ShardMerge {
                 throw differ("properties", id0.properties.joined(separator: ","), id.properties.joined(separator: ","))
             }
             if id.signed != id0.signed { throw differ("signed", "\(id0.signed)", "\(id.signed)") }
+            if id.faults != id0.faults { throw differ("--faults", id0.faults ?? "none", id.faults ?? "none") }
+            if id.shrinkAttempts != id0.shrinkAttempts || id.shrinkSeconds != id0.shrinkSeconds {
+                func budget(_ r: RunIdentity) -> String {
+                    "\(r.shrinkAttempts.map(String.init) ?? "default") attempts"
+                        + (r.shrinkSeconds.map { ", \($0) s" } ?? "")
+                }
+                throw differ("shrink budget", budget(id0), budget(id))
+            }
             if let other = byIndex[id.shard.index] {
                 throw Mismatch(description: "shard \(id.shard) appears twice: \(other.path) and \(x.path)")
             }

@@ -22,8 +22,11 @@ public final class ManagedBackend: Sendable {
     public var log: String { directory + "/backend.log" }
     private let process = Locked<Process?>(nil)
 
-    /// The backends started in this process, by port.
+    /// The backends started in this process, by port. Held while one starts, so two callers never start one twice.
     static let running = Locked<[Int: ManagedBackend]>([:])
+    /// The same backends, for the exit handler: this lock is never held for long, so an exit while a backend is
+    /// starting on another thread cannot hang on `running` (lock order: `running`, then this).
+    static let toStopAtExit = Locked<[Int: ManagedBackend]>([:])
 
     /// The backend of this target, started on first use.
     public static func shared(command: String, host: String, port: Int, readySeconds: Double) throws(ValidatorFailure)
@@ -35,6 +38,7 @@ public final class ManagedBackend: Sendable {
             try b.start()
             if started.isEmpty { atexit { ManagedBackend.stopAll() } }
             started[port] = b
+            toStopAtExit.withLock { $0[port] = b }
             return b
         }
     }
@@ -43,10 +47,11 @@ public final class ManagedBackend: Sendable {
     public func stopAndForget() {
         stop()
         Self.running.withLock { if $0[port] === self { $0[port] = nil } }
+        Self.toStopAtExit.withLock { if $0[port] === self { $0[port] = nil } }
     }
 
     static func stopAll() {
-        for b in running.value.values { b.stop() }
+        for b in toStopAtExit.value.values { b.stop() }
     }
 
     init(command: String, host: String, port: Int, readySeconds: Double) {

@@ -71,8 +71,11 @@ public enum WireProtocol {
                 (try? FileManager.default.attributesOfItem(atPath: journal)[.type] as? FileAttributeType)
                 == .typeRegular
             if regular, let old = try? Data(contentsOf: URL(fileURLWithPath: journal)) {
-                for line in old.split(separator: 0x0A) {
-                    // A torn last line is no entry: it was never acknowledged.
+                // Only whole lines: a last line without its newline was torn by a kill mid-write, so it was never
+                // acknowledged (the reply is sent after the flush of the line and its newline).
+                var lines = old.split(separator: 0x0A, omittingEmptySubsequences: false)
+                lines.removeLast()  // after the last newline: empty, or torn
+                for line in lines {
                     guard let entry = JournalEntry(line: String(decoding: line, as: UTF8.self)) else { continue }
                     try? entry.replay(into: validator)
                 }

@@ -14,7 +14,7 @@ import IAPModel
 ///     A  now  userId  deviceTime|-  signedTransaction
 ///     N  now  signedPayload
 ///     L  now  userId  verifyReceipt body
-///     S  now  {any other delivery, as JSON}
+///     S  now  {any other delivery, or one whose text holds a tab or a line break, as JSON}
 public enum JournalEntry: Sendable, Equatable {
     case reset(ValidatorConfig)
     case delivery(SignedDelivery, now: Millis)
@@ -28,12 +28,16 @@ public enum JournalEntry: Sendable, Equatable {
             return "R\t0\t" + String(decoding: (try? Self.encoder.encode(c)) ?? Data(), as: UTF8.self)
         case .delivery(let d, let now):
             let t = String(now)
+            func plain(_ fields: String...) -> Bool {
+                !fields.contains { $0.utf8.contains { $0 == 0x09 || $0 == 0x0A || $0 == 0x0D } }
+            }
             switch d {
-            case let .appTransaction(userId, jws, deviceTime):
+            case let .appTransaction(userId, jws, deviceTime) where plain(userId, jws):
                 return "A\t\(t)\t\(userId)\t\(deviceTime.map(String.init) ?? "-")\t\(jws)"
-            case .notification(let jws): return "N\t\(t)\t\(jws)"
-            case let .legacyReceipt(userId, body): return "L\t\(t)\t\(userId)\t\(body)"
-            case .apiSnapshot:
+            case .notification(let jws) where plain(jws): return "N\t\(t)\t\(jws)"
+            case let .legacyReceipt(userId, body) where plain(userId, body):
+                return "L\t\(t)\t\(userId)\t\(body)"
+            default:
                 return "S\t\(t)\t" + String(decoding: (try? Self.encoder.encode(d)) ?? Data(), as: UTF8.self)
             }
         }

@@ -165,6 +165,8 @@ struct Check: ParsableCommand {
         run.selectionArguments = catalogArgs
         run.corpus = noCorpus ? nil : corpus
         run.savesCounterexamples = !validator.hasPrefix("mutant:")
+        run.faults = faultProfile.isEmpty ? nil : faults
+        run.willRunCases = { progress.restart() }
         let result: CheckRunReport
         do {
             result = try run.run { print($0) }

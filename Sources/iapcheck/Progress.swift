@@ -4,7 +4,7 @@ import Foundation
 final class Progress {
     let label: String
     var last = Date()
-    let started = Date()
+    var started = Date()
     let quiet: Bool
     init(_ label: String, quiet: Bool) {
         self.label = label
@@ -15,5 +15,11 @@ final class Progress {
         last = Date()
         let rate = Double(done) / max(Date().timeIntervalSince(started), 0.001)
         FileHandle.standardError.write(Data("\(label): \(done)/\(total) cases, \(Int(rate))/s\n".utf8))
+    }
+
+    /// Measures from now (what came before, such as a corpus replay, is not cases).
+    func restart() {
+        started = Date()
+        last = started
     }
 }

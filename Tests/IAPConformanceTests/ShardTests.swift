@@ -10,38 +10,26 @@ import Testing
 @Suite struct ShardTests {
 
     /// The JSON summary the `check` command writes for a run (corpus aside).
-    static func summary(_ v: any Validator, shard: Shard?, cases: Int = 150, seed: UInt64 = 1) -> Reports.CheckSummary {
+    static func summary(
+        _ v: any Validator, shard: Shard?, cases: Int = 150, seed: UInt64 = 1, faults: String? = nil,
+        shrinkAttempts: Int = 2000
+    ) throws -> Reports.CheckSummary {
         var o = CheckOptions()
         o.cases = cases
         o.seed = seed
         o.shard = shard
         o.flakinessReplays = 1
-        let checker = Checker(options: o, validator: v)
-        let r = checker.run()
-        var s = Reports.CheckSummary(
-            validator: v.name, seed: seed, cases: r.cases, passed: r.passed, questions: r.questions, seconds: r.seconds,
-            corpus: Reports.CorpusSummary(replayed: 0, failed: []),
-            discrepancies: r.failure.flatMap { f in
-                f.discrepancy.map {
-                    [
-                        Reports.summary(
-                            of: $0, f.shrunk, caseIndex: f.caseIndex, corpusFile: nil, replay: "case \(f.caseIndex)")
-                    ]
-                }
-            } ?? [],
-            validatorFailures: [], coverage: r.coverage)
-        s.forgeries = Reports.ForgerySummary.all(r.forgeries)
-        s.interrupted = r.interrupted
-        s.run = RunIdentity(
-            seed: seed, totalCases: cases, properties: checker.properties.map(\.rawValue), policy: o.policy,
-            catalog: o.catalog, signed: o.signed, shard: shard ?? Shard(index: 0, count: 1))
-        return s
+        o.shrinkBudget.maxAttempts = shrinkAttempts
+        var run = CheckRun(validatorSpec: "test", checker: Checker(options: o, validator: v))
+        run.faults = faults
+        return try run.run { _ in }.summary
     }
 
     static func shards(_ v: () throws -> any Validator, count: Int, cases: Int = 150) throws -> [ShardMerge.Input] {
         try (0..<count).map { i in
             ShardMerge.Input(
-                path: "shard\(i).json", summary: summary(try v(), shard: Shard(index: i, count: count), cases: cases))
+                path: "shard\(i).json",
+                summary: try summary(try v(), shard: Shard(index: i, count: count), cases: cases))
         }
     }
 
@@ -57,7 +45,7 @@ import Testing
     }
 
     @Test func mergedShardsOfAPassingRunEqualTheUnshardedRun() throws {
-        let whole = Self.summary(ReferenceValidator(), shard: nil)
+        let whole = try Self.summary(ReferenceValidator(), shard: nil)
         let result = try ShardMerge.merge(try Self.shards({ ReferenceValidator() }, count: 3))
         #expect(result.complete)
         let m = result.summary
@@ -73,10 +61,10 @@ import Testing
     /// third shard's summary) must not count, as the unsharded run never gets there.
     @Test func mergedShardsOfAFailingRunReportTheLowestFailureAsTheUnshardedRunDoes() throws {
         let make = { try #require(Mutants.named("latest-by-max-expires")).make() }
-        let first = try #require(Self.summary(try make(), shard: nil, cases: 2000).discrepancies.first?.caseIndex)
+        let first = try #require(try Self.summary(try make(), shard: nil, cases: 2000).discrepancies.first?.caseIndex)
         try #require(first >= 2, "the mutant fails too early to place its failure in a later shard")
         let cases = 3 * first  // shard 1 is [first, 2·first)
-        let whole = Self.summary(try make(), shard: nil, cases: cases)
+        let whole = try Self.summary(try make(), shard: nil, cases: cases)
         var inputs = try Self.shards(make, count: 3, cases: cases)
         #expect(inputs[0].summary.discrepancies.isEmpty && inputs[1].summary.discrepancies.first?.caseIndex == first)
         if inputs[2].summary.discrepancies.isEmpty, let d = inputs[1].summary.discrepancies.first {
@@ -108,6 +96,26 @@ import Testing
         #expect(throws: ShardMerge.Mismatch.self) { try ShardMerge.merge(inputs + [again]) }
         inputs[1].summary.run?.policy = Policy(refundScope: .chain)
         #expect(throws: ShardMerge.Mismatch.self) { try ShardMerge.merge(inputs) }
+    }
+
+    /// Shards run under other faults, or with another shrink budget, are parts of another run.
+    @Test func shardsOfOtherFaultsOrShrinkBudgetsAreRefused() throws {
+        let inputs = try Self.shards({ ReferenceValidator() }, count: 2, cases: 40)
+        #expect(try ShardMerge.merge(inputs).complete)
+        let underFaults = ShardMerge.Input(
+            path: "faults.json",
+            summary: try Self.summary(
+                ReferenceValidator(), shard: Shard(index: 1, count: 2), cases: 40, faults: "reset"))
+        #expect(underFaults.summary.run?.faults == "reset")
+        #expect(throws: ShardMerge.Mismatch.self) { try ShardMerge.merge([inputs[0], underFaults]) }
+        let shorterShrink = ShardMerge.Input(
+            path: "shrink.json",
+            summary: try Self.summary(
+                ReferenceValidator(), shard: Shard(index: 1, count: 2), cases: 40, shrinkAttempts: 10))
+        #expect(shorterShrink.summary.run?.shrinkAttempts == 10)
+        #expect(throws: ShardMerge.Mismatch.self) { try ShardMerge.merge([inputs[0], shorterShrink]) }
+        // Defaults leave the identity as summaries before these fields had it.
+        #expect(inputs[0].summary.run?.faults == nil && inputs[0].summary.run?.shrinkAttempts == nil)
     }
 
     /// Summary files are input: fields no shard can have are refused with the file named, never trapped on.
