@@ -144,6 +144,11 @@ public enum Reports {
 
     public struct MutantsSummary: Codable, Sendable {
         public var iapcheckVersion = IAPCheckVersion.current
+        /// Set by `mutants --shard`: what run this slice of the mutant list belongs to (`merge-reports` checks it).
+        public var run: MutantsRunIdentity?
+        /// Mutants that did not run: skipped (the example backend is not built) or failed to start (their names).
+        public var skipped: [String]?
+        public var setupErrors: [String]?
         public var seed: UInt64
         public var casesPerMutant: Int
         public var total: Int

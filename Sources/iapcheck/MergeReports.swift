@@ -8,18 +8,21 @@ import IAPValidatorAPI
 struct MergeReports: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "merge-reports",
-        abstract: "Join the --json summaries of the shards of one sharded check into one verdict.",
+        abstract: "Join the --json summaries of the shards of one sharded check (or mutants run) into one verdict.",
         discussion: """
             Give the summaries, or directories holding them (searched recursively for *.json; files there that are \
             not check summaries are skipped and listed). The shards must come from one run: the same iapcheck \
-            version, validator, seed, --cases, catalog, policy, properties and shard count, each shard once; \
-            otherwise nothing is merged and the command names the two files and what differs.
+            version, validator, seed, --cases, catalog, policy, properties, --faults, shrink budget and shard count, \
+            each shard once; otherwise nothing is merged and the command names the two files and what differs.
 
             The merged verdict is what one unsharded run would report: cases and counts up to and including the \
             lowest failing case (shards are contiguous slices, so that is the first failure of the first failing \
             shard), that failure's shrunk timeline and replay command, the corpus results once.
 
-            Exit codes: 0 every shard present and passed; 1 a discrepancy; 2 usage error or summaries that are \
+            The same for `mutants --shard i/N`: the shards' tables joined in list order, the same mutant list, seed, \
+            cases per mutant, catalog and policy required.
+
+            Exit codes: 0 every shard present and passed (every mutant killed); 1 a discrepancy; 2 usage error or summaries that are \
             not shards of one run; 3 the validator failed as a program; 5 incomplete (a shard missing or \
             interrupted, and no failure found in the shards present).
             """)
@@ -37,6 +40,7 @@ struct MergeReports: ParsableCommand {
         if let json { try requireWritable(file: json) }
         if let junit { try requireWritable(file: junit) }
         var inputs: [ShardMerge.Input] = []
+        var mutantInputs: [MutantsMerge.Input] = []
         var skipped: [String] = []
         for path in paths {
             var isDirectory: ObjCBool = false
@@ -46,19 +50,32 @@ struct MergeReports: ParsableCommand {
             if isDirectory.boolValue {
                 for file in Self.jsonFiles(under: path) {
                     switch Self.load(file) {
-                    case .success(let s) where s.run == nil: skipped.append("\(file) (a single-case run, not a shard)")
-                    case .success(let s): inputs.append(ShardMerge.Input(path: file, summary: s))
+                    case .success(.check(let s)) where s.run == nil:
+                        skipped.append("\(file) (a single-case run, not a shard)")
+                    case .success(.check(let s)): inputs.append(ShardMerge.Input(path: file, summary: s))
+                    case .success(.mutants(let s)) where s.run == nil:
+                        skipped.append("\(file) (a mutants run without --shard)")
+                    case .success(.mutants(let s)): mutantInputs.append(MutantsMerge.Input(path: file, summary: s))
                     case .failure(let why): skipped.append("\(file) (\(why))")
                     }
                 }
             } else {
                 switch Self.load(path) {
-                case .success(let s): inputs.append(ShardMerge.Input(path: path, summary: s))
+                case .success(.check(let s)): inputs.append(ShardMerge.Input(path: path, summary: s))
+                case .success(.mutants(let s)): mutantInputs.append(MutantsMerge.Input(path: path, summary: s))
                 case .failure(let why): throw fail("error: \(path) is not a check summary: \(why)", code: Exit.usage)
                 }
             }
         }
         for s in skipped { print("skipped: \(s)") }
+        if !mutantInputs.isEmpty {
+            guard inputs.isEmpty else {
+                throw fail(
+                    "error: \(inputs[0].path) is a check summary and \(mutantInputs[0].path) a mutants summary: merge one run at a time",
+                    code: Exit.usage)
+            }
+            return try mergeMutants(mutantInputs)
+        }
         guard !inputs.isEmpty else {
             throw fail("error: no check summaries found in \(paths.joined(separator: " "))", code: Exit.usage)
         }
@@ -110,14 +127,50 @@ struct MergeReports: ParsableCommand {
             .map { (dir as NSString).appendingPathComponent($0) }
     }
 
-    static func load(_ path: String) -> Result<Reports.CheckSummary, LoadError> {
+    /// A summary file: of a check, or of a mutants run (told apart by its `casesPerMutant`).
+    enum Loaded {
+        case check(Reports.CheckSummary)
+        case mutants(Reports.MutantsSummary)
+    }
+
+    static func load(_ path: String) -> Result<Loaded, LoadError> {
         let data: Data
         do { data = try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
             return .failure(LoadError(description: "cannot read it: \(error.localizedDescription)"))
         }
-        do { return .success(try JSONDecoder().decode(Reports.CheckSummary.self, from: data)) } catch {
+        let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
+        do {
+            if object?["casesPerMutant"] != nil {
+                return .success(.mutants(try JSONDecoder().decode(Reports.MutantsSummary.self, from: data)))
+            }
+            return .success(.check(try JSONDecoder().decode(Reports.CheckSummary.self, from: data)))
+        } catch {
             return .failure(LoadError(description: ValidatorFailure.decodingProblem(error, in: data)))
         }
+    }
+
+    /// The shards of one `mutants --shard` run: the table one run would have printed, in list order.
+    func mergeMutants(_ inputs: [MutantsMerge.Input]) throws {
+        let result: MutantsMerge.Result
+        do { result = try MutantsMerge.merge(inputs) } catch { throw fail("error: \(error)", code: Exit.usage) }
+        let s = result.summary
+        let n = inputs[0].summary.run?.shard.count ?? 1
+        print("merged \(inputs.count) of \(n) shards of mutants (seed \(s.seed), \(s.casesPerMutant) cases per mutant)")
+        print(TextReport.mutantsHeader)
+        for row in s.mutants { print(TextReport.mutantRow(row)) }
+        for name in s.skipped ?? [] { print(TextReport.mutantLine(name, "skipped: the example backend was not built")) }
+        for name in s.setupErrors ?? [] { print(TextReport.mutantLine(name, "ERROR (see its shard's output)")) }
+        print(
+            "killed \(s.killed)/\(s.total); median shrunk counterexample \(s.medianShrunkEvents.map { String(format: "%.1f", $0) } ?? "-") actions"
+        )
+        if !result.missing.isEmpty {
+            print("MISSING shards: \(result.missing.map(\.description).joined(separator: ", "))")
+        }
+        if let json { try writeResults("the merged JSON summary", to: json) { try JSONFormat.write(s, to: json) } }
+        if junit != nil { print("note: --junit is written for check summaries only") }
+        if s.killed < s.total { throw ExitCode(Exit.discrepancy) }
+        if !(s.setupErrors ?? []).isEmpty { throw ExitCode(Exit.validatorFailure) }
+        if !result.complete { throw ExitCode(Exit.incomplete) }
     }
 
     struct LoadError: Error, CustomStringConvertible { var description: String }

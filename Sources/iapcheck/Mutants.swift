@@ -3,6 +3,7 @@ import Foundation
 import IAPConformance
 import IAPModel
 import IAPMutants
+import IAPSimulator
 
 struct MutantsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -58,7 +59,19 @@ struct MutantsCommand: ParsableCommand {
             valueName: "N"))
     var jobs: Int?
 
+    @Option(
+        help: ArgumentHelp(
+            "Run only slice INDEX of COUNT of the mutant list (0/4 … 3/4), to split the run over several machines; join the --json summaries with `iapcheck merge-reports`.",
+            valueName: "INDEX/COUNT"))
+    var shard: String?
+
     func run() throws {
+        let slice = try shard.map { text throws -> Shard in
+            guard let s = Shard(parsing: text) else {
+                throw ValidationError("--shard \"\(text)\" is not INDEX/COUNT with 0 ≤ INDEX < COUNT, e.g. 0/4")
+            }
+            return s
+        }
         if list {
             for m in Mutants.all { print(TextReport.mutantListing(m.name, m.pitfall, m.description)) }
             for m in BackendMutant.all { print(TextReport.mutantListing(m.name, m.pitfall, m.description)) }
@@ -75,6 +88,20 @@ struct MutantsCommand: ParsableCommand {
             }
             entries = entries.filter { only.contains($0.name) }
             backendEntries = backendEntries.filter { only.contains($0.name) }
+        }
+        // A shard runs a contiguous slice of the whole list (in-process mutants first, then the backend's).
+        let allNames = entries.map(\.name) + backendEntries.map(\.name)
+        var identity: MutantsRunIdentity?
+        if let slice {
+            var id = MutantsRunIdentity(
+                seed: options.seed, casesPerMutant: cases, catalog: catalog, drawsCatalogs: options.drawsCatalogs,
+                policy: policy, mutants: allNames, shard: slice)
+            if options.maxSize != HistoryGenerator.defaultMaxSize { id.maxSize = options.maxSize }
+            if shrinkAttempts != 2000 { id.shrinkAttempts = shrinkAttempts }
+            let mine = Set(id.slice)
+            entries = entries.filter { mine.contains($0.name) }
+            backendEntries = backendEntries.filter { mine.contains($0.name) }
+            identity = id
         }
         let backend = BackendMutant.backendExecutable
         if backend == nil && !only.isEmpty && !backendEntries.isEmpty {
@@ -109,9 +136,10 @@ struct MutantsCommand: ParsableCommand {
                     ), in: dir)
             }
         }
-        var setupFailures = 0
+        var setupFailures: [String] = [], skipped: [String] = []
         for m in backendEntries {
             guard let backend else {
+                skipped.append(m.name)
                 print(
                     TextReport.mutantLine(
                         m.name,
@@ -120,7 +148,7 @@ struct MutantsCommand: ParsableCommand {
             }
             let report: CheckReport
             do { report = try m.run(opts, backend: backend) } catch {
-                setupFailures += 1
+                setupFailures.append(m.name)
                 print(TextReport.mutantLine(m.name, "ERROR  \(error)"))
                 continue
             }
@@ -138,12 +166,15 @@ struct MutantsCommand: ParsableCommand {
             "killed \(killed)/\(rows.count); median shrunk counterexample \(median.map { String(format: "%.1f", $0) } ?? "-") actions"
         )
         if let json {
-            try JSONFormat.write(
-                Reports.MutantsSummary(
-                    seed: options.seed, casesPerMutant: cases, total: rows.count, killed: killed,
-                    medianShrunkEvents: median, mutants: rows), to: json)
+            var summary = Reports.MutantsSummary(
+                seed: options.seed, casesPerMutant: cases, total: rows.count, killed: killed,
+                medianShrunkEvents: median, mutants: rows)
+            summary.run = identity
+            if !skipped.isEmpty { summary.skipped = skipped }
+            if !setupFailures.isEmpty { summary.setupErrors = setupFailures }
+            try JSONFormat.write(summary, to: json)
         }
         if killed < rows.count { throw ExitCode(Exit.discrepancy) }
-        if setupFailures > 0 { throw ExitCode(Exit.validatorFailure) }
+        if !setupFailures.isEmpty { throw ExitCode(Exit.validatorFailure) }
     }
 }
