@@ -33,14 +33,7 @@ public struct MutantsRunIdentity: Codable, Hashable, Sendable {
 
 /// Joins the `--json` summaries of the shards of one `mutants --shard i/N` run.
 public enum MutantsMerge {
-    public struct Input: Sendable {
-        public var path: String
-        public var summary: Reports.MutantsSummary
-        public init(path: String, summary: Reports.MutantsSummary) {
-            self.path = path
-            self.summary = summary
-        }
-    }
+    public typealias Input = ShardFile<Reports.MutantsSummary>
 
     public struct Result: Sendable {
         /// The table one unsharded run would have printed (the rows of the shards present, in list order).

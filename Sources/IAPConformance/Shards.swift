@@ -81,16 +81,19 @@ public struct RunIdentity: Codable, Hashable, Sendable {
     }
 }
 
+/// A shard's summary as read from its file (the path names it in messages).
+public struct ShardFile<Summary: Sendable>: Sendable {
+    public var path: String
+    public var summary: Summary
+    public init(path: String, summary: Summary) {
+        self.path = path
+        self.summary = summary
+    }
+}
+
 /// Joins the JSON summaries of the shards of one run (`iapcheck merge-reports`).
 public enum ShardMerge {
-    public struct Input: Sendable {
-        public var path: String
-        public var summary: Reports.CheckSummary
-        public init(path: String, summary: Reports.CheckSummary) {
-            self.path = path
-            self.summary = summary
-        }
-    }
+    public typealias Input = ShardFile<Reports.CheckSummary>
 
     public struct Result: Sendable {
         /// The merged summary: what one unsharded run would have reported (counts up to the lowest failure).
