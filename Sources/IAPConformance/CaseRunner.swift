@@ -6,72 +6,6 @@ import IAPSigning
 import IAPSimulator
 import IAPValidatorAPI
 
-/// A disagreement between the validator and the oracle: a value, not an error (the validator answered).
-public struct Discrepancy: Codable, Hashable, Sendable {
-    public enum Kind: String, Codable, Sendable {
-        /// The validator's entitlement answer differs from the oracle's.
-        case answer
-        /// The validator accepted what it must reject, or rejected a genuine artifact.
-        case verdict
-    }
-    public var property: PropertyName
-    public var kind: Kind
-    /// Index of the failing step in the case.
-    public var step: Int
-    public var expected: String
-    public var observed: String
-    public var differences: [String]
-    /// The full answers, when the step was a question.
-    public var expectedAnswer: EntitlementAnswer?
-    public var observedAnswer: EntitlementAnswer?
-    /// For a wrong answer: what differs, as `subject/field` (`product pro.monthly/active`), so that shrinking keeps
-    /// the same defect rather than any wrong answer.
-    public var differenceKeys: [String]?
-}
-
-public enum CaseOutcome: Sendable {
-    case passed(questions: Int)
-    case discrepancy(Discrepancy)
-    case validatorFailed(ValidatorFailure, step: Int)
-
-    public var isPass: Bool { if case .passed = self { true } else { false } }
-}
-
-/// How each forgery class fared: how many were sent and how many the validator rejected, in all and per channel.
-public struct ForgeryTally: Codable, Hashable, Sendable {
-    public struct Count: Codable, Hashable, Sendable {
-        public var sent = 0
-        public var rejected = 0
-    }
-    public var sent: [String: Int] = [:]
-    public var rejected: [String: Int] = [:]
-    /// Class → channel → count.
-    public var channels: [String: [DeliveryChannel: Count]] = [:]
-    public init() {}
-
-    public mutating func record(_ f: ForgeryClass, on channel: DeliveryChannel, rejected wasRejected: Bool) {
-        sent[f.rawValue, default: 0] += 1
-        channels[f.rawValue, default: [:]][channel, default: Count()].sent += 1
-        if wasRejected { reject(f, on: channel) }
-    }
-
-    public mutating func reject(_ f: ForgeryClass, on channel: DeliveryChannel) {
-        rejected[f.rawValue, default: 0] += 1
-        channels[f.rawValue, default: [:]][channel, default: Count()].rejected += 1
-    }
-
-    public mutating func merge(_ o: ForgeryTally) {
-        for (k, v) in o.sent { sent[k, default: 0] += v }
-        for (k, v) in o.rejected { rejected[k, default: 0] += v }
-        for (k, byChannel) in o.channels {
-            for (ch, c) in byChannel {
-                channels[k, default: [:]][ch, default: Count()].sent += c.sent
-                channels[k, default: [:]][ch, default: Count()].rejected += c.rejected
-            }
-        }
-    }
-}
-
 /// Runs one case against a validator: reset (with the test PKI's root as trust anchor), then each step in order —
 /// deliveries rendered as signed artifacts (forged ones by the forgery kit), the oracle learning the same genuine
 /// facts; at every question the two answers must agree. Stops at the first discrepancy.
@@ -296,30 +230,5 @@ public enum CaseRunner {
         let coins = a.consumables.filter { $0.balance != 0 }.map { "\($0.productId)×\($0.balance)" }
         let all = active + coins
         return all.isEmpty ? "nothing" : all.joined(separator: ", ")
-    }
-}
-
-/// Where the two clients of a parallel delivery wait for each other before each artifact.
-///
-/// Sendable: `waiting` and `generation` change under `condition` only.
-final class Barrier: @unchecked Sendable {
-    private let condition = NSCondition()
-    private let parties: Int
-    private var waiting = 0
-    private var generation = 0
-    init(parties: Int) { self.parties = parties }
-
-    func arrive() {
-        condition.lock()
-        defer { condition.unlock() }
-        let mine = generation
-        waiting += 1
-        if waiting == parties {
-            waiting = 0
-            generation += 1
-            condition.broadcast()
-            return
-        }
-        while generation == mine { condition.wait() }
     }
 }

@@ -128,7 +128,6 @@ struct Check: ParsableCommand {
             props.append(n)
         }
 
-        // 2. New cases.
         var opts = CheckOptions()
         opts.cases = cases
         opts.seed = options.seed

@@ -1,86 +1,6 @@
 import Foundation
 import IAPModel
 
-/// `--shard i/N`: one of N contiguous slices of a run's case indices, so that N machines (a CI matrix, an
-/// indexed batch job) run one seeded suite between them and ``ShardMerge`` joins their JSON summaries into the
-/// verdict one machine would have given.
-///
-/// Slices are contiguous (shard i runs `[total·i/N, total·(i+1)/N)`), so every shard sees every property, and the
-/// lowest failing index of the whole run is the first failure of the first failing shard.
-public struct Shard: Codable, Hashable, Sendable, CustomStringConvertible {
-    public var index: Int
-    public var count: Int
-
-    public init(index: Int, count: Int) {
-        self.index = index
-        self.count = count
-    }
-
-    /// Parses `i/N` (0 ≤ i < N); nil otherwise.
-    public init?(parsing text: String) {
-        let parts = text.split(separator: "/", omittingEmptySubsequences: false)
-        guard parts.count == 2, let i = Int(parts[0]), let n = Int(parts[1]), n >= 1, i >= 0, i < n else { return nil }
-        self.init(index: i, count: n)
-    }
-
-    /// The case indices of this shard in a run of `total` (≥ 0) cases; full-width arithmetic, so no count of
-    /// cases or shards can overflow it.
-    public func range(of total: Int) -> Range<Int> {
-        guard total > 0, count > 0, index >= 0, index < count else { return 0..<0 }
-        func bound(_ i: Int) -> Int { count.dividingFullWidth(total.multipliedFullWidth(by: i)).quotient }
-        return bound(index)..<bound(index + 1)
-    }
-
-    /// Whether the fields describe a shard at all (a summary file is input like any other).
-    public var isValid: Bool { count >= 1 && index >= 0 && index < count }
-
-    public var description: String { "\(index)/\(count)" }
-}
-
-/// What makes two summaries parts of one run: a shard of one run can only be merged with the other shards of it.
-public struct RunIdentity: Codable, Hashable, Sendable {
-    public var seed: UInt64
-    /// Cases of the whole run (all shards together).
-    public var totalCases: Int
-    public var properties: [String]
-    public var policy: Policy
-    /// A digest of the catalog as the run used it (after `--bundle-id` and overrides); `drawn:` before it when
-    /// every case drew its own catalog from it as the base.
-    public var catalogDigest: String
-    public var signed: Bool
-    public var shard: Shard
-    /// `--max-size` when not the default (absent in summaries written before it existed).
-    public var maxSize: Int?
-    /// `--faults` as given, when any (they change what the validator goes through, and so the verdict).
-    public var faults: String?
-    /// `--shrink-attempts` when not the default, and `--shrink-seconds` when given: they decide the counterexample
-    /// the merged report shows.
-    public var shrinkAttempts: Int?
-    public var shrinkSeconds: Double?
-
-    public init(
-        seed: UInt64, totalCases: Int, properties: [String], policy: Policy, catalog: Catalog,
-        drawsCatalogs: Bool = false, signed: Bool, shard: Shard
-    ) {
-        self.seed = seed
-        self.totalCases = totalCases
-        self.properties = properties
-        self.policy = policy
-        self.catalogDigest = (drawsCatalogs ? "drawn:" : "") + Self.digest(catalog)
-        self.signed = signed
-        self.shard = shard
-    }
-
-    /// FNV-1a (64 bit) of the catalog's canonical JSON: equal catalogs give equal digests on every machine.
-    static func digest(_ catalog: Catalog) -> String {
-        let e = JSONFormat.compact()
-        let bytes = (try? e.encode(catalog)) ?? Data()
-        var h: UInt64 = 0xcbf2_9ce4_8422_2325
-        for b in bytes { h = (h ^ UInt64(b)) &* 0x0000_0100_0000_01b3 }
-        return String(h, radix: 16)
-    }
-}
-
 /// A shard's summary as read from its file (the path names it in messages).
 public struct ShardFile<Summary: Sendable>: Sendable {
     public var path: String
@@ -267,33 +187,5 @@ public enum ShardMerge {
             keys.map { "\($0): \(fa[$0] ?? "-")" }.joined(separator: ", "),
             keys.map { "\($0): \(fb[$0] ?? "-")" }.joined(separator: ", ")
         )
-    }
-}
-
-extension Reports.ForgerySummary {
-    /// The classes of several runs as one: counts summed; "all rejected" when every run that sent the class
-    /// rejected all of it.
-    static func merge(_ runs: [[Reports.ForgerySummary]]) -> [Reports.ForgerySummary] {
-        var out: [String: Reports.ForgerySummary] = [:]
-        var order: [String] = []
-        for run in runs {
-            for f in run {
-                guard var m = out[f.name] else { out[f.name] = f; order.append(f.name); continue }
-                m.rejected = (m.sent == 0 || m.rejected) && (f.sent == 0 || f.rejected) && m.sent + f.sent > 0
-                m.sent += f.sent
-                if let c = f.channels {
-                    var mc = m.channels ?? [:]
-                    for (k, v) in c {
-                        var x = mc[k] ?? ForgeryTally.Count()
-                        x.sent += v.sent
-                        x.rejected += v.rejected
-                        mc[k] = x
-                    }
-                    m.channels = mc
-                }
-                out[f.name] = m
-            }
-        }
-        return order.map { out[$0]! }
     }
 }

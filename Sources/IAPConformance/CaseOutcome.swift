@@ -1,0 +1,38 @@
+import Dispatch
+import Foundation
+import IAPModel
+import IAPOracle
+import IAPSigning
+import IAPSimulator
+import IAPValidatorAPI
+
+/// A disagreement between the validator and the oracle: a value, not an error (the validator answered).
+public struct Discrepancy: Codable, Hashable, Sendable {
+    public enum Kind: String, Codable, Sendable {
+        /// The validator's entitlement answer differs from the oracle's.
+        case answer
+        /// The validator accepted what it must reject, or rejected a genuine artifact.
+        case verdict
+    }
+    public var property: PropertyName
+    public var kind: Kind
+    /// Index of the failing step in the case.
+    public var step: Int
+    public var expected: String
+    public var observed: String
+    public var differences: [String]
+    /// The full answers, when the step was a question.
+    public var expectedAnswer: EntitlementAnswer?
+    public var observedAnswer: EntitlementAnswer?
+    /// For a wrong answer: what differs, as `subject/field` (`product pro.monthly/active`), so that shrinking keeps
+    /// the same defect rather than any wrong answer.
+    public var differenceKeys: [String]?
+}
+
+public enum CaseOutcome: Sendable {
+    case passed(questions: Int)
+    case discrepancy(Discrepancy)
+    case validatorFailed(ValidatorFailure, step: Int)
+
+    public var isPass: Bool { if case .passed = self { true } else { false } }
+}

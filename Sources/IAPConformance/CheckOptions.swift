@@ -1,0 +1,38 @@
+import Dispatch
+import IAPModel
+import IAPSimulator
+import IAPValidatorAPI
+import PropertyEngine
+
+/// Settings of one `check` run.
+public struct CheckOptions: Sendable {
+    public var cases: Int = 600
+    public var seed: UInt64 = 1
+    public var properties: [PropertyName] = PropertyName.standard
+    public var catalog: Catalog = .standard
+    /// Draw a catalog per case with `catalog` as the simplest draw (the command line's default when no `--catalog`
+    /// pins one); off, every case uses `catalog`.
+    public var drawsCatalogs = false
+    public var policy: Policy = .default
+    public var maxActions: Int = 12
+    /// The largest case size of the run's long tail (``HistoryGenerator/sizeLimit(caseIndex:maxSize:)``): renewals in
+    /// one "time passes" action, purchases in one spree (`--max-size`).
+    public var maxSize = HistoryGenerator.defaultMaxSize
+    public var shrinkBudget = Shrinker.Budget()
+    /// Run only this case index (reproduces one case of a seeded run).
+    public var onlyCase: Int?
+    /// How many times a shrunk counterexample is replayed to tell a real failure from a flaky one.
+    public var flakinessReplays = 3
+    /// Polled between cases; true stops the run early (Ctrl-C), keeping what was found.
+    public var shouldStop: @Sendable () -> Bool = { false }
+    /// Deliver signed artifacts (the default). Off: decoded facts, in-process validators only, no forgeries.
+    public var signed = true
+    /// Validators checked at once (`--jobs`); more than 1 needs `Checker.makeWorker`. The report does not depend on it.
+    public var jobs = 1
+    /// Run only this slice of the case indices (`--shard i/N`); case `i` is the same case in any shard.
+    public var shard: Shard?
+    public init() {}
+
+    /// The case indices this run generates.
+    public var caseRange: Range<Int> { shard?.range(of: cases) ?? 0..<cases }
+}

@@ -1,0 +1,42 @@
+import Dispatch
+import IAPModel
+import IAPSimulator
+import IAPValidatorAPI
+import PropertyEngine
+
+/// A failure found by a run, shrunk, with everything a person needs to understand and replay it.
+public struct FailureReport: Sendable {
+    public var caseIndex: Int
+    public var seed: UInt64
+    public var property: PropertyName
+    public var originalActions: Int
+    public var shrunk: GeneratedCase
+    public var outcome: CaseOutcome
+    public var shrinkAttempts: Int
+    public var failingStep: Int?
+    /// Set when replaying the shrunk case gave different outcomes: a flaky validator (or a race), not a plain fail.
+    public var flaky: FlakyReport?
+
+    public var discrepancy: Discrepancy? { if case .discrepancy(let d) = outcome { d } else { nil } }
+    public var validatorFailure: ValidatorFailure? { if case .validatorFailed(let f, _) = outcome { f } else { nil } }
+}
+
+/// The outcomes of replaying one case several times, when they differ.
+public struct FlakyReport: Sendable {
+    public var runs: Int
+    public var outcomes: [String]
+}
+
+public struct CheckReport: Sendable {
+    public var validator: String
+    public var cases: Int
+    public var passed: Int
+    public var questions: Int
+    public var failure: FailureReport?
+    public var coverage: Coverage
+    public var seconds: Double
+    /// Forged artifacts sent and rejected, per class.
+    public var forgeries = ForgeryTally()
+    /// The run was stopped early (`cases` says how far it got).
+    public var interrupted = false
+}

@@ -1,0 +1,46 @@
+import Foundation
+import IAPModel
+
+/// What makes two summaries parts of one run: a shard of one run can only be merged with the other shards of it.
+public struct RunIdentity: Codable, Hashable, Sendable {
+    public var seed: UInt64
+    /// Cases of the whole run (all shards together).
+    public var totalCases: Int
+    public var properties: [String]
+    public var policy: Policy
+    /// A digest of the catalog as the run used it (after `--bundle-id` and overrides); `drawn:` before it when
+    /// every case drew its own catalog from it as the base.
+    public var catalogDigest: String
+    public var signed: Bool
+    public var shard: Shard
+    /// `--max-size` when not the default (absent in summaries written before it existed).
+    public var maxSize: Int?
+    /// `--faults` as given, when any (they change what the validator goes through, and so the verdict).
+    public var faults: String?
+    /// `--shrink-attempts` when not the default, and `--shrink-seconds` when given: they decide the counterexample
+    /// the merged report shows.
+    public var shrinkAttempts: Int?
+    public var shrinkSeconds: Double?
+
+    public init(
+        seed: UInt64, totalCases: Int, properties: [String], policy: Policy, catalog: Catalog,
+        drawsCatalogs: Bool = false, signed: Bool, shard: Shard
+    ) {
+        self.seed = seed
+        self.totalCases = totalCases
+        self.properties = properties
+        self.policy = policy
+        self.catalogDigest = (drawsCatalogs ? "drawn:" : "") + Self.digest(catalog)
+        self.signed = signed
+        self.shard = shard
+    }
+
+    /// FNV-1a (64 bit) of the catalog's canonical JSON: equal catalogs give equal digests on every machine.
+    static func digest(_ catalog: Catalog) -> String {
+        let e = JSONFormat.compact()
+        let bytes = (try? e.encode(catalog)) ?? Data()
+        var h: UInt64 = 0xcbf2_9ce4_8422_2325
+        for b in bytes { h = (h ^ UInt64(b)) &* 0x0000_0100_0000_01b3 }
+        return String(h, radix: 16)
+    }
+}

@@ -1,0 +1,23 @@
+import Foundation
+import IAPModel
+import IAPValidatorAPI
+
+/// An HTTP target whose backend iapcheck started itself (`start` in the target file): it can be killed and started
+/// again without reset (fault profile `kill`, property `durable-ack`).
+public final class ManagedHTTPValidator: HTTPValidator, RestartableValidator {
+    public let backend: ManagedBackend
+
+    init(
+        target: Target, name: String, timeout: TimeInterval, store: (any AppStoreBridge)?, faults: FaultProfile,
+        backend: ManagedBackend
+    ) {
+        self.backend = backend
+        super.init(target: target, name: name, timeout: timeout, store: store, faults: faults)
+    }
+
+    public func killAndRestart() throws(ValidatorFailure) {
+        client.note("✕ backend killed (fault profile), restarting without reset")
+        client.close()
+        try backend.killAndRestart()
+    }
+}
