@@ -19,10 +19,11 @@ public enum MutantsMerge {
                 throw ShardMerge.Mismatch(description: "\(x.path): not the summary of a mutants --shard run")
             }
             let expected = Array(id.slice)
-            let accounted = Set(
-                x.summary.mutants.map(\.name) + (x.summary.skipped ?? []) + (x.summary.setupErrors ?? []))
-            guard x.summary.mutants.map(\.name) == expected.filter({ x.summary.mutants.map(\.name).contains($0) }),
-                accounted == Set(expected), x.summary.total == x.summary.mutants.count
+            let ran = x.summary.mutants.map(\.name)
+            let accounted = Set(ran + (x.summary.skipped ?? []) + (x.summary.setupErrors ?? []))
+            // The rows are the slice's mutants in list order; those without a row were skipped or failed to start.
+            guard ran == expected.filter(Set(ran).contains), accounted == Set(expected),
+                x.summary.total == ran.count
             else {
                 throw ShardMerge.Mismatch(
                     description:
@@ -56,15 +57,21 @@ public enum MutantsMerge {
             byIndex[index] = x
         }
         let n = id0.shard.count
-        let missing = (0..<n).filter { byIndex[$0] == nil }.map { Shard(index: $0, count: n) }
-        let rows = (0..<n).compactMap { byIndex[$0] }.flatMap(\.summary.mutants)
+        // A summary file is input: its shard count may be absurd, so walk the shards present, and list at most
+        // 1000 missing ones.
+        var missing: [Shard] = []
+        for i in 0..<n where byIndex[i] == nil {
+            missing.append(Shard(index: i, count: n))
+            if missing.count == 1000 { break }
+        }
+        let present = byIndex.keys.sorted().map { byIndex[$0]! }
+        let rows = present.flatMap(\.summary.mutants)
         var summary = Reports.MutantsSummary(
             seed: id0.seed, casesPerMutant: id0.casesPerMutant, total: rows.count,
             killed: rows.filter(\.killed).count, medianShrunkEvents: MutantsRun.medianShrunk(rows), mutants: rows)
         summary.iapcheckVersion = first.summary.iapcheckVersion
         summary.run = id0
         summary.run?.shard = Shard(index: 0, count: 1)
-        let present = (0..<n).compactMap { byIndex[$0] }
         let skipped = present.flatMap { $0.summary.skipped ?? [] }
         let errors = present.flatMap { $0.summary.setupErrors ?? [] }
         if !skipped.isEmpty { summary.skipped = skipped }

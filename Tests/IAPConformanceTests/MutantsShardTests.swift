@@ -56,4 +56,16 @@ import Testing
         wrongRows.summary.mutants = shards[2].summary.mutants
         #expect(throws: ShardMerge.Mismatch.self) { try MutantsMerge.merge([wrongRows, shards[1], shards[2]]) }
     }
+
+    /// A summary file is input: an absurd shard count is merged (its slice is empty) without walking every shard.
+    @Test func anAbsurdShardCountNeitherHangsNorTraps() throws {
+        var huge = MutantsMerge.Input(path: "huge.json", summary: Self.summary(shard: Shard(index: 0, count: 3)))
+        huge.summary.run?.shard = Shard(index: 0, count: Int.max)
+        huge.summary.mutants = []
+        huge.summary.total = 0
+        huge.summary.killed = 0
+        let merged = try MutantsMerge.merge([huge])
+        #expect(merged.missing.count == 1000 && !merged.complete)
+        #expect(merged.summary.total == 0)
+    }
 }
