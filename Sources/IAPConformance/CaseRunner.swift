@@ -25,6 +25,7 @@ public enum CaseRunner {
         }
         let decodedPath = signed ? nil : v as? any DecodedDeliveryValidator
         let pki = TestPKI.harness
+        let profile = v.profile
         if let failure = reset(v, for: c) { return failure }
         let renderer = ArtifactRenderer(pki: pki, appAppleId: c.config.catalog.appAppleId)
         let kit = ForgeryKit(pki: pki)
@@ -37,6 +38,8 @@ public enum CaseRunner {
             switch step {
             case .deliver(let d):
                 if decodedPath != nil && d.forgery != nil { continue }
+                // A case planned for more channels (a corpus file) sends only what this validator takes.
+                if !profile.accepts(d.delivery.channel) { continue }
                 let expectedAccept = d.forgery == nil && knowledge.rejection(d.delivery) == nil
                 let verdict: DeliveryVerdict
                 do {
@@ -86,13 +89,16 @@ public enum CaseRunner {
                 } catch {
                     return .validatorFailed(error, step: i)
                 }
-                let diffs = observed.answerDifferences(from: expected, ignoring: judgement.undetermined)
+                let diffs = observed.answerDifferences(from: expected, ignoring: judgement.undetermined).filter {
+                    profile.compares($0.key)
+                }
                 if !diffs.isEmpty {
                     return .discrepancy(
                         Discrepancy(
-                            property: attribute(c, step: i), kind: .answer, step: i, expected: Self.summary(expected),
-                            observed: Self.summary(observed), differences: diffs.map(\.text), expectedAnswer: expected,
-                            observedAnswer: observed, differenceKeys: diffs.map(Self.key)))
+                            property: attribute(c, step: i), kind: .answer, step: i,
+                            expected: Self.summary(expected, profile: profile),
+                            observed: Self.summary(observed, profile: profile), differences: diffs.map(\.text),
+                            expectedAnswer: expected, observedAnswer: observed, differenceKeys: diffs.map(Self.key)))
                 }
             }
         }
@@ -117,9 +123,14 @@ public enum CaseRunner {
     /// order-free, so every sequential order gives the oracle's final answer; a race shows as a different one.
     static func runParallel(_ c: GeneratedCase, against v: any ConcurrentValidator, signed: Bool) -> CaseOutcome {
         let pki = TestPKI.harness
+        let profile = v.profile
         if let failure = reset(v, for: c) { return failure }
         let deliveries: [(Int, PlannedDelivery)] = c.steps.enumerated().compactMap { i, s in
-            if case .deliver(let d) = s, d.forgery == nil { return (i, d) } else { return nil }
+            if case .deliver(let d) = s, d.forgery == nil, profile.accepts(d.delivery.channel) {
+                return (i, d)
+            } else {
+                return nil
+            }
         }
         let renderer = ArtifactRenderer(pki: pki, appAppleId: c.config.catalog.appAppleId)
         let rendered = deliveries.map { renderer.render($0.1.delivery) }
@@ -178,13 +189,15 @@ public enum CaseRunner {
             } catch {
                 return .validatorFailed(error, step: c.steps.count - 1)
             }
-            let diffs = observed.answerDifferences(from: expected, ignoring: judgement.undetermined)
+            let diffs = observed.answerDifferences(from: expected, ignoring: judgement.undetermined).filter {
+                profile.compares($0.key)
+            }
             if !diffs.isEmpty {
                 return .discrepancy(
                     Discrepancy(
                         property: .parallelDelivery, kind: .answer, step: c.steps.count - 1,
-                        expected: summary(expected),
-                        observed: summary(observed),
+                        expected: summary(expected, profile: profile),
+                        observed: summary(observed, profile: profile),
                         differences: diffs.map(\.text) + [
                             "(after the second half was delivered by two concurrent clients)"
                         ],
@@ -222,12 +235,21 @@ public enum CaseRunner {
         }
     }
 
-    /// A one-line summary of an answer: the entitled products with their states.
-    public static func summary(_ a: EntitlementAnswer) -> String {
-        let active = a.products.filter(\.active).map { p in
-            p.state == .active ? p.productId : "\(p.productId) (\(p.state.rawValue))"
-        }
-        let coins = a.consumables.filter { $0.balance != 0 }.map { "\($0.productId)×\($0.balance)" }
+    /// A one-line summary of an answer: the entitled products with their states and the balances, or for a
+    /// validator that answers in entitlements and not products, its active entitlements.
+    public static func summary(_ a: EntitlementAnswer, profile: ValidatorProfile = .undeclared) -> String {
+        let byProducts = profile.answers.contains { $0.list == .products } || !profile.answersEntitlements
+        let active =
+            byProducts
+            ? a.products.filter(\.active).map { p in
+                p.state == .active ? p.productId : "\(p.productId) (\(p.state.rawValue))"
+            }
+            : a.entitlements.filter(\.active).map { e in
+                e.state == .active ? e.entitlementId : "\(e.entitlementId) (\(e.state.rawValue))"
+            }
+        let coins =
+            profile.declares(.consumables)
+            ? a.consumables.filter { $0.balance != 0 }.map { "\($0.productId)×\($0.balance)" } : []
         let all = active + coins
         return all.isEmpty ? "nothing" : all.joined(separator: ", ")
     }

@@ -103,9 +103,73 @@ public enum CertificationSuite {
         public var divergences: [Divergence] = []
         /// Declared divergences that did not occur (the declaration can go).
         public var declaredButNotObserved: [String] = []
+        /// What the validator declared it answers and which channels it takes, when it declared anything.
+        public var profile: ValidatorProfile?
+        /// What that profile leaves unchecked: fields not compared, channels not used, and the properties and
+        /// forgery classes they leave out (absent when nothing is).
+        public var notChecked: [NotChecked]?
         /// No validator failure and every divergence declared.
         public var passedWithDeclaredDivergences: Bool {
             divergences.allSatisfy(\.declared) && properties.allSatisfy { $0.validatorFailure == nil }
+        }
+    }
+
+    /// One thing a declared profile leaves unchecked, and why.
+    public struct NotChecked: Codable, Sendable, Hashable {
+        /// `field`, `channel`, `property` or `forgery`.
+        public var kind: String
+        public var name: String
+        public var why: String
+    }
+
+    /// What a profile leaves unchecked (empty for a validator that declares everything).
+    public static func notChecked(by p: ValidatorProfile) -> [NotChecked] {
+        var out: [NotChecked] = []
+        for f in p.unansweredFields {
+            out.append(NotChecked(kind: "field", name: f.rawValue, why: "not declared: never compared"))
+        }
+        for c in p.unusedChannels {
+            let why: String =
+                switch c {
+                case .app:
+                    "no app submissions: a chain reaches a user only through appAccountToken, or as the app's legacy receipt"
+                case .notification:
+                    "no notifications: what they say arrives only through the API (or not at all)"
+                case .api: "no API answers: a lost notification is never reconciled, so none is lost"
+                case .legacy: "no verifyReceipt responses"
+                }
+            out.append(NotChecked(kind: "channel", name: c.protocolName, why: why))
+        }
+        if !p.accepts(.notification) {
+            out.append(
+                NotChecked(
+                    kind: "property", name: PropertyName.robustInput.rawValue,
+                    why: "unknown types, subtypes and values arrive in notifications, which it does not take"))
+        }
+        if !p.accepts(.api) {
+            out.append(
+                NotChecked(
+                    kind: "property", name: PropertyName.orderInsensitivity.rawValue + " (in part)",
+                    why: "retried notifications only: reconciling lost ones needs the API"))
+        }
+        for f in ForgeryClass.allCases where !f.channels.contains(where: p.accepts) || !p.accepts(probeChannel(f)) {
+            let on = f.channels.filter(p.accepts)
+            out.append(
+                NotChecked(
+                    kind: "forgery", name: f.rawValue,
+                    why: on.isEmpty
+                        ? "travels on \(f.channels.map(\.protocolName).joined(separator: ", ")), none of which it takes"
+                        : "not probed on its own (the probe sends it as \(probeChannel(f).protocolName)); cases still send it on \(on.map(\.protocolName).joined(separator: ", "))"
+                ))
+        }
+        return out
+    }
+
+    /// The channel the forgery probe sends a class on.
+    static func probeChannel(_ f: ForgeryClass) -> DeliveryChannel {
+        switch f {
+        case .wrongAppAppleId, .replayedNotificationUUID, .forgedNestedTransaction: .notification
+        default: .app
         }
     }
 
@@ -191,6 +255,12 @@ public enum CertificationSuite {
             properties: results, forgeries: forgeries)
         report.faults = faults
         report.catalog = record
+        let profile = validator.profile
+        if !profile.isUndeclared {
+            report.profile = profile
+            let skipped = notChecked(by: profile)
+            if !skipped.isEmpty { report.notChecked = skipped }
+        }
         for p in results where !p.passed {
             // A property failing on a forged artifact of a declared class is that declared divergence, seen again.
             let declared =
@@ -214,8 +284,11 @@ public enum CertificationSuite {
 
     /// Each forgery class on its own: a genuine purchase is delivered, then the forged artifact; it must be rejected
     /// (a replayed notification UUID may be acknowledged) and must not change the user's answer.
+    /// Classes the probe would send on a channel the validator does not take (its profile) are not probed.
     public static func probeForgeries(_ v: any Validator, catalog: Catalog, policy: Policy) -> [ForgeryResult] {
         let pki = TestPKI.harness
+        let profile = v.profile
+        let catalog = profile.answersEntitlements ? catalog.withEntitlements() : catalog
         let t: Millis = CivilTime.days(fromCivil: 2026, 3, 1) * CivilTime.msPerDay
         let user = "a1b2c3d4-0000-4000-8000-000000000001"
         guard let product = catalog.probeProduct else {
@@ -240,22 +313,30 @@ public enum CertificationSuite {
         config.trustedRoots = pki.trustedRoots
         let renderer = ArtifactRenderer(pki: pki, appAppleId: catalog.appAppleId)
         let kit = ForgeryKit(pki: pki)
-        return ForgeryClass.allCases.filter { $0.applies(in: catalog.environment) }.map { f in
+        let probed = ForgeryClass.allCases.filter {
+            $0.applies(in: catalog.environment) && profile.accepts(probeChannel($0))
+        }
+        return probed.map { f in
             do {
                 try v.reset(config)
-                _ = try v.deliver(
-                    .appTransaction(
-                        userId: user,
-                        signedTransaction: renderer.transaction(
-                            {
-                                var x = tx; x.revocationDate = nil; x.revocationReason = nil; x.signedDate = t; return x
-                            }()), deviceTime: nil), now: t)
-                _ = try v.deliver(renderer.render(.notification(notification)), now: t + 1000)
+                if profile.accepts(.app) {
+                    _ = try v.deliver(
+                        .appTransaction(
+                            userId: user,
+                            signedTransaction: renderer.transaction(
+                                {
+                                    var x = tx; x.revocationDate = nil; x.revocationReason = nil; x.signedDate = t
+                                    return x
+                                }()), deviceTime: nil), now: t)
+                }
+                if profile.accepts(.notification) {
+                    _ = try v.deliver(renderer.render(.notification(notification)), now: t + 1000)
+                }
                 let before = try v.entitlements(EntitlementQuery(userId: user, at: t + 3000))
                 let forged = ForgeryKit.delivery(f, tempting: tempting, notification: notification, userId: user)
                 let verdict = try v.deliver(kit.render(f, forged), now: t + 2000)
                 let after = try v.entitlements(EntitlementQuery(userId: user, at: t + 3000))
-                let changed = after.differences(from: before)
+                let changed = after.answerDifferences(from: before).filter { profile.compares($0.key) }.map(\.text)
                 let ok = (!verdict.isAccepted || f.mayBeAcknowledged) && changed.isEmpty
                 var reason: String?
                 if verdict.isAccepted && !f.mayBeAcknowledged { reason = "accepted" }

@@ -54,6 +54,7 @@ public enum CertificationHTML {
             \(catalogLine(r.catalog))</p>
             <p class="verdict \(r.passed || r.passedWithDeclaredDivergences ? "pass" : "fail")">\(r.passed ? "Certified: every property held and every forgery was rejected" : r.passedWithDeclaredDivergences ? "Certified with declared divergences (below)" : "Not certified")</p>
             \(divergenceSection(r))
+            \(profileSection(r))
             <h2>Properties</h2>
             <table><tr><th>property</th><th>result</th><th>cases</th><th>seed</th><th>first difference</th></tr>
             \(rows)</table>
@@ -79,6 +80,20 @@ public enum CertificationHTML {
             c.file.map { "catalog <code>\(esc($0))</code> (SHA-256 <code>\(esc(c.sha256 ?? "?"))</code>)" }
             ?? "built-in catalog"
         return "\(file) · bundle id <code>\(esc(c.bundleId))</code> · \(esc(c.environment)) · \(c.products) products"
+    }
+
+    /// The declared profile and what it leaves unchecked: a certificate says what it certifies.
+    static func profileSection(_ r: CertificationSuite.Report) -> String {
+        guard let p = r.profile else { return "" }
+        let rows = (r.notChecked ?? []).map {
+            "<tr><td>\(esc($0.kind))</td><td>\(esc($0.name))</td><td>\(esc($0.why))</td></tr>"
+        }.joined(separator: "\n")
+        return """
+            <h2>Declared profile</h2>
+            <p>Answers compared: \(p.answers.map { "<code>\(esc($0.rawValue))</code>" }.joined(separator: ", "))<br>
+            Channels used: \(p.channels.map { "<code>\(esc($0.protocolName))</code>" }.joined(separator: ", "))</p>
+            \(rows.isEmpty ? "" : "<h3>Not checked under this profile</h3>\n<table><tr><th>kind</th><th>name</th><th>why</th></tr>\n\(rows)\n</table>")
+            """
     }
 
     static func divergenceSection(_ r: CertificationSuite.Report) -> String {

@@ -120,6 +120,8 @@ public struct CheckRun {
             discrepancies: discrepancies, validatorFailures: failures, coverage: report.coverage)
         summary.forgeries = Reports.ForgerySummary.all(report.forgeries)
         summary.interrupted = report.interrupted
+        let profile = v.profile
+        if !profile.isUndeclared { summary.profile = profile }
         if options.onlyCase == nil {
             summary.run = RunIdentity(
                 seed: options.seed, totalCases: options.cases, properties: checker.properties.map(\.rawValue),
@@ -130,6 +132,10 @@ public struct CheckRun {
             let budget = options.shrinkBudget
             if budget.maxAttempts != Shrinker.Budget().maxAttempts { summary.run?.shrinkAttempts = budget.maxAttempts }
             if budget.maxSeconds.isFinite { summary.run?.shrinkSeconds = budget.maxSeconds }
+            summary.run?.profile = summary.profile
+        }
+        if !profile.isUndeclared && profile != .everything {
+            emit("profile checked: \(profile) (other fields not compared, other channels not used)")
         }
 
         let rate = Double(report.cases) / max(report.seconds, 1e-9)

@@ -23,7 +23,7 @@ public struct Checker {
         CaseGenerator(
             catalog: options.catalog, policy: options.policy, maxActions: options.maxActions,
             drawsCatalogs: options.drawsCatalogs,
-            size: HistoryGenerator.sizeLimit(caseIndex: i, maxSize: options.maxSize))
+            size: HistoryGenerator.sizeLimit(caseIndex: i, maxSize: options.maxSize), profile: validator.profile)
     }
 
     /// The properties this run takes turns with: a validator that takes concurrent calls is also checked for races.
@@ -44,6 +44,8 @@ public struct Checker {
     /// Runs the cases; stops at the first failure, which it shrinks.
     public func run() -> CheckReport {
         let start = DispatchTime.now().uptimeNanoseconds
+        // The profile decides what the cases deliver; a validator that cannot start fails the first case instead.
+        try? validator.prepare()
         var coverage = Coverage()
         var passed = 0, questions = 0
         var forgeries = ForgeryTally()

@@ -63,25 +63,33 @@ public struct CaseGenerator: Sendable {
     public var drawsCatalogs: Bool
     /// The case's size (``HistoryGenerator/size``).
     public var size: Int
+    /// The validator's declared profile: facts travel only over its channels, and when it answers entitlements a
+    /// catalog without any gets some (``Catalog/withEntitlements()``).
+    public var profile: ValidatorProfile
 
-    public init(catalog: Catalog, policy: Policy, maxActions: Int = 12, drawsCatalogs: Bool = false, size: Int = 4) {
+    public init(
+        catalog: Catalog, policy: Policy, maxActions: Int = 12, drawsCatalogs: Bool = false, size: Int = 4,
+        profile: ValidatorProfile = .undeclared
+    ) {
         self.catalog = catalog
         self.policy = policy
         self.maxActions = maxActions
         self.drawsCatalogs = drawsCatalogs
         self.size = size
+        self.profile = profile
     }
 
     public func generate(_ property: PropertyName, _ src: ChoiceSource) -> (GeneratedCase, StoreSimulator) {
         let (history, steps) = HistoryGenerator(
             catalog: catalog, policy: policy, maxActions: maxActions, drawsCatalog: drawsCatalogs, size: size
-        ).planned(src, perturbations: property.perturbations)
+        ).planned(src, perturbations: property.perturbations, channels: Set(profile.channels))
         let sim = history.sim
+        let catalog = profile.answersEntitlements ? sim.catalog.withEntitlements() : sim.catalog
         let kinds = sim.notifications.map { n in
             n.payload.notificationType.rawValue + (n.payload.subtype.map { "/" + $0.rawValue } ?? "")
         }
         var c = GeneratedCase(
-            property: property, config: ValidatorConfig(catalog: sim.catalog, policy: policy), persons: sim.persons,
+            property: property, config: ValidatorConfig(catalog: catalog, policy: policy), persons: sim.persons,
             origin: sim.origin ?? sim.now, events: sim.events, steps: steps, notificationKinds: kinds,
             lost: GeneratedCase.lost(sim, steps: steps))
         var sizes = [Int](repeating: 0, count: sim.persons.count)

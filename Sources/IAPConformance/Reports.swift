@@ -22,6 +22,9 @@ public enum Reports {
         public var run: RunIdentity?
         /// The run stopped before its last case.
         public var interrupted: Bool?
+        /// What the validator declared it answers and which channels it takes, when it declared anything: only
+        /// those fields were compared, only those channels used.
+        public var profile: ValidatorProfile?
 
         public init(
             validator: String, seed: UInt64, cases: Int, passed: Int, questions: Int, seconds: Double,

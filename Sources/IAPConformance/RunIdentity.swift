@@ -21,6 +21,9 @@ public struct RunIdentity: Codable, Hashable, Sendable {
     /// the merged report shows.
     public var shrinkAttempts: Int?
     public var shrinkSeconds: Double?
+    /// The validator's declared profile, when it declared one: shards checked on other fields or channels are
+    /// different runs.
+    public var profile: ValidatorProfile?
 
     public init(
         seed: UInt64, totalCases: Int, properties: [String], policy: Policy, catalog: Catalog,

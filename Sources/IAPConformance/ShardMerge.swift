@@ -96,6 +96,10 @@ public enum ShardMerge {
             }
             if id.signed != id0.signed { throw differ("signed", "\(id0.signed)", "\(id.signed)") }
             if id.faults != id0.faults { throw differ("--faults", id0.faults ?? "none", id.faults ?? "none") }
+            if id.profile != id0.profile {
+                throw differ(
+                    "declared profile", id0.profile?.description ?? "none", id.profile?.description ?? "none")
+            }
             if id.shrinkAttempts != id0.shrinkAttempts || id.shrinkSeconds != id0.shrinkSeconds {
                 func budget(_ r: RunIdentity) -> String {
                     "\(r.shrinkAttempts.map(String.init) ?? "default") attempts"

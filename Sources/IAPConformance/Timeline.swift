@@ -38,6 +38,14 @@ public enum Timeline {
                         return p.id + " (" + ([p.kind.rawValue] + shape).joined(separator: ", ") + ")"
                     }.joined(separator: "; "))
         }
+        // The entitlements those products unlock, for a validator that answers in entitlements.
+        let namedIds = Set(named.map(\.id))
+        let unlocked = cat.entitlementList.filter { $0.products.contains(where: namedIds.contains) }
+        if !unlocked.isEmpty {
+            out.append(
+                "\(indent)entitlements: "
+                    + unlocked.map { "\($0.id) (\($0.products.joined(separator: ", ")))" }.joined(separator: "; "))
+        }
         out.append(
             "\(indent)store history (Apple time, relative to the first purchase at \(CivilTime.iso8601(c.origin))):")
         for e in c.events { out.append("\(indent)  \(rel(e.time)) \(e.summary)") }

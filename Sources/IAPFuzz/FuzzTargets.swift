@@ -51,7 +51,7 @@ enum FuzzTarget: String, CaseIterable {
     static func reply(_ data: [UInt8]) {
         guard let reply = try? JSONDecoder().decode(WireProtocol.Reply.self, from: Data(data)) else { return }
         guard let a = reply.answer else { return }
-        let answer = EntitlementAnswer(products: a.products, groups: a.groups, consumables: a.consumables)
+        let answer = a.sorted
         _ = answer.problems
         _ = answer.differences(from: expected)
         _ = expected.differences(from: answer)

@@ -8,6 +8,16 @@ import IAPValidatorAPI
 /// Verdicts: 2xx accepted, 4xx rejected (with the body's `reason`), anything else a validator failure. The client
 /// is a small blocking HTTP/1.1 client with keep-alive (one connection, reconnected when the server closes it).
 public class HTTPValidator: Validator {
+    /// What the target declares it answers and which channels it takes (its target file's `answers`, `channels`).
+    public var profile: ValidatorProfile = .undeclared
+
+    /// Reads an answer body under `profile`: declared lists and fields strictly, the others not at all.
+    static func answerDecoder(_ profile: ValidatorProfile) -> JSONDecoder {
+        let d = JSONDecoder()
+        d.userInfo[ValidatorProfile.codingKey] = profile
+        return d
+    }
+
     public struct Route: Sendable {
         public var method: String
         public var path: String
@@ -302,14 +312,14 @@ public class HTTPValidator: Validator {
         }
         let a: EntitlementAnswer
         do {
-            a = try JSONDecoder().decode(EntitlementAnswer.self, from: body)
+            a = try Self.answerDecoder(profile).decode(EntitlementAnswer.self, from: body)
         } catch {
             throw ValidatorFailure(
                 .badAnswer,
                 "the entitlements body is not an answer (\(ValidatorFailure.decodingProblem(error, in: body))): \(String(decoding: body.prefix(200), as: UTF8.self))",
                 transcript: transcript)
         }
-        let answer = EntitlementAnswer(products: a.products, groups: a.groups, consumables: a.consumables)
+        let answer = a.sorted
         if let problem = answer.problems.first {
             throw ValidatorFailure(.badAnswer, "malformed answer: \(problem)", transcript: transcript)
         }

@@ -8,10 +8,13 @@ public struct Catalog: Codable, Hashable, Sendable {
     public var gracePeriod: GracePeriodSetting?
     public var groups: [SubscriptionGroup]
     public var products: [CatalogProduct]
+    /// What the app grants, each unlocked by several products (``CatalogEntitlement``); nil when the catalog
+    /// declares none (then it is not encoded, and validators see the catalog format of protocol v1).
+    public var entitlements: [CatalogEntitlement]?
 
     public init(
         bundleId: String, appAppleId: Int64, environment: Environment, gracePeriod: GracePeriodSetting?,
-        groups: [SubscriptionGroup], products: [CatalogProduct]
+        groups: [SubscriptionGroup], products: [CatalogProduct], entitlements: [CatalogEntitlement]? = nil
     ) {
         self.bundleId = bundleId
         self.appAppleId = appAppleId
@@ -19,6 +22,7 @@ public struct Catalog: Codable, Hashable, Sendable {
         self.gracePeriod = gracePeriod
         self.groups = groups
         self.products = products
+        self.entitlements = entitlements
     }
 
     public func product(_ id: String) -> CatalogProduct? { products.first { $0.id == id } }

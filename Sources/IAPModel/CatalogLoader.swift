@@ -78,12 +78,59 @@ public enum CatalogLoader {
                         winBackOffers: winBack))
             }
         }
+        let entitlements = root.has("entitlements") ? self.entitlements(root, products: products) : nil
         root.rejectUnknownKeys()
         validate(products: products, paths: paths, reader: r)
         try r.finish()
         return Catalog(
             bundleId: bundleId!, appAppleId: appAppleId!, environment: Environment(rawValue: env!), gracePeriod: grace,
-            groups: groups, products: products)
+            groups: groups, products: products, entitlements: entitlements)
+    }
+
+    /// `catalog` with the entitlements of an entitlements file (`{"entitlements": [...]}`, the same key as in
+    /// iapcheck's catalog format): how a `.storekit` catalog, which has no such notion, gets them (`--entitlements`).
+    public static func addingEntitlements(path: String, to catalog: Catalog) throws(ConfigError) -> Catalog {
+        let r = StrictJSON(file: path)
+        let root = try r.root(try StrictJSON.readFile(path))
+        let list = entitlements(root, products: catalog.products)
+        root.rejectUnknownKeys()
+        try r.finish()
+        var out = catalog
+        out.entitlements = list
+        return out
+    }
+
+    /// The `entitlements` key: a list of `{"id", "products"}`, each id once, each product a non-consumable or a
+    /// subscription of the catalog, listed once.
+    static func entitlements(_ root: StrictJSON.Object, products: [CatalogProduct]) -> [CatalogEntitlement] {
+        var out: [CatalogEntitlement] = []
+        var seen: [String: String] = [:]
+        for e in root.objects("entitlements") ?? [] {
+            let id = e.string("id"), ids = e.strings("products")
+            e.rejectUnknownKeys()
+            guard let id, let ids else { continue }
+            if id.isEmpty { e.reader.problem(e.keyPath("id"), "an entitlement id cannot be empty") }
+            if let earlier = seen[id] {
+                e.reader.problem(
+                    e.keyPath("id"), "entitlement id \"\(id)\" appears more than once (first at \(earlier))")
+            }
+            seen[id] = seen[id] ?? e.keyPath("id")
+            if ids.isEmpty { e.reader.problem(e.keyPath("products"), "an entitlement needs at least one product") }
+            var listed: Set<String> = []
+            for (i, pid) in ids.enumerated() {
+                let at = "\(e.keyPath("products"))[\(i)]"
+                if !listed.insert(pid).inserted { e.reader.problem(at, "product \"\(pid)\" is listed twice") }
+                guard let p = products.first(where: { $0.id == pid }) else {
+                    e.reader.problem(at, "no product with id \"\(pid)\" in the catalog")
+                    continue
+                }
+                if p.kind == .consumable {
+                    e.reader.problem(at, "\"\(pid)\" is a consumable: it is spent, it unlocks no entitlement")
+                }
+            }
+            out.append(CatalogEntitlement(id: id, products: ids))
+        }
+        return out
     }
 
     static func offer(_ o: StrictJSON.Object, needsId: Bool) -> OfferSpec? {

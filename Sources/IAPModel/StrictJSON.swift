@@ -186,6 +186,23 @@ public final class StrictJSON {
             return out
         }
 
+        public func strings(_ key: String, required: Bool = true) -> [String]? {
+            guard let v = raw(key, required: required) else { return nil }
+            guard let a = v as? [Any] else {
+                reader.problem(keyPath(key), "expected an array of strings, found \(StrictJSON.typeName(v))")
+                return nil
+            }
+            var out: [String] = []
+            for (i, e) in a.enumerated() {
+                guard let s = e as? String else {
+                    reader.problem("\(keyPath(key))[\(i)]", "expected a string, found \(StrictJSON.typeName(e))")
+                    continue
+                }
+                out.append(s)
+            }
+            return out
+        }
+
         public func period(_ key: String, required: Bool = true) -> Period? {
             guard let s = string(key, required: required) else { return nil }
             guard let p = Period(iso8601: s) else {

@@ -344,6 +344,7 @@ public enum Oracle {
         }
         return EntitlementAnswer(
             products: products, groups: groups,
-            consumables: consumables.map { ConsumableBalance(productId: $0.key, balance: $0.value) })
+            consumables: consumables.map { ConsumableBalance(productId: $0.key, balance: $0.value) },
+            entitlements: catalog.entitlementGrants(from: products))
     }
 }

@@ -137,7 +137,9 @@ extension ReferenceValidator {
         let balances = consumableBalance(userId: q.userId, at: t).map {
             ConsumableBalance(productId: $0.key, balance: $0.value)
         }
-        return EntitlementAnswer(products: products, groups: groups, consumables: balances)
+        return EntitlementAnswer(
+            products: products, groups: groups, consumables: balances,
+            entitlements: config.catalog.entitlementGrants(from: products))
     }
 
     /// `a + b`, stopping at the ends of `Int` instead of trapping.

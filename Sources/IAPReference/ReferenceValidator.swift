@@ -32,6 +32,9 @@ open class ReferenceValidator: DecodedDeliveryValidator {
     }
 
     open var name: String { "reference" }
+    /// What it is checked on: everything, unless a test or `serve --answers/--channels` narrows it to see a
+    /// validator of that profile (the answers themselves stay whole; the harness compares what is declared).
+    public var profile: ValidatorProfile = .everything
     public private(set) var config = ValidatorConfig(catalog: .standard, policy: .default)
     public package(set) var chains: [String: Chain] = [:]
     public private(set) var seenNotifications: Set<String> = []

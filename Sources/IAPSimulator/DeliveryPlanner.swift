@@ -8,10 +8,19 @@ public struct DeliveryPlanner: Sendable {
     public var perturbations: Perturbations
     /// At most this many questions per case (boundary questions are kept first).
     public var maxQueries: Int
+    /// The channels the validator takes facts from (its declared profile): nothing is sent over another. Facts are
+    /// routed through what it has: without the app channel an in-app purchase reaches it as a legacy receipt (when
+    /// it takes those); without the API a notification is never lost for good (nothing could recover it); without
+    /// notifications the API reconciles what a notification would have said.
+    public var channels: Set<DeliveryChannel>
 
-    public init(perturbations: Perturbations, maxQueries: Int = 48) {
+    public init(
+        perturbations: Perturbations, maxQueries: Int = 48,
+        channels: Set<DeliveryChannel> = Set(DeliveryChannel.allCases)
+    ) {
         self.perturbations = perturbations
         self.maxQueries = maxQueries
+        self.channels = channels
     }
 
     public func plan(_ history: GeneratedHistory) -> [CaseStep] {
@@ -31,6 +40,7 @@ public struct DeliveryPlanner: Sendable {
         }
         var deliveries: [PlannedDelivery] = []
         func add(_ at: Millis, _ d: Delivery, _ origin: DeliveryOrigin, _ person: Int) {
+            guard channels.contains(d.channel) else { return }
             var forgery: ForgeryClass?
             if case .forged(let f) = origin { forgery = f }
             deliveries.append(
@@ -66,6 +76,12 @@ public struct DeliveryPlanner: Sendable {
                     userId: person.accountId, transaction: sim.latest(c.transactionId, at: submit)!,
                     deviceTime: submit + deviceSkew)
                 add(submit, .appTransaction(sub), .app, c.person)
+                if !channels.contains(.app) && c.inApp {
+                    // A validator without the app channel hears of an in-app purchase through the app's receipt.
+                    add(
+                        submit, .legacyReceipt(Self.legacyReceipt(sim, person: c.person, at: submit)), .legacyReceipt,
+                        c.person)
+                }
                 if perturbations.duplicates && src.chance(30) {
                     let again = submit + Millis(1 + src.int(below: 24)) * h
                     var sub2 = sub
@@ -119,7 +135,7 @@ public struct DeliveryPlanner: Sendable {
                     first += NotificationRetry.offsetsHours[k] * h
                     label = .retry(hours: NotificationRetry.offsetsHours[k])
                 }
-                if perturbations.drops && src.chance(15) {
+                if perturbations.drops && src.chance(15) && channels.contains(.api) {
                     // Lost for good; the backend reconciles the chain from the API later (a notification about the
                     // app has no chain to reconcile: it is just lost).
                     let at = signed + Millis(1 + src.int(below: 48)) * h
@@ -129,8 +145,12 @@ public struct DeliveryPlanner: Sendable {
                             at, .apiSnapshot(snap), .apiReconcile(lost: "\(n.payload.notificationType)"),
                             n.person)
                     }
-                } else {
+                } else if channels.contains(.notification) {
                     add(first, .notification(n.payload), label, n.person)
+                } else if let chain = n.chainId {
+                    // No webhook: the backend reconciles from the API (when it has that channel) what it said.
+                    let snap = sim.history(asking: Self.askingChain(chain, sim, at: first, src), at: first)
+                    add(first, .apiSnapshot(snap), .apiReconcile(lost: "\(n.payload.notificationType)"), n.person)
                 }
                 if perturbations.duplicates && src.chance(30) {
                     let later = first + NotificationRetry.offsetsHours[1 + src.int(below: 5)] * h
@@ -310,8 +330,11 @@ public struct DeliveryPlanner: Sendable {
 
 extension HistoryGenerator {
     /// A generated history and its planned deliveries and questions: the start of every case and every load pool.
-    public func planned(_ src: ChoiceSource, perturbations: Perturbations) -> (GeneratedHistory, [CaseStep]) {
+    public func planned(
+        _ src: ChoiceSource, perturbations: Perturbations,
+        channels: Set<DeliveryChannel> = Set(DeliveryChannel.allCases)
+    ) -> (GeneratedHistory, [CaseStep]) {
         let history = generate(src)
-        return (history, DeliveryPlanner(perturbations: perturbations).plan(history))
+        return (history, DeliveryPlanner(perturbations: perturbations, channels: channels).plan(history))
     }
 }

@@ -37,6 +37,16 @@ public final class SubprocessValidator: RestartableValidator {
     public private(set) var hello: WireProtocol.Reply?
     public var selfReportedName: String? { hello?.name }
     public func shutdown() { stop() }
+    /// What the first `hello` declared (`answers`, `channels`); undeclared until the process said hello. A
+    /// restarted process keeps the profile the run started with.
+    public private(set) var profile: ValidatorProfile = .undeclared
+    private var profileKnown = false
+    /// Reads replies; answers under the declared profile (undeclared lists and fields are skipped).
+    private var decoder = JSONDecoder()
+
+    public func prepare() throws(ValidatorFailure) {
+        if process == nil || processGone { try start() }
+    }
 
     public init(command: String, timeout: TimeInterval = 5, maxReplyBytes: Int = 16 << 20) {
         self.command = command
@@ -95,6 +105,15 @@ public final class SubprocessValidator: RestartableValidator {
         }
         hello = h
         if let n = h.name { name = "exec:\(n)" }
+        if !profileKnown {
+            do {
+                profile = try ValidatorProfile.parse(answers: h.answers, channels: h.channels, prefix: "hello.")
+            } catch {
+                throw fail(.protocolViolation, error.message)
+            }
+            profileKnown = true
+            decoder.userInfo[ValidatorProfile.codingKey] = profile
+        }
     }
 
     /// Kills the process and everything it started (a shell's children would otherwise keep running), and closes
@@ -165,7 +184,7 @@ public final class SubprocessValidator: RestartableValidator {
         note("← " + String(decoding: replyLine.prefix(2000), as: UTF8.self))
         let reply: WireProtocol.Reply
         do {
-            reply = try JSONDecoder().decode(WireProtocol.Reply.self, from: Data(replyLine))
+            reply = try decoder.decode(WireProtocol.Reply.self, from: Data(replyLine))
         } catch {
             throw fail(
                 .badAnswer,
@@ -279,7 +298,7 @@ public final class SubprocessValidator: RestartableValidator {
         guard r.type == "answer", let a = r.answer else {
             throw fail(.protocolViolation, "query answered with \(r.type)")
         }
-        let answer = EntitlementAnswer(products: a.products, groups: a.groups, consumables: a.consumables)
+        let answer = a.sorted
         if let problem = answer.problems.first { throw fail(.badAnswer, "malformed answer: \(problem)") }
         return answer
     }

@@ -37,6 +37,10 @@ public enum WireProtocol {
         public var name: String?
         public var `protocol`: Int?
         public var capabilities: [String]?
+        /// `hello`: the answer fields the validator answers (``AnswerField`` names); absent: protocol v1's fields.
+        public var answers: [String]?
+        /// `hello`: the channels the validator takes facts from (protocol names); absent: all four.
+        public var channels: [String]?
         public var accepted: Bool?
         public var reason: String?
         public var answer: EntitlementAnswer?
@@ -58,11 +62,16 @@ public enum WireProtocol {
     /// disk before the reply — a durable acknowledgement — and a restarted server replays the journal first, so nothing it acknowledged is
     /// lost. `ackBeforePersist > 1` is the deliberate bug for the `durable-ack` property: deliveries are written in
     /// batches of that size, after they were acknowledged.
+    ///
+    /// With `profile`, the `hello` declares it and answers carry only the lists and fields it declares (`serve
+    /// --answers/--channels`): the reference or a mutant as a validator that answers in entitlements, say.
     public static func serve(
-        _ validator: any Validator, journal: String? = nil, ackBeforePersist: Int = 1,
+        _ validator: any Validator, journal: String? = nil, ackBeforePersist: Int = 1, profile: ValidatorProfile? = nil,
         input: FileHandle = .standardInput, output: FileHandle = .standardOutput
     ) {
         let decoder = JSONDecoder()
+        let encoder = JSONFormat.compact()
+        if let profile { encoder.userInfo[ValidatorProfile.codingKey] = profile }
         var buffer = Data()
         var log: FileHandle?
         var pending: [Data] = []
@@ -140,7 +149,9 @@ public enum WireProtocol {
                         r.type = "hello"
                         r.name = validator.name
                         r.protocol = version
-                        r.capabilities = DeliveryChannel.allCases.map(\.protocolName)
+                        r.capabilities = (profile?.channels ?? DeliveryChannel.allCases).map(\.protocolName)
+                        r.answers = profile?.answers.map(\.rawValue)
+                        r.channels = profile?.channels.map(\.protocolName)
                     case "reset":
                         guard let c = req.config else {
                             throw ValidatorFailure(.protocolViolation, "reset without config")

@@ -19,11 +19,19 @@ public protocol Validator: AnyObject {
     var selfReportedName: String? { get }
     /// Let go of what the validator holds outside this process (a subprocess); it is not used again afterwards.
     func shutdown()
+    /// What the validator answers and which channels it takes facts from (``ValidatorProfile``): the harness
+    /// delivers only over those channels and compares only those fields. Known once ``prepare()`` has run.
+    var profile: ValidatorProfile { get }
+    /// Gets ready for the first case so that ``profile`` is known: a subprocess is started and says `hello`. A
+    /// failure here is not reported by itself: the first case's `reset` meets it again and reports it.
+    func prepare() throws(ValidatorFailure)
 }
 
 extension Validator {
     public var selfReportedName: String? { nil }
     public func shutdown() {}
+    public var profile: ValidatorProfile { .undeclared }
+    public func prepare() throws(ValidatorFailure) {}
 }
 
 /// A validator failing as a program rather than answering wrongly.

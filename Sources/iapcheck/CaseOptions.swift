@@ -21,6 +21,16 @@ struct CaseOptions: ParsableArguments {
     var bundleId: String?
 
     @Option(
+        name: .long,
+        help: ArgumentHelp(
+            """
+            Entitlements file: {"entitlements": [{"id": "pro", "products": ["pro.monthly", "lifetime"]}]}, each \
+            entitlement unlocked by any of its products (for a .storekit catalog; an iapcheck catalog can carry the \
+            same key). Needs --catalog. See docs/catalog.md#entitlements.
+            """, valueName: "file"))
+    var entitlements: String?
+
+    @Option(
         name: .long, help: "Policy file (JSON) for the ambiguous points of Apple's semantics; see docs/policies.md.")
     var policy: String?
 
@@ -45,6 +55,7 @@ struct CaseOptions: ParsableArguments {
         var s = ""
         if let catalog { s += " --catalog \(catalog)" }
         if let bundleId { s += " --bundle-id \(bundleId)" }
+        if let entitlements { s += " --entitlements \(entitlements)" }
         if let policy { s += " --policy \(policy)" }
         if maxSize != HistoryGenerator.defaultMaxSize { s += " --max-size \(maxSize)" }
         return s
@@ -61,7 +72,22 @@ struct CaseOptions: ParsableArguments {
     }
 
     func load() throws(ConfigError) -> (Catalog, Policy) {
-        try Self.load(catalog: catalog, bundleId: bundleId, policy: policy)
+        var (c, p) = try Self.load(catalog: catalog, bundleId: bundleId, policy: policy)
+        if let entitlements {
+            guard catalog != nil else {
+                throw ConfigError(
+                    file: entitlements,
+                    problems: [
+                        .init(
+                            key: "entitlements",
+                            message:
+                                "entitlements name products of one catalog: give it with --catalog (without one, every case draws its own catalog and gets entitlements made from it)"
+                        )
+                    ])
+            }
+            c = try CatalogLoader.addingEntitlements(path: entitlements, to: c)
+        }
+        return (c, p)
     }
 
     /// The catalog and policy named by these options (any command that takes them).

@@ -80,6 +80,14 @@ struct Certify: ParsableCommand {
         if !report.declaredButNotObserved.isEmpty {
             print("declared but not observed: \(report.declaredButNotObserved.joined(separator: ", "))")
         }
+        if let profile = report.profile {
+            print("profile: \(profile)")
+            let skipped = report.notChecked ?? []
+            for kind in ["field", "channel", "property", "forgery"] {
+                let names = skipped.filter { $0.kind == kind }.map(\.name)
+                if !names.isEmpty { print("  not checked (\(kind)): \(names.joined(separator: ", "))") }
+            }
+        }
         let verdict =
             report.passed
             ? "CERTIFIED"
