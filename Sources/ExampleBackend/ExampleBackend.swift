@@ -20,6 +20,7 @@ import SQLiteNIO
 //   POST /apple/reconcile          {"originalTransactionId"}     fetch the chain from the App Store Server API
 //   POST /apple/receipts           {"userId", "receiptData"}     the app's receipt, checked with verifyReceipt
 //   GET  /users/{id}/entitlements?at=MS                                             the answer (docs/answers.md)
+//   GET  /v1/subscribers/{id}?at=MS                                                 the same as a subscriber record (mapped target)
 //   POST /iapcheck/reset           ValidatorConfig                                 test hook: forget everything
 // 2xx means accepted (and durably stored); 422 means rejected, with {"reason"}.
 
@@ -309,8 +310,52 @@ struct ExampleBackend {
             return Backend.json(try backend.validator.entitlements(EntitlementQuery(userId: id, at: at)))
         }
 
+        // The same answer in the shape of a subscription service's subscriber record (entitlement name → expiry,
+        // ISO 8601, null for a lifetime unlock; only what is active is listed), for the mapped target
+        // Examples/http/example-backend-revenuecat.json: a backend checked through its existing route.
+        router.get("/v1/subscribers/:id") { request, context -> Response in
+            guard let id = context.parameters.get("id") else {
+                return Backend.json(["error": "no user"], status: .badRequest)
+            }
+            let at = request.uri.queryParameters.get("at").flatMap { Millis($0) } ?? now(request)
+            let answer = try backend.validator.entitlements(EntitlementQuery(userId: id, at: at))
+            return Backend.json(SubscriberRecord(id, answer, at: at))
+        }
+
         let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: options.port)))
         try await app.runService()  // returns on SIGTERM/SIGINT after a graceful shutdown
         try await db.close()
+    }
+}
+
+/// A subscriber record as a subscription service answers it: `{"subscriber": {"entitlements": {"pro":
+/// {"expires_date": "2026-04-01T00:00:00.000Z"}}}}`, the expiry `null` for a lifetime unlock.
+struct SubscriberRecord: Encodable {
+    struct Entitlement: Encodable {
+        var expiresDate: String?
+        enum CodingKeys: String, CodingKey { case expiresDate = "expires_date" }
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(expiresDate, forKey: .expiresDate)  // null, not absent
+        }
+    }
+    struct Subscriber: Encodable {
+        var originalAppUserId: String
+        var entitlements: [String: Entitlement]
+        enum CodingKeys: String, CodingKey {
+            case originalAppUserId = "original_app_user_id", entitlements
+        }
+    }
+    var requestDateMs: Millis
+    var subscriber: Subscriber
+    enum CodingKeys: String, CodingKey { case requestDateMs = "request_date_ms", subscriber }
+
+    init(_ user: String, _ answer: EntitlementAnswer, at: Millis) {
+        var out: [String: Entitlement] = [:]
+        for e in answer.entitlements where e.active {
+            out[e.entitlementId] = Entitlement(expiresDate: e.expiresDate.map(CivilTime.iso8601))
+        }
+        requestDateMs = at
+        subscriber = Subscriber(originalAppUserId: user, entitlements: out)
     }
 }

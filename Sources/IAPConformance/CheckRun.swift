@@ -106,7 +106,10 @@ public struct CheckRun {
                 if file != nil { emit("  rerun:    \(rerunCase)  (the unshrunk case)") }
             } else if let vf = f.validatorFailure {
                 failures.append(.init(vf, caseIndex: f.caseIndex))
-                emit("VALIDATOR FAILURE \(vf) in case \(f.caseIndex)")
+                emit(
+                    vf.kind == .misconfigured
+                        ? "CONFIGURATION ERROR in case \(f.caseIndex): \(vf.message)\n  (the target file does not describe the backend's answers: fix the file)"
+                        : "VALIDATOR FAILURE \(vf) in case \(f.caseIndex)")
                 emit(Timeline.render(f.shrunk, failingStep: f.failingStep))
                 for line in vf.transcript.suffix(10) { emit("    \(line)") }
                 emit("  rerun:    \(rerunCase)")

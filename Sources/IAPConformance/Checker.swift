@@ -128,7 +128,8 @@ public struct Checker {
             // A validator that fails as a program (a hang, a crash, garbage) costs up to --timeout per attempt, and
             // its failure rarely depends on the history's details: a few attempts, still deterministic.
             if case .validatorFailed(let f, _) = outcome {
-                budget.maxAttempts = min(budget.maxAttempts, f.kind == .timedOut ? 8 : 40)
+                budget.maxAttempts = min(
+                    budget.maxAttempts, f.kind == .timedOut ? 8 : f.kind == .misconfigured ? 1 : 40)
             }
             return Shrinker(budget: budget, zeroOnlyLabels: ["entropy"]).shrink(source.choices, spans: source.spans) {
                 candidate in

@@ -8,8 +8,9 @@ import IAPValidatorAPI
 /// Verdicts: 2xx accepted, 4xx rejected (with the body's `reason`), anything else a validator failure. The client
 /// is a small blocking HTTP/1.1 client with keep-alive (one connection, reconnected when the server closes it).
 public class HTTPValidator: Validator {
-    /// What the target declares it answers and which channels it takes (its target file's `answers`, `channels`).
-    public var profile: ValidatorProfile = .undeclared
+    /// What the target declares it answers and which channels it takes (its target file's `answers`, `channels`;
+    /// with an `answer` mapping, the fields it maps unless `answers` says otherwise).
+    public var profile: ValidatorProfile { target.profile }
 
     /// Reads an answer body under `profile`: declared lists and fields strictly, the others not at all.
     static func answerDecoder(_ profile: ValidatorProfile) -> JSONDecoder {
@@ -32,6 +33,10 @@ public class HTTPValidator: Validator {
         public var store: StoreSettings?
         /// How iapcheck starts the backend itself (`start`), so the `kill` fault can kill and restart it.
         public var start: (command: String, readySeconds: Double)?
+        /// What the backend answers and which channels it takes (`answers`, `channels`).
+        public var profile: ValidatorProfile = .undeclared
+        /// How its own entitlements response reads as an answer (`answer`); nil: it answers iapcheck's format.
+        public var mapping: AnswerMapping?
         public static let operations = [
             "reset", "appTransaction", "notification", "apiSnapshot", "legacyReceipt", "entitlements",
             "reconcile", "receipt",
@@ -61,11 +66,34 @@ public class HTTPValidator: Validator {
                 }
             }
             let clock = o.string("clockHeader", required: false) ?? "X-IAPCheck-Now"
+            let mapping = o.object("answer", required: false).map { AnswerMapping.parse($0, file: path) }
+            let answers = o.strings("answers", required: false)
+            let channels = o.strings("channels", required: false)
+            var profile = ValidatorProfile.undeclared
+            do {
+                profile = try ValidatorProfile.parse(
+                    answers: answers ?? mapping.map { $0.fields.map(\.rawValue) }, channels: channels, prefix: "")
+            } catch {
+                r.problem(error.message.hasPrefix("answers") ? "answers" : "channels", error.message)
+            }
+            if let mapping, answers != nil {
+                let mapped = Set(mapping.fields)
+                for f in profile.answers where !mapped.contains(f) {
+                    r.problem(
+                        "answers",
+                        "\(f.rawValue) is declared but the answer mapping does not map it (it maps \(mapping.fields.map(\.rawValue).joined(separator: ", ")))"
+                    )
+                }
+            }
             var routes: [String: Route] = [:]
             if let rs = o.object("routes") {
                 // With a store, the pull routes may replace the push routes (reconcile for apiSnapshot, receipt for
-                // legacyReceipt); one of each pair is required.
+                // legacyReceipt); one of each pair is required. A channel the backend does not take needs no route.
                 var optional = storeOperations
+                if !profile.accepts(.app) { optional.insert("appTransaction") }
+                if !profile.accepts(.notification) { optional.insert("notification") }
+                if !profile.accepts(.api) { optional.insert("apiSnapshot") }
+                if !profile.accepts(.legacy) { optional.insert("legacyReceipt") }
                 if o.has("store") {
                     if rs.has("reconcile") { optional.insert("apiSnapshot") }
                     if rs.has("receipt") { optional.insert("legacyReceipt") }
@@ -123,7 +151,7 @@ public class HTTPValidator: Validator {
             try r.finish()
             return Target(
                 host: host == "localhost" ? "127.0.0.1" : host, port: port, clockHeader: clock, routes: routes,
-                store: store, start: start)
+                store: store, start: start, profile: profile, mapping: mapping)
         }
     }
 
@@ -312,7 +340,18 @@ public class HTTPValidator: Validator {
         }
         let a: EntitlementAnswer
         do {
-            a = try Self.answerDecoder(profile).decode(EntitlementAnswer.self, from: body)
+            if let mapping = target.mapping {
+                do {
+                    a = try mapping.answer(from: body, at: query.at)
+                } catch {
+                    // The target file describes another response than the backend gives: fix the file, not the backend.
+                    throw ValidatorFailure(.misconfigured, error.message, transcript: transcript)
+                }
+            } else {
+                a = try Self.answerDecoder(profile).decode(EntitlementAnswer.self, from: body)
+            }
+        } catch let e as ValidatorFailure {
+            throw e
         } catch {
             throw ValidatorFailure(
                 .badAnswer,

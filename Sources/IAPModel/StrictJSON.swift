@@ -115,6 +115,9 @@ public final class StrictJSON {
 
         public func keyPath(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
 
+        /// Records a problem at `key` (a full key path) in the file being read.
+        public func problem(_ key: String, _ message: String) { reader.problem(key, message) }
+
         func raw(_ key: String, required: Bool) -> Any? {
             seen.keys.insert(key)
             guard let v = dict[key], !(v is NSNull) else {
@@ -246,7 +249,7 @@ public final class StrictJSON {
         }
     }
 
-    static func isBool(_ n: NSNumber) -> Bool {
+    public static func isBool(_ n: NSNumber) -> Bool {
         #if canImport(Darwin)
             return CFGetTypeID(n) == CFBooleanGetTypeID()
         #else

@@ -39,6 +39,9 @@ public struct ValidatorFailure: Error, CustomStringConvertible, Sendable {
     public enum Kind: String, Sendable, Codable {
         case crashed, timedOut = "timed-out", badAnswer = "bad-answer", protocolViolation = "protocol-violation",
             unavailable
+        /// What iapcheck was told about the validator does not fit it (an HTTP target's answer mapping finds
+        /// nothing in the backend's response): a configuration error, exit code 2.
+        case misconfigured
     }
     public var kind: Kind
     public var message: String

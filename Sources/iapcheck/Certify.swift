@@ -100,6 +100,11 @@ struct Certify: ParsableCommand {
         }
         print("catalog: \(record.description), bundle id \(record.bundleId)")
         print("\(verdict): \(dir)/report.html")
+        if report.properties.contains(where: {
+            $0.validatorFailure?.kind == ValidatorFailure.Kind.misconfigured.rawValue
+        }) {
+            throw ExitCode(Exit.usage)
+        }
         if report.properties.contains(where: { $0.validatorFailure != nil })
             || report.forgeries.contains(where: { $0.validatorFailure != nil })
         {

@@ -182,7 +182,12 @@ struct Check: ParsableCommand {
         }
         switch result.verdict {
         case .pass: return
-        case .validatorFailure: throw ExitCode(Exit.validatorFailure)
+        case .validatorFailure:
+            // A target file that does not describe the backend (its answer mapping finds nothing) is a usage error.
+            let misconfigured = result.summary.validatorFailures.contains {
+                $0.kind == ValidatorFailure.Kind.misconfigured.rawValue
+            }
+            throw ExitCode(misconfigured ? Exit.usage : Exit.validatorFailure)
         case .discrepancy: throw ExitCode(Exit.discrepancy)
         case .interrupted: throw ExitCode(130)
         }

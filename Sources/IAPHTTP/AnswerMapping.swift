@@ -1,0 +1,351 @@
+import Foundation
+import IAPModel
+
+/// How an HTTP target's own entitlements response becomes iapcheck's answer (`answer` in the target file,
+/// `docs/http-target.md#mapping-your-response`): JSON Pointers (RFC 6901) into the response, and value formats.
+///
+/// ```json
+/// "answer": {"entitlements": {"each": "/subscriber/entitlements", "key": "@key",
+///                             "expiresDate": {"pointer": "/expires_date", "format": "iso8601"}}}
+/// ```
+///
+/// `each` names an array or an object of entries; `key` is the entry's id (`@key`: the member name in an object,
+/// else a pointer into the entry); every other field is a pointer into the entry, or `{"pointer", "format"}`.
+/// An entry that is absent is inactive. Without an `active` pointer, an entry is active when its `expiresDate` is
+/// none or after the question's instant (RevenueCat's rule).
+public struct AnswerMapping: Sendable {
+    public enum DateFormat: String, Sendable, CaseIterable {
+        case iso8601, epochMs = "epoch-ms", epochS = "epoch-s"
+    }
+
+    /// Where one field of an entry is, and how its value reads.
+    public struct Field: Sendable {
+        public var pointer: String
+        /// Dates: `iso8601`, `epoch-ms` (default) or `epoch-s`. Booleans take true/false, "true"/"false", 1/0.
+        public var format: DateFormat?
+        /// The key path of this field in the target file (for messages).
+        public var keyPath: String
+    }
+
+    /// One mapped list (`entitlements` or `products`).
+    public struct List: Sendable {
+        public var each: String
+        public var eachKeyPath: String
+        /// nil: the member name (`@key`).
+        public var key: Field?
+        public var active: Field?
+        public var expiresDate: Field?
+        public var state: Field?
+        public var ownership: Field?
+    }
+
+    public var entitlements: List?
+    public var products: List?
+    /// The target file, for messages.
+    public var file: String
+
+    /// The answer fields this mapping provides (what the target answers unless it says otherwise).
+    public var fields: [AnswerField] {
+        var out: [AnswerField] = []
+        if let e = entitlements {
+            out.append(.entitlementsActive)
+            if e.expiresDate != nil { out.append(.entitlementsExpiresDate) }
+            if e.state != nil { out.append(.entitlementsState) }
+            if e.ownership != nil { out.append(.entitlementsOwnership) }
+        }
+        if let p = products {
+            out.append(.productsActive)
+            if p.expiresDate != nil { out.append(.productsExpiresDate) }
+            if p.state != nil { out.append(.productsState) }
+            if p.ownership != nil { out.append(.productsOwnership) }
+        }
+        return out
+    }
+
+    /// Reads `answer` from a target file; every problem is recorded on the reader with its key.
+    static func parse(_ o: StrictJSON.Object, file: String) -> AnswerMapping {
+        var m = AnswerMapping(file: file)
+        func pointer(_ s: String, at keyPath: String) -> String? {
+            if s.isEmpty || s.hasPrefix("/") {
+                // `~` must be followed by 0 or 1 (RFC 6901).
+                let chars = Array(s)
+                for (i, ch) in chars.enumerated() where ch == "~" {
+                    if i + 1 >= chars.count || !"01".contains(chars[i + 1]) {
+                        o.problem(keyPath, "\"\(s)\": `~` must be followed by 0 or 1 in a JSON Pointer")
+                        return nil
+                    }
+                }
+                return s
+            }
+            o.problem(keyPath, "\"\(s)\" is not a JSON Pointer: it must start with / (or be empty)")
+            return nil
+        }
+        func field(_ l: StrictJSON.Object, _ name: String, dates: Bool) -> Field? {
+            let path = l.keyPath(name)
+            guard l.has(name) else {
+                _ = l.string(name, required: false)
+                return nil
+            }
+            if let s = l.dict[name] as? String {
+                _ = l.string(name)
+                return pointer(s, at: path).map { Field(pointer: $0, format: nil, keyPath: path) }
+            }
+            guard let f = l.object(name) else { return nil }
+            let p = f.string("pointer")
+            let format =
+                dates ? f.choice("format", DateFormat.allCases.map(\.rawValue), required: false) : nil
+            f.rejectUnknownKeys()
+            guard let p, let ptr = pointer(p, at: f.keyPath("pointer")) else { return nil }
+            return Field(pointer: ptr, format: format.flatMap(DateFormat.init(rawValue:)), keyPath: path)
+        }
+        func list(_ name: String) -> List? {
+            guard let l = o.object(name, required: false) else { return nil }
+            let each = l.string("each")
+            var key: Field?
+            let keyText = l.string("key", required: false) ?? "@key"
+            if keyText != "@key", let p = pointer(keyText, at: l.keyPath("key")) {
+                key = Field(pointer: p, format: nil, keyPath: l.keyPath("key"))
+            }
+            let out = List(
+                each: each.flatMap { pointer($0, at: l.keyPath("each")) } ?? "", eachKeyPath: l.keyPath("each"),
+                key: key, active: field(l, "active", dates: false), expiresDate: field(l, "expiresDate", dates: true),
+                state: field(l, "state", dates: false), ownership: field(l, "ownership", dates: false))
+            l.rejectUnknownKeys()
+            return each == nil ? nil : out
+        }
+        m.entitlements = list("entitlements")
+        m.products = list("products")
+        o.rejectUnknownKeys()
+        if !o.has("entitlements") && !o.has("products") {
+            o.problem(o.path, "map \"entitlements\" or \"products\" (or both)")
+        }
+        return m
+    }
+
+    /// A mapped response that does not fit the mapping: a pointer that finds nothing, a value of the wrong kind.
+    public struct Mismatch: Error, CustomStringConvertible, Sendable {
+        public var message: String
+        public var description: String { message }
+    }
+
+    /// The answer in a response body, for a question about instant `at`.
+    public func answer(from body: Data, at: Millis) throws(Mismatch) -> EntitlementAnswer {
+        let root: Any
+        do {
+            root = try JSONSerialization.jsonObject(with: body, options: [.fragmentsAllowed])
+        } catch {
+            throw Mismatch(
+                message: "the entitlements body is not JSON: \(String(decoding: body.prefix(200), as: UTF8.self))")
+        }
+        let entitlements = try entries(self.entitlements, root: root, body: body, at: at).map { e in
+            EntitlementGrant(
+                entitlementId: e.id, active: e.active, state: e.state, expiresDate: e.expires, ownership: e.ownership)
+        }
+        let products = try entries(self.products, root: root, body: body, at: at).map { e in
+            ProductEntitlement(
+                productId: e.id, active: e.active, state: e.state, expiresDate: e.expires, ownership: e.ownership)
+        }
+        return EntitlementAnswer(products: products, groups: [], consumables: [], entitlements: entitlements)
+    }
+
+    struct Entry {
+        var id: String
+        var active: Bool
+        var state: EntitlementState
+        var expires: Millis?
+        var ownership: InAppOwnershipType?
+    }
+
+    private func entries(_ list: List?, root: Any, body: Data, at: Millis) throws(Mismatch) -> [Entry] {
+        guard let list else { return [] }
+        func fail(_ keyPath: String, _ why: String) -> Mismatch {
+            Mismatch(
+                message:
+                    "\(file): \(keyPath): \(why) (response: \(String(decoding: body.prefix(300), as: UTF8.self)))")
+        }
+        guard let container = Self.resolve(list.each, in: root) else {
+            throw fail(list.eachKeyPath, "\"\(list.each)\" finds nothing in the response")
+        }
+        var items: [(String?, Any)] = []
+        if let a = container as? [Any] {
+            items = a.map { (nil, $0) }
+        } else if let d = container as? [String: Any] {
+            items = d.keys.sorted().map { ($0, d[$0]!) }
+        } else if container is NSNull {
+            items = []
+        } else {
+            throw fail(list.eachKeyPath, "\"\(list.each)\" is not an array or an object")
+        }
+        var out: [Entry] = []
+        for (name, item) in items {
+            let id: String
+            if let k = list.key {
+                guard let v = Self.resolve(k.pointer, in: item) else {
+                    throw fail(k.keyPath, "\"\(k.pointer)\" finds nothing in an entry")
+                }
+                guard let s = v as? String ?? (v as? NSNumber).map({ "\($0)" }) else {
+                    throw fail(k.keyPath, "\"\(k.pointer)\" is not a string in an entry")
+                }
+                id = s
+            } else {
+                guard let name else {
+                    throw fail(list.eachKeyPath, "\"\(list.each)\" is an array: name each entry's id with \"key\"")
+                }
+                id = name
+            }
+            func value(_ f: Field?) throws(Mismatch) -> Any? {
+                guard let f else { return nil }
+                guard let v = Self.resolve(f.pointer, in: item) else {
+                    throw fail(f.keyPath, "\"\(f.pointer)\" finds nothing in entry \"\(id)\"")
+                }
+                return v is NSNull ? nil : v
+            }
+            var expires: Millis?
+            if let v = try value(list.expiresDate), let f = list.expiresDate {
+                guard let t = Self.date(v, format: f.format ?? .epochMs) else {
+                    throw fail(
+                        f.keyPath,
+                        "\(Self.show(v)) in entry \"\(id)\" is not a date in \((f.format ?? .epochMs).rawValue)")
+                }
+                expires = t
+            }
+            var active: Bool
+            if let f = list.active {
+                let v = try value(f)
+                guard let b = v.flatMap(Self.bool) else {
+                    throw fail(f.keyPath, "\(Self.show(v)) in entry \"\(id)\" is not a boolean")
+                }
+                active = b
+            } else {
+                active = expires.map { $0 > at } ?? true
+            }
+            var state: EntitlementState = active ? .active : .expired
+            if let f = list.state, let v = try value(f) {
+                guard let s = (v as? String).flatMap(EntitlementState.init(rawValue:)) else {
+                    throw fail(
+                        f.keyPath,
+                        "\(Self.show(v)) in entry \"\(id)\" is not a state (\(EntitlementState.allCases.map(\.rawValue).joined(separator: ", ")))"
+                    )
+                }
+                state = s
+            }
+            var ownership: InAppOwnershipType?
+            if let f = list.ownership, let v = try value(f) {
+                guard let s = v as? String else {
+                    throw fail(f.keyPath, "\(Self.show(v)) in entry \"\(id)\" is not PURCHASED or FAMILY_SHARED")
+                }
+                ownership = InAppOwnershipType(rawValue: s)
+            }
+            if active && ownership == nil && list.ownership == nil { ownership = .purchased }
+            out.append(
+                Entry(id: id, active: active, state: state, expires: active ? expires : nil, ownership: ownership))
+        }
+        return out
+    }
+
+    /// RFC 6901: `""` is the whole document; `/a/0/b` walks members and array indices; `~1` is `/`, `~0` is `~`.
+    static func resolve(_ pointer: String, in doc: Any) -> Any? {
+        guard !pointer.isEmpty else { return doc }
+        var cur: Any = doc
+        for raw in pointer.dropFirst().split(separator: "/", omittingEmptySubsequences: false) {
+            let token = raw.replacingOccurrences(of: "~1", with: "/").replacingOccurrences(of: "~0", with: "~")
+            if let d = cur as? [String: Any] {
+                guard let next = d[token] else { return nil }
+                cur = next
+            } else if let a = cur as? [Any] {
+                guard let i = Int(token), i >= 0, i < a.count, token == String(i) else { return nil }
+                cur = a[i]
+            } else {
+                return nil
+            }
+        }
+        return cur
+    }
+
+    static func date(_ v: Any, format: DateFormat) -> Millis? {
+        switch format {
+        case .iso8601:
+            guard let s = v as? String else { return nil }
+            return Self.iso8601(s)
+        case .epochMs, .epochS:
+            let n: Double?
+            if let x = v as? NSNumber, !StrictJSON.isBool(x) {
+                n = x.doubleValue
+            } else if let s = v as? String {
+                n = Double(s)
+            } else {
+                n = nil
+            }
+            guard let n, n.isFinite, abs(n) < 1e16 else { return nil }
+            return Millis(format == .epochS ? n * 1000 : n)
+        }
+    }
+
+    /// `2026-03-01T00:00:00Z`, with optional fractional seconds and a `Z` or `±HH:MM` offset.
+    static func iso8601(_ s: String) -> Millis? {
+        let c = Array(s.utf8)
+        func num(_ from: Int, _ n: Int) -> Int? {
+            guard from + n <= c.count else { return nil }
+            var v = 0
+            for b in c[from..<from + n] {
+                guard b >= 48 && b <= 57 else { return nil }
+                v = v * 10 + Int(b - 48)
+            }
+            return v
+        }
+        guard c.count >= 20, c[4] == 45, c[7] == 45, c[10] == 84 || c[10] == 116, c[13] == 58, c[16] == 58,
+            let y = num(0, 4), let mo = num(5, 2), let d = num(8, 2), let h = num(11, 2), let mi = num(14, 2),
+            let sec = num(17, 2), (1...12).contains(mo), (1...31).contains(d), h < 24, mi < 60, sec < 61
+        else { return nil }
+        var i = 19
+        var ms = 0
+        if i < c.count && c[i] == 46 {
+            i += 1
+            var digits = 0
+            while i < c.count, c[i] >= 48 && c[i] <= 57 {
+                if digits < 3 { ms = ms * 10 + Int(c[i] - 48) }
+                digits += 1
+                i += 1
+            }
+            guard digits > 0 else { return nil }
+            if digits < 3 { for _ in digits..<3 { ms *= 10 } }
+        }
+        var offset = 0
+        guard i < c.count else { return nil }
+        if c[i] == 90 || c[i] == 122 {
+            i += 1
+        } else if c[i] == 43 || c[i] == 45, let oh = num(i + 1, 2), c.count > i + 3, c[i + 3] == 58,
+            let om = num(i + 4, 2)
+        {
+            offset = (oh * 60 + om) * (c[i] == 43 ? 1 : -1)
+            i += 6
+        } else {
+            return nil
+        }
+        guard i == c.count else { return nil }
+        let days = CivilTime.days(fromCivil: Int64(y), Int64(mo), Int64(d))
+        return ((days * 24 + Millis(h)) * 60 + Millis(mi) - Millis(offset)) * 60_000 + Millis(sec) * 1000 + Millis(ms)
+    }
+
+    static func bool(_ v: Any) -> Bool? {
+        if let n = v as? NSNumber {
+            if StrictJSON.isBool(n) { return n.boolValue }
+            if n == 0 || n == 1 { return n == 1 }
+            return nil
+        }
+        if let s = v as? String {
+            switch s.lowercased() {
+            case "true", "1": return true
+            case "false", "0": return false
+            default: return nil
+            }
+        }
+        return nil
+    }
+
+    static func show(_ v: Any?) -> String {
+        guard let v else { return "null" }
+        if let s = v as? String { return "\"\(s.prefix(80))\"" }
+        return "\(v)".prefix(80).description
+    }
+}

@@ -1,0 +1,138 @@
+import Foundation
+import IAPConformance
+import IAPHTTP
+import IAPModel
+import IAPValidatorAPI
+import Testing
+
+/// An HTTP target's own entitlements response read through the target file's `answer` mapping.
+@Suite struct AnswerMappingTests {
+    static func target(_ json: String) throws(ConfigError) -> HTTPValidator.Target {
+        let path = NSTemporaryDirectory() + "mapped-\(UUID().uuidString).json"
+        try? Data(json.utf8).write(to: URL(fileURLWithPath: path))
+        return try HTTPValidator.Target.load(path: path)
+    }
+
+    static func mapped(_ answer: String, extra: String = "") -> String {
+        """
+        {"baseURL": "http://127.0.0.1:9", \(extra)
+         "routes": {"reset": {"method": "POST", "path": "/r"}, "appTransaction": {"method": "POST", "path": "/a"},
+                    "notification": {"method": "POST", "path": "/n"}, "apiSnapshot": {"method": "POST", "path": "/s"},
+                    "legacyReceipt": {"method": "POST", "path": "/l"}, "entitlements": {"method": "GET", "path": "/e"}},
+         "answer": \(answer)}
+        """
+    }
+
+    @Test func aRevenueCatStyleRecordReadsAsEntitlements() throws {
+        let t = try Self.target(
+            Self.mapped(
+                #"{"entitlements": {"each": "/subscriber/entitlements", "key": "@key", "expiresDate": {"pointer": "/expires_date", "format": "iso8601"}}}"#
+            ))
+        #expect(t.profile.answers == [.entitlementsActive, .entitlementsExpiresDate])
+        let body = #"""
+            {"subscriber": {"entitlements": {
+               "pro": {"expires_date": "2026-04-01T00:00:00Z"},
+               "old": {"expires_date": "2026-02-01T10:00:00.5+01:00"},
+               "lifetime": {"expires_date": null}}}}
+            """#
+        let at = CivilTime.days(fromCivil: 2026, 3, 1) * CivilTime.msPerDay
+        let a = try t.mapping!.answer(from: Data(body.utf8), at: at)
+        #expect(a.entitlements.map(\.entitlementId) == ["lifetime", "old", "pro"])
+        #expect(a.entitlements.map(\.active) == [true, false, true])
+        #expect(a.entitlements[2].expiresDate == CivilTime.days(fromCivil: 2026, 4, 1) * CivilTime.msPerDay)
+        #expect(a.entitlements[0].expiresDate == nil)
+        #expect(a.entitlements[1].expiresDate == nil)  // not active: no expiry in the answer
+    }
+
+    @Test func arraysBooleansAndEpochsRead() throws {
+        let t = try Self.target(
+            Self.mapped(
+                #"{"entitlements": {"each": "/data", "key": "/id", "active": "/is_active", "expiresDate": {"pointer": "/until", "format": "epoch-s"}}}"#
+            ))
+        let a = try t.mapping!.answer(
+            from: Data(
+                #"{"data": [{"id": "pro", "is_active": "true", "until": 1800000000}, {"id": "x", "is_active": 0, "until": null}]}"#
+                    .utf8), at: 0)
+        #expect(a.entitlements.map(\.entitlementId) == ["pro", "x"])
+        #expect(a.entitlements[0].active && a.entitlements[0].expiresDate == 1_800_000_000_000)
+        #expect(!a.entitlements[1].active)
+        // A value of the wrong kind names the key and the entry.
+        #expect(throws: AnswerMapping.Mismatch.self) {
+            try t.mapping!.answer(
+                from: Data(#"{"data": [{"id": "pro", "is_active": "maybe", "until": 1}]}"#.utf8), at: 0)
+        }
+        do {
+            _ = try t.mapping!.answer(from: Data(#"{"data": [{"id": "pro", "until": 1}]}"#.utf8), at: 0)
+        } catch {
+            #expect(error.message.contains("answer.entitlements.active"))
+            #expect(error.message.contains("\"pro\""))
+        }
+    }
+
+    @Test func badMappingsAreRefusedNamingTheKey() {
+        do {
+            _ = try Self.target(
+                Self.mapped(
+                    #"{"entitlements": {"each": "subscriber", "key": "@key", "expiresDate": {"pointer": "/e", "format": "rfc2822"}, "colour": 1}}"#,
+                    extra: #""answers": ["entitlements.active", "entitlements.state"], "#))
+            Issue.record("accepted")
+        } catch {
+            let keys = error.problems.map(\.key)
+            #expect(keys.contains("answer.entitlements.each"))
+            #expect(keys.contains("answer.entitlements.expiresDate.format"))
+            #expect(keys.contains("answer.entitlements.colour"))
+            #expect(keys.contains("answers"))  // entitlements.state is declared but not mapped
+        }
+        #expect(throws: ConfigError.self) { try Self.target(Self.mapped(#"{"entitlements": {"each": "/a~2b"}}"#)) }
+    }
+
+    @Test func aTargetWithoutSomeChannelsNeedsNoRouteForThem() throws {
+        let t = try Self.target(
+            #"""
+            {"baseURL": "http://127.0.0.1:9", "channels": ["app-transaction", "notification"],
+             "answers": ["entitlements.active"],
+             "routes": {"reset": {"method": "POST", "path": "/r"}, "appTransaction": {"method": "POST", "path": "/a"},
+                        "notification": {"method": "POST", "path": "/n"}, "entitlements": {"method": "GET", "path": "/e"}}}
+            """#)
+        #expect(t.profile.channels == [.app, .notification])
+        #expect(t.mapping == nil)
+    }
+
+    /// The example backend's subscriber-record route, checked through the mapping; a wrong pointer is a
+    /// configuration error naming the key, not a validator failure.
+    @Test(
+        .enabled(
+            if: FileManager.default.isExecutableFile(atPath: ExampleBackendTests.binary),
+            "the example backend is not built"))
+    func theExampleBackendPassesThroughItsMappedRoute() throws {
+        let (p, plain) = try ExampleBackendTests.start(slot: 8)
+        defer { p.terminate(); p.waitUntilExit() }
+        func mappedTarget(_ each: String) throws -> HTTPValidator.Target {
+            try Self.target(
+                #"""
+                {"baseURL": "http://127.0.0.1:\#(plain.port)", "channels": ["app-transaction", "notification", "api-snapshot"],
+                 "routes": {"reset": {"method": "POST", "path": "/iapcheck/reset"},
+                            "appTransaction": {"method": "POST", "path": "/apple/app-transactions"},
+                            "notification": {"method": "POST", "path": "/apple/notifications"},
+                            "apiSnapshot": {"method": "POST", "path": "/apple/api-snapshots"},
+                            "entitlements": {"method": "GET", "path": "/v1/subscribers/{userId}?at={at}"}},
+                 "answer": {"entitlements": {"each": "\#(each)", "key": "@key",
+                            "expiresDate": {"pointer": "/expires_date", "format": "iso8601"}}}}
+                """#)
+        }
+        var o = CheckOptions()
+        o.cases = 60
+        o.drawsCatalogs = true
+        let good = HTTPValidator(target: try mappedTarget("/subscriber/entitlements"), name: "http:mapped", timeout: 10)
+        let report = Checker(options: o, validator: good).run()
+        #expect(
+            report.failure == nil,
+            "\(report.failure.map { Timeline.render($0.shrunk, failingStep: $0.failingStep) } ?? "")")
+        let broken = HTTPValidator(
+            target: try mappedTarget("/subscriber/entitlementz"), name: "http:broken", timeout: 10)
+        let failed = Checker(options: o, validator: broken).run()
+        let f = try #require(failed.failure?.validatorFailure)
+        #expect(f.kind == .misconfigured)
+        #expect(f.message.contains("answer.entitlements.each"))
+    }
+}
