@@ -7,7 +7,9 @@ let package = Package(
         .executable(name: "iapcheck", targets: ["iapcheck"]),
         .executable(name: "iapcheck-example-backend", targets: ["ExampleBackend"]),
         .executable(name: "iapcheck-fuzz", targets: ["IAPFuzz"]),
-        .library(name: "IAPConformance", targets: ["IAPConformance"]),
+        // For a team's own `swift test`: the checker, the Validator protocol its service implements, and the model
+        // (catalog, transactions, answers). See Examples/SwiftPackage.
+        .library(name: "IAPConformance", targets: ["IAPConformance", "IAPValidatorAPI", "IAPModel"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
