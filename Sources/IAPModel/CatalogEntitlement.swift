@@ -17,8 +17,9 @@ extension Catalog {
     public var entitlementList: [CatalogEntitlement] { entitlements ?? [] }
 
     /// This catalog, with entitlements made up from its products when it declares none: one per subscription group
-    /// (its products) and `all-access` (every subscription and non-consumable; several groups, a lifetime unlock
-    /// and non-renewing passes then overlap, lapse and get refunded one at a time under one entitlement). Made
+    /// (its products), one per level of a group with several levels (its tiers), and `all-access` (every
+    /// subscription and non-consumable; several groups, a lifetime unlock and non-renewing passes then overlap,
+    /// lapse and get refunded one at a time under one entitlement). Made
     /// from the catalog alone, so a case's catalog draw does not change. Used when a validator declares entitlement
     /// answers and the catalog has none (a drawn catalog, the built-in one).
     public func withEntitlements() -> Catalog {
@@ -26,8 +27,19 @@ extension Catalog {
         var out = self
         var list: [CatalogEntitlement] = []
         for g in groups {
-            let ids = products(inGroup: g.id).map(\.id)
-            if !ids.isEmpty { list.append(CatalogEntitlement(id: "group-" + g.id, products: ids)) }
+            let inGroup = products(inGroup: g.id)
+            if !inGroup.isEmpty { list.append(CatalogEntitlement(id: "group-" + g.id, products: inGroup.map(\.id))) }
+            // A tier per level, when the group has several: an upgrade, downgrade or crossgrade moves between
+            // entitlements, so a product kept or started at the wrong instant shows (tiers in a group-wide
+            // entitlement would hide it).
+            let levels = Set(inGroup.compactMap(\.level)).sorted()
+            if levels.count > 1 {
+                for l in levels {
+                    list.append(
+                        CatalogEntitlement(
+                            id: "group-\(g.id)-level-\(l)", products: inGroup.filter { $0.level == l }.map(\.id)))
+                }
+            }
         }
         let all = products.filter { $0.kind != .consumable }.map(\.id)
         if !all.isEmpty { list.append(CatalogEntitlement(id: "all-access", products: all)) }
