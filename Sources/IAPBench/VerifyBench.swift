@@ -145,6 +145,13 @@ public enum VerifyBench {
                 (try? SignedDataVerifier.decoder.decode(
                     JWSTransactionDecodedPayload.self, from: payloads[k % payloads.count])) != nil
         }
+        let payloadBytes = payloads.map { [UInt8]($0) }
+        step("JSON-decode the payload (FlatJSON)") { _ in
+            k += 1
+            return payloadBytes[k % payloadBytes.count].withUnsafeBufferPointer {
+                JWSTransactionDecodedPayload(flatJSON: $0)
+            } != nil
+        }
         // The header segments as bytes, found before the clock starts (the verifier finds them with memchr).
         let headers = pool.map { Array(segments($0)[0].utf8) }
         step("chain cache lookup (hash + compare header)") { _ in

@@ -124,10 +124,17 @@ public final class SignedDataVerifier: Sendable {
             return .failure(Failure(.invalidFormat, "payload is not base64url"))
         }
         let value: T
-        do {
-            value = try Self.decoder.decode(T.self, from: Data(payloadBytes))
-        } catch {
-            return .failure(Failure(.invalidFormat, "payload does not decode: \(error)"))
+        if T.self == JWSTransactionDecodedPayload.self,
+            let fast = payloadBytes.withUnsafeBufferPointer(JWSTransactionDecodedPayload.init(flatJSON:))
+        {
+            // The hot path's common case, read without JSONDecoder (identical value; anything unusual goes below).
+            value = fast as! T
+        } else {
+            do {
+                value = try Self.decoder.decode(T.self, from: Data(payloadBytes))
+            } catch {
+                return .failure(Failure(.invalidFormat, "payload does not decode: \(error)"))
+            }
         }
         let instant = options.validityInstant.map { $0(signedDate(value)) } ?? signedDate(value)
 

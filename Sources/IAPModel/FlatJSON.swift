@@ -1,0 +1,262 @@
+/// A reader for the common shape of a JWS payload: one JSON object of ASCII strings without escapes, integers,
+/// booleans and nulls (nested values are skipped). It exists for speed on the verification hot path
+/// (`docs/performance-notes.md`): `JSONDecoder` costs about 10 µs per transaction, a quarter of a P-256
+/// verification.
+///
+/// It never decides anything `JSONDecoder` would decide otherwise: whatever is outside that shape (an escape, a
+/// byte outside ASCII or below 0x20 in a string, a fraction or exponent, a repeated key, nesting deeper than 16,
+/// anything malformed) makes ``fields(_:)`` return nil, and the caller decodes with `JSONDecoder`, which gives the
+/// value or the error it always gave.
+public enum FlatJSON {
+    public enum Value: Equatable, Sendable {
+        case string(String)
+        case int(Int64)
+        case bool(Bool)
+        case null
+        /// A value that is not read (a fraction, an array, an object): skipped after checking its grammar.
+        case other
+    }
+
+    /// The top-level members of `bytes`, in order, or nil when the text is outside the simple shape.
+    public static func fields(_ bytes: UnsafeBufferPointer<UInt8>) -> [(key: String, value: Value)]? {
+        var r = Reader(bytes: bytes)
+        r.space()
+        guard r.take(0x7B) else { return nil }  // {
+        var out: [(key: String, value: Value)] = []
+        out.reserveCapacity(32)
+        r.space()
+        if r.take(0x7D) {
+            r.space()
+            return r.atEnd ? out : nil
+        }
+        while true {
+            r.space()
+            guard let key = r.string() else { return nil }
+            r.space()
+            guard r.take(0x3A) else { return nil }  // :
+            r.space()
+            guard let value = r.value(depth: 0) else { return nil }
+            out.append((key, value))
+            r.space()
+            if r.take(0x2C) { continue }  // ,
+            guard r.take(0x7D) else { return nil }  // }
+            r.space()
+            return r.atEnd ? out : nil
+        }
+    }
+
+    struct Reader {
+        let bytes: UnsafeBufferPointer<UInt8>
+        var i = 0
+
+        var atEnd: Bool { i == bytes.count }
+
+        mutating func space() {
+            while i < bytes.count, bytes[i] == 0x20 || bytes[i] == 0x0A || bytes[i] == 0x0D || bytes[i] == 0x09 {
+                i += 1
+            }
+        }
+
+        mutating func take(_ b: UInt8) -> Bool {
+            guard i < bytes.count, bytes[i] == b else { return false }
+            i += 1
+            return true
+        }
+
+        /// A string of printable ASCII without escapes.
+        mutating func string() -> String? {
+            guard take(0x22) else { return nil }
+            let start = i
+            while i < bytes.count {
+                let b = bytes[i]
+                if b == 0x22 {
+                    let s = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<i]), as: UTF8.self)
+                    i += 1
+                    return s
+                }
+                guard b >= 0x20 && b < 0x7F && b != 0x5C else { return nil }
+                i += 1
+            }
+            return nil
+        }
+
+        mutating func literal(_ word: StaticString) -> Bool {
+            let n = word.utf8CodeUnitCount
+            guard i + n <= bytes.count else { return false }
+            for k in 0..<n where bytes[i + k] != word.utf8Start[k] { return false }
+            i += n
+            return true
+        }
+
+        mutating func value(depth: Int) -> Value? {
+            guard i < bytes.count, depth < 16 else { return nil }
+            switch bytes[i] {
+            case 0x22: return string().map(Value.string)
+            case 0x74: return literal("true") ? .bool(true) : nil
+            case 0x66: return literal("false") ? .bool(false) : nil
+            case 0x6E: return literal("null") ? .null : nil
+            case 0x2D, 0x30...0x39: return number()
+            case 0x5B:  // [
+                i += 1
+                space()
+                if take(0x5D) { return .other }
+                while true {
+                    space()
+                    guard value(depth: depth + 1) != nil else { return nil }
+                    space()
+                    if take(0x2C) { continue }
+                    return take(0x5D) ? .other : nil
+                }
+            case 0x7B:  // {
+                i += 1
+                space()
+                if take(0x7D) { return .other }
+                while true {
+                    space()
+                    guard string() != nil else { return nil }
+                    space()
+                    guard take(0x3A) else { return nil }
+                    space()
+                    guard value(depth: depth + 1) != nil else { return nil }
+                    space()
+                    if take(0x2C) { continue }
+                    return take(0x7D) ? .other : nil
+                }
+            default: return nil
+            }
+        }
+
+        /// JSON's number grammar; an integer that fits 64 bits is `.int`, any other number `.other`.
+        mutating func number() -> Value? {
+            let start = i
+            _ = take(0x2D)
+            guard i < bytes.count else { return nil }
+            if bytes[i] == 0x30 {
+                i += 1
+            } else if bytes[i] >= 0x31 && bytes[i] <= 0x39 {
+                while i < bytes.count, bytes[i] >= 0x30 && bytes[i] <= 0x39 { i += 1 }
+            } else {
+                return nil
+            }
+            var integral = true
+            if take(0x2E) {
+                integral = false
+                let d = i
+                while i < bytes.count, bytes[i] >= 0x30 && bytes[i] <= 0x39 { i += 1 }
+                guard i > d else { return nil }
+            }
+            if i < bytes.count, bytes[i] == 0x65 || bytes[i] == 0x45 {
+                integral = false
+                i += 1
+                if i < bytes.count, bytes[i] == 0x2B || bytes[i] == 0x2D { i += 1 }
+                let d = i
+                while i < bytes.count, bytes[i] >= 0x30 && bytes[i] <= 0x39 { i += 1 }
+                guard i > d else { return nil }
+            }
+            guard integral else { return .other }
+            var v: Int64 = 0
+            let negative = bytes[start] == 0x2D
+            for k in (negative ? start + 1 : start)..<i {
+                let (m, o1) = v.multipliedReportingOverflow(by: 10)
+                let digit = Int64(bytes[k] - 0x30)
+                let (s, o2) = negative ? m.subtractingReportingOverflow(digit) : m.addingReportingOverflow(digit)
+                guard !o1 && !o2 else { return .other }
+                v = s
+            }
+            return .int(v)
+        }
+    }
+}
+
+extension JWSTransactionDecodedPayload {
+    /// The payload read by ``FlatJSON``, or nil when it is outside that reader's shape or not a well-typed
+    /// transaction: then `JSONDecoder` decides (with the same result on every payload this accepts).
+    public init?(flatJSON bytes: UnsafeBufferPointer<UInt8>) {
+        guard let fields = FlatJSON.fields(bytes) else { return nil }
+        var seen: UInt64 = 0
+        var x = JWSTransactionDecodedPayload(
+            transactionId: "", originalTransactionId: "", bundleId: "", productId: "", purchaseDate: 0, quantity: nil,
+            type: .consumable, signedDate: 0, environment: .production)
+        for (key, value) in fields {
+            guard let (bit, required) = Self.flatKeys[key] else { continue }  // a field Apple added since: ignored
+            // A repeated key: JSONDecoder's choice between the two is its own business.
+            guard seen & (1 << bit) == 0 else { return nil }
+            seen |= 1 << bit
+            var text: String?, number: Int64?
+            switch value {
+            case .string(let s): text = s
+            case .int(let n): number = n
+            case .null where !required: break
+            case .bool(let b) where key == "isUpgraded": x.isUpgraded = b
+            case .null, .bool, .other: return nil
+            }
+            if key == "isUpgraded" {
+                guard text == nil && number == nil else { return nil }
+                continue
+            }
+            let isNumber = Self.flatNumberKeys.contains(key)
+            if isNumber ? text != nil : number != nil { return nil }
+            switch key {
+            case "transactionId": x.transactionId = text!
+            case "originalTransactionId": x.originalTransactionId = text!
+            case "bundleId": x.bundleId = text!
+            case "productId": x.productId = text!
+            case "purchaseDate": x.purchaseDate = number!
+            case "signedDate": x.signedDate = number!
+            case "type": x.type = ProductType(rawValue: text!)
+            case "inAppOwnershipType": x.inAppOwnershipType = InAppOwnershipType(rawValue: text!)
+            case "environment": x.environment = Environment(rawValue: text!)
+            case "webOrderLineItemId": x.webOrderLineItemId = text
+            case "subscriptionGroupIdentifier": x.subscriptionGroupIdentifier = text
+            case "originalPurchaseDate": x.originalPurchaseDate = number
+            case "expiresDate": x.expiresDate = number
+            case "quantity": x.quantity = number.map { Int($0) }
+            case "appAccountToken": x.appAccountToken = text
+            case "revocationReason": x.revocationReason = number.map { RevocationReason(rawValue: Int($0)) }
+            case "revocationDate": x.revocationDate = number
+            case "revocationType": x.revocationType = text.map(RevocationType.init(rawValue:))
+            case "revocationPercentage": x.revocationPercentage = number.map { Int($0) }
+            case "offerType": x.offerType = number.map { OfferType(rawValue: Int($0)) }
+            case "offerIdentifier": x.offerIdentifier = text
+            case "offerDiscountType": x.offerDiscountType = text.map(OfferDiscountType.init(rawValue:))
+            case "offerPeriod": x.offerPeriod = text
+            case "storefront": x.storefront = text
+            case "storefrontId": x.storefrontId = text
+            case "transactionReason": x.transactionReason = text.map(TransactionReason.init(rawValue:))
+            case "currency": x.currency = text
+            case "price": x.price = number
+            case "appTransactionId": x.appTransactionId = text
+            default: return nil
+            }
+        }
+        // Every required field present (JSONDecoder names the missing one).
+        guard seen & Self.flatRequired == Self.flatRequired else { return nil }
+        self = x
+    }
+
+    /// Each field's bit and whether it is required (null is then refused too).
+    static let flatKeys: [String: (Int, Bool)] = {
+        let required: Set<String> = [
+            "transactionId", "originalTransactionId", "bundleId", "productId", "purchaseDate", "type",
+            "inAppOwnershipType", "signedDate", "environment",
+        ]
+        let all = [
+            "transactionId", "originalTransactionId", "webOrderLineItemId", "bundleId", "productId",
+            "subscriptionGroupIdentifier", "purchaseDate", "originalPurchaseDate", "expiresDate", "quantity", "type",
+            "appAccountToken", "inAppOwnershipType", "signedDate", "revocationReason", "revocationDate",
+            "revocationType", "revocationPercentage", "isUpgraded", "offerType", "offerIdentifier",
+            "offerDiscountType", "offerPeriod", "environment", "storefront", "storefrontId", "transactionReason",
+            "currency", "price", "appTransactionId",
+        ]
+        var out: [String: (Int, Bool)] = [:]
+        for (i, k) in all.enumerated() { out[k] = (i, required.contains(k)) }
+        return out
+    }()
+
+    static let flatRequired: UInt64 = flatKeys.values.filter(\.1).reduce(0) { $0 | (1 << UInt64($1.0)) }
+
+    static let flatNumberKeys: Set<String> = [
+        "purchaseDate", "signedDate", "originalPurchaseDate", "expiresDate", "quantity", "revocationReason",
+        "revocationDate", "revocationPercentage", "offerType", "price",
+    ]
+}

@@ -1,0 +1,92 @@
+import Foundation
+import IAPModel
+import IAPSimulator
+import IAPTesting
+import PropertyEngine
+import Testing
+
+/// The hot path's transaction reader never disagrees with JSONDecoder: on every payload it reads, it gives the same
+/// value; on everything else (including what JSONDecoder refuses) it gives up and JSONDecoder decides.
+@Suite struct FlatJSONTests {
+    static func both(_ bytes: [UInt8]) -> (fast: JWSTransactionDecodedPayload?, slow: JWSTransactionDecodedPayload?) {
+        let fast = bytes.withUnsafeBufferPointer(JWSTransactionDecodedPayload.init(flatJSON:))
+        let slow = try? JSONDecoder().decode(JWSTransactionDecodedPayload.self, from: Data(bytes))
+        return (fast, slow)
+    }
+
+    /// Every transaction of generated histories, as the renderer encodes it: read the fast way, equal to JSONDecoder.
+    @Test func generatedTransactionsReadAsJSONDecoderReadsThem() throws {
+        let encoder = JSONFormat.compact()
+        var read = 0
+        for seed in 0..<60 {
+            let (c, _) = Fixtures.generated(seed: UInt64(seed), drawsCatalogs: true)
+            for case .deliver(let d) in c.steps {
+                var txs: [JWSTransactionDecodedPayload] = []
+                switch d.delivery {
+                case .appTransaction(let s): txs = [s.transaction]
+                case .notification(let n): txs = n.data?.transactionInfo.map { [$0] } ?? []
+                case .apiSnapshot(let s): txs = s.transactions
+                case .legacyReceipt: break
+                }
+                for tx in txs {
+                    let bytes = [UInt8](try encoder.encode(tx))
+                    let (fast, slow) = Self.both(bytes)
+                    #expect(fast != nil)
+                    #expect(fast == slow)
+                    #expect(fast == tx)
+                    read += 1
+                }
+            }
+        }
+        #expect(read > 500)
+    }
+
+    /// Edits of a payload: wrong types, nulls, repeats, escapes, numbers in every form, unknown nested fields,
+    /// truncations and random bytes. Whatever the fast reader accepts, JSONDecoder accepts with the same value.
+    @Test func editedPayloadsNeverDisagree() throws {
+        let base = #"""
+            {"transactionId":"2000000000000001","originalTransactionId":"2000000000000001","webOrderLineItemId":"2000000000000002","bundleId":"com.example.iapcheck","productId":"pro.monthly","subscriptionGroupIdentifier":"21000001","purchaseDate":1772323260000,"originalPurchaseDate":1772323260000,"expiresDate":1774915260000,"quantity":1,"type":"Auto-Renewable Subscription","inAppOwnershipType":"PURCHASED","signedDate":1772323260000,"environment":"Production","transactionReason":"PURCHASE","isUpgraded":false,"offerType":1,"price":4990}
+            """#
+        let edits: [(String, String)] = [
+            (#""quantity":1"#, #""quantity":1.0"#), (#""quantity":1"#, #""quantity":1e0"#),
+            (#""quantity":1"#, #""quantity":"1""#), (#""quantity":1"#, #""quantity":null"#),
+            (#""quantity":1"#, #""quantity":01"#), (#""quantity":1"#, #""quantity":-0"#),
+            (#""quantity":1"#, #""quantity":99999999999999999999"#), (#""price":4990"#, #""price":-4990"#),
+            (#""isUpgraded":false"#, #""isUpgraded":null"#), (#""isUpgraded":false"#, #""isUpgraded":"false""#),
+            (#""isUpgraded":false"#, #""isUpgraded":0"#), (#""bundleId""#, #""bundle\u0049d""#),
+            (#""pro.monthly""#, #""pro.\u006donthly""#), (#""pro.monthly""#, "\"pro.m\u{00F6}nthly\""),
+            (#""signedDate":1772323260000"#, #""signedDate":null"#), (#""signedDate":1772323260000,"#, ""),
+            (#""offerType":1"#, #""offerType":1,"offerType":2"#),
+            (#""price":4990"#, #""price":4990,"x":{"a":[1,2.5e3,{"b":null}]}"#),
+            (#""price":4990"#, #""price":4990,"x":[1,]"#), (#""price":4990"#, #""price":4990,"x":1."#),
+            (#""price":4990"#, #""price":4990,"transactionId":"dup""#), ("{", " \n{ "), ("}", "} x"),
+            (#""environment":"Production""#, #""environment":"Xcode""#), (#""type":"#, #""type" :"#),
+        ]
+        var accepted = 0
+        for (a, b) in edits {
+            let text = base.replacingOccurrences(of: a, with: b)
+            let (fast, slow) = Self.both(Array(text.utf8))
+            if let fast {
+                accepted += 1
+                #expect(fast == slow, "\(b)")
+            }
+        }
+        // The harmless edits (spaces, a negative price, an unknown nested field, Xcode) read fast.
+        #expect(accepted >= 4)
+        // Truncations and random byte flips.
+        let bytes = Array(base.utf8)
+        for n in stride(from: 0, to: bytes.count, by: 7) {
+            let (fast, slow) = Self.both(Array(bytes.prefix(n)))
+            if fast != nil { #expect(fast == slow) }
+        }
+        var rng = SplitMix64(seed: 14)
+        for _ in 0..<3000 {
+            var b = bytes
+            for _ in 0..<(1 + Int(rng.next() % 3)) {
+                b[Int(rng.next() % UInt64(b.count))] = UInt8(truncatingIfNeeded: rng.next())
+            }
+            let (fast, slow) = Self.both(b)
+            if fast != nil { #expect(fast == slow) }
+        }
+    }
+}
