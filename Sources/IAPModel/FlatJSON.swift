@@ -260,3 +260,69 @@ extension JWSTransactionDecodedPayload {
         "revocationDate", "revocationPercentage", "offerType", "price",
     ]
 }
+
+extension JWSTransactionDecodedPayload {
+    /// The payload as `JSONFormat.compact()` encodes it (sorted keys, absent optionals left out), written by hand
+    /// for the signing hot path; nil when a string would need an escape (then the caller uses JSONEncoder). A test
+    /// holds the two byte for byte.
+    public var compactJSON: [UInt8]? {
+        var out: [UInt8] = []
+        out.reserveCapacity(768)
+        var first = true
+        func key(_ k: StaticString) {
+            out.append(first ? 0x7B : 0x2C)
+            first = false
+            out.append(0x22)
+            out.append(contentsOf: UnsafeBufferPointer(start: k.utf8Start, count: k.utf8CodeUnitCount))
+            out.append(0x22)
+            out.append(0x3A)
+        }
+        func string(_ k: StaticString, _ v: String?) -> Bool {
+            guard let v else { return true }
+            key(k)
+            out.append(0x22)
+            for b in v.utf8 {
+                if b < 0x20 || b == 0x22 || b == 0x5C { return false }
+                out.append(b)
+            }
+            out.append(0x22)
+            return true
+        }
+        func int(_ k: StaticString, _ v: Int64?) {
+            guard let v else { return }
+            key(k)
+            out.append(contentsOf: String(v).utf8)
+        }
+        guard string("appAccountToken", appAccountToken), string("appTransactionId", appTransactionId),
+            string("bundleId", bundleId), string("currency", currency), string("environment", environment.rawValue)
+        else { return nil }
+        int("expiresDate", expiresDate)
+        guard string("inAppOwnershipType", inAppOwnershipType.rawValue) else { return nil }
+        if let isUpgraded {
+            key("isUpgraded")
+            out.append(contentsOf: (isUpgraded ? "true" : "false").utf8)
+        }
+        guard string("offerDiscountType", offerDiscountType?.rawValue),
+            string("offerIdentifier", offerIdentifier), string("offerPeriod", offerPeriod)
+        else { return nil }
+        int("offerType", offerType.map { Int64($0.rawValue) })
+        int("originalPurchaseDate", originalPurchaseDate)
+        guard string("originalTransactionId", originalTransactionId) else { return nil }
+        int("price", price)
+        guard string("productId", productId) else { return nil }
+        int("purchaseDate", purchaseDate)
+        int("quantity", quantity.map(Int64.init))
+        int("revocationDate", revocationDate)
+        int("revocationPercentage", revocationPercentage.map(Int64.init))
+        int("revocationReason", revocationReason.map { Int64($0.rawValue) })
+        guard string("revocationType", revocationType?.rawValue) else { return nil }
+        int("signedDate", signedDate)
+        guard string("storefront", storefront), string("storefrontId", storefrontId),
+            string("subscriptionGroupIdentifier", subscriptionGroupIdentifier),
+            string("transactionId", transactionId), string("transactionReason", transactionReason?.rawValue),
+            string("type", type.rawValue), string("webOrderLineItemId", webOrderLineItemId)
+        else { return nil }
+        out.append(0x7D)
+        return out
+    }
+}

@@ -16,7 +16,7 @@ public final class ArtifactRenderer {
     }
 
     func jws<T: Encodable>(_ value: T, signedDate: Millis) -> String {
-        let bytes = (try? JWSSigner.encoder.encode(value)) ?? Data()
+        let bytes = JWSSigner.json(value)
         if let s = memo[bytes] { return s }
         let s = signer.sign(json: bytes, signedDate: signedDate)
         memo[bytes] = s

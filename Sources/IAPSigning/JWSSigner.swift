@@ -22,7 +22,13 @@ public struct JWSSigner: Sendable {
     }
 
     public static func payload<T: Encodable>(_ value: T) -> String {
-        Base64URL.encode(try! encoder.encode(value))
+        Base64URL.encode(json(value))
+    }
+
+    /// The value as `encoder` encodes it; a transaction by hand (the same bytes, a fifth of the time).
+    static func json<T: Encodable>(_ value: T) -> Data {
+        if let tx = value as? JWSTransactionDecodedPayload, let bytes = tx.compactJSON { return Data(bytes) }
+        return try! encoder.encode(value)
     }
 
     /// ES256 over `header.payload` with `key`.
@@ -40,7 +46,7 @@ public struct JWSSigner: Sendable {
 
     /// A genuine JWS: signed by the leaf in rotation at `signedDate`, with the full chain in `x5c`.
     public func sign<T: Encodable>(_ value: T, signedDate: Millis) -> String {
-        sign(json: try! Self.encoder.encode(value), signedDate: signedDate)
+        sign(json: Self.json(value), signedDate: signedDate)
     }
 
     /// A genuine JWS over payload bytes already encoded as JSON.

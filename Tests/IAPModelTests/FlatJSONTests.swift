@@ -30,6 +30,8 @@ import Testing
                 }
                 for tx in txs {
                     let bytes = [UInt8](try encoder.encode(tx))
+                    // The hand-written encoder writes JSONEncoder's bytes exactly.
+                    #expect(tx.compactJSON == bytes)
                     let (fast, slow) = Self.both(bytes)
                     #expect(fast != nil)
                     #expect(fast == slow)
@@ -39,6 +41,27 @@ import Testing
             }
         }
         #expect(read > 500)
+    }
+
+    /// Values of every kind and strings JSONEncoder escapes: the same bytes, or nil (then JSONEncoder encodes).
+    @Test func handWrittenJSONIsJSONEncodersOrNothing() throws {
+        var tx = JWSTransactionDecodedPayload(
+            transactionId: "1", originalTransactionId: "1", bundleId: "com.example.app", productId: "pro",
+            purchaseDate: -5, type: .autoRenewable, signedDate: 0, environment: .sandbox)
+        tx.isUpgraded = true
+        tx.price = Int64.min
+        tx.revocationReason = RevocationReason(rawValue: 7)
+        tx.offerType = OfferType(rawValue: -1)
+        tx.storefront = "Zürich/日本"
+        tx.revocationType = RevocationType(rawValue: "FUTURE")
+        tx.appTransactionId = ""
+        let encoder = JSONFormat.compact()
+        #expect(tx.compactJSON == [UInt8](try encoder.encode(tx)))
+        for odd in ["a\"b", "back\\slash", "tab\t", "nl\n", "\u{1}"] {
+            var y = tx
+            y.offerIdentifier = odd
+            #expect(y.compactJSON == nil)
+        }
     }
 
     /// Edits of a payload: wrong types, nulls, repeats, escapes, numbers in every form, unknown nested fields,
