@@ -129,6 +129,10 @@ public final class SignedDataVerifier: Sendable {
         {
             // The hot path's common case, read without JSONDecoder (identical value; anything unusual goes below).
             value = fast as! T
+        } else if T.self == JWSRenewalInfoDecodedPayload.self,
+            let fast = payloadBytes.withUnsafeBufferPointer(JWSRenewalInfoDecodedPayload.init(flatJSON:))
+        {
+            value = fast as! T
         } else {
             do {
                 value = try Self.decoder.decode(T.self, from: Data(payloadBytes))

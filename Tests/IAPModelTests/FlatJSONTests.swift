@@ -43,6 +43,34 @@ import Testing
         #expect(read > 500)
     }
 
+    /// Every renewal info of generated histories: encoded by hand as JSONEncoder encodes it, read back as
+    /// JSONDecoder reads it (or left to it, with win-back offer ids).
+    @Test func generatedRenewalInfosRoundTrip() throws {
+        let encoder = JSONFormat.compact()
+        var read = 0
+        for seed in 0..<60 {
+            let (c, _) = Fixtures.generated(seed: UInt64(seed), property: .idempotentDelivery, drawsCatalogs: true)
+            for case .deliver(let d) in c.steps {
+                var infos: [JWSRenewalInfoDecodedPayload] = []
+                switch d.delivery {
+                case .notification(let n): infos = n.data?.renewalInfo.map { [$0] } ?? []
+                case .apiSnapshot(let s): infos = s.renewalInfos
+                default: break
+                }
+                for r in infos {
+                    let bytes = [UInt8](try encoder.encode(r))
+                    #expect(r.compactJSON == bytes)
+                    let fast = bytes.withUnsafeBufferPointer(JWSRenewalInfoDecodedPayload.init(flatJSON:))
+                    let slow = try JSONDecoder().decode(JWSRenewalInfoDecodedPayload.self, from: Data(bytes))
+                    #expect(slow == r)
+                    if r.eligibleWinBackOfferIds == nil { #expect(fast == r) } else { #expect(fast == nil) }
+                    read += 1
+                }
+            }
+        }
+        #expect(read > 200)
+    }
+
     /// Values of every kind and strings JSONEncoder escapes: the same bytes, or nil (then JSONEncoder encodes).
     @Test func handWrittenJSONIsJSONEncodersOrNothing() throws {
         var tx = JWSTransactionDecodedPayload(

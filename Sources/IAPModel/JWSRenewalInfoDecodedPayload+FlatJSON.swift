@@ -1,0 +1,157 @@
+extension JWSRenewalInfoDecodedPayload {
+    /// The payload read by ``FlatJSON`` (see ``JWSTransactionDecodedPayload/init(flatJSON:)``), or nil: then
+    /// `JSONDecoder` decides. A renewal info with `eligibleWinBackOfferIds` (an array) always goes to JSONDecoder.
+    public init?(flatJSON bytes: UnsafeBufferPointer<UInt8>) {
+        guard let fields = FlatJSON.fields(bytes) else { return nil }
+        var seen: UInt64 = 0
+        var r = JWSRenewalInfoDecodedPayload(
+            originalTransactionId: "", productId: "", autoRenewProductId: nil, autoRenewStatus: nil, signedDate: 0,
+            environment: .production)
+        for (key, value) in fields {
+            guard let bit = Self.flatKeys.firstIndex(of: key) else { continue }  // a newer field: ignored
+            guard seen & (1 << bit) == 0 else { return nil }
+            seen |= 1 << bit
+            let required = bit < 4
+            var text: String?, number: Int64?
+            switch value {
+            case .string(let s): text = s
+            case .int(let n): number = n
+            case .null where !required: break
+            case .bool(let b) where key == "isInBillingRetryPeriod": r.isInBillingRetryPeriod = b
+            case .null, .bool, .other: return nil
+            }
+            if key == "isInBillingRetryPeriod" {
+                guard text == nil && number == nil else { return nil }
+                continue
+            }
+            if Self.flatNumberKeys.contains(key) ? text != nil : number != nil { return nil }
+            switch key {
+            case "originalTransactionId": r.originalTransactionId = text!
+            case "productId": r.productId = text!
+            case "signedDate": r.signedDate = number!
+            case "environment": r.environment = Environment(rawValue: text!)
+            case "autoRenewProductId": r.autoRenewProductId = text
+            case "autoRenewStatus": r.autoRenewStatus = number.map { AutoRenewStatus(rawValue: Int($0)) }
+            case "gracePeriodExpiresDate": r.gracePeriodExpiresDate = number
+            case "expirationIntent": r.expirationIntent = number.map { ExpirationIntent(rawValue: Int($0)) }
+            case "priceIncreaseStatus": r.priceIncreaseStatus = number.map { PriceIncreaseStatus(rawValue: Int($0)) }
+            case "offerType": r.offerType = number.map { OfferType(rawValue: Int($0)) }
+            case "offerIdentifier": r.offerIdentifier = text
+            case "offerDiscountType": r.offerDiscountType = text.map(OfferDiscountType.init(rawValue:))
+            case "offerPeriod": r.offerPeriod = text
+            case "renewalDate": r.renewalDate = number
+            case "recentSubscriptionStartDate": r.recentSubscriptionStartDate = number
+            case "renewalPrice": r.renewalPrice = number
+            case "currency": r.currency = text
+            case "appAccountToken": r.appAccountToken = text
+            case "appTransactionId": r.appTransactionId = text
+            default: return nil  // eligibleWinBackOfferIds: an array, left to JSONDecoder
+            }
+        }
+        guard seen & 0b1111 == 0b1111 else { return nil }
+        self = r
+    }
+
+    /// The first four are required.
+    static let flatKeys = [
+        "originalTransactionId", "productId", "signedDate", "environment", "autoRenewProductId", "autoRenewStatus",
+        "isInBillingRetryPeriod", "gracePeriodExpiresDate", "expirationIntent", "priceIncreaseStatus", "offerType",
+        "offerIdentifier", "offerDiscountType", "offerPeriod", "eligibleWinBackOfferIds", "renewalDate",
+        "recentSubscriptionStartDate", "renewalPrice", "currency", "appAccountToken", "appTransactionId",
+    ]
+
+    static let flatNumberKeys: Set<String> = [
+        "signedDate", "autoRenewStatus", "gracePeriodExpiresDate", "expirationIntent", "priceIncreaseStatus",
+        "offerType", "renewalDate", "recentSubscriptionStartDate", "renewalPrice",
+    ]
+
+    /// The payload as `JSONFormat.compact()` encodes it, by hand (see ``JWSTransactionDecodedPayload/compactJSON``);
+    /// nil when a string would need an escape.
+    public var compactJSON: [UInt8]? {
+        var w = FlatJSON.Writer()
+        guard w.string("appAccountToken", appAccountToken), w.string("appTransactionId", appTransactionId),
+            w.string("autoRenewProductId", autoRenewProductId)
+        else { return nil }
+        w.int("autoRenewStatus", autoRenewStatus.map { Int64($0.rawValue) })
+        guard w.string("currency", currency) else { return nil }
+        if let ids = eligibleWinBackOfferIds {
+            w.key("eligibleWinBackOfferIds")
+            w.out.append(0x5B)
+            for (i, id) in ids.enumerated() {
+                if i > 0 { w.out.append(0x2C) }
+                guard w.quoted(id) else { return nil }
+            }
+            w.out.append(0x5D)
+        }
+        guard w.string("environment", environment.rawValue) else { return nil }
+        w.int("expirationIntent", expirationIntent.map { Int64($0.rawValue) })
+        w.int("gracePeriodExpiresDate", gracePeriodExpiresDate)
+        w.bool("isInBillingRetryPeriod", isInBillingRetryPeriod)
+        guard w.string("offerDiscountType", offerDiscountType?.rawValue), w.string("offerIdentifier", offerIdentifier),
+            w.string("offerPeriod", offerPeriod)
+        else { return nil }
+        w.int("offerType", offerType.map { Int64($0.rawValue) })
+        guard w.string("originalTransactionId", originalTransactionId) else { return nil }
+        w.int("priceIncreaseStatus", priceIncreaseStatus.map { Int64($0.rawValue) })
+        guard w.string("productId", productId) else { return nil }
+        w.int("recentSubscriptionStartDate", recentSubscriptionStartDate)
+        w.int("renewalDate", renewalDate)
+        w.int("renewalPrice", renewalPrice)
+        w.int("signedDate", signedDate)
+        return w.finish()
+    }
+}
+
+extension FlatJSON {
+    /// Writes a sorted-key compact object the way JSONEncoder writes it: keys are given in order; a string that
+    /// would need an escape fails the write (the caller falls back to JSONEncoder).
+    struct Writer {
+        var out: [UInt8] = []
+        var first = true
+
+        init() { out.reserveCapacity(768) }
+
+        mutating func key(_ k: StaticString) {
+            out.append(first ? 0x7B : 0x2C)
+            first = false
+            out.append(0x22)
+            out.append(contentsOf: UnsafeBufferPointer(start: k.utf8Start, count: k.utf8CodeUnitCount))
+            out.append(0x22)
+            out.append(0x3A)
+        }
+
+        mutating func quoted(_ v: String) -> Bool {
+            out.append(0x22)
+            for b in v.utf8 {
+                if b < 0x20 || b == 0x22 || b == 0x5C { return false }
+                out.append(b)
+            }
+            out.append(0x22)
+            return true
+        }
+
+        mutating func string(_ k: StaticString, _ v: String?) -> Bool {
+            guard let v else { return true }
+            key(k)
+            return quoted(v)
+        }
+
+        mutating func int(_ k: StaticString, _ v: Int64?) {
+            guard let v else { return }
+            key(k)
+            out.append(contentsOf: String(v).utf8)
+        }
+
+        mutating func bool(_ k: StaticString, _ v: Bool?) {
+            guard let v else { return }
+            key(k)
+            out.append(contentsOf: (v ? "true" : "false").utf8)
+        }
+
+        mutating func finish() -> [UInt8] {
+            if first { out.append(0x7B) }
+            out.append(0x7D)
+            return out
+        }
+    }
+}
