@@ -18,6 +18,21 @@ public struct FailureReport: Sendable {
     public var flaky: FlakyReport?
 
     public var discrepancy: Discrepancy? { if case .discrepancy(let d) = outcome { d } else { nil } }
+
+    /// The failure as a person reads it: which case, what differed (or how the validator failed), and the shrunk
+    /// history as a timeline. What a test built on ``Checker`` records as its issue.
+    public var explanation: String {
+        let what =
+            discrepancy.map { d in
+                "\(d.property.rawValue): expected \(d.expected), observed \(d.observed)\n"
+                    + d.differences.map { "  - \($0)" }.joined(separator: "\n")
+            } ?? validatorFailure.map { "validator failure: \($0)" } ?? ""
+        return """
+            case \(caseIndex) of seed \(seed), shrunk from \(originalActions) to \(shrunk.actionCount) actions
+            \(what)
+            \(Timeline.render(shrunk, failingStep: failingStep))
+            """
+    }
     public var validatorFailure: ValidatorFailure? { if case .validatorFailed(let f, _) = outcome { f } else { nil } }
 }
 

@@ -182,7 +182,7 @@ public struct EntitlementAnswer: Codable, Hashable, Sendable {
     public var entitlements: [EntitlementGrant]
 
     public init(
-        products: [ProductEntitlement], groups: [GroupEntitlement], consumables: [ConsumableBalance],
+        products: [ProductEntitlement] = [], groups: [GroupEntitlement] = [], consumables: [ConsumableBalance] = [],
         entitlements: [EntitlementGrant] = []
     ) {
         self.products = products.sorted { $0.productId < $1.productId }
