@@ -37,6 +37,21 @@ enum FuzzTarget: String, CaseIterable {
         _ = jwsVerifier.verify(text, as: JWSTransactionDecodedPayload.self) { $0.signedDate }
         _ = jwsVerifier.verify(text, as: JWSRenewalInfoDecodedPayload.self) { $0.signedDate }
         _ = jwsVerifier.verify(text, as: ResponseBodyV2SignedPayload.self) { $0.signedDate }
+        // The hand-written readers never disagree with JSONDecoder: on the bytes as they are, and on a JWS's payload.
+        agree(data)
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        if parts.count == 3, let payload = Base64URL.decode(parts[1]) { agree(payload) }
+    }
+
+    static func agree(_ bytes: [UInt8]) {
+        func same<T: FlatJSONCodable & Equatable>(_: T.Type) {
+            guard let fast = bytes.withUnsafeBufferPointer({ T(flatJSON: $0) }) else { return }
+            let slow = try? JSONDecoder().decode(T.self, from: Data(bytes))
+            precondition(fast == slow, "FlatJSON read \(T.self) otherwise than JSONDecoder")
+        }
+        same(JWSTransactionDecodedPayload.self)
+        same(JWSRenewalInfoDecodedPayload.self)
+        same(ResponseBodyV2SignedPayload.self)
     }
 
     static let expected = EntitlementAnswer(

@@ -7,14 +7,27 @@
 /// byte outside ASCII or below 0x20 in a string, a fraction or exponent, a repeated key, nesting deeper than 16,
 /// anything malformed) makes ``fields(_:)`` return nil, and the caller decodes with `JSONDecoder`, which gives the
 /// value or the error it always gave.
+/// A payload with hand-written JSON both ways for the hot paths: ``FlatJSON``'s reader, and `JSONFormat.compact()`'s
+/// bytes written without JSONEncoder. Either may decline (nil), and then Foundation's coders do the work.
+public protocol FlatJSONCodable: Codable {
+    init?(flatJSON bytes: UnsafeBufferPointer<UInt8>)
+    var compactJSON: [UInt8]? { get }
+}
+
+extension JWSTransactionDecodedPayload: FlatJSONCodable {}
+extension JWSRenewalInfoDecodedPayload: FlatJSONCodable {}
+extension ResponseBodyV2SignedPayload: FlatJSONCodable {}
+
 public enum FlatJSON {
     public enum Value: Equatable, Sendable {
         case string(String)
         case int(Int64)
         case bool(Bool)
         case null
-        /// A value that is not read (a fraction, an array, an object): skipped after checking its grammar.
+        /// A value that is not read (a fraction, an array): skipped after checking its grammar.
         case other
+        /// A nested object, skipped after checking its grammar: its bytes (braces included), for ``fields(_:)``.
+        case object(Range<Int>)
     }
 
     /// The top-level members of `bytes`, in order, or nil when the text is outside the simple shape.
@@ -108,9 +121,10 @@ public enum FlatJSON {
                     return take(0x5D) ? .other : nil
                 }
             case 0x7B:  // {
+                let start = i
                 i += 1
                 space()
-                if take(0x7D) { return .other }
+                if take(0x7D) { return .object(start..<i) }
                 while true {
                     space()
                     guard string() != nil else { return nil }
@@ -120,7 +134,7 @@ public enum FlatJSON {
                     guard value(depth: depth + 1) != nil else { return nil }
                     space()
                     if take(0x2C) { continue }
-                    return take(0x7D) ? .other : nil
+                    return take(0x7D) ? .object(start..<i) : nil
                 }
             default: return nil
             }
@@ -188,7 +202,7 @@ extension JWSTransactionDecodedPayload {
             case .int(let n): number = n
             case .null where !required: break
             case .bool(let b) where key == "isUpgraded": x.isUpgraded = b
-            case .null, .bool, .other: return nil
+            case .null, .bool, .other, .object: return nil
             }
             if key == "isUpgraded" {
                 guard text == nil && number == nil else { return nil }

@@ -18,7 +18,7 @@ extension JWSRenewalInfoDecodedPayload {
             case .int(let n): number = n
             case .null where !required: break
             case .bool(let b) where key == "isInBillingRetryPeriod": r.isInBillingRetryPeriod = b
-            case .null, .bool, .other: return nil
+            case .null, .bool, .other, .object: return nil
             }
             if key == "isInBillingRetryPeriod" {
                 guard text == nil && number == nil else { return nil }

@@ -32,9 +32,11 @@ open class ReferenceValidator: DecodedDeliveryValidator {
     }
 
     open var name: String { "reference" }
-    /// What it is checked on: everything, unless a test or `serve --answers/--channels` narrows it to see a
-    /// validator of that profile (the answers themselves stay whole; the harness compares what is declared).
-    public var profile: ValidatorProfile = .everything
+    /// What it is checked on: as a validator that declares nothing (its entitlement answers are the same function
+    /// of its product answers as the oracle's, so comparing them adds nothing), unless a test or `serve
+    /// --answers/--channels` sets a profile to see a validator of that profile (the answers themselves stay whole;
+    /// the harness compares what is declared).
+    public var profile: ValidatorProfile = .undeclared
     public private(set) var config = ValidatorConfig(catalog: .standard, policy: .default)
     public package(set) var chains: [String: Chain] = [:]
     public private(set) var seenNotifications: Set<String> = []

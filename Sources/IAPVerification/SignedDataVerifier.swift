@@ -124,15 +124,11 @@ public final class SignedDataVerifier: Sendable {
             return .failure(Failure(.invalidFormat, "payload is not base64url"))
         }
         let value: T
-        if T.self == JWSTransactionDecodedPayload.self,
-            let fast = payloadBytes.withUnsafeBufferPointer(JWSTransactionDecodedPayload.init(flatJSON:))
+        if let flat = T.self as? any FlatJSONCodable.Type,
+            let fast = payloadBytes.withUnsafeBufferPointer({ flat.init(flatJSON: $0) }) as? T
         {
             // The hot path's common case, read without JSONDecoder (identical value; anything unusual goes below).
-            value = fast as! T
-        } else if T.self == JWSRenewalInfoDecodedPayload.self,
-            let fast = payloadBytes.withUnsafeBufferPointer(JWSRenewalInfoDecodedPayload.init(flatJSON:))
-        {
-            value = fast as! T
+            value = fast
         } else {
             do {
                 value = try Self.decoder.decode(T.self, from: Data(payloadBytes))

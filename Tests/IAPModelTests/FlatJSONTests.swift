@@ -1,4 +1,5 @@
 import Foundation
+import IAPConformance
 import IAPModel
 import IAPSimulator
 import IAPTesting
@@ -69,6 +70,46 @@ import Testing
             }
         }
         #expect(read > 200)
+    }
+
+    /// Every notification of generated histories in its wire shape (nested facts as JWS strings): written by hand
+    /// as JSONEncoder writes it and read back as JSONDecoder reads it, or left to them (a summary, a token).
+    @Test func generatedNotificationEnvelopesRoundTrip() throws {
+        let encoder = JSONFormat.compact()
+        var read = 0, declined = 0
+        for seed in 0..<60 {
+            for property in [PropertyName.robustInput, .forgeryRejected, .orderInsensitivity] {
+                let (c, _) = Fixtures.generated(seed: UInt64(seed), property: property, drawsCatalogs: true)
+                for case .deliver(let d) in c.steps {
+                    guard case .notification(let n) = d.delivery else { continue }
+                    let wire = ResponseBodyV2SignedPayload(
+                        notificationType: n.notificationType, subtype: n.subtype, notificationUUID: n.notificationUUID,
+                        version: n.version, signedDate: n.signedDate,
+                        data: n.data.map { x in
+                            ResponseBodyV2SignedPayload.Data(
+                                appAppleId: x.appAppleId, bundleId: x.bundleId, environment: x.environment,
+                                signedTransactionInfo: x.transactionInfo.map {
+                                    "eyJhbGciOiJFUzI1NiJ9.e30.\($0.transactionId)"
+                                },
+                                signedRenewalInfo: x.renewalInfo.map { _ in "eyJhbGciOiJFUzI1NiJ9.e30.r" },
+                                status: x.status, consumptionRequestReason: x.consumptionRequestReason)
+                        }, summary: n.summary, externalPurchaseToken: n.externalPurchaseToken)
+                    let bytes = [UInt8](try encoder.encode(wire))
+                    let slow = try JSONDecoder().decode(ResponseBodyV2SignedPayload.self, from: Data(bytes))
+                    #expect(slow == wire)
+                    if let hand = wire.compactJSON {
+                        #expect(hand == bytes)
+                        let fast = bytes.withUnsafeBufferPointer(ResponseBodyV2SignedPayload.init(flatJSON:))
+                        #expect(fast == wire)
+                        read += 1
+                    } else {
+                        #expect(wire.summary != nil || wire.externalPurchaseToken != nil)
+                        declined += 1
+                    }
+                }
+            }
+        }
+        #expect(read > 500)
     }
 
     /// Values of every kind and strings JSONEncoder escapes: the same bytes, or nil (then JSONEncoder encodes).
