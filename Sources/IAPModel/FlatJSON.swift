@@ -78,17 +78,17 @@ public enum FlatJSON {
 
         /// A string of printable ASCII without escapes.
         mutating func string() -> String? {
-            guard take(0x22) else { return nil }
-            let start = i
-            while i < bytes.count {
-                let b = bytes[i]
+            guard take(0x22), let base = bytes.baseAddress else { return nil }
+            let start = i, count = bytes.count
+            var j = i
+            while j < count {
+                let b = base[j]
                 if b == 0x22 {
-                    let s = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<i]), as: UTF8.self)
-                    i += 1
-                    return s
+                    i = j + 1
+                    return String(decoding: UnsafeBufferPointer(start: base + start, count: j - start), as: UTF8.self)
                 }
                 guard b >= 0x20 && b < 0x7F && b != 0x5C else { return nil }
-                i += 1
+                j += 1
             }
             return nil
         }
@@ -280,42 +280,15 @@ extension JWSTransactionDecodedPayload {
     /// for the signing hot path; nil when a string would need an escape (then the caller uses JSONEncoder). A test
     /// holds the two byte for byte.
     public var compactJSON: [UInt8]? {
-        var out: [UInt8] = []
-        out.reserveCapacity(768)
-        var first = true
-        func key(_ k: StaticString) {
-            out.append(first ? 0x7B : 0x2C)
-            first = false
-            out.append(0x22)
-            out.append(contentsOf: UnsafeBufferPointer(start: k.utf8Start, count: k.utf8CodeUnitCount))
-            out.append(0x22)
-            out.append(0x3A)
-        }
-        func string(_ k: StaticString, _ v: String?) -> Bool {
-            guard let v else { return true }
-            key(k)
-            out.append(0x22)
-            for b in v.utf8 {
-                if b < 0x20 || b == 0x22 || b == 0x5C { return false }
-                out.append(b)
-            }
-            out.append(0x22)
-            return true
-        }
-        func int(_ k: StaticString, _ v: Int64?) {
-            guard let v else { return }
-            key(k)
-            out.append(contentsOf: String(v).utf8)
-        }
+        var w = FlatJSON.Writer()
+        func string(_ k: StaticString, _ v: String?) -> Bool { w.string(k, v) }
+        func int(_ k: StaticString, _ v: Int64?) { w.int(k, v) }
         guard string("appAccountToken", appAccountToken), string("appTransactionId", appTransactionId),
             string("bundleId", bundleId), string("currency", currency), string("environment", environment.rawValue)
         else { return nil }
         int("expiresDate", expiresDate)
         guard string("inAppOwnershipType", inAppOwnershipType.rawValue) else { return nil }
-        if let isUpgraded {
-            key("isUpgraded")
-            out.append(contentsOf: (isUpgraded ? "true" : "false").utf8)
-        }
+        w.bool("isUpgraded", isUpgraded)
         guard string("offerDiscountType", offerDiscountType?.rawValue),
             string("offerIdentifier", offerIdentifier), string("offerPeriod", offerPeriod)
         else { return nil }
@@ -336,7 +309,6 @@ extension JWSTransactionDecodedPayload {
             string("transactionId", transactionId), string("transactionReason", transactionReason?.rawValue),
             string("type", type.rawValue), string("webOrderLineItemId", webOrderLineItemId)
         else { return nil }
-        out.append(0x7D)
-        return out
+        return w.finish()
     }
 }

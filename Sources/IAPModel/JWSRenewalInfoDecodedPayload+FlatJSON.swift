@@ -121,13 +121,15 @@ extension FlatJSON {
         }
 
         mutating func quoted(_ v: String) -> Bool {
-            out.append(0x22)
-            for b in v.utf8 {
-                if b < 0x20 || b == 0x22 || b == 0x5C { return false }
-                out.append(b)
+            var v = v
+            return v.withUTF8 { utf8 in
+                // Checked first, copied in one go: a notification's nested JWS strings are kilobytes long.
+                for b in utf8 where b < 0x20 || b == 0x22 || b == 0x5C { return false }
+                out.append(0x22)
+                out.append(contentsOf: utf8)
+                out.append(0x22)
+                return true
             }
-            out.append(0x22)
-            return true
         }
 
         mutating func string(_ k: StaticString, _ v: String?) -> Bool {
