@@ -25,8 +25,9 @@ public enum CaseRunner {
         }
         let decodedPath = signed ? nil : v as? any DecodedDeliveryValidator
         let pki = TestPKI.harness
-        let profile = v.profile
         if let failure = reset(v, for: c) { return failure }
+        // After the reset: a job's subprocess says its hello (and so its profile) when it starts there.
+        let profile = v.profile
         let renderer = ArtifactRenderer(pki: pki, appAppleId: c.config.catalog.appAppleId)
         let kit = ForgeryKit(pki: pki)
         var knowledge = Knowledge(config: c.config)
@@ -123,8 +124,8 @@ public enum CaseRunner {
     /// order-free, so every sequential order gives the oracle's final answer; a race shows as a different one.
     static func runParallel(_ c: GeneratedCase, against v: any ConcurrentValidator, signed: Bool) -> CaseOutcome {
         let pki = TestPKI.harness
-        let profile = v.profile
         if let failure = reset(v, for: c) { return failure }
+        let profile = v.profile
         let deliveries: [(Int, PlannedDelivery)] = c.steps.enumerated().compactMap { i, s in
             if case .deliver(let d) = s, d.forgery == nil, profile.accepts(d.delivery.channel) {
                 return (i, d)

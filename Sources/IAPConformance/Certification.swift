@@ -287,6 +287,7 @@ public enum CertificationSuite {
     /// Classes the probe would send on a channel the validator does not take (its profile) are not probed.
     public static func probeForgeries(_ v: any Validator, catalog: Catalog, policy: Policy) -> [ForgeryResult] {
         let pki = TestPKI.harness
+        try? v.prepare()  // a subprocess's profile is known once it said hello
         let profile = v.profile
         let catalog = profile.answersEntitlements ? catalog.withEntitlements() : catalog
         let t: Millis = CivilTime.days(fromCivil: 2026, 3, 1) * CivilTime.msPerDay

@@ -195,6 +195,15 @@ import Testing
         let report = Checker(options: Self.options(cases: 40, catalog: try Self.exampleCatalog()), validator: v).run()
         #expect(report.failure == nil)
         #expect(report.passed == 40)
+        // With jobs, each further process says its hello at its first reset: its profile holds from its first case.
+        var o = Self.options(cases: 40, catalog: try Self.exampleCatalog())
+        o.jobs = 2
+        var jobs = Checker(options: o, validator: v)
+        let command = v.command
+        jobs.makeWorker = { SubprocessValidator(command: command, timeout: 20) }
+        let parallel = jobs.run()
+        #expect(parallel.failure == nil, "\(parallel.failure.map(\.explanation) ?? "")")
+        #expect(parallel.passed == 40)
 
         let m = SubprocessValidator(
             command:
