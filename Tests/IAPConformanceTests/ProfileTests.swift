@@ -183,6 +183,29 @@ import Testing
         }
     }
 
+    /// A certificate says what it certifies: the profile, and what it leaves unchecked, in the JSON and the HTML.
+    @Test func certifyRecordsTheProfileAndWhatItLeavesUnchecked() throws {
+        let v = ReferenceValidator()
+        v.profile = ValidatorProfile(answers: [.entitlementsActive], channels: [.notification, .api])
+        let report = CertificationSuite.run(v, catalog: try Self.exampleCatalog(), scale: 0.05)
+        #expect(report.passed, "\(report.divergences)")
+        #expect(report.profile == v.profile)
+        let skipped = report.notChecked ?? []
+        #expect(skipped.contains { $0.kind == "field" && $0.name == "entitlements.expiresDate" })
+        #expect(skipped.contains { $0.kind == "channel" && $0.name == "app-transaction" })
+        // The probe sends most classes as an app submission, which this validator does not take.
+        #expect(skipped.contains { $0.kind == "forgery" && $0.name == "tampered-payload" })
+        #expect(!report.forgeries.contains { $0.name == "tampered-payload" })
+        #expect(report.forgeries.contains { $0.name == "forged-nested-transaction" })
+        let html = CertificationHTML.render(report)
+        #expect(html.contains("Declared profile") && html.contains("entitlements.expiresDate"))
+        let json = String(decoding: try JSONFormat.pretty().encode(report), as: UTF8.self)
+        #expect(json.contains("\"notChecked\"") && json.contains("\"profile\""))
+        // A validator that declares nothing gets neither.
+        let plain = CertificationSuite.run(ReferenceValidator(), catalog: try Self.exampleCatalog(), scale: 0.02)
+        #expect(plain.profile == nil && plain.notChecked == nil)
+    }
+
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: binary), "iapcheck is not built"))
     func serveDeclaresTheProfileAndAnswersOnlyItsFields() throws {
         let v = SubprocessValidator(
