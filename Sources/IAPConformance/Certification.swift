@@ -244,8 +244,10 @@ public enum CertificationSuite {
                     casesRun: r.cases, counterexample: cx, validatorFailure: vf, coverage: r.coverage,
                     forgeryClass: forgeryClass))
         }
-        progress?(
-            "forgery probe: \(ForgeryClass.allCases.filter { $0.applies(in: catalog.environment) }.count) classes")
+        let probed = ForgeryClass.allCases.filter {
+            $0.applies(in: catalog.environment) && validator.profile.accepts(probeChannel($0))
+        }
+        progress?("forgery probe: \(probed.count) classes")
         let forgeries = probeForgeries(validator, catalog: catalog, policy: policy)
         let name = validator.selfReportedName ?? validator.name
         var report = Report(
