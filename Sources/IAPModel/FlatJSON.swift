@@ -58,6 +58,44 @@ public enum FlatJSON {
         }
     }
 
+    /// What a payload type's field holds: a string, an integer or a boolean.
+    enum Kind { case text, number, flag }
+
+    /// A known field of a payload type: its bit in the set of fields seen, its kind, and whether it is required.
+    struct Field {
+        var bit: Int
+        var kind: Kind
+        var required: Bool
+    }
+
+    /// A payload type's fields by name, in the order given (the bits), the required ones named.
+    static func table(_ fields: [(String, Kind)], required: Set<String>) -> [String: Field] {
+        var out: [String: Field] = [:]
+        for (i, (name, kind)) in fields.enumerated() {
+            out[name] = Field(bit: i, kind: kind, required: required.contains(name))
+        }
+        return out
+    }
+
+    /// The bits of a table's required fields.
+    static func requiredBits(_ table: [String: Field]) -> UInt64 {
+        table.values.filter(\.required).reduce(0) { $0 | (1 << UInt64($1.bit)) }
+    }
+
+    /// One field's value read as its kind (all nil for a null), or nil when JSONDecoder must decide: a value of
+    /// another kind, a null where the field is required, or the field seen before (`seen` records it).
+    static func read(_ value: Value, as f: Field, seen: inout UInt64) -> (text: String?, number: Int64?, flag: Bool?)? {
+        guard seen & (1 << f.bit) == 0 else { return nil }  // a repeated key: JSONDecoder's choice is its own
+        seen |= 1 << f.bit
+        switch (value, f.kind) {
+        case (.string(let s), .text): return (s, nil, nil)
+        case (.int(let n), .number): return (nil, n, nil)
+        case (.bool(let b), .flag): return (nil, nil, b)
+        case (.null, _) where !f.required: return (nil, nil, nil)
+        default: return nil
+        }
+    }
+
     struct Reader {
         let bytes: UnsafeBufferPointer<UInt8>
         var i = 0
@@ -192,24 +230,8 @@ extension JWSTransactionDecodedPayload {
             transactionId: "", originalTransactionId: "", bundleId: "", productId: "", purchaseDate: 0, quantity: nil,
             type: .consumable, signedDate: 0, environment: .production)
         for (key, value) in fields {
-            guard let (bit, required) = Self.flatKeys[key] else { continue }  // a field Apple added since: ignored
-            // A repeated key: JSONDecoder's choice between the two is its own business.
-            guard seen & (1 << bit) == 0 else { return nil }
-            seen |= 1 << bit
-            var text: String?, number: Int64?
-            switch value {
-            case .string(let s): text = s
-            case .int(let n): number = n
-            case .null where !required: break
-            case .bool(let b) where key == "isUpgraded": x.isUpgraded = b
-            case .null, .bool, .other, .object: return nil
-            }
-            if key == "isUpgraded" {
-                guard text == nil && number == nil else { return nil }
-                continue
-            }
-            let isNumber = Self.flatNumberKeys.contains(key)
-            if isNumber ? text != nil : number != nil { return nil }
+            guard let f = Self.flatKeys[key] else { continue }  // a field Apple added since: ignored
+            guard let (text, number, flag) = FlatJSON.read(value, as: f, seen: &seen) else { return nil }
             switch key {
             case "transactionId": x.transactionId = text!
             case "originalTransactionId": x.originalTransactionId = text!
@@ -240,6 +262,7 @@ extension JWSTransactionDecodedPayload {
             case "currency": x.currency = text
             case "price": x.price = number
             case "appTransactionId": x.appTransactionId = text
+            case "isUpgraded": x.isUpgraded = flag
             default: return nil
             }
         }
@@ -248,31 +271,25 @@ extension JWSTransactionDecodedPayload {
         self = x
     }
 
-    /// Each field's bit and whether it is required (null is then refused too).
-    static let flatKeys: [String: (Int, Bool)] = {
-        let required: Set<String> = [
+    /// Each field's bit, kind and whether it is required (null is then refused too).
+    static let flatKeys = FlatJSON.table(
+        [
+            ("transactionId", .text), ("originalTransactionId", .text), ("webOrderLineItemId", .text),
+            ("bundleId", .text), ("productId", .text), ("subscriptionGroupIdentifier", .text),
+            ("purchaseDate", .number), ("originalPurchaseDate", .number), ("expiresDate", .number),
+            ("quantity", .number), ("type", .text), ("appAccountToken", .text), ("inAppOwnershipType", .text),
+            ("signedDate", .number), ("revocationReason", .number), ("revocationDate", .number),
+            ("revocationType", .text), ("revocationPercentage", .number), ("isUpgraded", .flag),
+            ("offerType", .number), ("offerIdentifier", .text), ("offerDiscountType", .text), ("offerPeriod", .text),
+            ("environment", .text), ("storefront", .text), ("storefrontId", .text), ("transactionReason", .text),
+            ("currency", .text), ("price", .number), ("appTransactionId", .text),
+        ],
+        required: [
             "transactionId", "originalTransactionId", "bundleId", "productId", "purchaseDate", "type",
             "inAppOwnershipType", "signedDate", "environment",
-        ]
-        let all = [
-            "transactionId", "originalTransactionId", "webOrderLineItemId", "bundleId", "productId",
-            "subscriptionGroupIdentifier", "purchaseDate", "originalPurchaseDate", "expiresDate", "quantity", "type",
-            "appAccountToken", "inAppOwnershipType", "signedDate", "revocationReason", "revocationDate",
-            "revocationType", "revocationPercentage", "isUpgraded", "offerType", "offerIdentifier",
-            "offerDiscountType", "offerPeriod", "environment", "storefront", "storefrontId", "transactionReason",
-            "currency", "price", "appTransactionId",
-        ]
-        var out: [String: (Int, Bool)] = [:]
-        for (i, k) in all.enumerated() { out[k] = (i, required.contains(k)) }
-        return out
-    }()
+        ])
 
-    static let flatRequired: UInt64 = flatKeys.values.filter(\.1).reduce(0) { $0 | (1 << UInt64($1.0)) }
-
-    static let flatNumberKeys: Set<String> = [
-        "purchaseDate", "signedDate", "originalPurchaseDate", "expiresDate", "quantity", "revocationReason",
-        "revocationDate", "revocationPercentage", "offerType", "price",
-    ]
+    static let flatRequired = FlatJSON.requiredBits(flatKeys)
 }
 
 extension JWSTransactionDecodedPayload {

@@ -8,23 +8,8 @@ extension JWSRenewalInfoDecodedPayload {
             originalTransactionId: "", productId: "", autoRenewProductId: nil, autoRenewStatus: nil, signedDate: 0,
             environment: .production)
         for (key, value) in fields {
-            guard let bit = Self.flatKeys.firstIndex(of: key) else { continue }  // a newer field: ignored
-            guard seen & (1 << bit) == 0 else { return nil }
-            seen |= 1 << bit
-            let required = bit < 4
-            var text: String?, number: Int64?
-            switch value {
-            case .string(let s): text = s
-            case .int(let n): number = n
-            case .null where !required: break
-            case .bool(let b) where key == "isInBillingRetryPeriod": r.isInBillingRetryPeriod = b
-            case .null, .bool, .other, .object: return nil
-            }
-            if key == "isInBillingRetryPeriod" {
-                guard text == nil && number == nil else { return nil }
-                continue
-            }
-            if Self.flatNumberKeys.contains(key) ? text != nil : number != nil { return nil }
+            guard let f = Self.flatKeys[key] else { continue }  // a newer field: ignored
+            guard let (text, number, flag) = FlatJSON.read(value, as: f, seen: &seen) else { return nil }
             switch key {
             case "originalTransactionId": r.originalTransactionId = text!
             case "productId": r.productId = text!
@@ -45,25 +30,29 @@ extension JWSRenewalInfoDecodedPayload {
             case "currency": r.currency = text
             case "appAccountToken": r.appAccountToken = text
             case "appTransactionId": r.appTransactionId = text
-            default: return nil  // eligibleWinBackOfferIds: an array, left to JSONDecoder
+            case "isInBillingRetryPeriod": r.isInBillingRetryPeriod = flag
+            default: return nil  // eligibleWinBackOfferIds: JSONDecoder's
             }
         }
-        guard seen & 0b1111 == 0b1111 else { return nil }
+        guard seen & Self.flatRequired == Self.flatRequired else { return nil }
         self = r
     }
 
-    /// The first four are required.
-    static let flatKeys = [
-        "originalTransactionId", "productId", "signedDate", "environment", "autoRenewProductId", "autoRenewStatus",
-        "isInBillingRetryPeriod", "gracePeriodExpiresDate", "expirationIntent", "priceIncreaseStatus", "offerType",
-        "offerIdentifier", "offerDiscountType", "offerPeriod", "eligibleWinBackOfferIds", "renewalDate",
-        "recentSubscriptionStartDate", "renewalPrice", "currency", "appAccountToken", "appTransactionId",
-    ]
+    /// Each field's bit, kind and whether it is required. `eligibleWinBackOfferIds` is an array: listed so that it is
+    /// recognised (an unknown field would be skipped) and then left to JSONDecoder.
+    static let flatKeys = FlatJSON.table(
+        [
+            ("originalTransactionId", .text), ("productId", .text), ("signedDate", .number), ("environment", .text),
+            ("autoRenewProductId", .text), ("autoRenewStatus", .number), ("isInBillingRetryPeriod", .flag),
+            ("gracePeriodExpiresDate", .number), ("expirationIntent", .number), ("priceIncreaseStatus", .number),
+            ("offerType", .number), ("offerIdentifier", .text), ("offerDiscountType", .text), ("offerPeriod", .text),
+            ("renewalDate", .number), ("recentSubscriptionStartDate", .number), ("renewalPrice", .number),
+            ("currency", .text), ("appAccountToken", .text), ("appTransactionId", .text),
+            ("eligibleWinBackOfferIds", .text),
+        ],
+        required: ["originalTransactionId", "productId", "signedDate", "environment"])
 
-    static let flatNumberKeys: Set<String> = [
-        "signedDate", "autoRenewStatus", "gracePeriodExpiresDate", "expirationIntent", "priceIncreaseStatus",
-        "offerType", "renewalDate", "recentSubscriptionStartDate", "renewalPrice",
-    ]
+    static let flatRequired = FlatJSON.requiredBits(flatKeys)
 
     /// The payload as `JSONFormat.compact()` encodes it, by hand (see ``JWSTransactionDecodedPayload/compactJSON``);
     /// nil when a string would need an escape.

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import IAPModel
 import IAPSimulator
 
@@ -116,4 +117,10 @@ struct CaseOptions: ParsableArguments {
         if let path = policy { loaded = try Policy.load(path: path) }
         return (catalog, loaded)
     }
+}
+
+/// The names of a comma-separated option (`--answers`, `--channels`, `--known-divergences`), trimmed, empty ones
+/// dropped.
+func commaList(_ s: String) -> [String] {
+    s.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
 }

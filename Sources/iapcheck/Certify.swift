@@ -41,10 +41,7 @@ struct Certify: ParsableCommand {
         let faultProfile = try parseFaults(faults)
         let v = try makeValidator(validator, timeout: timeout, faults: faultProfile)
         if let problem = faultProfile.problem(with: v) { throw ValidationError(problem) }
-        let known = Set(
-            (knownDivergences ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
-                !$0.isEmpty
-            })
+        let known = Set(commaList(knownDivergences ?? ""))
         let names = Set(CertificationSuite.entries.map(\.property.rawValue) + ForgeryClass.allCases.map(\.rawValue))
         if let unknown = known.subtracting(names).sorted().first {
             throw ValidationError(

@@ -48,7 +48,7 @@ struct Serve: ParsableCommand {
         if answers != nil || channels != nil {
             do {
                 profile = try ValidatorProfile.parse(
-                    answers: answers.map(Self.list), channels: channels.map(Self.list), prefix: "--")
+                    answers: answers.map(commaList), channels: channels.map(commaList), prefix: "--")
             } catch {
                 throw ValidationError(error.message)
             }
@@ -56,9 +56,5 @@ struct Serve: ParsableCommand {
         let v = try makeValidator(validator)
         guard !(v is SubprocessValidator) else { throw ValidationError("serve runs a built-in validator, not exec:") }
         WireProtocol.serve(v, journal: journal, ackBeforePersist: max(1, ackBeforePersist), profile: profile)
-    }
-
-    static func list(_ s: String) -> [String] {
-        s.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
     }
 }

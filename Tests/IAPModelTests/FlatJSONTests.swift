@@ -70,6 +70,11 @@ import Testing
             }
         }
         #expect(read > 200)
+        // Win-back offer ids are an array: recognised and left to JSONDecoder, never skipped as unknown.
+        let withIds = Array(
+            #"{"originalTransactionId":"1","productId":"p","signedDate":1,"environment":"Production","eligibleWinBackOfferIds":["w"]}"#
+                .utf8)
+        #expect(withIds.withUnsafeBufferPointer(JWSRenewalInfoDecodedPayload.init(flatJSON:)) == nil)
     }
 
     /// Every notification of generated histories in its wire shape (nested facts as JWS strings): written by hand
