@@ -146,10 +146,14 @@ import Testing
             for case .deliver(let d) in c.steps { channels.insert(d.delivery.channel) }
         }
         #expect(channels == [.app, .notification])
-        // Undeclared: the catalog protocol v1 validators know, and every channel.
-        let plain = Checker(options: Self.options(cases: 60), validator: ReferenceValidator())
-        let undeclared = Checker(options: Self.options(cases: 60), validator: UndeclaredReference())
+        // Undeclared (the reference by default): the catalog protocol v1 validators know. Every channel declared:
+        // the same deliveries as undeclared, entitlements added only when answered.
+        let undeclared = Checker(options: Self.options(cases: 60), validator: ReferenceValidator())
+        let everything = ReferenceValidator()
+        everything.profile = .everything
+        let plain = Checker(options: Self.options(cases: 60), validator: everything)
         #expect(undeclared.generate(caseIndex: 3).0.config.catalog.entitlements == nil)
+        #expect(plain.generate(caseIndex: 3).0.config.catalog.entitlements != nil)
         #expect(plain.generate(caseIndex: 3).0.steps == undeclared.generate(caseIndex: 3).0.steps)
     }
 
@@ -259,13 +263,5 @@ import Testing
             #expect(error.kind == .protocolViolation)
             #expect(error.message.contains("hello.answers: \"entitlements.aktive\""))
         }
-    }
-}
-
-/// The reference as a validator that declares nothing (what a protocol v1 `exec:` validator is).
-final class UndeclaredReference: ReferenceValidator {
-    override init() {
-        super.init()
-        profile = .undeclared
     }
 }
