@@ -55,37 +55,42 @@ public enum Base64URL {
         return result
     }
 
+    /// Four characters to three bytes, written straight into the array's storage; nil on a character outside the
+    /// alphabet or a length of 4k+1.
     public static func decode(utf8 input: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
-        var out = [UInt8]()
-        return decode(utf8: input, into: &out) ? out : nil
-    }
-
-    /// Decodes into `out` (appending); false on invalid input.
-    static func decode(utf8 input: UnsafeBufferPointer<UInt8>, into out: inout [UInt8]) -> Bool {
         let n = input.count
-        if n % 4 == 1 { return false }
-        out.reserveCapacity(n * 3 / 4)
-        var i = 0
-        while i + 4 <= n {
-            let a = reverse[Int(input[i])], b = reverse[Int(input[i + 1])], c = reverse[Int(input[i + 2])],
-                d = reverse[Int(input[i + 3])]
-            if (a | b | c | d) == 0xFF { return false }
-            out.append(a << 2 | b >> 4)
-            out.append(b << 4 | c >> 2)
-            out.append(c << 6 | d)
-            i += 4
-        }
-        let rest = n - i
-        if rest >= 2 {
-            let a = reverse[Int(input[i])], b = reverse[Int(input[i + 1])]
-            if (a | b) == 0xFF { return false }
-            out.append(a << 2 | b >> 4)
-            if rest == 3 {
-                let c = reverse[Int(input[i + 2])]
-                if c == 0xFF { return false }
-                out.append(b << 4 | c >> 2)
+        if n % 4 == 1 { return nil }
+        let length = n / 4 * 3 + (n % 4 == 0 ? 0 : n % 4 - 1)
+        var valid = true
+        let out = [UInt8](unsafeUninitializedCapacity: length) { out, written in
+            reverse.withUnsafeBufferPointer { rev in
+                // 0xFF marks a character outside the alphabet; OR-ed with any sextet it stays above 0x3F.
+                var bad: UInt8 = 0
+                var i = 0, o = 0
+                while i + 4 <= n {
+                    let a = rev[Int(input[i])], b = rev[Int(input[i + 1])], c = rev[Int(input[i + 2])],
+                        d = rev[Int(input[i + 3])]
+                    bad |= a | b | c | d
+                    out[o] = a << 2 | b >> 4
+                    out[o + 1] = b << 4 | c >> 2
+                    out[o + 2] = c << 6 | d
+                    i += 4
+                    o += 3
+                }
+                if n - i >= 2 {
+                    let a = rev[Int(input[i])], b = rev[Int(input[i + 1])]
+                    bad |= a | b
+                    out[o] = a << 2 | b >> 4
+                    if n - i == 3 {
+                        let c = rev[Int(input[i + 2])]
+                        bad |= c
+                        out[o + 1] = b << 4 | c >> 2
+                    }
+                }
+                valid = bad <= 0x3F
             }
+            written = length
         }
-        return true
+        return valid ? out : nil
     }
 }

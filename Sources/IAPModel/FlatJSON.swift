@@ -119,6 +119,18 @@ public enum FlatJSON {
             guard take(0x22), let base = bytes.baseAddress else { return nil }
             let start = i, count = bytes.count
             var j = i
+            // Eight bytes at a time while none of them is a quote, a backslash or outside printable ASCII (nested
+            // tokens make strings of kilobytes); the byte loop below finds which one stopped it.
+            let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+            while j + 8 <= count {
+                let w = UnsafeRawPointer(base + j).loadUnaligned(as: UInt64.self)
+                let quote = w ^ (ones &* 0x22), slash = w ^ (ones &* 0x5C)
+                let zeroQuote = (quote &- ones) & ~quote, zeroSlash = (slash &- ones) & ~slash
+                let control = (w &- ones &* 0x20) & ~w  // a byte below 0x20
+                let high = w | ((w & ~highs) &+ ones)  // a byte of 0x7F or above
+                guard (zeroQuote | zeroSlash | control | high) & highs == 0 else { break }
+                j += 8
+            }
             while j < count {
                 let b = base[j]
                 if b == 0x22 {

@@ -4,37 +4,179 @@
 /// https://developer.apple.com/documentation/appstoreserverapi/jwstransactiondecodedpayload.
 /// Fields that identify the transaction are required (a payload without them is malformed); everything else is
 /// optional because Apple omits fields that do not apply and adds new ones over time.
+///
+/// The fields live in one shared box, copied only when a copy is changed: the oracle, the simulator and the
+/// reference copy transactions far more often than they change them, and a copy of thirty fields (a dozen strings)
+/// costs a dozen reference counts where a box costs one.
 public struct JWSTransactionDecodedPayload: Codable, Hashable, Sendable {
-    public var transactionId: String
-    public var originalTransactionId: String
-    public var webOrderLineItemId: String?
-    public var bundleId: String
-    public var productId: String
-    public var subscriptionGroupIdentifier: String?
-    public var purchaseDate: Millis
-    public var originalPurchaseDate: Millis?
-    public var expiresDate: Millis?
-    public var quantity: Int?
-    public var type: ProductType
-    public var appAccountToken: String?
-    public var inAppOwnershipType: InAppOwnershipType
-    public var signedDate: Millis
-    public var revocationReason: RevocationReason?
-    public var revocationDate: Millis?
-    public var revocationType: RevocationType?
-    public var revocationPercentage: Int?
-    public var isUpgraded: Bool?
-    public var offerType: OfferType?
-    public var offerIdentifier: String?
-    public var offerDiscountType: OfferDiscountType?
-    public var offerPeriod: String?
-    public var environment: Environment
-    public var storefront: String?
-    public var storefrontId: String?
-    public var transactionReason: TransactionReason?
-    public var currency: String?
-    public var price: Int64?
-    public var appTransactionId: String?
+    /// The stored fields; their names are the JSON keys (the synthesized coding is the payload's).
+    struct Fields: Codable, Hashable, Sendable {
+        var transactionId: String
+        var originalTransactionId: String
+        var webOrderLineItemId: String?
+        var bundleId: String
+        var productId: String
+        var subscriptionGroupIdentifier: String?
+        var purchaseDate: Millis
+        var originalPurchaseDate: Millis?
+        var expiresDate: Millis?
+        var quantity: Int?
+        var type: ProductType
+        var appAccountToken: String?
+        var inAppOwnershipType: InAppOwnershipType
+        var signedDate: Millis
+        var revocationReason: RevocationReason?
+        var revocationDate: Millis?
+        var revocationType: RevocationType?
+        var revocationPercentage: Int?
+        var isUpgraded: Bool?
+        var offerType: OfferType?
+        var offerIdentifier: String?
+        var offerDiscountType: OfferDiscountType?
+        var offerPeriod: String?
+        var environment: Environment
+        var storefront: String?
+        var storefrontId: String?
+        var transactionReason: TransactionReason?
+        var currency: String?
+        var price: Int64?
+        var appTransactionId: String?
+    }
+
+    /// Never changed while shared (``unique()`` copies it first), so it is safe to send.
+    final class Box: @unchecked Sendable {
+        var fields: Fields
+        init(_ fields: Fields) { self.fields = fields }
+    }
+
+    private var box: Box
+
+    /// The box, copied first when another value shares it.
+    private mutating func unique() -> Box {
+        if !isKnownUniquelyReferenced(&box) { box = Box(box.fields) }
+        return box
+    }
+
+    public var transactionId: String {
+        get { box.fields.transactionId }
+        set { unique().fields.transactionId = newValue }
+    }
+    public var originalTransactionId: String {
+        get { box.fields.originalTransactionId }
+        set { unique().fields.originalTransactionId = newValue }
+    }
+    public var webOrderLineItemId: String? {
+        get { box.fields.webOrderLineItemId }
+        set { unique().fields.webOrderLineItemId = newValue }
+    }
+    public var bundleId: String {
+        get { box.fields.bundleId }
+        set { unique().fields.bundleId = newValue }
+    }
+    public var productId: String {
+        get { box.fields.productId }
+        set { unique().fields.productId = newValue }
+    }
+    public var subscriptionGroupIdentifier: String? {
+        get { box.fields.subscriptionGroupIdentifier }
+        set { unique().fields.subscriptionGroupIdentifier = newValue }
+    }
+    public var purchaseDate: Millis {
+        get { box.fields.purchaseDate }
+        set { unique().fields.purchaseDate = newValue }
+    }
+    public var originalPurchaseDate: Millis? {
+        get { box.fields.originalPurchaseDate }
+        set { unique().fields.originalPurchaseDate = newValue }
+    }
+    public var expiresDate: Millis? {
+        get { box.fields.expiresDate }
+        set { unique().fields.expiresDate = newValue }
+    }
+    public var quantity: Int? {
+        get { box.fields.quantity }
+        set { unique().fields.quantity = newValue }
+    }
+    public var type: ProductType {
+        get { box.fields.type }
+        set { unique().fields.type = newValue }
+    }
+    public var appAccountToken: String? {
+        get { box.fields.appAccountToken }
+        set { unique().fields.appAccountToken = newValue }
+    }
+    public var inAppOwnershipType: InAppOwnershipType {
+        get { box.fields.inAppOwnershipType }
+        set { unique().fields.inAppOwnershipType = newValue }
+    }
+    public var signedDate: Millis {
+        get { box.fields.signedDate }
+        set { unique().fields.signedDate = newValue }
+    }
+    public var revocationReason: RevocationReason? {
+        get { box.fields.revocationReason }
+        set { unique().fields.revocationReason = newValue }
+    }
+    public var revocationDate: Millis? {
+        get { box.fields.revocationDate }
+        set { unique().fields.revocationDate = newValue }
+    }
+    public var revocationType: RevocationType? {
+        get { box.fields.revocationType }
+        set { unique().fields.revocationType = newValue }
+    }
+    public var revocationPercentage: Int? {
+        get { box.fields.revocationPercentage }
+        set { unique().fields.revocationPercentage = newValue }
+    }
+    public var isUpgraded: Bool? {
+        get { box.fields.isUpgraded }
+        set { unique().fields.isUpgraded = newValue }
+    }
+    public var offerType: OfferType? {
+        get { box.fields.offerType }
+        set { unique().fields.offerType = newValue }
+    }
+    public var offerIdentifier: String? {
+        get { box.fields.offerIdentifier }
+        set { unique().fields.offerIdentifier = newValue }
+    }
+    public var offerDiscountType: OfferDiscountType? {
+        get { box.fields.offerDiscountType }
+        set { unique().fields.offerDiscountType = newValue }
+    }
+    public var offerPeriod: String? {
+        get { box.fields.offerPeriod }
+        set { unique().fields.offerPeriod = newValue }
+    }
+    public var environment: Environment {
+        get { box.fields.environment }
+        set { unique().fields.environment = newValue }
+    }
+    public var storefront: String? {
+        get { box.fields.storefront }
+        set { unique().fields.storefront = newValue }
+    }
+    public var storefrontId: String? {
+        get { box.fields.storefrontId }
+        set { unique().fields.storefrontId = newValue }
+    }
+    public var transactionReason: TransactionReason? {
+        get { box.fields.transactionReason }
+        set { unique().fields.transactionReason = newValue }
+    }
+    public var currency: String? {
+        get { box.fields.currency }
+        set { unique().fields.currency = newValue }
+    }
+    public var price: Int64? {
+        get { box.fields.price }
+        set { unique().fields.price = newValue }
+    }
+    public var appTransactionId: String? {
+        get { box.fields.appTransactionId }
+        set { unique().fields.appTransactionId = newValue }
+    }
 
     public init(
         transactionId: String, originalTransactionId: String, webOrderLineItemId: String? = nil, bundleId: String,
@@ -43,23 +185,20 @@ public struct JWSTransactionDecodedPayload: Codable, Hashable, Sendable {
         appAccountToken: String? = nil, inAppOwnershipType: InAppOwnershipType = .purchased, signedDate: Millis,
         environment: Environment, transactionReason: TransactionReason? = nil
     ) {
-        self.transactionId = transactionId
-        self.originalTransactionId = originalTransactionId
-        self.webOrderLineItemId = webOrderLineItemId
-        self.bundleId = bundleId
-        self.productId = productId
-        self.subscriptionGroupIdentifier = subscriptionGroupIdentifier
-        self.purchaseDate = purchaseDate
-        self.originalPurchaseDate = originalPurchaseDate
-        self.expiresDate = expiresDate
-        self.quantity = quantity
-        self.type = type
-        self.appAccountToken = appAccountToken
-        self.inAppOwnershipType = inAppOwnershipType
-        self.signedDate = signedDate
-        self.environment = environment
-        self.transactionReason = transactionReason
+        box = Box(
+            Fields(
+                transactionId: transactionId, originalTransactionId: originalTransactionId,
+                webOrderLineItemId: webOrderLineItemId, bundleId: bundleId, productId: productId,
+                subscriptionGroupIdentifier: subscriptionGroupIdentifier, purchaseDate: purchaseDate,
+                originalPurchaseDate: originalPurchaseDate, expiresDate: expiresDate, quantity: quantity, type: type,
+                appAccountToken: appAccountToken, inAppOwnershipType: inAppOwnershipType, signedDate: signedDate,
+                environment: environment, transactionReason: transactionReason))
     }
+
+    public init(from decoder: any Decoder) throws { box = Box(try Fields(from: decoder)) }
+    public func encode(to encoder: any Encoder) throws { try box.fields.encode(to: encoder) }
+    public static func == (a: Self, b: Self) -> Bool { a.box === b.box || a.box.fields == b.box.fields }
+    public func hash(into hasher: inout Hasher) { box.fields.hash(into: &hasher) }
 
     /// True when the transaction carries a revocation at or before `t` (refund or family revoke).
     public func isRevoked(at t: Millis) -> Bool {

@@ -135,9 +135,10 @@ public struct Knowledge: Sendable {
         }
         if perPurchase {
             let existed = Set(
-                transactionVersions.values.compactMap { v in v[0].signedDate <= t ? Oracle.purchase(of: v[0]) : nil })
+                transactionVersions.values.compactMap { v in v[0].signedDate <= t ? Oracle.purchaseKey(of: v[0]) : nil }
+            )
             for (id, versions) in transactionVersions where versions[0].signedDate > t {
-                if let p = Oracle.purchase(of: versions[0]), existed.contains(p) { k.transactions[id] = nil }
+                if let p = Oracle.purchaseKey(of: versions[0]), existed.contains(p) { k.transactions[id] = nil }
             }
         }
         for (id, versions) in renewalVersions {

@@ -74,10 +74,13 @@ public enum Oracle {
             }
             // Only where an introductory period was (or may have been) changed away from: an upgrade flag or a
             // later purchase in its chain.
-            let introChains = Set(
-                k.transactions.values.filter { $0.offerType == .introductory && $0.type == .autoRenewable }
-                    .map(\.originalTransactionId))
-            if k.config.policy.upgradeDuringIntro == .either, !introChains.isEmpty,
+            var introChains: Set<String> = []
+            if k.config.policy.upgradeDuringIntro == .either {
+                for x in k.transactions.values where x.offerType == .introductory && x.type == .autoRenewable {
+                    introChains.insert(x.originalTransactionId)
+                }
+            }
+            if !introChains.isEmpty,
                 k.transactions.values.contains(where: {
                     introChains.contains($0.originalTransactionId)
                         && ($0.isUpgraded == true
@@ -138,26 +141,42 @@ public enum Oracle {
     /// non-consumable purchase its `originalTransactionId`; whatever of the purchase was signed last, under any of
     /// its ids (a refund, an upgrade flag, an extension), is what is known of it, and every id of it says so.
     static func samePurchase(_ txs: [JWSTransactionDecodedPayload]) -> [JWSTransactionDecodedPayload] {
-        var newest: [String: JWSTransactionDecodedPayload] = [:]
-        for x in txs.sorted(by: { ($0.signedDate, $0.transactionId) < ($1.signedDate, $1.transactionId) }) {
-            if let p = purchase(of: x) { newest[p] = x }
+        // Nearly always every purchase is known under one id: find that out without sorting or copying.
+        var seen: Set<PurchaseKey> = []
+        seen.reserveCapacity(txs.count)
+        var repeated = false
+        for x in txs {
+            if let p = purchaseKey(of: x), !seen.insert(p).inserted {
+                repeated = true
+                break
+            }
         }
-        guard newest.count < txs.count else { return txs }
+        guard repeated else { return txs }
+        var newest: [PurchaseKey: JWSTransactionDecodedPayload] = [:]
+        for x in txs.sorted(by: { ($0.signedDate, $0.transactionId) < ($1.signedDate, $1.transactionId) }) {
+            if let p = purchaseKey(of: x) { newest[p] = x }
+        }
         return txs.map { x in
-            guard let p = purchase(of: x), let n = newest[p], n.transactionId != x.transactionId else { return x }
+            guard let p = purchaseKey(of: x), let n = newest[p], n.transactionId != x.transactionId else { return x }
             var y = n
             y.transactionId = x.transactionId
             return y
         }
     }
 
-    /// The purchase a transaction belongs to, when it can be known under several ids: its billing period, or
-    /// its non-consumable purchase (nil for consumables and non-renewing subscriptions).
-    static func purchase(of x: JWSTransactionDecodedPayload) -> String? {
+    /// The purchase a transaction belongs to, when it can be known under several ids: its billing period (chain and
+    /// `webOrderLineItemId`), or its non-consumable purchase (the chain alone); nil for consumables and
+    /// non-renewing subscriptions.
+    struct PurchaseKey: Hashable {
+        var chain: String
+        var period: String?
+    }
+
+    static func purchaseKey(of x: JWSTransactionDecodedPayload) -> PurchaseKey? {
         if x.type == ProductKind.autoRenewable.wireType {
-            return x.webOrderLineItemId.map { x.originalTransactionId + " period " + $0 }
+            return x.webOrderLineItemId.map { PurchaseKey(chain: x.originalTransactionId, period: $0) }
         }
-        if x.type == ProductKind.nonConsumable.wireType { return "non-consumable " + x.originalTransactionId }
+        if x.type == ProductKind.nonConsumable.wireType { return PurchaseKey(chain: x.originalTransactionId) }
         return nil
     }
 
@@ -167,20 +186,21 @@ public enum Oracle {
         let reading = reading ?? Reading(policy: k.config.policy)
         let catalog = k.config.catalog, policy = k.config.policy
         let all = samePurchase(k.transactions(of: user))
-        let known = all.filter { $0.purchaseDate <= t }
-        var byChain: [String: [JWSTransactionDecodedPayload]] = [:]
-        for tx in known { byChain[tx.originalTransactionId, default: []].append(tx) }
+        // Usually everything known was purchased by t: then no copy.
+        let known = all.allSatisfy { $0.purchaseDate <= t } ? all : all.filter { $0.purchaseDate <= t }
         // Every known transaction per chain, also those purchased after t: an upgrade known to happen later is
         // what bounds an upgraded transaction's grant.
         var wholeChain: [String: [JWSTransactionDecodedPayload]] = [:]
         for tx in all { wholeChain[tx.originalTransactionId, default: []].append(tx) }
+        // The chains with a transaction purchased by t, each sorted by purchase.
+        let chainIds = Set(known.lazy.map(\.originalTransactionId))
 
         var grants: [Grant] = []
         var inactiveState: [String: (EntitlementState, Millis)] = [:]  // product → state, from the chain's latest
         var consumables: [String: Int] = [:]
 
-        for otid in byChain.keys.sorted() {
-            let chain = byChain[otid]!.sorted {
+        for otid in chainIds.sorted() {
+            let chain = wholeChain[otid]!.filter { $0.purchaseDate <= t }.sorted {
                 ($0.purchaseDate, $0.transactionId) < ($1.purchaseDate, $1.transactionId)
             }
             // A refund with chain scope voids every transaction bought before it (policy Q1).
@@ -219,9 +239,10 @@ public enum Oracle {
                     if policy.extensionSignedAs == .renewalInfo {
                         // An extension signed only in the renewal info: what the renewal info signed while x was the
                         // chain's current transaction (before the next one's purchase) gives as the renewal date.
-                        let next =
-                            wholeChain[otid, default: []].map(\.purchaseDate).filter { $0 > x.purchaseDate }.min()
-                            ?? .max
+                        var next = Millis.max
+                        for y in wholeChain[otid, default: []] where y.purchaseDate > x.purchaseDate {
+                            next = min(next, y.purchaseDate)
+                        }
                         let said = k.renewalHistory(otid).filter {
                             $0.signedDate >= x.purchaseDate && $0.signedDate < next && $0.isInBillingRetryPeriod != true
                                 && $0.productId == x.productId
@@ -240,10 +261,13 @@ public enum Oracle {
                     }
                     // An immediate upgrade or crossgrade: a later PURCHASE in the chain inside x's period ends x.
                     // (Legacy receipts carry no reason; there the upgraded-from entry's is_upgraded says it.)
-                    let cut = wholeChain[otid, default: []].filter { y in
-                        (y.transactionReason == .purchase || (y.transactionReason == nil && x.isUpgraded == true))
-                            && y.purchaseDate > x.purchaseDate && y.purchaseDate < expires
-                    }.map(\.purchaseDate).min()
+                    var cut: Millis?
+                    for y in wholeChain[otid, default: []]
+                    where (y.transactionReason == .purchase || (y.transactionReason == nil && x.isUpgraded == true))
+                        && y.purchaseDate > x.purchaseDate && y.purchaseDate < expires
+                    {
+                        cut = min(cut ?? .max, y.purchaseDate)
+                    }
                     var end = min(expires, cut ?? .max)
                     if cut == nil, x.isUpgraded == true {
                         // Upgraded, but the upgrading transaction is unknown: it ended no later than the flag was signed.
@@ -256,9 +280,8 @@ public enum Oracle {
                 }
             }
             // Grace and the state of a chain that grants nothing now, from its latest transaction (docs/semantics.md#subscription-status).
-            let subs = chain.filter { $0.type == .autoRenewable }
             // The latest purchased at or before t (an isUpgraded flag signed after t must not hide it; see docs/semantics.md#subscription-status).
-            guard let latest = subs.last else { continue }
+            guard let latest = chain.last(where: { $0.type == .autoRenewable }) else { continue }
             let renewal = k.renewals[otid]
             let inRetry =
                 renewal?.isInBillingRetryPeriod == true
@@ -302,7 +325,8 @@ public enum Oracle {
         }
 
         var products: [ProductEntitlement] = []
-        let listed = Set(known.filter { $0.type != .consumable }.map(\.productId))
+        var listed: Set<String> = []
+        for x in known where x.type != .consumable { listed.insert(x.productId) }
         for id in listed.sorted() {
             let paid = grants.filter { $0.productId == id && !$0.grace }
             let grace = grants.filter { $0.productId == id && $0.grace }
@@ -334,12 +358,10 @@ public enum Oracle {
                 let la = catalog.product(a.productId)?.level ?? .max, lb = catalog.product(b.productId)?.level ?? .max
                 return la != lb ? la < lb : a.productId < b.productId
             }
-            let own = known.filter { $0.subscriptionGroupIdentifier == g.id && $0.inAppOwnershipType == .purchased }
-            let eligible: Bool =
-                switch policy.introEligibility {
-                case .neverReceivedIntro: !own.contains { $0.offerType == .introductory }
-                case .neverSubscribed: own.isEmpty
-                }
+            let eligible = !known.contains { x in
+                x.subscriptionGroupIdentifier == g.id && x.inAppOwnershipType == .purchased
+                    && (policy.introEligibility == .neverSubscribed || x.offerType == .introductory)
+            }
             groups.append(GroupEntitlement(groupId: g.id, effectiveProductId: best?.productId, introEligible: eligible))
         }
         return EntitlementAnswer(

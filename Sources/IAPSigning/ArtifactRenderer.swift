@@ -8,7 +8,19 @@ public final class ArtifactRenderer {
     public let signer: JWSSigner
     /// The App Apple ID API bodies carry.
     public var appAppleId: Int64?
-    private var memo: [Data: String] = [:]
+    private var memo: [MemoKey: String] = [:]
+
+    /// Payload bytes hashed once with ``ByteHash`` (SipHash over a notification's kilobytes showed in profiles).
+    struct MemoKey: Hashable {
+        let bytes: Data
+        let hash: UInt64
+        init(_ bytes: Data) {
+            self.bytes = bytes
+            hash = bytes.withUnsafeBytes { ByteHash.of($0) }
+        }
+        static func == (a: Self, b: Self) -> Bool { a.hash == b.hash && a.bytes == b.bytes }
+        func hash(into hasher: inout Hasher) { hasher.combine(hash) }
+    }
 
     public init(pki: TestPKI, appAppleId: Int64? = nil) {
         self.signer = JWSSigner(pki: pki)
@@ -16,10 +28,10 @@ public final class ArtifactRenderer {
     }
 
     func jws<T: Encodable>(_ value: T, signedDate: Millis) -> String {
-        let bytes = JWSSigner.json(value)
-        if let s = memo[bytes] { return s }
-        let s = signer.sign(json: bytes, signedDate: signedDate)
-        memo[bytes] = s
+        let key = MemoKey(JWSSigner.json(value))
+        if let s = memo[key] { return s }
+        let s = signer.sign(json: key.bytes, signedDate: signedDate)
+        memo[key] = s
         return s
     }
 

@@ -40,6 +40,7 @@ public struct JWSSigner: Sendable {
         token += payload
         let sig = token.withUTF8 { try! key.signature(for: UnsafeRawBufferPointer($0)) }
         CryptoCounters.signatures.add(1, ordering: .relaxed)
+        CryptoCounters.signedBytes.add(token.utf8.count, ordering: .relaxed)
         token += "."
         sig.rawRepresentation.withUnsafeBytes { token += Base64URL.encode(raw: $0) }
         return token

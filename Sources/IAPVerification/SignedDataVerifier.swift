@@ -159,6 +159,7 @@ public final class SignedDataVerifier: Sendable {
             }
             let input = UnsafeRawBufferPointer(rebasing: buf[0..<dots[1]])
             CryptoCounters.verifications.add(1, ordering: .relaxed)
+            CryptoCounters.verifiedBytes.add(input.count, ordering: .relaxed)
             guard chain.key.isValidSignature(sig, for: input) else {
                 return .failure(Failure(.invalidFormat, "ES256 signature does not verify", reason: .signature))
             }
@@ -180,7 +181,7 @@ public final class SignedDataVerifier: Sendable {
 
     func verifiedChain(header: UnsafeRawBufferPointer) -> Result<VerifiedChain, Failure> {
         guard options.cacheChains else { return verifyChain(header: header) }
-        let h = Self.hash(header)
+        let h = ByteHash.of(header)
         let cached: Result<VerifiedChain, Failure>? = chains.withLock { cache in
             guard let hit = cache.entries[h], hit.header.count == header.count,
                 hit.header.withUnsafeBytes({ memcmp($0.baseAddress!, header.baseAddress!, header.count) }) == 0
@@ -196,23 +197,6 @@ public final class SignedDataVerifier: Sendable {
             cache.entries[h] = (bytes, result)
         }
         return result
-    }
-
-    /// A fast 64-bit hash of a byte range, eight bytes at a time (collisions are ruled out by the byte compare).
-    static func hash(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
-        var h: UInt64 = 0x9E37_79B9_7F4A_7C15 ^ UInt64(bytes.count)
-        var i = 0
-        while i + 8 <= bytes.count {
-            let w = bytes.loadUnaligned(fromByteOffset: i, as: UInt64.self)
-            h = (h ^ w) &* 0xFF51_AFD7_ED55_8CCD
-            h ^= h >> 32
-            i += 8
-        }
-        while i < bytes.count {
-            h = (h ^ UInt64(bytes[i])) &* 0x100_0000_01b3
-            i += 1
-        }
-        return h
     }
 
     func verifyChain(header segment: UnsafeRawBufferPointer) -> Result<VerifiedChain, Failure> {

@@ -186,4 +186,26 @@ import Testing
             if fast != nil { #expect(fast == slow) }
         }
     }
+
+    /// The string scan goes eight bytes at a time: a quote, a backslash, a control byte or a byte of 0x7F and above
+    /// stops it wherever it sits in the word, and the edges of printable ASCII (0x20, 0x7E) do not.
+    @Test func stringScanFindsEveryStopByteAtEveryPosition() {
+        func read(_ string: [UInt8]) -> [(key: String, value: FlatJSON.Value)]? {
+            let text = Array(#"{"k":""#.utf8) + string + Array(#""}"#.utf8)
+            return text.withUnsafeBufferPointer { FlatJSON.fields($0) }
+        }
+        for length in 1...27 {
+            for p in 0..<length {
+                var clean = [UInt8](repeating: 0x61, count: length)
+                clean[p] = p % 2 == 0 ? 0x20 : 0x7E
+                let fields = read(clean)
+                #expect(fields?.first?.value == .string(String(decoding: clean, as: UTF8.self)), "\(length) \(p)")
+                for stop: UInt8 in [0x22, 0x5C, 0x00, 0x1F, 0x7F, 0x80, 0xC3, 0xFF] {
+                    var bad = clean
+                    bad[p] = stop
+                    #expect(read(bad) == nil, "byte \(stop) at \(p) of \(length)")
+                }
+            }
+        }
+    }
 }

@@ -145,6 +145,11 @@ import Testing
         }
         #expect(Base64URL.decode("ab*c") == nil)
         #expect(Base64URL.decode("a") == nil)
+        // A character outside the alphabet in the last, partial group, or a padding character, is refused too.
+        #expect(Base64URL.decode("abcdab*") == nil)
+        #expect(Base64URL.decode("abcda*") == nil)
+        #expect(Base64URL.decode("abcd=") == nil)
+        #expect(Base64URL.decode("abcdefg") == [0x69, 0xB7, 0x1D, 0x79, 0xF8])
     }
 }
 
