@@ -78,8 +78,13 @@ struct Options {
 }
 
 /// The state: the reference validator behind a lock, and the SQLite journal every accepted request goes to first.
+///
+/// With `"maxConcurrency"` above 1 in the target file, iapcheck runs several jobs at once, each sending its number in
+/// the `X-IAPCheck-Job` header: the backend keeps one validator per job (one tenant each), and a job's reset
+/// forgets only that job's facts. Without the header everything is job "".
 final class Backend: Sendable {
-    let validator: LockedValidator
+    let validators: Locked<[String: LockedValidator]>
+    let makeLogic: @Sendable () -> any Validator
     let db: SQLiteConnection
     let ackBeforePersist: Bool
     let store: AppStoreClient
@@ -87,13 +92,17 @@ final class Backend: Sendable {
 
     struct State {
         /// Accepted but not yet written (`--ack-before-persist` only).
-        var unsaved: [String] = []
+        var unsaved: [(job: String, record: String)] = []
         /// The app's bundle ID (from the last reset): the `bid` of App Store Server API tokens.
         var bundleId = ""
     }
 
-    init(db: SQLiteConnection, ackBeforePersist: Bool, store: AppStoreClient, logic: sending any Validator) {
-        self.validator = LockedValidator(logic)
+    init(
+        db: SQLiteConnection, ackBeforePersist: Bool, store: AppStoreClient,
+        makeLogic: @escaping @Sendable () -> any Validator
+    ) {
+        self.validators = Locked([:])
+        self.makeLogic = makeLogic
         self.db = db
         self.ackBeforePersist = ackBeforePersist
         self.store = store
@@ -101,26 +110,45 @@ final class Backend: Sendable {
 
     static let encoder = JSONEncoder()
 
+    /// The validator of a job, made on its first request.
+    func validator(job: String) -> LockedValidator {
+        validators.withLock { all in
+            if let v = all[job] { return v }
+            let v = LockedValidator(makeLogic())
+            all[job] = v
+            return v
+        }
+    }
+
+    func validator(_ request: Request) -> LockedValidator { validator(job: Self.job(request)) }
+
+    static func job(_ request: Request) -> String { request.headers[.init("X-IAPCheck-Job")!] ?? "" }
+
     func open() async throws {
         // WAL with synchronous=NORMAL: a committed row survives the process being killed (what durable-ack checks);
         // only an OS crash or power loss can lose the last transactions. Use synchronous=FULL to cover those too.
         try await db.query("PRAGMA journal_mode=WAL", []) { _ in }
         try await db.query("PRAGMA synchronous=NORMAL", []) { _ in }
-        try await db.query("CREATE TABLE IF NOT EXISTS journal_v2 (seq INTEGER PRIMARY KEY, record TEXT NOT NULL)", [])
-        { _ in }
+        try await db.query(
+            "CREATE TABLE IF NOT EXISTS journal_v3 (seq INTEGER PRIMARY KEY, job TEXT NOT NULL, record TEXT NOT NULL)",
+            []
+        ) { _ in }
         let rows = Locked<[String]>([])
-        try await db.query("SELECT seq, record FROM journal_v2 ORDER BY seq", []) { row in
-            let entry = "\(row.column("seq")?.integer ?? -1)\t" + (row.column("record")?.string ?? "")
+        try await db.query("SELECT seq, job, record FROM journal_v3 ORDER BY seq", []) { row in
+            let entry =
+                "\(row.column("seq")?.integer ?? -1)\t\(row.column("job")?.string ?? "")\t"
+                + (row.column("record")?.string ?? "")
             rows.withLock { $0.append(entry) }
         }
         // Replaying the journal rebuilds what was acknowledged; a row that cannot be read or applied means state
         // would be lost, so the backend refuses to start rather than answer from less than it acknowledged.
         for entry in rows.value {
-            let parts = entry.split(separator: "\t", maxSplits: 1, omittingEmptySubsequences: false)
-            let seq = parts[0], text = parts.count > 1 ? String(parts[1]) : ""
+            let parts = entry.split(separator: "\t", maxSplits: 2, omittingEmptySubsequences: false)
+            let seq = parts[0], job = String(parts[1]), text = parts.count > 2 ? String(parts[2]) : ""
             guard let entry = JournalEntry(line: text) else {
                 throw JournalError(message: "journal row \(seq) cannot be read: \(text.prefix(80))")
             }
+            let validator = validator(job: job)
             do {
                 switch entry {
                 case .reset(let c):
@@ -135,27 +163,30 @@ final class Backend: Sendable {
     }
 
     /// Stores a journal entry (the format `iapcheck serve --journal` writes too) before the answer is sent.
-    func persist(_ entry: JournalEntry, truncate: Bool = false) async throws {
+    /// `truncate`: a reset, which forgets the job's earlier rows.
+    func persist(_ entry: JournalEntry, job: String, truncate: Bool = false) async throws {
         let text = entry.line
-        if truncate { try await db.query("DELETE FROM journal_v2", []) { _ in } }
+        if truncate { try await db.query("DELETE FROM journal_v3 WHERE job = ?", [.text(job)]) { _ in } }
         if ackBeforePersist && !truncate {
             // The bug: remember it, write it with the next batch (after answering).
-            let batch: [String] = state.withLock {
-                $0.unsaved.append(text)
+            let batch: [(String, String)] = state.withLock {
+                $0.unsaved.append((job, text))
                 guard $0.unsaved.count >= 8 else { return [] }
                 let full = $0.unsaved
                 $0.unsaved = []
                 return full
             }
-            for t in batch { try await db.query("INSERT INTO journal_v2 (record) VALUES (?)", [.text(t)]) { _ in } }
+            for (j, t) in batch {
+                try await db.query("INSERT INTO journal_v3 (job, record) VALUES (?, ?)", [.text(j), .text(t)]) { _ in }
+            }
             return
         }
-        try await db.query("INSERT INTO journal_v2 (record) VALUES (?)", [.text(text)]) { _ in }
+        try await db.query("INSERT INTO journal_v3 (job, record) VALUES (?, ?)", [.text(job), .text(text)]) { _ in }
     }
 
-    func deliver(_ d: SignedDelivery, now: Millis) async throws -> Response {
-        let verdict = try validator.deliver(d, now: now)
-        try await persist(.delivery(d, now: now))
+    func deliver(_ d: SignedDelivery, now: Millis, job: String) async throws -> Response {
+        let verdict = try validator(job: job).deliver(d, now: now)
+        try await persist(.delivery(d, now: now), job: job)
         switch verdict {
         case .accepted:
             return Response(
@@ -220,16 +251,14 @@ struct ExampleBackend {
         let options = Options(CommandLine.arguments)
         let db: SQLiteConnection = try await SQLiteConnection.open(
             storage: .file(path: options.database), logger: Logger(label: "example-backend"))
-        var logic: any Validator = ReferenceValidator()
-        if let name = options.mutant {
-            guard let m = Mutants.named(name) else {
-                FileHandle.standardError.write(Data("no mutant named \(name)\n".utf8))
-                exit(2)
-            }
-            logic = m.make()
+        if let name = options.mutant, Mutants.named(name) == nil {
+            FileHandle.standardError.write(Data("no mutant named \(name)\n".utf8))
+            exit(2)
         }
+        let mutant = options.mutant
         let backend = Backend(
-            db: db, ackBeforePersist: options.ackBeforePersist, store: try AppStoreClient(options.store), logic: logic)
+            db: db, ackBeforePersist: options.ackBeforePersist, store: try AppStoreClient(options.store),
+            makeLogic: { mutant.flatMap(Mutants.named)?.make() ?? ReferenceValidator() })
         do {
             try await backend.open()
         } catch {
@@ -240,30 +269,33 @@ struct ExampleBackend {
         let router = Router()
         router.post("/iapcheck/reset") { request, _ -> Response in
             let config = try await body(request, as: ValidatorConfig.self)
-            try backend.validator.reset(config)
+            try backend.validator(request).reset(config)
             backend.state.withLock { $0.bundleId = config.catalog.bundleId }
-            try await backend.persist(.reset(config), truncate: true)
+            try await backend.persist(.reset(config), job: Backend.job(request), truncate: true)
             return Backend.json(["ok": true], status: .ok)
         }
         router.post("/apple/app-transactions") { request, _ -> Response in
             let b = try await body(request, as: AppTransactionBody.self)
             return try await backend.deliver(
                 .appTransaction(userId: b.userId, signedTransaction: b.signedTransaction, deviceTime: b.deviceTime),
-                now: now(request))
+                now: now(request), job: Backend.job(request))
         }
         router.post("/apple/notifications") { request, _ -> Response in
             let b = try await body(request, as: NotificationBody.self)
-            let answer = try await backend.deliver(.notification(signedPayload: b.signedPayload), now: now(request))
+            let answer = try await backend.deliver(
+                .notification(signedPayload: b.signedPayload), now: now(request), job: Backend.job(request))
             if options.slowAckMs > 0 { try await Task.sleep(for: .milliseconds(options.slowAckMs)) }
             return answer
         }
         router.post("/apple/api-snapshots") { request, _ -> Response in
-            try await backend.deliver(try await body(request, as: SignedDelivery.self), now: now(request))
+            try await backend.deliver(
+                try await body(request, as: SignedDelivery.self), now: now(request), job: Backend.job(request))
         }
         router.post("/apple/legacy-receipts") { request, _ -> Response in
             let b = try await body(request, as: LegacyBody.self)
             return try await backend.deliver(
-                .legacyReceipt(userId: b.userId, responseBody: b.responseBody), now: now(request))
+                .legacyReceipt(userId: b.userId, responseBody: b.responseBody), now: now(request),
+                job: Backend.job(request))
         }
         router.post("/apple/reconcile") { request, _ -> Response in
             // Pull the chain from the App Store Server API, then ingest it like any signed data.
@@ -278,7 +310,7 @@ struct ExampleBackend {
                         ["accepted": false, "reason": "the App Store knows no transaction \(b.originalTransactionId)"],
                         status: .unprocessableContent)
                 }
-                return try await backend.deliver(d, now: now(request))
+                return try await backend.deliver(d, now: now(request), job: Backend.job(request))
             } catch let e as AppStoreClient.Failure {
                 return Backend.json(["error": e.description], status: .badGateway)
             }
@@ -290,7 +322,8 @@ struct ExampleBackend {
                 switch status {
                 case 0:
                     return try await backend.deliver(
-                        .legacyReceipt(userId: b.userId, responseBody: responseBody), now: now(request))
+                        .legacyReceipt(userId: b.userId, responseBody: responseBody), now: now(request),
+                        job: Backend.job(request))
                 case 21002, 21003, 21010:
                     return Backend.json(
                         ["accepted": false, "reason": "verifyReceipt status \(status)"], status: .unprocessableContent)
@@ -307,7 +340,7 @@ struct ExampleBackend {
                 return Backend.json(["error": "no user"], status: .badRequest)
             }
             let at = request.uri.queryParameters.get("at").flatMap { Millis($0) } ?? now(request)
-            return Backend.json(try backend.validator.entitlements(EntitlementQuery(userId: id, at: at)))
+            return Backend.json(try backend.validator(request).entitlements(EntitlementQuery(userId: id, at: at)))
         }
 
         // The same answer in the shape of a subscription service's subscriber record (entitlement name → expiry,
@@ -318,7 +351,7 @@ struct ExampleBackend {
                 return Backend.json(["error": "no user"], status: .badRequest)
             }
             let at = request.uri.queryParameters.get("at").flatMap { Millis($0) } ?? now(request)
-            let answer = try backend.validator.entitlements(EntitlementQuery(userId: id, at: at))
+            let answer = try backend.validator(request).entitlements(EntitlementQuery(userId: id, at: at))
             return Backend.json(SubscriberRecord(id, answer, at: at))
         }
 

@@ -37,6 +37,9 @@ public class HTTPValidator: Validator {
         public var profile: ValidatorProfile = .undeclared
         /// How its own entitlements response reads as an answer (`answer`); nil: it answers iapcheck's format.
         public var mapping: AnswerMapping?
+        /// How many callers the backend takes at once (`--jobs` up to this). Above 1, every request carries
+        /// ``jobHeader`` and the backend keeps one state per value of it (docs/http-target.md#concurrent-jobs).
+        public var maxConcurrency = 1
         public static let operations = [
             "reset", "appTransaction", "notification", "apiSnapshot", "legacyReceipt", "entitlements",
             "reconcile", "receipt",
@@ -66,6 +69,13 @@ public class HTTPValidator: Validator {
                 }
             }
             let clock = o.string("clockHeader", required: false) ?? "X-IAPCheck-Now"
+            let concurrency = Int(o.int("maxConcurrency", required: false, range: 1...256) ?? 1)
+            if concurrency > 1, o.has("store") {
+                r.problem(
+                    o.keyPath("maxConcurrency"),
+                    "above 1 needs a target without a \"store\" section (the mock App Store keeps one state for all jobs)"
+                )
+            }
             let mapping = o.object("answer", required: false).map { AnswerMapping.parse($0, file: path) }
             let answers = o.strings("answers", required: false)
             let channels = o.strings("channels", required: false)
@@ -151,7 +161,7 @@ public class HTTPValidator: Validator {
             try r.finish()
             return Target(
                 host: host == "localhost" ? "127.0.0.1" : host, port: port, clockHeader: clock, routes: routes,
-                store: store, start: start, profile: profile, mapping: mapping)
+                store: store, start: start, profile: profile, mapping: mapping, maxConcurrency: concurrency)
         }
     }
 
@@ -163,6 +173,9 @@ public class HTTPValidator: Validator {
     public let store: (any AppStoreBridge)?
     /// `reset` (the only fault this class injects itself; the store and `ManagedHTTPValidator` take the others).
     public let faults: FaultProfile
+    /// This caller's job (`--jobs`): sent in ``jobHeader`` on every request when the target takes more than one.
+    public var job = 0
+    public static let jobHeader = "X-IAPCheck-Job"
     var deliveries = 0
     /// How many times the `reset` fault dropped an answer.
     public private(set) var resetsInjected = 0
@@ -213,6 +226,7 @@ public class HTTPValidator: Validator {
         }
         var headers: [(String, String)] = []
         if let now { headers.append((target.clockHeader, String(now))) }
+        if target.maxConcurrency > 1 { headers.append((Self.jobHeader, String(job))) }
         do {
             return try client.request(route.method, path, headers: headers, body: body)
         } catch {

@@ -31,7 +31,7 @@ struct Certify: ParsableCommand {
     var faults: String?
     @Option(
         help: ArgumentHelp(
-            "Validators checked at once; the report is the same for any N. Default: the number of cores for built-in validators, 1 for exec: and http: (see check --help).",
+            "Validators checked at once; the report is the same for any N. Default: the number of cores for built-in validators, 1 for exec:, up to maxConcurrency for http: (see check --help).",
             valueName: "N"))
     var jobs: Int?
 
@@ -51,9 +51,8 @@ struct Certify: ParsableCommand {
         let report = CertificationSuite.run(
             v, spec: validator, catalog: catalog, policy: policy, scale: scale, knownDivergences: known,
             faults: faultProfile.isEmpty ? nil : faults, durableAck: faultProfile.kill, catalogRecord: record,
-            jobs: try resolveJobs(jobs, for: validator),
-            makeWorker: { [validator, timeout] in try makeValidator(validator, timeout: timeout, faults: faultProfile)
-            },
+            jobs: try resolveJobs(jobs, for: validator, faults: faultProfile),
+            makeWorker: workerFactory(validator, timeout: timeout, faults: faultProfile),
             maxSize: options.maxSize
         ) { line in
             FileHandle.standardError.write(Data("certify: \(line)\n".utf8))

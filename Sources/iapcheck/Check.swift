@@ -85,7 +85,7 @@ struct Check: ParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "Validators checked at once, each with its own cases; the report and the counterexample are the same for any N. Default: the number of cores for built-in validators, 1 for exec: (give --jobs to start N processes: they must not share files or ports) and http: (one backend).",
+            "Validators checked at once, each with its own cases; the report and the counterexample are the same for any N. Default: the number of cores for built-in validators, 1 for exec: (give --jobs to start N processes: they must not share files or ports); for http: up to the target file's maxConcurrency (default 1), each job sending its number in the X-IAPCheck-Job header.",
             valueName: "N"))
     var jobs: Int?
 
@@ -112,12 +112,13 @@ struct Check: ParsableCommand {
         if let junit { try requireWritable(file: junit) }
         let faultProfile = try parseFaults(faults)
         // One per job: the built-in reference runs synchronized when checked with concurrent clients.
-        let make = { [validator, timeout, parallel] () throws -> any Validator in
-            parallel && validator == "reference"
-                ? SynchronizedReferenceValidator()
-                : try makeValidator(validator, timeout: timeout, faults: faultProfile)
+        let workers = workerFactory(validator, timeout: timeout, faults: faultProfile)
+        let make = { [validator, parallel] () throws -> any Validator in
+            parallel && validator == "reference" ? SynchronizedReferenceValidator() : try workers()
         }
-        let v = try make()
+        let v =
+            parallel && validator == "reference"
+            ? SynchronizedReferenceValidator() : try makeValidator(validator, timeout: timeout, faults: faultProfile)
         var props: [PropertyName] = []
         for p in property {
             guard let n = PropertyName(rawValue: p) else {
@@ -153,7 +154,7 @@ struct Check: ParsableCommand {
         opts.shrinkBudget.maxSeconds = shrinkSeconds ?? .infinity
         opts.shouldStop = { Interrupt.requested }
         Interrupt.install()
-        opts.jobs = try resolveJobs(jobs, for: validator)
+        opts.jobs = try resolveJobs(jobs, for: validator, faults: faultProfile)
         var checker = Checker(options: opts, validator: v)
         checker.makeWorker = make
         let progress = Progress(

@@ -10,21 +10,47 @@ import IAPSubprocess
 import IAPValidatorAPI
 
 /// `--jobs`: as asked, or one per core for validators that live in this process. A program (`exec:`) runs N copies
-/// only when asked, since copies of a correct validator that share a file would fail each other; an `http:` target is
-/// one backend, so one job.
-func resolveJobs(_ asked: Int?, for spec: String) throws -> Int {
+/// only when asked, since copies of a correct validator that share a file would fail each other; an `http:` target
+/// takes up to its `maxConcurrency` (default 1: one backend, one state), by default as many as there are cores.
+func resolveJobs(_ asked: Int?, for spec: String, faults: FaultProfile = FaultProfile()) throws -> Int {
     let inProcess = spec == "reference" || spec.hasPrefix("mutant:") || spec.hasPrefix("variant:")
-    if let asked {
-        guard asked >= 1 else { throw ValidationError("--jobs must be at least 1") }
-        if asked > 1 && spec.hasPrefix("http:") {
-            throw ValidationError("--jobs > 1 is not available for http: targets (one backend, one job)")
+    let cores = max(1, ProcessInfo.processInfo.activeProcessorCount)
+    if let asked, asked < 1 { throw ValidationError("--jobs must be at least 1") }
+    if spec.hasPrefix("http:") {
+        let path = String(spec.dropFirst("http:".count))
+        // An unreadable target file is reported by makeValidator, with its problems.
+        let allowed = (try? HTTPValidator.Target.load(path: path))?.maxConcurrency ?? 1
+        if let asked, asked > allowed {
+            throw ValidationError(
+                allowed == 1
+                    ? "--jobs \(asked): \(path) takes one caller at a time; give it \"maxConcurrency\" when the backend keeps one state per \(HTTPValidator.jobHeader) header (docs/http-target.md#concurrent-jobs)"
+                    : "--jobs \(asked): \(path) takes at most \(allowed) callers at once (\"maxConcurrency\")")
         }
-        return asked
+        let jobs = asked ?? min(cores, allowed)
+        if jobs > 1 && !faults.isEmpty {
+            throw ValidationError(
+                "--faults act on the one backend all jobs share: give --jobs 1 with --faults")
+        }
+        return jobs
     }
-    return inProcess ? max(1, ProcessInfo.processInfo.activeProcessorCount) : 1
+    if let asked { return asked }
+    return inProcess ? cores : 1
 }
 
-func makeValidator(_ spec: String, timeout: Double = 5, faults: FaultProfile = FaultProfile()) throws -> any Validator {
+/// The validator for each job after the first (`--jobs`): `http:` targets number their jobs.
+func workerFactory(
+    _ spec: String, timeout: Double, faults: FaultProfile
+) -> () throws -> any Validator {
+    var next = 0
+    return {
+        next += 1
+        return try makeValidator(spec, timeout: timeout, faults: faults, job: next)
+    }
+}
+
+func makeValidator(
+    _ spec: String, timeout: Double = 5, faults: FaultProfile = FaultProfile(), job: Int = 0
+) throws -> any Validator {
     if spec == "reference" { return ReferenceValidator() }
     if spec.hasPrefix("http:") {
         let path = String(spec.dropFirst("http:".count))
@@ -36,9 +62,11 @@ func makeValidator(_ spec: String, timeout: Double = 5, faults: FaultProfile = F
                 store?.faults = faults
             }
             if store == nil, let problem = faults.problemWithoutStore(target: path) { throw ValidationError(problem) }
-            return try HTTPValidator.make(
+            let v = try HTTPValidator.make(
                 target: target, name: "http:\(target.host):\(target.port)", timeout: timeout, store: store,
                 faults: faults)
+            v.job = job
+            return v
         } catch let e as ValidationError {
             throw e
         } catch let e as ValidatorFailure {

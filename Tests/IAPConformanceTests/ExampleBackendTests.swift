@@ -2,6 +2,7 @@ import Foundation
 import IAPConformance
 import IAPHTTP
 import IAPModel
+import IAPSigning
 import IAPStore
 import IAPValidatorAPI
 import Testing
@@ -50,6 +51,62 @@ import Testing
             report.failure == nil,
             "\(report.failure.map { Timeline.render($0.shrunk, failingStep: $0.failingStep) } ?? "")")
         #expect(report.questions > 36)
+    }
+
+    /// `"maxConcurrency"`: jobs run at once, each on its own connection and in its own tenant of the backend (the
+    /// X-IAPCheck-Job header), and the report is the one a single job gives. Without the header the jobs' resets and
+    /// ids would collide in the one backend state.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: binary), "the example backend is not built"))
+    func concurrentJobsKeepTheirOwnStateInOneBackend() throws {
+        let (p, plain) = try Self.start(slot: 10)
+        defer { p.terminate(); p.waitUntilExit() }
+        var target = plain
+        target.maxConcurrency = 3
+        func run(jobs: Int) -> CheckReport {
+            var o = CheckOptions()
+            o.cases = 45
+            o.jobs = jobs
+            var checker = Checker(
+                options: o, validator: HTTPValidator(target: target, name: "http:example", timeout: 10))
+            var next = 0
+            checker.makeWorker = {
+                next += 1
+                let v = HTTPValidator(target: target, name: "http:example", timeout: 10)
+                v.job = next
+                return v
+            }
+            return checker.run()
+        }
+        let one = run(jobs: 1), three = run(jobs: 3)
+        #expect(
+            three.failure == nil,
+            "\(three.failure.map { Timeline.render($0.shrunk, failingStep: $0.failingStep) } ?? "")")
+        #expect(three.cases == 45 && three.cases == one.cases)
+        #expect(three.passed == one.passed && three.questions == one.questions)
+
+        // A job's reset forgets only that job's facts: job 1 resets while job 0 keeps what it was told.
+        let job0 = HTTPValidator(target: target, name: "job 0", timeout: 10)
+        let job1 = HTTPValidator(target: target, name: "job 1", timeout: 10)
+        job1.job = 1
+        var told: (EntitlementQuery, EntitlementAnswer, ValidatorConfig)?
+        for i in 0..<30 where told == nil {
+            var (c, _) = Checker(options: CheckOptions(), validator: job0).generate(caseIndex: i)
+            c.config.trustedRoots = TestPKI.harness.trustedRoots
+            try job0.reset(c.config)
+            let renderer = ArtifactRenderer(pki: .harness, appAppleId: c.config.catalog.appAppleId)
+            for case .deliver(let d) in c.steps where d.forgery == nil {
+                guard case .appTransaction(let s) = d.delivery, s.transaction.type != .consumable else { continue }
+                _ = try job0.deliver(renderer.render(d.delivery), now: d.now)
+                let q = EntitlementQuery(userId: s.userId, at: s.transaction.purchaseDate)
+                let answer = try job0.entitlements(q)
+                if answer.products.contains(where: \.active) { told = (q, answer, c.config) }
+                break
+            }
+        }
+        let (q, answer, config) = try #require(told)
+        try job1.reset(config)
+        #expect(try job0.entitlements(q) == answer)
+        #expect(try job1.entitlements(q).products.isEmpty)
     }
 
     /// The backend pulls chains from the mock App Store's Server API (with its JWT) and checks receipts with its
@@ -255,8 +312,8 @@ import Testing
             """
             import sqlite3, sys
             c = sqlite3.connect(sys.argv[1])
-            c.execute("CREATE TABLE journal_v2 (seq INTEGER PRIMARY KEY, record TEXT NOT NULL)")
-            c.execute("INSERT INTO journal_v2 (record) VALUES ('R\t0\tnot json')")
+            c.execute("CREATE TABLE journal_v3 (seq INTEGER PRIMARY KEY, job TEXT NOT NULL, record TEXT NOT NULL)")
+            c.execute("INSERT INTO journal_v3 (job, record) VALUES ('', 'R\t0\tnot json')")
             c.commit()
             """, db,
         ]
@@ -289,6 +346,22 @@ import Testing
         } throws: { error in
             let keys = Set((error as? ConfigError)?.problems.map(\.key) ?? [])
             return keys.isSuperset(of: ["baseURL", "routes.reset.method", "extra"])
+        }
+        // maxConcurrency: a whole number from 1, and not with a store (one mock App Store state for every job).
+        for (text, message) in [
+            (#""maxConcurrency":0,"#, "out of range 1...256"), (#""maxConcurrency":"4","#, "expected an integer"),
+            (#""maxConcurrency":2,"store":{"port":9},"#, "without a \"store\" section"),
+        ] {
+            try Data(#"{"baseURL":"http://127.0.0.1:80",\#(text)"routes":{}}"#.utf8).write(
+                to: URL(fileURLWithPath: path))
+            #expect {
+                try HTTPValidator.Target.load(path: path)
+            } throws: { error in
+                (error as? ConfigError)?.problems.contains {
+                    $0.key == "maxConcurrency" && $0.message.contains(message)
+                }
+                    == true
+            }
         }
     }
 }
