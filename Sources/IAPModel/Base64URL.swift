@@ -8,6 +8,9 @@ public enum Base64URL {
         return t
     }()
 
+    /// The two characters of every 12-bit value, first in the low byte: the encoder writes them 16 bits at a time.
+    static let pairs: [UInt16] = (0..<4096).map { i in UInt16(alphabet[i >> 6]) | UInt16(alphabet[i & 63]) << 8 }
+
     /// Contiguous bytes (arrays, `Data`, buffers) go straight to the byte loop; anything else is copied once.
     @inlinable
     public static func encode<Bytes: Collection>(_ bytes: Bytes) -> String where Bytes.Element == UInt8 {
@@ -21,17 +24,18 @@ public enum Base64URL {
         let length = n / 3 * 4 + [0, 2, 3][n % 3]
         guard length > 0 else { return "" }
         return String(unsafeUninitializedCapacity: length) { out in
-            alphabet.withUnsafeBufferPointer { abc in
-                var i = 0, o = 0
+            var i = 0, o = 0
+            pairs.withUnsafeBufferPointer { two in
+                let raw = UnsafeMutableRawPointer(out.baseAddress!)
                 while i + 3 <= n {
-                    let w = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2])
-                    out[o] = abc[Int(w >> 18)]
-                    out[o + 1] = abc[Int(w >> 12 & 0x3F)]
-                    out[o + 2] = abc[Int(w >> 6 & 0x3F)]
-                    out[o + 3] = abc[Int(w & 0x3F)]
+                    let w = Int(bytes[i]) << 16 | Int(bytes[i + 1]) << 8 | Int(bytes[i + 2])
+                    raw.storeBytes(of: two[w >> 12].littleEndian, toByteOffset: o, as: UInt16.self)
+                    raw.storeBytes(of: two[w & 0xFFF].littleEndian, toByteOffset: o + 2, as: UInt16.self)
                     i += 3
                     o += 4
                 }
+            }
+            alphabet.withUnsafeBufferPointer { abc in
                 if n - i == 1 {
                     let a = bytes[i]
                     out[o] = abc[Int(a >> 2)]

@@ -58,6 +58,27 @@ public enum FlatJSON {
         }
     }
 
+    /// Whether JSONEncoder would escape something in `utf8`: a quote, a backslash or a control byte. Eight bytes at
+    /// a time, then byte by byte for the rest.
+    static func needsEscape(_ utf8: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let base = utf8.baseAddress else { return false }
+        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+        var i = 0
+        while i + 8 <= utf8.count {
+            let w = UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self)
+            let quote = w ^ (ones &* 0x22), slash = w ^ (ones &* 0x5C)
+            let found = ((quote &- ones) & ~quote) | ((slash &- ones) & ~slash) | ((w &- ones &* 0x20) & ~w)
+            if found & highs != 0 { return true }
+            i += 8
+        }
+        while i < utf8.count {
+            let b = base[i]
+            if b < 0x20 || b == 0x22 || b == 0x5C { return true }
+            i += 1
+        }
+        return false
+    }
+
     /// What a payload type's field holds: a string, an integer or a boolean.
     enum Kind { case text, number, flag }
 

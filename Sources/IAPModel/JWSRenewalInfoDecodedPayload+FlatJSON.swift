@@ -113,7 +113,7 @@ extension FlatJSON {
             var v = v
             return v.withUTF8 { utf8 in
                 // Checked first, copied in one go: a notification's nested JWS strings are kilobytes long.
-                for b in utf8 where b < 0x20 || b == 0x22 || b == 0x5C { return false }
+                if FlatJSON.needsEscape(utf8) { return false }
                 out.append(0x22)
                 out.append(contentsOf: utf8)
                 out.append(0x22)
