@@ -89,18 +89,84 @@ public enum FlatJSON {
         var required: Bool
     }
 
-    /// A payload type's fields by name, in the order given (the bits), the required ones named.
-    static func table(_ fields: [(String, Kind)], required: Set<String>) -> [String: Field] {
-        var out: [String: Field] = [:]
-        for (i, (name, kind)) in fields.enumerated() {
-            out[name] = Field(bit: i, kind: kind, required: required.contains(name))
+    /// A payload type's field names, found by their bytes: no String is made and nothing goes through SipHash (a
+    /// payload has some twenty keys and the hot path reads thousands of payloads a second). A 256-slot open-addressing
+    /// table keyed by the length and three bytes; every hit is confirmed byte for byte.
+    struct Keys {
+        let names: [[UInt8]]
+        private var slots = [Int16](repeating: -1, count: 256)
+
+        init(_ names: [String]) {
+            precondition(names.count <= 200, "a key table holds at most 200 names")
+            self.names = names.map { Array($0.utf8) }
+            for (i, name) in self.names.enumerated() {
+                var h = name.withUnsafeBufferPointer(Self.hash)
+                while slots[h] >= 0 { h = (h + 1) & 255 }
+                slots[h] = Int16(i)
+            }
         }
-        return out
+
+        static func hash(_ key: UnsafeBufferPointer<UInt8>) -> Int {
+            let n = key.count
+            guard n > 0 else { return 0 }
+            return (n &* 31 &+ Int(key[0]) &* 7 &+ Int(key[n / 2]) &* 17 &+ Int(key[n - 1]) &* 131) & 255
+        }
+
+        /// The position of `key` among the names, or nil.
+        func index(of key: UnsafeBufferPointer<UInt8>) -> Int? {
+            var h = Self.hash(key)
+            while true {
+                let i = Int(slots[h])
+                if i < 0 { return nil }
+                if names[i].count == key.count, names[i].withUnsafeBufferPointer({ $0.elementsEqual(key) }) {
+                    return i
+                }
+                h = (h + 1) & 255
+            }
+        }
     }
 
-    /// The bits of a table's required fields.
-    static func requiredBits(_ table: [String: Field]) -> UInt64 {
-        table.values.filter(\.required).reduce(0) { $0 | (1 << UInt64($1.bit)) }
+    /// A payload type's fields, in the order given (their bits and their indices), the required ones named.
+    struct Table {
+        let keys: Keys
+        let fields: [Field]
+        /// The bits of the required fields.
+        let required: UInt64
+
+        init(_ list: [(String, Kind)], required: Set<String>) {
+            keys = Keys(list.map(\.0))
+            fields = list.enumerated().map { i, f in Field(bit: i, kind: f.1, required: required.contains(f.0)) }
+            self.required = fields.filter(\.required).reduce(0) { $0 | (1 << UInt64($1.bit)) }
+        }
+    }
+
+    /// Walks the top-level members of `bytes`, handing each to `visit` with the index of its key in `keys` (nil for a
+    /// key not there) until `visit` answers false. False when the text is outside the simple shape (as
+    /// ``fields(_:)`` gives nil) or `visit` refused a member.
+    static func members(_ bytes: UnsafeBufferPointer<UInt8>, keys: Keys, _ visit: (Int?, Value) -> Bool) -> Bool {
+        var r = Reader(bytes: bytes)
+        r.space()
+        guard r.take(0x7B) else { return false }  // {
+        r.space()
+        if r.take(0x7D) {
+            r.space()
+            return r.atEnd
+        }
+        while true {
+            r.space()
+            guard let key = r.stringRange() else { return false }
+            r.space()
+            guard r.take(0x3A) else { return false }  // :
+            r.space()
+            guard let value = r.value(depth: 0) else { return false }
+            let index = keys.index(of: UnsafeBufferPointer(rebasing: bytes[key]))
+            guard visit(index, value) else { return false }
+            r.space()
+            if r.take(0x2C) { continue }  // ,
+            guard r.take(0x7D) else { return false }  // }
+            r.space()
+            return r.atEnd
+        }
     }
 
     /// One field's value read as its kind (all nil for a null), or nil when JSONDecoder must decide: a value of
@@ -137,6 +203,12 @@ public enum FlatJSON {
 
         /// A string of printable ASCII without escapes.
         mutating func string() -> String? {
+            guard let r = stringRange() else { return nil }
+            return String(decoding: UnsafeBufferPointer(rebasing: bytes[r]), as: UTF8.self)
+        }
+
+        /// The bytes of a string of printable ASCII without escapes (between its quotes).
+        mutating func stringRange() -> Range<Int>? {
             guard take(0x22), let base = bytes.baseAddress else { return nil }
             let start = i, count = bytes.count
             var j = i
@@ -156,7 +228,7 @@ public enum FlatJSON {
                 let b = base[j]
                 if b == 0x22 {
                     i = j + 1
-                    return String(decoding: UnsafeBufferPointer(start: base + start, count: j - start), as: UTF8.self)
+                    return start..<j
                 }
                 guard b >= 0x20 && b < 0x7F && b != 0x5C else { return nil }
                 j += 1
@@ -257,72 +329,79 @@ extension JWSTransactionDecodedPayload {
     /// The payload read by ``FlatJSON``, or nil when it is outside that reader's shape or not a well-typed
     /// transaction: then `JSONDecoder` decides (with the same result on every payload this accepts).
     public init?(flatJSON bytes: UnsafeBufferPointer<UInt8>) {
-        guard let fields = FlatJSON.fields(bytes) else { return nil }
         var seen: UInt64 = 0
         var x = JWSTransactionDecodedPayload(
             transactionId: "", originalTransactionId: "", bundleId: "", productId: "", purchaseDate: 0, quantity: nil,
             type: .consumable, signedDate: 0, environment: .production)
-        for (key, value) in fields {
-            guard let f = Self.flatKeys[key] else { continue }  // a field Apple added since: ignored
-            guard let (text, number, flag) = FlatJSON.read(value, as: f, seen: &seen) else { return nil }
-            switch key {
-            case "transactionId": x.transactionId = text!
-            case "originalTransactionId": x.originalTransactionId = text!
-            case "bundleId": x.bundleId = text!
-            case "productId": x.productId = text!
-            case "purchaseDate": x.purchaseDate = number!
-            case "signedDate": x.signedDate = number!
-            case "type": x.type = ProductType(rawValue: text!)
-            case "inAppOwnershipType": x.inAppOwnershipType = InAppOwnershipType(rawValue: text!)
-            case "environment": x.environment = Environment(rawValue: text!)
-            case "webOrderLineItemId": x.webOrderLineItemId = text
-            case "subscriptionGroupIdentifier": x.subscriptionGroupIdentifier = text
-            case "originalPurchaseDate": x.originalPurchaseDate = number
-            case "expiresDate": x.expiresDate = number
-            case "quantity": x.quantity = number.map { Int($0) }
-            case "appAccountToken": x.appAccountToken = text
-            case "revocationReason": x.revocationReason = number.map { RevocationReason(rawValue: Int($0)) }
-            case "revocationDate": x.revocationDate = number
-            case "revocationType": x.revocationType = text.map(RevocationType.init(rawValue:))
-            case "revocationPercentage": x.revocationPercentage = number.map { Int($0) }
-            case "offerType": x.offerType = number.map { OfferType(rawValue: Int($0)) }
-            case "offerIdentifier": x.offerIdentifier = text
-            case "offerDiscountType": x.offerDiscountType = text.map(OfferDiscountType.init(rawValue:))
-            case "offerPeriod": x.offerPeriod = text
-            case "storefront": x.storefront = text
-            case "storefrontId": x.storefrontId = text
-            case "transactionReason": x.transactionReason = text.map(TransactionReason.init(rawValue:))
-            case "currency": x.currency = text
-            case "price": x.price = number
-            case "appTransactionId": x.appTransactionId = text
-            case "isUpgraded": x.isUpgraded = flag
-            default: return nil
+        let table = Self.flat
+        let read = FlatJSON.members(bytes, keys: table.keys) { index, value in
+            guard let index else { return true }  // a field Apple added since: ignored
+            guard let (text, number, flag) = FlatJSON.read(value, as: table.fields[index], seen: &seen) else {
+                return false
             }
+            switch FlatField(rawValue: index)! {
+            case .transactionId: x.transactionId = text!
+            case .originalTransactionId: x.originalTransactionId = text!
+            case .bundleId: x.bundleId = text!
+            case .productId: x.productId = text!
+            case .purchaseDate: x.purchaseDate = number!
+            case .signedDate: x.signedDate = number!
+            case .type: x.type = ProductType(rawValue: text!)
+            case .inAppOwnershipType: x.inAppOwnershipType = InAppOwnershipType(rawValue: text!)
+            case .environment: x.environment = Environment(rawValue: text!)
+            case .webOrderLineItemId: x.webOrderLineItemId = text
+            case .subscriptionGroupIdentifier: x.subscriptionGroupIdentifier = text
+            case .originalPurchaseDate: x.originalPurchaseDate = number
+            case .expiresDate: x.expiresDate = number
+            case .quantity: x.quantity = number.map { Int($0) }
+            case .appAccountToken: x.appAccountToken = text
+            case .revocationReason: x.revocationReason = number.map { RevocationReason(rawValue: Int($0)) }
+            case .revocationDate: x.revocationDate = number
+            case .revocationType: x.revocationType = text.map(RevocationType.init(rawValue:))
+            case .revocationPercentage: x.revocationPercentage = number.map { Int($0) }
+            case .offerType: x.offerType = number.map { OfferType(rawValue: Int($0)) }
+            case .offerIdentifier: x.offerIdentifier = text
+            case .offerDiscountType: x.offerDiscountType = text.map(OfferDiscountType.init(rawValue:))
+            case .offerPeriod: x.offerPeriod = text
+            case .storefront: x.storefront = text
+            case .storefrontId: x.storefrontId = text
+            case .transactionReason: x.transactionReason = text.map(TransactionReason.init(rawValue:))
+            case .currency: x.currency = text
+            case .price: x.price = number
+            case .appTransactionId: x.appTransactionId = text
+            case .isUpgraded: x.isUpgraded = flag
+            }
+            return true
         }
         // Every required field present (JSONDecoder names the missing one).
-        guard seen & Self.flatRequired == Self.flatRequired else { return nil }
+        guard read, seen & table.required == table.required else { return nil }
         self = x
     }
 
-    /// Each field's bit, kind and whether it is required (null is then refused too).
-    static let flatKeys = FlatJSON.table(
-        [
-            ("transactionId", .text), ("originalTransactionId", .text), ("webOrderLineItemId", .text),
-            ("bundleId", .text), ("productId", .text), ("subscriptionGroupIdentifier", .text),
-            ("purchaseDate", .number), ("originalPurchaseDate", .number), ("expiresDate", .number),
-            ("quantity", .number), ("type", .text), ("appAccountToken", .text), ("inAppOwnershipType", .text),
-            ("signedDate", .number), ("revocationReason", .number), ("revocationDate", .number),
-            ("revocationType", .text), ("revocationPercentage", .number), ("isUpgraded", .flag),
-            ("offerType", .number), ("offerIdentifier", .text), ("offerDiscountType", .text), ("offerPeriod", .text),
-            ("environment", .text), ("storefront", .text), ("storefrontId", .text), ("transactionReason", .text),
-            ("currency", .text), ("price", .number), ("appTransactionId", .text),
-        ],
+    /// The fields FlatJSON reads, named as in the JSON, in the order of ``flat``.
+    enum FlatField: Int, CaseIterable {
+        case transactionId, originalTransactionId, webOrderLineItemId, bundleId, productId
+        case subscriptionGroupIdentifier, purchaseDate, originalPurchaseDate, expiresDate, quantity, type
+        case appAccountToken, inAppOwnershipType, signedDate, revocationReason, revocationDate, revocationType
+        case revocationPercentage, isUpgraded, offerType, offerIdentifier, offerDiscountType, offerPeriod
+        case environment, storefront, storefrontId, transactionReason, currency, price, appTransactionId
+    }
+
+    /// Each field's kind and whether it is required (null is then refused too).
+    static let flat = FlatJSON.Table(
+        FlatField.allCases.map { f -> (String, FlatJSON.Kind) in
+            switch f {
+            case .purchaseDate, .originalPurchaseDate, .expiresDate, .quantity, .signedDate, .revocationReason,
+                .revocationDate, .revocationPercentage, .offerType, .price:
+                ("\(f)", .number)
+            case .isUpgraded: ("\(f)", .flag)
+            default: ("\(f)", .text)
+            }
+        },
         required: [
             "transactionId", "originalTransactionId", "bundleId", "productId", "purchaseDate", "type",
             "inAppOwnershipType", "signedDate", "environment",
         ])
-
-    static let flatRequired = FlatJSON.requiredBits(flatKeys)
 }
 
 extension JWSTransactionDecodedPayload {

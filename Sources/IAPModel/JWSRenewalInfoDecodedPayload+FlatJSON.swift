@@ -2,57 +2,66 @@ extension JWSRenewalInfoDecodedPayload {
     /// The payload read by ``FlatJSON`` (see ``JWSTransactionDecodedPayload/init(flatJSON:)``), or nil: then
     /// `JSONDecoder` decides. A renewal info with `eligibleWinBackOfferIds` (an array) always goes to JSONDecoder.
     public init?(flatJSON bytes: UnsafeBufferPointer<UInt8>) {
-        guard let fields = FlatJSON.fields(bytes) else { return nil }
         var seen: UInt64 = 0
         var r = JWSRenewalInfoDecodedPayload(
             originalTransactionId: "", productId: "", autoRenewProductId: nil, autoRenewStatus: nil, signedDate: 0,
             environment: .production)
-        for (key, value) in fields {
-            guard let f = Self.flatKeys[key] else { continue }  // a newer field: ignored
-            guard let (text, number, flag) = FlatJSON.read(value, as: f, seen: &seen) else { return nil }
-            switch key {
-            case "originalTransactionId": r.originalTransactionId = text!
-            case "productId": r.productId = text!
-            case "signedDate": r.signedDate = number!
-            case "environment": r.environment = Environment(rawValue: text!)
-            case "autoRenewProductId": r.autoRenewProductId = text
-            case "autoRenewStatus": r.autoRenewStatus = number.map { AutoRenewStatus(rawValue: Int($0)) }
-            case "gracePeriodExpiresDate": r.gracePeriodExpiresDate = number
-            case "expirationIntent": r.expirationIntent = number.map { ExpirationIntent(rawValue: Int($0)) }
-            case "priceIncreaseStatus": r.priceIncreaseStatus = number.map { PriceIncreaseStatus(rawValue: Int($0)) }
-            case "offerType": r.offerType = number.map { OfferType(rawValue: Int($0)) }
-            case "offerIdentifier": r.offerIdentifier = text
-            case "offerDiscountType": r.offerDiscountType = text.map(OfferDiscountType.init(rawValue:))
-            case "offerPeriod": r.offerPeriod = text
-            case "renewalDate": r.renewalDate = number
-            case "recentSubscriptionStartDate": r.recentSubscriptionStartDate = number
-            case "renewalPrice": r.renewalPrice = number
-            case "currency": r.currency = text
-            case "appAccountToken": r.appAccountToken = text
-            case "appTransactionId": r.appTransactionId = text
-            case "isInBillingRetryPeriod": r.isInBillingRetryPeriod = flag
-            default: return nil  // eligibleWinBackOfferIds: JSONDecoder's
+        let table = Self.flat
+        let read = FlatJSON.members(bytes, keys: table.keys) { index, value in
+            guard let index else { return true }  // a newer field: ignored
+            guard let (text, number, flag) = FlatJSON.read(value, as: table.fields[index], seen: &seen) else {
+                return false
             }
+            switch FlatField(rawValue: index)! {
+            case .originalTransactionId: r.originalTransactionId = text!
+            case .productId: r.productId = text!
+            case .signedDate: r.signedDate = number!
+            case .environment: r.environment = Environment(rawValue: text!)
+            case .autoRenewProductId: r.autoRenewProductId = text
+            case .autoRenewStatus: r.autoRenewStatus = number.map { AutoRenewStatus(rawValue: Int($0)) }
+            case .gracePeriodExpiresDate: r.gracePeriodExpiresDate = number
+            case .expirationIntent: r.expirationIntent = number.map { ExpirationIntent(rawValue: Int($0)) }
+            case .priceIncreaseStatus: r.priceIncreaseStatus = number.map { PriceIncreaseStatus(rawValue: Int($0)) }
+            case .offerType: r.offerType = number.map { OfferType(rawValue: Int($0)) }
+            case .offerIdentifier: r.offerIdentifier = text
+            case .offerDiscountType: r.offerDiscountType = text.map(OfferDiscountType.init(rawValue:))
+            case .offerPeriod: r.offerPeriod = text
+            case .renewalDate: r.renewalDate = number
+            case .recentSubscriptionStartDate: r.recentSubscriptionStartDate = number
+            case .renewalPrice: r.renewalPrice = number
+            case .currency: r.currency = text
+            case .appAccountToken: r.appAccountToken = text
+            case .appTransactionId: r.appTransactionId = text
+            case .isInBillingRetryPeriod: r.isInBillingRetryPeriod = flag
+            case .eligibleWinBackOfferIds: return false  // an array: JSONDecoder's
+            }
+            return true
         }
-        guard seen & Self.flatRequired == Self.flatRequired else { return nil }
+        guard read, seen & table.required == table.required else { return nil }
         self = r
     }
 
-    /// Each field's bit, kind and whether it is required. `eligibleWinBackOfferIds` is an array: listed so that it is
+    /// The fields FlatJSON reads, named as in the JSON. `eligibleWinBackOfferIds` is an array: listed so that it is
     /// recognised (an unknown field would be skipped) and then left to JSONDecoder.
-    static let flatKeys = FlatJSON.table(
-        [
-            ("originalTransactionId", .text), ("productId", .text), ("signedDate", .number), ("environment", .text),
-            ("autoRenewProductId", .text), ("autoRenewStatus", .number), ("isInBillingRetryPeriod", .flag),
-            ("gracePeriodExpiresDate", .number), ("expirationIntent", .number), ("priceIncreaseStatus", .number),
-            ("offerType", .number), ("offerIdentifier", .text), ("offerDiscountType", .text), ("offerPeriod", .text),
-            ("renewalDate", .number), ("recentSubscriptionStartDate", .number), ("renewalPrice", .number),
-            ("currency", .text), ("appAccountToken", .text), ("appTransactionId", .text),
-            ("eligibleWinBackOfferIds", .text),
-        ],
-        required: ["originalTransactionId", "productId", "signedDate", "environment"])
+    enum FlatField: Int, CaseIterable {
+        case originalTransactionId, productId, signedDate, environment, autoRenewProductId, autoRenewStatus
+        case isInBillingRetryPeriod, gracePeriodExpiresDate, expirationIntent, priceIncreaseStatus, offerType
+        case offerIdentifier, offerDiscountType, offerPeriod, renewalDate, recentSubscriptionStartDate
+        case renewalPrice, currency, appAccountToken, appTransactionId, eligibleWinBackOfferIds
+    }
 
-    static let flatRequired = FlatJSON.requiredBits(flatKeys)
+    /// Each field's kind and whether it is required.
+    static let flat = FlatJSON.Table(
+        FlatField.allCases.map { f -> (String, FlatJSON.Kind) in
+            switch f {
+            case .signedDate, .autoRenewStatus, .gracePeriodExpiresDate, .expirationIntent, .priceIncreaseStatus,
+                .offerType, .renewalDate, .recentSubscriptionStartDate, .renewalPrice:
+                ("\(f)", .number)
+            case .isInBillingRetryPeriod: ("\(f)", .flag)
+            default: ("\(f)", .text)
+            }
+        },
+        required: ["originalTransactionId", "productId", "signedDate", "environment"])
 
     /// The payload as `JSONFormat.compact()` encodes it, by hand (see ``JWSTransactionDecodedPayload/compactJSON``);
     /// nil when a string would need an escape.

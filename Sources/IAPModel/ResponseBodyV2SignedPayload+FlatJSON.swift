@@ -3,39 +3,40 @@ extension ResponseBodyV2SignedPayload {
     /// `JSONDecoder` decides. Only `data` may be an object here; an envelope with a `summary` or an
     /// `externalPurchaseToken` goes to JSONDecoder.
     public init?(flatJSON bytes: UnsafeBufferPointer<UInt8>) {
-        guard let fields = FlatJSON.fields(bytes) else { return nil }
         var seen = 0
         var type: String?, uuid: String?, signed: Int64?
         var n = ResponseBodyV2SignedPayload(
             notificationType: .test, subtype: nil, notificationUUID: "", version: nil, signedDate: 0, data: nil)
-        for (key, value) in fields {
-            guard let bit = Self.flatKeys.firstIndex(of: key) else { continue }  // a newer field: ignored
-            guard seen & (1 << bit) == 0 else { return nil }
-            seen |= 1 << bit
-            switch (key, value) {
-            case ("notificationType", .string(let s)): type = s
-            case ("notificationUUID", .string(let s)): uuid = s
-            case ("signedDate", .int(let t)): signed = t
-            case ("subtype", .string(let s)): n.subtype = Subtype(rawValue: s)
-            case ("subtype", .null), ("version", .null), ("data", .null): break
-            case ("version", .string(let s)): n.version = s
-            case ("data", .object(let range)):
-                guard let d = Data(flatJSON: UnsafeBufferPointer(rebasing: bytes[range])) else { return nil }
+        let read = FlatJSON.members(bytes, keys: Self.flatKeys) { index, value in
+            guard let index else { return true }  // a newer field: ignored
+            guard seen & (1 << index) == 0 else { return false }
+            seen |= 1 << index
+            switch (FlatField(rawValue: index)!, value) {
+            case (.notificationType, .string(let s)): type = s
+            case (.notificationUUID, .string(let s)): uuid = s
+            case (.signedDate, .int(let t)): signed = t
+            case (.subtype, .string(let s)): n.subtype = Subtype(rawValue: s)
+            case (.subtype, .null), (.version, .null), (.data, .null): break
+            case (.version, .string(let s)): n.version = s
+            case (.data, .object(let range)):
+                guard let d = Data(flatJSON: UnsafeBufferPointer(rebasing: bytes[range])) else { return false }
                 n.data = d
-            default: return nil  // a wrong type, or summary / externalPurchaseToken: JSONDecoder's
+            default: return false  // a wrong type, or summary / externalPurchaseToken: JSONDecoder's
             }
+            return true
         }
-        guard let type, let uuid, let signed else { return nil }
+        guard read, let type, let uuid, let signed else { return nil }
         n.notificationType = NotificationTypeV2(rawValue: type)
         n.notificationUUID = uuid
         n.signedDate = signed
         self = n
     }
 
-    static let flatKeys = [
-        "notificationType", "subtype", "notificationUUID", "version", "signedDate", "data", "summary",
-        "externalPurchaseToken",
-    ]
+    enum FlatField: Int, CaseIterable {
+        case notificationType, subtype, notificationUUID, version, signedDate, data, summary, externalPurchaseToken
+    }
+
+    static let flatKeys = FlatJSON.Keys(FlatField.allCases.map { "\($0)" })
 
     /// The envelope as `JSONFormat.compact()` encodes it, by hand; nil when it has a summary or an external
     /// purchase token, or a string would need an escape (then JSONEncoder writes it).
@@ -67,34 +68,37 @@ extension ResponseBodyV2SignedPayload {
 extension ResponseBodyV2SignedPayload.Data {
     /// The `data` object read by ``FlatJSON``, or nil (JSONDecoder decides).
     init?(flatJSON bytes: UnsafeBufferPointer<UInt8>) {
-        guard let fields = FlatJSON.fields(bytes) else { return nil }
         var seen = 0
         var d = Self(
             appAppleId: nil, bundleId: nil, environment: nil, signedTransactionInfo: nil, signedRenewalInfo: nil,
             status: nil)
-        for (key, value) in fields {
-            guard let bit = Self.flatKeys.firstIndex(of: key) else { continue }
-            guard seen & (1 << bit) == 0 else { return nil }
-            seen |= 1 << bit
-            switch (key, value) {
+        let read = FlatJSON.members(bytes, keys: Self.flatKeys) { index, value in
+            guard let index else { return true }
+            guard seen & (1 << index) == 0 else { return false }
+            seen |= 1 << index
+            switch (FlatField(rawValue: index)!, value) {
             case (_, .null): break
-            case ("appAppleId", .int(let n)): d.appAppleId = n
-            case ("bundleId", .string(let s)): d.bundleId = s
-            case ("bundleVersion", .string(let s)): d.bundleVersion = s
-            case ("environment", .string(let s)): d.environment = Environment(rawValue: s)
-            case ("signedTransactionInfo", .string(let s)): d.signedTransactionInfo = s
-            case ("signedRenewalInfo", .string(let s)): d.signedRenewalInfo = s
-            case ("status", .int(let n)): d.status = SubscriptionStatus(rawValue: Int(n))
-            case ("consumptionRequestReason", .string(let s)):
+            case (.appAppleId, .int(let n)): d.appAppleId = n
+            case (.bundleId, .string(let s)): d.bundleId = s
+            case (.bundleVersion, .string(let s)): d.bundleVersion = s
+            case (.environment, .string(let s)): d.environment = Environment(rawValue: s)
+            case (.signedTransactionInfo, .string(let s)): d.signedTransactionInfo = s
+            case (.signedRenewalInfo, .string(let s)): d.signedRenewalInfo = s
+            case (.status, .int(let n)): d.status = SubscriptionStatus(rawValue: Int(n))
+            case (.consumptionRequestReason, .string(let s)):
                 d.consumptionRequestReason = ConsumptionRequestReason(rawValue: s)
-            default: return nil
+            default: return false
             }
+            return true
         }
+        guard read else { return nil }
         self = d
     }
 
-    static let flatKeys = [
-        "appAppleId", "bundleId", "bundleVersion", "environment", "signedTransactionInfo", "signedRenewalInfo",
-        "status", "consumptionRequestReason",
-    ]
+    enum FlatField: Int, CaseIterable {
+        case appAppleId, bundleId, bundleVersion, environment, signedTransactionInfo, signedRenewalInfo, status
+        case consumptionRequestReason
+    }
+
+    static let flatKeys = FlatJSON.Keys(FlatField.allCases.map { "\($0)" })
 }

@@ -1,10 +1,11 @@
 import Foundation
 import IAPConformance
-import IAPModel
 import IAPSimulator
 import IAPTesting
 import PropertyEngine
 import Testing
+
+@testable import IAPModel
 
 /// The hot path's transaction reader never disagrees with JSONDecoder: on every payload it reads, it gives the same
 /// value; on everything else (including what JSONDecoder refuses) it gives up and JSONDecoder decides.
@@ -207,5 +208,28 @@ import Testing
                 }
             }
         }
+    }
+
+    /// The key table finds every name at its index and nothing else: near misses (a letter changed, a prefix, one
+    /// byte more) and names of the same length share slots without being confused.
+    @Test func keyTablesFindExactlyTheirNames() {
+        let names = JWSTransactionDecodedPayload.FlatField.allCases.map { "\($0)" }
+        let keys = FlatJSON.Keys(names)
+        func find(_ s: String) -> Int? { Array(s.utf8).withUnsafeBufferPointer { keys.index(of: $0) } }
+        for (i, name) in names.enumerated() {
+            #expect(find(name) == i)
+            #expect(find(String(name.dropLast())) == nil)
+            #expect(find(name + "s") == nil)
+            #expect(find(name.uppercased()) == nil)
+            #expect(find("x" + name.dropFirst()) == nil)
+        }
+        #expect(find("") == nil)
+        // Many names of one length in one table: each still found, by probing past the others.
+        let same = (0..<200).map { String(format: "k%03d", $0) }
+        let crowded = FlatJSON.Keys(same)
+        for (i, name) in same.enumerated() {
+            #expect(Array(name.utf8).withUnsafeBufferPointer { crowded.index(of: $0) } == i)
+        }
+        #expect(Array("k999".utf8).withUnsafeBufferPointer { crowded.index(of: $0) } == nil)
     }
 }
