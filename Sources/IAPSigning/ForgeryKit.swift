@@ -12,6 +12,11 @@ public struct ForgeryKit: Sendable {
 
     public init(pki: TestPKI) { self.pki = pki }
 
+    /// A key nobody's certificate holds (made once: a new key per forgery cost more than the forgery's signature).
+    static let foreignKey = P256.Signing.PrivateKey()
+    /// Xcode's StoreKit-testing key stands in for its own self-signed one.
+    static let xcodeKey = P256.Signing.PrivateKey()
+
     /// The decoded content of a forged delivery of class `f`, built from a genuine notification: the tempting
     /// transaction (`tempting`) arrives by the app channel, except for the classes that only exist for a
     /// notification; identity classes swap in another bundle, app or environment. A replay keeps the UUID.
@@ -77,25 +82,30 @@ public struct ForgeryKit: Sendable {
     public func jws<T: Encodable>(_ forgery: ForgeryClass, _ value: T, _ signedDate: Millis) -> String {
         let genuine = pki.leaf(at: signedDate)
         let payload = JWSSigner.payload(value)
-        let es256 = JWSSigner.header(alg: "ES256", x5c: genuine.chain)
+        let es256 = genuine.es256Header
         func signed(by leaf: TestPKI.Leaf, chain: [String]? = nil) -> String {
-            JWSSigner.es256(JWSSigner.header(alg: "ES256", x5c: chain ?? leaf.chain), payload, key: leaf.key)
+            JWSSigner.es256(
+                chain.map { JWSSigner.header(alg: "ES256", x5c: $0) } ?? leaf.es256Header, payload, key: leaf.key)
+        }
+        /// The three segments of a compact JWS, split on its two dots (bytes, not Characters: tokens are kilobytes).
+        func segments(_ token: String) -> (Substring, Substring, Substring) {
+            let u = token.utf8
+            let d0 = u.firstIndex(of: UInt8(ascii: "."))!, d1 = u.lastIndex(of: UInt8(ascii: "."))!
+            return (token[..<d0], token[token.index(after: d0)..<d1], token[token.index(after: d1)...])
         }
         let broken = pki.broken
         switch forgery {
         case .tamperedPayload:
             // Signed over an innocuous payload, then the payload segment swapped for the tempting one.
             let decoy = JWSSigner.es256(es256, Base64URL.encode(Array("{}".utf8)), key: genuine.key)
-            let parts = decoy.split(separator: ".", omittingEmptySubsequences: false)
-            return "\(parts[0]).\(payload).\(parts[2])"
+            let (header, _, signature) = segments(decoy)
+            return "\(header).\(payload).\(signature)"
         case .tamperedHeader:
-            let good = JWSSigner.es256(es256, payload, key: genuine.key)
-            let parts = good.split(separator: ".", omittingEmptySubsequences: false)
+            let (_, body, signature) = segments(JWSSigner.es256(es256, payload, key: genuine.key))
             return
-                "\(JWSSigner.header(alg: "ES256", x5c: genuine.chain, extra: ",\"kid\":\"attacker\"")).\(parts[1]).\(parts[2])"
+                "\(JWSSigner.header(alg: "ES256", x5c: genuine.chain, extra: ",\"kid\":\"attacker\"")).\(body).\(signature)"
         case .foreignKeySignature:
-            let other = P256.Signing.PrivateKey()
-            return JWSSigner.es256(es256, payload, key: other)
+            return JWSSigner.es256(es256, payload, key: Self.foreignKey)
         case .algNone:
             return JWSSigner.header(alg: "none", x5c: genuine.chain) + "." + payload + "."
         case .algHS256:
@@ -130,22 +140,20 @@ public struct ForgeryKit: Sendable {
             return signed(by: genuine)
         case .xcodeEnvironment:
             // What Xcode's StoreKit testing produces: its own self-signed key, one certificate.
-            let xcodeKey = P256.Signing.PrivateKey()
             return JWSSigner.es256(
                 JWSSigner.header(alg: "ES256", x5c: [genuine.chain[0]], extra: ",\"kid\":\"Apple_Xcode_Key\""), payload,
-                key: xcodeKey)
+                key: Self.xcodeKey)
         case .truncatedSegment:
             let good = signed(by: genuine)
             return String(decoding: good.utf8.prefix(good.utf8.count - 20), as: UTF8.self)
         case .nonBase64Segment:
-            let good = signed(by: genuine)
-            let parts = good.split(separator: ".", omittingEmptySubsequences: false)
-            return "\(parts[0]).\(parts[1].prefix(10))*!\(parts[1].dropFirst(12)).\(parts[2])"
+            let (header, body, signature) = segments(signed(by: genuine))
+            return "\(header).\(body.prefix(10))*!\(body.dropFirst(12)).\(signature)"
         case .x5cNotBase64:
             return signed(by: genuine, chain: ["not*base64", genuine.chain[1], genuine.chain[2]])
         case .oversizedToken:
             // Built as bytes: string concatenation of the 400 KB padding cost more than the rest of a case.
-            var padded = [UInt8]((try? JWSSigner.encoder.encode(value)) ?? Data("{}".utf8))
+            var padded = [UInt8](JWSSigner.json(value))
             padded.removeLast()
             padded.reserveCapacity(padded.count + Self.oversizedBytes + 16)
             padded += Array(",\"padding\":\"".utf8)
