@@ -18,37 +18,46 @@ public enum Base64URL {
         return Array(bytes).withUnsafeBytes { encode(raw: $0) }
     }
 
-    /// The encoder proper: three bytes to four characters, written straight into the string's storage.
+    /// The encoder proper, into a new string.
     public static func encode(raw bytes: UnsafeRawBufferPointer) -> String {
-        let n = bytes.count
-        let length = n / 3 * 4 + [0, 2, 3][n % 3]
+        let length = encodedLength(bytes.count)
         guard length > 0 else { return "" }
-        return String(unsafeUninitializedCapacity: length) { out in
-            var i = 0, o = 0
-            pairs.withUnsafeBufferPointer { two in
-                let raw = UnsafeMutableRawPointer(out.baseAddress!)
-                while i + 3 <= n {
-                    let w = Int(bytes[i]) << 16 | Int(bytes[i + 1]) << 8 | Int(bytes[i + 2])
-                    raw.storeBytes(of: two[w >> 12].littleEndian, toByteOffset: o, as: UInt16.self)
-                    raw.storeBytes(of: two[w & 0xFFF].littleEndian, toByteOffset: o + 2, as: UInt16.self)
-                    i += 3
-                    o += 4
-                }
+        return String(unsafeUninitializedCapacity: length) { encode(raw: bytes, into: $0) }
+    }
+
+    /// The number of characters `count` bytes encode to.
+    public static func encodedLength(_ count: Int) -> Int { count / 3 * 4 + [0, 2, 3][count % 3] }
+
+    /// Three bytes to four characters, written into `out` (at least ``encodedLength(_:)`` long); returns how many.
+    public static func encode(raw bytes: UnsafeRawBufferPointer, into out: UnsafeMutableBufferPointer<UInt8>) -> Int {
+        let n = bytes.count
+        let length = encodedLength(n)
+        precondition(out.count >= length, "base64url output buffer too small")
+        guard length > 0 else { return 0 }
+        var i = 0, o = 0
+        pairs.withUnsafeBufferPointer { two in
+            let raw = UnsafeMutableRawPointer(out.baseAddress!)
+            while i + 3 <= n {
+                let w = Int(bytes[i]) << 16 | Int(bytes[i + 1]) << 8 | Int(bytes[i + 2])
+                raw.storeBytes(of: two[w >> 12].littleEndian, toByteOffset: o, as: UInt16.self)
+                raw.storeBytes(of: two[w & 0xFFF].littleEndian, toByteOffset: o + 2, as: UInt16.self)
+                i += 3
+                o += 4
             }
-            alphabet.withUnsafeBufferPointer { abc in
-                if n - i == 1 {
-                    let a = bytes[i]
-                    out[o] = abc[Int(a >> 2)]
-                    out[o + 1] = abc[Int((a & 0x03) << 4)]
-                } else if n - i == 2 {
-                    let a = bytes[i], b = bytes[i + 1]
-                    out[o] = abc[Int(a >> 2)]
-                    out[o + 1] = abc[Int((a & 0x03) << 4 | b >> 4)]
-                    out[o + 2] = abc[Int((b & 0x0F) << 2)]
-                }
-            }
-            return length
         }
+        alphabet.withUnsafeBufferPointer { abc in
+            if n - i == 1 {
+                let a = bytes[i]
+                out[o] = abc[Int(a >> 2)]
+                out[o + 1] = abc[Int((a & 0x03) << 4)]
+            } else if n - i == 2 {
+                let a = bytes[i], b = bytes[i + 1]
+                out[o] = abc[Int(a >> 2)]
+                out[o + 1] = abc[Int((a & 0x03) << 4 | b >> 4)]
+                out[o + 2] = abc[Int((b & 0x0F) << 2)]
+            }
+        }
+        return length
     }
 
     /// Decodes base64url without padding; nil on any character outside the alphabet or an impossible length.

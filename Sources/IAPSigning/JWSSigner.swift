@@ -54,6 +54,33 @@ public struct JWSSigner: Sendable {
     /// A genuine JWS over payload bytes already encoded as JSON.
     public func sign(json: Data, signedDate: Millis) -> String {
         let leaf = pki.leaf(at: signedDate)
-        return Self.es256(leaf.es256Header, Base64URL.encode(json), key: leaf.key)
+        return Self.es256(leaf.es256Header, json: json, key: leaf.key)
+    }
+
+    /// ES256 over `header` and the base64url of `json`, the token written into one string: the payload is encoded
+    /// in place, signed there, and the signature encoded after it (no intermediate payload string, no regrowth).
+    static func es256(_ header: String, json: Data, key: P256.Signing.PrivateKey) -> String {
+        var header = header
+        let payloadLength = Base64URL.encodedLength(json.count)
+        return header.withUTF8 { h in
+            json.withUnsafeBytes { j in
+                let input = h.count + 1 + payloadLength
+                let total = input + 1 + Base64URL.encodedLength(64)
+                return String(unsafeUninitializedCapacity: total) { out in
+                    _ = UnsafeMutableBufferPointer(rebasing: out[..<h.count]).initialize(from: h)
+                    out[h.count] = UInt8(ascii: ".")
+                    _ = Base64URL.encode(raw: j, into: UnsafeMutableBufferPointer(rebasing: out[(h.count + 1)...]))
+                    let signingInput = UnsafeRawBufferPointer(UnsafeMutableBufferPointer(rebasing: out[..<input]))
+                    let sig = try! key.signature(for: signingInput)
+                    CryptoCounters.signatures.add(1, ordering: .relaxed)
+                    CryptoCounters.signedBytes.add(input, ordering: .relaxed)
+                    out[input] = UInt8(ascii: ".")
+                    let written = sig.rawRepresentation.withUnsafeBytes {
+                        Base64URL.encode(raw: $0, into: UnsafeMutableBufferPointer(rebasing: out[(input + 1)...]))
+                    }
+                    return input + 1 + written
+                }
+            }
+        }
     }
 }
