@@ -32,30 +32,13 @@ public enum FlatJSON {
 
     /// The top-level members of `bytes`, in order, or nil when the text is outside the simple shape.
     public static func fields(_ bytes: UnsafeBufferPointer<UInt8>) -> [(key: String, value: Value)]? {
-        var r = Reader(bytes: bytes)
-        r.space()
-        guard r.take(0x7B) else { return nil }  // {
         var out: [(key: String, value: Value)] = []
         out.reserveCapacity(32)
-        r.space()
-        if r.take(0x7D) {
-            r.space()
-            return r.atEnd ? out : nil
+        let read = members(bytes, keys: Keys.none) { key, _, value in
+            out.append((String(decoding: UnsafeBufferPointer(rebasing: bytes[key]), as: UTF8.self), value))
+            return true
         }
-        while true {
-            r.space()
-            guard let key = r.string() else { return nil }
-            r.space()
-            guard r.take(0x3A) else { return nil }  // :
-            r.space()
-            guard let value = r.value(depth: 0) else { return nil }
-            out.append((key, value))
-            r.space()
-            if r.take(0x2C) { continue }  // ,
-            guard r.take(0x7D) else { return nil }  // }
-            r.space()
-            return r.atEnd ? out : nil
-        }
+        return read ? out : nil
     }
 
     /// Whether JSONEncoder would escape something in `utf8`: a quote, a backslash or a control byte. Eight bytes at
@@ -106,6 +89,9 @@ public enum FlatJSON {
             }
         }
 
+        /// No names: every key is unknown.
+        static let none = Keys([])
+
         static func hash(_ key: UnsafeBufferPointer<UInt8>) -> Int {
             let n = key.count
             guard n > 0 else { return 0 }
@@ -140,10 +126,12 @@ public enum FlatJSON {
         }
     }
 
-    /// Walks the top-level members of `bytes`, handing each to `visit` with the index of its key in `keys` (nil for a
-    /// key not there) until `visit` answers false. False when the text is outside the simple shape (as
-    /// ``fields(_:)`` gives nil) or `visit` refused a member.
-    static func members(_ bytes: UnsafeBufferPointer<UInt8>, keys: Keys, _ visit: (Int?, Value) -> Bool) -> Bool {
+    /// Walks the top-level members of `bytes`, handing each to `visit` with its key's bytes and the index of its key
+    /// in `keys` (nil for a key not there) until `visit` answers false. False when the text is
+    /// outside the simple shape or `visit` refused a member.
+    static func members(
+        _ bytes: UnsafeBufferPointer<UInt8>, keys: Keys, _ visit: (Range<Int>, Int?, Value) -> Bool
+    ) -> Bool {
         var r = Reader(bytes: bytes)
         r.space()
         guard r.take(0x7B) else { return false }  // {
@@ -160,13 +148,30 @@ public enum FlatJSON {
             r.space()
             guard let value = r.value(depth: 0) else { return false }
             let index = keys.index(of: UnsafeBufferPointer(rebasing: bytes[key]))
-            guard visit(index, value) else { return false }
+            guard visit(key, index, value) else { return false }
             r.space()
             if r.take(0x2C) { continue }  // ,
             guard r.take(0x7D) else { return false }  // }
             r.space()
             return r.atEnd
         }
+    }
+
+    /// Reads a payload of a table's type: each known field's value, read as its kind, goes to `assign` with the
+    /// field's index (unknown keys are skipped). False when JSONDecoder must decide: the text is outside the shape,
+    /// a value is not of its field's kind, a field repeats, a required one is missing, or `assign` refused.
+    static func read(
+        _ bytes: UnsafeBufferPointer<UInt8>, _ table: Table,
+        _ assign: (_ index: Int, _ text: String?, _ number: Int64?, _ flag: Bool?) -> Bool
+    ) -> Bool {
+        var seen: UInt64 = 0
+        let walked = members(bytes, keys: table.keys) { _, index, value in
+            guard let index else { return true }  // a field Apple added since: ignored
+            guard let (text, number, flag) = read(value, as: table.fields[index], seen: &seen) else { return false }
+            return assign(index, text, number, flag)
+        }
+        // Every required field present (JSONDecoder names the missing one).
+        return walked && seen & table.required == table.required
     }
 
     /// One field's value read as its kind (all nil for a null), or nil when JSONDecoder must decide: a value of

@@ -2,16 +2,10 @@ extension JWSRenewalInfoDecodedPayload {
     /// The payload read by ``FlatJSON`` (see ``JWSTransactionDecodedPayload/init(flatJSON:)``), or nil: then
     /// `JSONDecoder` decides. A renewal info with `eligibleWinBackOfferIds` (an array) always goes to JSONDecoder.
     public init?(flatJSON bytes: UnsafeBufferPointer<UInt8>) {
-        var seen: UInt64 = 0
         var r = JWSRenewalInfoDecodedPayload(
             originalTransactionId: "", productId: "", autoRenewProductId: nil, autoRenewStatus: nil, signedDate: 0,
             environment: .production)
-        let table = Self.flat
-        let read = FlatJSON.members(bytes, keys: table.keys) { index, value in
-            guard let index else { return true }  // a newer field: ignored
-            guard let (text, number, flag) = FlatJSON.read(value, as: table.fields[index], seen: &seen) else {
-                return false
-            }
+        let read = FlatJSON.read(bytes, Self.flat) { index, text, number, flag in
             switch FlatField(rawValue: index)! {
             case .originalTransactionId: r.originalTransactionId = text!
             case .productId: r.productId = text!
@@ -37,7 +31,7 @@ extension JWSRenewalInfoDecodedPayload {
             }
             return true
         }
-        guard read, seen & table.required == table.required else { return nil }
+        guard read else { return nil }
         self = r
     }
 

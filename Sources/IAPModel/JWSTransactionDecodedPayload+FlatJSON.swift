@@ -2,16 +2,10 @@ extension JWSTransactionDecodedPayload {
     /// The payload read by ``FlatJSON``, or nil when it is outside that reader's shape or not a well-typed
     /// transaction: then `JSONDecoder` decides (with the same result on every payload this accepts).
     public init?(flatJSON bytes: UnsafeBufferPointer<UInt8>) {
-        var seen: UInt64 = 0
         var x = JWSTransactionDecodedPayload(
             transactionId: "", originalTransactionId: "", bundleId: "", productId: "", purchaseDate: 0, quantity: nil,
             type: .consumable, signedDate: 0, environment: .production)
-        let table = Self.flat
-        let read = FlatJSON.members(bytes, keys: table.keys) { index, value in
-            guard let index else { return true }  // a field Apple added since: ignored
-            guard let (text, number, flag) = FlatJSON.read(value, as: table.fields[index], seen: &seen) else {
-                return false
-            }
+        let read = FlatJSON.read(bytes, Self.flat) { index, text, number, flag in
             switch FlatField(rawValue: index)! {
             case .transactionId: x.transactionId = text!
             case .originalTransactionId: x.originalTransactionId = text!
@@ -46,8 +40,7 @@ extension JWSTransactionDecodedPayload {
             }
             return true
         }
-        // Every required field present (JSONDecoder names the missing one).
-        guard read, seen & table.required == table.required else { return nil }
+        guard read else { return nil }
         self = x
     }
 

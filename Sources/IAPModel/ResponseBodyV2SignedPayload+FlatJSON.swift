@@ -7,7 +7,7 @@ extension ResponseBodyV2SignedPayload {
         var type: String?, uuid: String?, signed: Int64?
         var n = ResponseBodyV2SignedPayload(
             notificationType: .test, subtype: nil, notificationUUID: "", version: nil, signedDate: 0, data: nil)
-        let read = FlatJSON.members(bytes, keys: Self.flatKeys) { index, value in
+        let read = FlatJSON.members(bytes, keys: Self.flatKeys) { _, index, value in
             guard let index else { return true }  // a newer field: ignored
             guard seen & (1 << index) == 0 else { return false }
             seen |= 1 << index
@@ -72,7 +72,7 @@ extension ResponseBodyV2SignedPayload.Data {
         var d = Self(
             appAppleId: nil, bundleId: nil, environment: nil, signedTransactionInfo: nil, signedRenewalInfo: nil,
             status: nil)
-        let read = FlatJSON.members(bytes, keys: Self.flatKeys) { index, value in
+        let read = FlatJSON.members(bytes, keys: Self.flatKeys) { _, index, value in
             guard let index else { return true }
             guard seen & (1 << index) == 0 else { return false }
             seen |= 1 << index
