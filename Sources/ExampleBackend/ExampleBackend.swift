@@ -133,6 +133,20 @@ final class Backend: Sendable {
             "CREATE TABLE IF NOT EXISTS journal_v3 (seq INTEGER PRIMARY KEY, job TEXT NOT NULL, record TEXT NOT NULL)",
             []
         ) { _ in }
+        // A database from before jobs: its journal is job "" (what a caller without the header gets), moved over in
+        // one transaction so that nothing acknowledged is left behind.
+        let old = Locked(false)
+        try await db.query("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'journal_v2'", []) { _ in
+            old.withLock { $0 = true }
+        }
+        if old.value {
+            try await db.query("BEGIN", []) { _ in }
+            try await db.query(
+                "INSERT INTO journal_v3 (job, record) SELECT '', record FROM journal_v2 ORDER BY seq", []
+            ) { _ in }
+            try await db.query("DROP TABLE journal_v2", []) { _ in }
+            try await db.query("COMMIT", []) { _ in }
+        }
         let rows = Locked<[String]>([])
         try await db.query("SELECT seq, job, record FROM journal_v3 ORDER BY seq", []) { row in
             let entry =
@@ -358,37 +372,5 @@ struct ExampleBackend {
         let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: options.port)))
         try await app.runService()  // returns on SIGTERM/SIGINT after a graceful shutdown
         try await db.close()
-    }
-}
-
-/// A subscriber record as a subscription service answers it: `{"subscriber": {"entitlements": {"pro":
-/// {"expires_date": "2026-04-01T00:00:00.000Z"}}}}`, the expiry `null` for a lifetime unlock.
-struct SubscriberRecord: Encodable {
-    struct Entitlement: Encodable {
-        var expiresDate: String?
-        enum CodingKeys: String, CodingKey { case expiresDate = "expires_date" }
-        func encode(to encoder: any Encoder) throws {
-            var c = encoder.container(keyedBy: CodingKeys.self)
-            try c.encode(expiresDate, forKey: .expiresDate)  // null, not absent
-        }
-    }
-    struct Subscriber: Encodable {
-        var originalAppUserId: String
-        var entitlements: [String: Entitlement]
-        enum CodingKeys: String, CodingKey {
-            case originalAppUserId = "original_app_user_id", entitlements
-        }
-    }
-    var requestDateMs: Millis
-    var subscriber: Subscriber
-    enum CodingKeys: String, CodingKey { case requestDateMs = "request_date_ms", subscriber }
-
-    init(_ user: String, _ answer: EntitlementAnswer, at: Millis) {
-        var out: [String: Entitlement] = [:]
-        for e in answer.entitlements where e.active {
-            out[e.entitlementId] = Entitlement(expiresDate: e.expiresDate.map(CivilTime.iso8601))
-        }
-        requestDateMs = at
-        subscriber = Subscriber(originalAppUserId: user, entitlements: out)
     }
 }

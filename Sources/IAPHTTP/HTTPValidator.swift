@@ -176,6 +176,11 @@ public class HTTPValidator: Validator {
     /// This caller's job (`--jobs`): sent in ``jobHeader`` on every request when the target takes more than one.
     public var job = 0
     public static let jobHeader = "X-IAPCheck-Job"
+
+    /// The job number of the `made`-th worker (from 0) a run of `jobs` jobs asks for: 1…jobs−1 in turn (job 0 is the
+    /// first validator). A run asks for jobs−1 workers in a row, so its numbers are distinct whichever worker it
+    /// starts at (certify starts one run per property).
+    public static func jobNumber(ofWorker made: Int, jobs: Int) -> Int { 1 + made % max(1, jobs - 1) }
     var deliveries = 0
     /// How many times the `reset` fault dropped an answer.
     public private(set) var resetsInjected = 0

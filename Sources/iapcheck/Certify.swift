@@ -39,6 +39,8 @@ struct Certify: ParsableCommand {
         let (catalog, policy) = try options.loadOrExit()
         try requireWritable(directory: results)
         let faultProfile = try parseFaults(faults)
+        // Before anything starts: a target's maxConcurrency bounds --jobs.
+        let jobCount = try resolveJobs(jobs, for: validator, faults: faultProfile)
         let v = try makeValidator(validator, timeout: timeout, faults: faultProfile)
         if let problem = faultProfile.problem(with: v) { throw ValidationError(problem) }
         let known = Set(commaList(knownDivergences ?? ""))
@@ -51,8 +53,8 @@ struct Certify: ParsableCommand {
         let report = CertificationSuite.run(
             v, spec: validator, catalog: catalog, policy: policy, scale: scale, knownDivergences: known,
             faults: faultProfile.isEmpty ? nil : faults, durableAck: faultProfile.kill, catalogRecord: record,
-            jobs: try resolveJobs(jobs, for: validator, faults: faultProfile),
-            makeWorker: workerFactory(validator, timeout: timeout, faults: faultProfile),
+            jobs: jobCount,
+            makeWorker: workerFactory(validator, timeout: timeout, faults: faultProfile, jobs: jobCount),
             maxSize: options.maxSize
         ) { line in
             FileHandle.standardError.write(Data("certify: \(line)\n".utf8))

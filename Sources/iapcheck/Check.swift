@@ -111,8 +111,10 @@ struct Check: ParsableCommand {
         if let json { try requireWritable(file: json) }
         if let junit { try requireWritable(file: junit) }
         let faultProfile = try parseFaults(faults)
+        // Before anything starts: a target's maxConcurrency bounds --jobs.
+        let jobCount = try resolveJobs(jobs, for: validator, faults: faultProfile)
         // One per job: the built-in reference runs synchronized when checked with concurrent clients.
-        let workers = workerFactory(validator, timeout: timeout, faults: faultProfile)
+        let workers = workerFactory(validator, timeout: timeout, faults: faultProfile, jobs: jobCount)
         let make = { [validator, parallel] () throws -> any Validator in
             parallel && validator == "reference" ? SynchronizedReferenceValidator() : try workers()
         }
@@ -154,7 +156,7 @@ struct Check: ParsableCommand {
         opts.shrinkBudget.maxSeconds = shrinkSeconds ?? .infinity
         opts.shouldStop = { Interrupt.requested }
         Interrupt.install()
-        opts.jobs = try resolveJobs(jobs, for: validator, faults: faultProfile)
+        opts.jobs = jobCount
         var checker = Checker(options: opts, validator: v)
         checker.makeWorker = make
         let progress = Progress(

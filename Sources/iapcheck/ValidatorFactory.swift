@@ -19,17 +19,19 @@ func resolveJobs(_ asked: Int?, for spec: String, faults: FaultProfile = FaultPr
     if spec.hasPrefix("http:") {
         let path = String(spec.dropFirst("http:".count))
         // An unreadable target file is reported by makeValidator, with its problems.
-        let allowed = (try? HTTPValidator.Target.load(path: path))?.maxConcurrency ?? 1
+        guard let target = try? HTTPValidator.Target.load(path: path) else { return asked ?? 1 }
+        let allowed = target.maxConcurrency
         if let asked, asked > allowed {
             throw ValidationError(
                 allowed == 1
                     ? "--jobs \(asked): \(path) takes one caller at a time; give it \"maxConcurrency\" when the backend keeps one state per \(HTTPValidator.jobHeader) header (docs/http-target.md#concurrent-jobs)"
                     : "--jobs \(asked): \(path) takes at most \(allowed) callers at once (\"maxConcurrency\")")
         }
-        let jobs = asked ?? min(cores, allowed)
-        if jobs > 1 && !faults.isEmpty {
-            throw ValidationError(
-                "--faults act on the one backend all jobs share: give --jobs 1 with --faults")
+        // The kill fault restarts the backend, which every job shares; the reset fault drops only the connection of
+        // the job it hits (and the store faults need a store, which maxConcurrency excludes).
+        let jobs = asked ?? (faults.kill ? 1 : min(cores, allowed))
+        if jobs > 1 && faults.kill {
+            throw ValidationError("--faults kill restarts the one backend every job shares: give --jobs 1 with it")
         }
         return jobs
     }
@@ -37,14 +39,15 @@ func resolveJobs(_ asked: Int?, for spec: String, faults: FaultProfile = FaultPr
     return inProcess ? cores : 1
 }
 
-/// The validator for each job after the first (`--jobs`): `http:` targets number their jobs.
+/// The validator for each job after the first (`--jobs`); `http:` targets number them (``HTTPValidator/jobNumber(ofWorker:jobs:)``).
 func workerFactory(
-    _ spec: String, timeout: Double, faults: FaultProfile
+    _ spec: String, timeout: Double, faults: FaultProfile, jobs: Int
 ) -> () throws -> any Validator {
-    var next = 0
+    var made = 0
     return {
-        next += 1
-        return try makeValidator(spec, timeout: timeout, faults: faults, job: next)
+        defer { made += 1 }
+        return try makeValidator(
+            spec, timeout: timeout, faults: faults, job: HTTPValidator.jobNumber(ofWorker: made, jobs: jobs))
     }
 }
 

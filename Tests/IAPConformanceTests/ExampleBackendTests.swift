@@ -68,11 +68,11 @@ import Testing
             o.jobs = jobs
             var checker = Checker(
                 options: o, validator: HTTPValidator(target: target, name: "http:example", timeout: 10))
-            var next = 0
+            var made = 0
             checker.makeWorker = {
-                next += 1
                 let v = HTTPValidator(target: target, name: "http:example", timeout: 10)
-                v.job = next
+                v.job = HTTPValidator.jobNumber(ofWorker: made, jobs: jobs)
+                made += 1
                 return v
             }
             return checker.run()
@@ -107,6 +107,18 @@ import Testing
         try job1.reset(config)
         #expect(try job0.entitlements(q) == answer)
         #expect(try job1.entitlements(q).products.isEmpty)
+    }
+
+    /// Worker numbers stay in 1…jobs−1 and are distinct within each run, however many runs share the counter (certify
+    /// starts one per property) and wherever a run starts in it.
+    @Test func jobNumbersStayWithinTheDeclaredConcurrency() {
+        for jobs in 2...6 {
+            for start in 0..<7 {
+                let run = (start..<(start + jobs - 1)).map { HTTPValidator.jobNumber(ofWorker: $0, jobs: jobs) }
+                #expect(Set(run).count == jobs - 1, "jobs \(jobs), start \(start): \(run)")
+                #expect(run.allSatisfy { (1..<jobs).contains($0) }, "jobs \(jobs), start \(start): \(run)")
+            }
+        }
     }
 
     /// The backend pulls chains from the mock App Store's Server API (with its JWT) and checks receipts with its
@@ -312,8 +324,8 @@ import Testing
             """
             import sqlite3, sys
             c = sqlite3.connect(sys.argv[1])
-            c.execute("CREATE TABLE journal_v3 (seq INTEGER PRIMARY KEY, job TEXT NOT NULL, record TEXT NOT NULL)")
-            c.execute("INSERT INTO journal_v3 (job, record) VALUES ('', 'R\t0\tnot json')")
+            c.execute("CREATE TABLE journal_v2 (seq INTEGER PRIMARY KEY, record TEXT NOT NULL)")
+            c.execute("INSERT INTO journal_v2 (record) VALUES ('R\t0\tnot json')")
             c.commit()
             """, db,
         ]
