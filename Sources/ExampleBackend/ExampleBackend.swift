@@ -198,9 +198,11 @@ final class Backend: Sendable {
         try await db.query("INSERT INTO journal_v3 (job, record) VALUES (?, ?)", [.text(job), .text(text)]) { _ in }
     }
 
-    func deliver(_ d: SignedDelivery, now: Millis, job: String) async throws -> Response {
-        let verdict = try validator(job: job).deliver(d, now: now)
-        try await persist(.delivery(d, now: now), job: job)
+    /// Verifies and stores a delivery for the job and at the clock the request names.
+    func deliver(_ d: SignedDelivery, for request: Request) async throws -> Response {
+        let clock = now(request), job = Self.job(request)
+        let verdict = try validator(job: job).deliver(d, now: clock)
+        try await persist(.delivery(d, now: clock), job: job)
         switch verdict {
         case .accepted:
             return Response(
@@ -292,24 +294,23 @@ struct ExampleBackend {
             let b = try await body(request, as: AppTransactionBody.self)
             return try await backend.deliver(
                 .appTransaction(userId: b.userId, signedTransaction: b.signedTransaction, deviceTime: b.deviceTime),
-                now: now(request), job: Backend.job(request))
+                for: request)
         }
         router.post("/apple/notifications") { request, _ -> Response in
             let b = try await body(request, as: NotificationBody.self)
             let answer = try await backend.deliver(
-                .notification(signedPayload: b.signedPayload), now: now(request), job: Backend.job(request))
+                .notification(signedPayload: b.signedPayload), for: request)
             if options.slowAckMs > 0 { try await Task.sleep(for: .milliseconds(options.slowAckMs)) }
             return answer
         }
         router.post("/apple/api-snapshots") { request, _ -> Response in
             try await backend.deliver(
-                try await body(request, as: SignedDelivery.self), now: now(request), job: Backend.job(request))
+                try await body(request, as: SignedDelivery.self), for: request)
         }
         router.post("/apple/legacy-receipts") { request, _ -> Response in
             let b = try await body(request, as: LegacyBody.self)
             return try await backend.deliver(
-                .legacyReceipt(userId: b.userId, responseBody: b.responseBody), now: now(request),
-                job: Backend.job(request))
+                .legacyReceipt(userId: b.userId, responseBody: b.responseBody), for: request)
         }
         router.post("/apple/reconcile") { request, _ -> Response in
             // Pull the chain from the App Store Server API, then ingest it like any signed data.
@@ -324,7 +325,7 @@ struct ExampleBackend {
                         ["accepted": false, "reason": "the App Store knows no transaction \(b.originalTransactionId)"],
                         status: .unprocessableContent)
                 }
-                return try await backend.deliver(d, now: now(request), job: Backend.job(request))
+                return try await backend.deliver(d, for: request)
             } catch let e as AppStoreClient.Failure {
                 return Backend.json(["error": e.description], status: .badGateway)
             }
@@ -336,8 +337,7 @@ struct ExampleBackend {
                 switch status {
                 case 0:
                     return try await backend.deliver(
-                        .legacyReceipt(userId: b.userId, responseBody: responseBody), now: now(request),
-                        job: Backend.job(request))
+                        .legacyReceipt(userId: b.userId, responseBody: responseBody), for: request)
                 case 21002, 21003, 21010:
                     return Backend.json(
                         ["accepted": false, "reason": "verifyReceipt status \(status)"], status: .unprocessableContent)
