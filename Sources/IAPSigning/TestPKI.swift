@@ -200,6 +200,7 @@ public final class TestPKI: Sendable {
     }
 
     private func issueLeaf(label: String, serial: Int64, from: Date, until: Date) throws -> Leaf {
+        CryptoCounters.certificateSignatures.add(1, ordering: .relaxed)
         var kd = KeyDerivation(seed: seed)
         let key = kd.p256(label)
         let issued = try Self.issue(

@@ -38,8 +38,11 @@ enum ChainVerification {
         }
     }
 
-    /// Validates `leaf` through `intermediate` to one of `roots`; nil when accepted, else why not.
-    static func refusal(leaf: Certificate, intermediate: Certificate, roots: [Certificate], checkOIDs: Bool) -> String?
+    /// Validates `leaf` through `intermediate` to one of `roots`: the root the chain ends in, or why it does not.
+    /// The root comes from the chain the `Verifier` built, so no signature is checked twice (each costs a P-384
+    /// verification, many times an ES256 one).
+    static func validate(leaf: Certificate, intermediate: Certificate, roots: [Certificate], checkOIDs: Bool)
+        -> Result<Certificate, Refusal>
     {
         let result = BlockingAsync.run {
             var verifier = Verifier(rootCertificates: CertificateStore(roots)) {
@@ -49,12 +52,23 @@ enum ChainVerification {
             return await verifier.validate(leaf: leaf, intermediates: CertificateStore([intermediate]))
         }
         switch result {
-        case .validCertificate: return nil
+        case .validCertificate(let chain):
+            // The policy admits chains of exactly three, so the last is the trusted root.
+            guard let root = chain.last, chain.count == 3 else {
+                return .failure(Refusal(reason: "the verified chain has \(chain.count) certificates, not 3"))
+            }
+            return .success(root)
         case .couldNotValidate(let failures):
-            return explain(
-                leaf: leaf, intermediate: intermediate, roots: roots,
-                policyFailures: failures.map { "\($0.policyFailureReason)" })
+            return .failure(
+                Refusal(
+                    reason: explain(
+                        leaf: leaf, intermediate: intermediate, roots: roots,
+                        policyFailures: failures.map { "\($0.policyFailureReason)" })))
         }
+    }
+
+    struct Refusal: Error {
+        let reason: String
     }
 
     /// Why a chain was refused, for people: critical extensions, then signatures, then the policies' own words.

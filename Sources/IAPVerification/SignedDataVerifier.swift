@@ -73,13 +73,20 @@ public final class SignedDataVerifier: Sendable {
     public static let cacheCapacity = 1024
     /// Verdicts answered from the cache.
     public var cacheHits: Int { chains.withLock { $0.hits } }
+    /// Chains verified (each a P-384 check or more); a header the cache does not know whose certificates it does
+    /// costs none.
+    public var chainsVerified: Int { chains.withLock { $0.verified } }
 
     /// Chain verdicts by a hash of the header segment; each entry keeps the header bytes to rule out collisions.
     /// A verdict depends on the header bytes and the roots only (validity dates are checked per token against the
     /// chain's window), so refusals are kept too: a forger repeating one bad chain costs one lookup.
     struct ChainCache {
         var entries: [UInt64: (header: [UInt8], chain: Result<VerifiedChain, Failure>)] = [:]
+        /// The same verdicts by the certificates themselves (the x5c entries checked, joined), for a header seen
+        /// for the first time whose certificates are not.
+        var byCertificates: [String: Result<VerifiedChain, Failure>] = [:]
         var hits = 0
+        var verified = 0
     }
 
     package static let decoder = JSONDecoder()
@@ -172,13 +179,13 @@ public final class SignedDataVerifier: Sendable {
         let x5c: [String]?
     }
 
-    /// The verified chain of a header segment, from the cache or verified now.
     /// Whether the chain of a header segment verifies (from the cache when it holds it): `bench verify` times the
     /// lookup alone.
     package func chainVerifies(header: UnsafeRawBufferPointer) -> Bool {
         (try? verifiedChain(header: header).get()) != nil
     }
 
+    /// The verified chain of a header segment, from the cache or verified now.
     func verifiedChain(header: UnsafeRawBufferPointer) -> Result<VerifiedChain, Failure> {
         guard options.cacheChains else { return verifyChain(header: header) }
         let h = ByteHash.of(header)
@@ -212,8 +219,26 @@ public final class SignedDataVerifier: Sendable {
         guard x5c.count == 3 else {
             return .failure(Failure(.invalidFormat, "x5c has \(x5c.count) certificates, expected 3"))
         }
+        let used = x5c.prefix(options.trustEmbeddedRoot ? 3 : 2)
+        guard options.cacheChains else { return verifyCertificates(used) }
+        // Headers that differ only outside x5c (another member, another order) share the certificates' verdict.
+        let key = used.joined(separator: ",")
+        if let known = chains.withLock({ $0.byCertificates[key] }) { return known }
+        let result = verifyCertificates(used)
+        chains.withLock { cache in
+            if cache.byCertificates.count >= Self.cacheCapacity {
+                cache.byCertificates.removeAll(keepingCapacity: true)
+            }
+            cache.byCertificates[key] = result
+        }
+        return result
+    }
+
+    /// The chain of the certificates `x5c` holds (base64 DER, leaf first), checked as `options` say.
+    func verifyCertificates(_ x5c: ArraySlice<String>) -> Result<VerifiedChain, Failure> {
+        chains.withLock { $0.verified += 1 }
         var certs: [Certificate] = []
-        for (i, b64) in x5c.prefix(options.trustEmbeddedRoot ? 3 : 2).enumerated() {
+        for (i, b64) in x5c.enumerated() {
             guard let der = Data(base64Encoded: b64), let c = try? Certificate(derEncoded: Array(der)) else {
                 return .failure(Failure(.invalidCertificate, "x5c[\(i)] is not a DER certificate in base64"))
             }
@@ -223,14 +248,13 @@ public final class SignedDataVerifier: Sendable {
         var root: Certificate?
         if options.verifyChain {
             let anchors = options.trustEmbeddedRoot ? roots + [certs[2]] : roots
-            if let refusal = ChainVerification.refusal(
+            switch ChainVerification.validate(
                 leaf: leaf, intermediate: intermediate, roots: anchors, checkOIDs: options.checkOIDs)
             {
-                return .failure(Failure(.verificationFailure, refusal))
-            }
-            root = anchors.first {
-                $0.subject == intermediate.issuer
-                    && $0.publicKey.isValidSignature(intermediate.signature, for: intermediate)
+            case .success(let r):
+                root = r
+                CryptoCounters.chainSignatureChecks.add(2, ordering: .relaxed)
+            case .failure(let refusal): return .failure(Failure(.verificationFailure, refusal.reason))
             }
         }
         guard let key = P256.Signing.PublicKey(leaf.publicKey) else {

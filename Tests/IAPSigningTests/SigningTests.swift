@@ -48,6 +48,28 @@ import Testing
         #expect(v.cacheHits == 1)
     }
 
+    /// The chain verdict belongs to the certificates: a header that adds a member (as a tampered header does)
+    /// reuses it, and the token still fails on its signature; other certificates are verified anew.
+    @Test func chainVerdictsAreSharedByHeadersWithTheSameCertificates() throws {
+        let v = verifier()
+        let genuine = JWSSigner(pki: pki).sign(transaction(), signedDate: Self.t)
+        _ = try v.verify(genuine, as: JWSTransactionDecodedPayload.self) { $0.signedDate }.get()
+        #expect(v.chainsVerified == 1)
+        let tampered = ForgeryKit(pki: pki).jws(.tamperedHeader, transaction(), Self.t)
+        let refused = v.verify(tampered, as: JWSTransactionDecodedPayload.self) { $0.signedDate }
+        guard case .failure(let f) = refused else { Issue.record("a tampered header verified"); return }
+        #expect(f.reason == .signature)
+        #expect(v.chainsVerified == 1)
+        #expect(v.cacheHits == 0)
+        let otherLeaf = JWSSigner(pki: pki).sign(
+            transaction(signed: Self.t + 90 * CivilTime.msPerDay), signedDate: Self.t + 90 * CivilTime.msPerDay)
+        _ = try v.verify(otherLeaf, as: JWSTransactionDecodedPayload.self) { $0.signedDate }.get()
+        #expect(v.chainsVerified == 2)
+        let untrusted = ForgeryKit(pki: pki).jws(.untrustedRoot, transaction(), Self.t)
+        #expect((try? v.verify(untrusted, as: JWSTransactionDecodedPayload.self) { $0.signedDate }.get()) == nil)
+        #expect(v.chainsVerified == 3)
+    }
+
     /// A certificate counts at the token's signedDate. A genuine token whose leaf expired since it was signed is
     /// accepted, and one claiming a signedDate before its leaf became valid is refused, whatever the clock says
     /// when it arrives; a verifier that checks at the time of delivery gets both wrong.
