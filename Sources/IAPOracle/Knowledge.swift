@@ -19,6 +19,14 @@ public struct Knowledge: Sendable {
     public private(set) var graceClaims: [String: Set<Millis>] = [:]
     /// The latest `signedDate` of anything merged.
     public private(set) var newestSignedDate: Millis = .min
+    /// What the oracle derives from these facts (per user, and the readings), kept until a fact arrives: the
+    /// questions of a case come in runs about one user between deliveries. A copy shares it until either copy
+    /// learns something; every mutating method starts a new one.
+    private var memo = Locked(Memo())
+    struct Memo {
+        var users: [String: Oracle.Prepared] = [:]
+        var readings: [Oracle.Reading]?
+    }
 
     public init(config: ValidatorConfig) { self.config = config }
 
@@ -57,6 +65,7 @@ public struct Knowledge: Sendable {
     @discardableResult
     public mutating func learn(_ d: Delivery) -> Bool {
         guard rejection(d) == nil else { return false }
+        memo = Locked(Memo())
         switch d {
         case .appTransaction(let s):
             merge(s.transaction)
@@ -91,10 +100,12 @@ public struct Knowledge: Sendable {
 
     /// Links a chain to a user without a delivery (for the harness's own truth tests).
     public mutating func link(chain: String, to user: String) {
+        memo = Locked(Memo())
         if submittedBy[chain] == nil { submittedBy[chain] = user }
     }
 
     public mutating func merge(_ tx: JWSTransactionDecodedPayload) {
+        memo = Locked(Memo())
         Self.insert(tx, into: &transactionVersions[tx.transactionId, default: []], signed: \.signedDate)
         newestSignedDate = max(newestSignedDate, tx.signedDate)
         if let old = transactions[tx.transactionId], old.signedDate >= tx.signedDate { return }
@@ -102,6 +113,7 @@ public struct Knowledge: Sendable {
     }
 
     public mutating func merge(_ r: JWSRenewalInfoDecodedPayload) {
+        memo = Locked(Memo())
         Self.insert(r, into: &renewalVersions[r.originalTransactionId, default: []], signed: \.signedDate)
         newestSignedDate = max(newestSignedDate, r.signedDate)
         if let old = renewals[r.originalTransactionId], old.signedDate >= r.signedDate { return }
@@ -130,6 +142,7 @@ public struct Knowledge: Sendable {
     public func asOf(_ t: Millis, perPurchase: Bool = false) -> Knowledge {
         guard newestSignedDate > t else { return self }
         var k = self
+        k.memo = Locked(Memo())
         for (id, versions) in transactionVersions {
             k.transactions[id] = versions.last { $0.signedDate <= t } ?? versions[0]
         }
@@ -153,6 +166,22 @@ public struct Knowledge: Sendable {
     /// Every renewal info of a chain known, oldest signed first (for the reading at an instant, those signed by then).
     public func renewalHistory(_ originalTransactionId: String) -> [JWSRenewalInfoDecodedPayload] {
         renewalVersions[originalTransactionId] ?? []
+    }
+
+    /// The oracle's preparation of `user`'s transactions, made once per version of these facts.
+    func prepared(_ user: String) -> Oracle.Prepared {
+        if let p = memo.withLock({ $0.users[user] }) { return p }
+        let p = Oracle.Prepared(self, user: user)
+        memo.withLock { $0.users[user] = p }
+        return p
+    }
+
+    /// Every reading of these facts (``Oracle/Reading/all(_:)``), made once per version of them.
+    var readings: [Oracle.Reading] {
+        if let r = memo.withLock({ $0.readings }) { return r }
+        let r = Oracle.Reading.all(self)
+        memo.withLock { $0.readings = r }
+        return r
     }
 
     /// Transactions of chains linked to `user`.

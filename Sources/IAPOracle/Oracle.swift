@@ -114,7 +114,7 @@ public enum Oracle {
     /// Every reading of each is computed; the fields where they differ (a product's state, a group's effective
     /// product) are not compared, every other field is.
     public static func judge(_ k: Knowledge, user: String, at t: Millis) -> Judgement {
-        let readings = Reading.all(k)
+        let readings = k.readings
         let primary = answer(k, user: user, at: t, reading: readings[0])
         var undetermined: Set<AnswerDifference.Key> = []
         func consider(_ other: EntitlementAnswer) {
@@ -130,7 +130,7 @@ public enum Oracle {
         for r in readings.dropFirst() { consider(answer(k, user: user, at: t, reading: r)) }
         if k.newestSignedDate > t {
             for past in [k.asOf(t), k.asOf(t, perPurchase: true)] {
-                for r in Reading.all(past) { consider(answer(past, user: user, at: t, reading: r)) }
+                for r in past.readings { consider(answer(past, user: user, at: t, reading: r)) }
             }
         }
         return Judgement(answer: primary, undetermined: undetermined)
@@ -180,29 +180,49 @@ public enum Oracle {
         return nil
     }
 
+    /// A user's transactions as ``answer(_:user:at:reading:)`` reads them, whatever the instant: made once per
+    /// version of the facts (``Knowledge/prepared(_:)``).
+    struct Prepared: Sendable {
+        /// Every transaction of the user, each purchase's newest facts under every id of it (``samePurchase(_:)``).
+        var all: [JWSTransactionDecodedPayload]
+        /// The user's chains by `originalTransactionId`, each with every known transaction (also those purchased
+        /// after the instant asked about: an upgrade known to happen later is what bounds an upgraded
+        /// transaction's grant), sorted by purchase.
+        var chains: [(id: String, transactions: [JWSTransactionDecodedPayload])]
+
+        init(_ k: Knowledge, user: String) {
+            all = Oracle.samePurchase(k.transactions(of: user))
+            var byChain: [String: [JWSTransactionDecodedPayload]] = [:]
+            for tx in all { byChain[tx.originalTransactionId, default: []].append(tx) }
+            chains = byChain.sorted { $0.key < $1.key }.map { chain in
+                (
+                    chain.key,
+                    chain.value.sorted {
+                        ($0.purchaseDate, $0.transactionId) < ($1.purchaseDate, $1.transactionId)
+                    }
+                )
+            }
+        }
+    }
+
     /// The answer at `t` under one reading of the facts (by default the policy's).
     public static func answer(_ k: Knowledge, user: String, at t: Millis, reading: Reading? = nil) -> EntitlementAnswer
     {
         let reading = reading ?? Reading(policy: k.config.policy)
         let catalog = k.config.catalog, policy = k.config.policy
-        let all = samePurchase(k.transactions(of: user))
+        let prepared = k.prepared(user)
+        let all = prepared.all
         // Usually everything known was purchased by t: then no copy.
         let known = all.allSatisfy { $0.purchaseDate <= t } ? all : all.filter { $0.purchaseDate <= t }
-        // Every known transaction per chain, also those purchased after t: an upgrade known to happen later is
-        // what bounds an upgraded transaction's grant.
-        var wholeChain: [String: [JWSTransactionDecodedPayload]] = [:]
-        for tx in all { wholeChain[tx.originalTransactionId, default: []].append(tx) }
-        // The chains with a transaction purchased by t, each sorted by purchase.
-        let chainIds = Set(known.lazy.map(\.originalTransactionId))
 
         var grants: [Grant] = []
         var inactiveState: [String: (EntitlementState, Millis)] = [:]  // product → state, from the chain's latest
         var consumables: [String: Int] = [:]
 
-        for otid in chainIds.sorted() {
-            let chain = wholeChain[otid]!.filter { $0.purchaseDate <= t }.sorted {
-                ($0.purchaseDate, $0.transactionId) < ($1.purchaseDate, $1.transactionId)
-            }
+        for (otid, whole) in prepared.chains {
+            // The chain's transactions purchased by t (a prefix: sorted by purchase); none, no chain yet.
+            let chain = whole.prefix { $0.purchaseDate <= t }
+            if chain.isEmpty { continue }
             // A refund with chain scope voids every transaction bought before it (policy Q1).
             let chainRevokedAt: Millis? =
                 policy.refundScope == .chain
@@ -240,7 +260,7 @@ public enum Oracle {
                         // An extension signed only in the renewal info: what the renewal info signed while x was the
                         // chain's current transaction (before the next one's purchase) gives as the renewal date.
                         var next = Millis.max
-                        for y in wholeChain[otid, default: []] where y.purchaseDate > x.purchaseDate {
+                        for y in whole where y.purchaseDate > x.purchaseDate {
                             next = min(next, y.purchaseDate)
                         }
                         let said = k.renewalHistory(otid).filter {
@@ -262,7 +282,7 @@ public enum Oracle {
                     // An immediate upgrade or crossgrade: a later PURCHASE in the chain inside x's period ends x.
                     // (Legacy receipts carry no reason; there the upgraded-from entry's is_upgraded says it.)
                     var cut: Millis?
-                    for y in wholeChain[otid, default: []]
+                    for y in whole
                     where (y.transactionReason == .purchase || (y.transactionReason == nil && x.isUpgraded == true))
                         && y.purchaseDate > x.purchaseDate && y.purchaseDate < expires
                     {

@@ -175,4 +175,29 @@ import Testing
         #expect(sim.notifications.last?.payload.data?.transactionInfo?.transactionId == original)
         #expect(Set(sim.snapshot(chain: cid, at: refundAt + 1).transactions.map(\.transactionId)) == [original, copy])
     }
+
+    /// The oracle keeps what it derives from the facts until a fact arrives: a copy that learns a refund answers
+    /// with it, and the copy it came from, asked again, still answers without it.
+    @Test func aCopyThatLearnsDoesNotChangeTheOriginalsAnswers() throws {
+        let start = HistoryGenerator.epoch
+        var sim = StoreSimulator(
+            catalog: .standard, policy: .default, persons: [Person(index: 0, familyId: nil)], start: start)
+        sim.buySubscription(person: 0, productId: "pro.monthly", offer: .none, at: start, familyMates: [])
+        let cid = try #require(sim.chainOrder.first)
+        let current = try #require(sim.chains[cid]?.currentTx)
+        let bought = try #require(sim.latest(current))
+        var k = Knowledge(config: ValidatorConfig(catalog: .standard, policy: .default, trustedRoots: []))
+        k.merge(bought)
+        k.link(chain: cid, to: "u")
+        let t = start + CivilTime.msPerDay
+        let before = Oracle.answer(k, user: "u", at: t)
+        #expect(before.products.first?.active == true)
+
+        sim.refund(bought.transactionId, reason: .refundedForOtherReason, prorated: false, at: start + 1000)
+        var refunded = k
+        refunded.merge(try #require(sim.latest(bought.transactionId)))
+        #expect(Oracle.answer(refunded, user: "u", at: t).products.first?.state == .revoked)
+        #expect(Oracle.answer(k, user: "u", at: t) == before)
+        #expect(Oracle.judge(refunded, user: "u", at: t).answer.products.first?.active == false)
+    }
 }
