@@ -242,6 +242,11 @@ public struct EntitlementAnswer: Codable, Hashable, Sendable {
     public func answerDifferences(from expected: EntitlementAnswer, ignoring: Set<AnswerDifference.Key> = [])
         -> [AnswerDifference]
     {
+        agrees(with: expected) ? [] : allDifferences(from: expected, ignoring: ignoring)
+    }
+
+    /// ``answerDifferences(from:ignoring:)`` without its shortcut for answers that agree.
+    func allDifferences(from expected: EntitlementAnswer, ignoring: Set<AnswerDifference.Key>) -> [AnswerDifference] {
         var out: [AnswerDifference] = []
         func add(_ s: AnswerSubject, _ f: AnswerDifference.Field, _ text: String) {
             if !ignoring.contains(AnswerDifference.Key(subject: s, field: f)) {

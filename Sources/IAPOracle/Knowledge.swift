@@ -65,18 +65,18 @@ public struct Knowledge: Sendable {
     @discardableResult
     public mutating func learn(_ d: Delivery) -> Bool {
         guard rejection(d) == nil else { return false }
-        memo = Locked(Memo())
         switch d {
         case .appTransaction(let s):
             merge(s.transaction)
-            if submittedBy[s.transaction.originalTransactionId] == nil {
-                submittedBy[s.transaction.originalTransactionId] = s.userId
-            }
+            link(chain: s.transaction.originalTransactionId, to: s.userId)
         case .notification(let n):
             if let tx = n.data?.transactionInfo { merge(tx) }
             if let r = n.data?.renewalInfo {
                 merge(r)
-                if n.subtype == .gracePeriod && r.gracePeriodExpiresDate == nil {
+                if n.subtype == .gracePeriod && r.gracePeriodExpiresDate == nil,
+                    !graceClaims[r.originalTransactionId, default: []].contains(r.signedDate)
+                {
+                    memo = Locked(Memo())
                     graceClaims[r.originalTransactionId, default: []].insert(r.signedDate)
                 }
             }
@@ -100,32 +100,39 @@ public struct Knowledge: Sendable {
 
     /// Links a chain to a user without a delivery (for the harness's own truth tests).
     public mutating func link(chain: String, to user: String) {
+        guard submittedBy[chain] == nil else { return }
         memo = Locked(Memo())
-        if submittedBy[chain] == nil { submittedBy[chain] = user }
+        submittedBy[chain] = user
     }
 
     public mutating func merge(_ tx: JWSTransactionDecodedPayload) {
+        // A version already known (a retry, a duplicate, the same fact by another channel) changes nothing.
+        guard Self.insert(tx, into: &transactionVersions[tx.transactionId, default: []], signed: \.signedDate) else {
+            return
+        }
         memo = Locked(Memo())
-        Self.insert(tx, into: &transactionVersions[tx.transactionId, default: []], signed: \.signedDate)
         newestSignedDate = max(newestSignedDate, tx.signedDate)
         if let old = transactions[tx.transactionId], old.signedDate >= tx.signedDate { return }
         transactions[tx.transactionId] = tx
     }
 
     public mutating func merge(_ r: JWSRenewalInfoDecodedPayload) {
+        guard Self.insert(r, into: &renewalVersions[r.originalTransactionId, default: []], signed: \.signedDate) else {
+            return
+        }
         memo = Locked(Memo())
-        Self.insert(r, into: &renewalVersions[r.originalTransactionId, default: []], signed: \.signedDate)
         newestSignedDate = max(newestSignedDate, r.signedDate)
         if let old = renewals[r.originalTransactionId], old.signedDate >= r.signedDate { return }
         renewals[r.originalTransactionId] = r
     }
 
-    /// Keeps one version per `signedDate`, ordered by it.
-    private static func insert<T>(_ v: T, into list: inout [T], signed: (T) -> Millis) {
+    /// Keeps one version per `signedDate`, ordered by it; false when one with that `signedDate` is already kept.
+    private static func insert<T>(_ v: T, into list: inout [T], signed: (T) -> Millis) -> Bool {
         let d = signed(v)
-        if list.contains(where: { signed($0) == d }) { return }
+        if list.contains(where: { signed($0) == d }) { return false }
         let i = list.firstIndex { signed($0) > d } ?? list.endIndex
         list.insert(v, at: i)
+        return true
     }
 
     /// The facts as a validator that keeps every version would read them at `t`: per transaction and per chain's

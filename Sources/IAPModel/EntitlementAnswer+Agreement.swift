@@ -1,0 +1,50 @@
+extension EntitlementAnswer {
+    /// True exactly when ``answerDifferences(from:ignoring:)`` finds no difference at all, decided without building
+    /// its dictionaries: almost every question of a check agrees, and the lists hold a handful of entries, so a
+    /// linear search per id is cheaper than hashing them. Ids are looked up by their first entry, as there.
+    func agrees(with expected: EntitlementAnswer) -> Bool {
+        typealias Grant = (active: Bool, state: EntitlementState, expires: Millis?, ownership: InAppOwnershipType?)
+        /// What `grant` in ``answerDifferences(from:ignoring:)`` reports nothing for.
+        func same(_ e: Grant?, _ o: Grant?) -> Bool {
+            switch (e, o) {
+            case let (e?, o?):
+                guard e.active == o.active, e.state == o.state else { return false }
+                return !e.active || (e.expires == o.expires && e.ownership == o.ownership)
+            case let (e?, nil): return !e.active
+            case let (nil, o?): return !o.active
+            case (nil, nil): return true
+            }
+        }
+        func product(_ list: [ProductEntitlement], _ id: String) -> Grant? {
+            list.first { $0.productId == id }.map { ($0.active, $0.state, $0.expiresDate, $0.ownership) }
+        }
+        for list in [products, expected.products] {
+            for id in list.lazy.map(\.productId) where !same(product(expected.products, id), product(products, id)) {
+                return false
+            }
+        }
+        for e in expected.groups {
+            guard let o = groups.first(where: { $0.groupId == e.groupId }),
+                o.effectiveProductId == e.effectiveProductId, o.introEligible == e.introEligible
+            else { return false }
+        }
+        func balance(_ list: [ConsumableBalance], _ id: String) -> Int {
+            list.first { $0.productId == id }?.balance ?? 0
+        }
+        for list in [consumables, expected.consumables] {
+            for id in list.lazy.map(\.productId) where balance(consumables, id) != balance(expected.consumables, id) {
+                return false
+            }
+        }
+        func entitlement(_ list: [EntitlementGrant], _ id: String) -> Grant? {
+            list.first { $0.entitlementId == id }.map { ($0.active, $0.state, $0.expiresDate, $0.ownership) }
+        }
+        for list in [entitlements, expected.entitlements] {
+            for id in list.lazy.map(\.entitlementId)
+            where !same(entitlement(expected.entitlements, id), entitlement(entitlements, id)) {
+                return false
+            }
+        }
+        return true
+    }
+}
