@@ -1,3 +1,5 @@
+import CBase64URL
+
 /// base64url without padding (RFC 7515 §2), hand-written: the string-replacing route through Foundation costs
 /// about twice a signature verification (docs/performance-notes.md#targets-for-the-hot-path), and this sits on the verification hot path.
 public enum Base64URL {
@@ -34,7 +36,9 @@ public enum Base64URL {
         let length = encodedLength(n)
         precondition(out.count >= length, "base64url output buffer too small")
         guard length > 0 else { return 0 }
-        var i = 0, o = 0
+        // Whole blocks with SIMD where the processor has it, the rest below.
+        var i = n >= 16 ? iapcheck_base64url_encode_blocks(bytes.baseAddress, n, out.baseAddress) : 0
+        var o = i / 3 * 4
         pairs.withUnsafeBufferPointer { two in
             let raw = UnsafeMutableRawPointer(out.baseAddress!)
             while i + 3 <= n {
@@ -79,7 +83,12 @@ public enum Base64URL {
             reverse.withUnsafeBufferPointer { rev in
                 // 0xFF marks a character outside the alphabet; OR-ed with any sextet it stays above 0x3F.
                 var bad: UInt8 = 0
-                var i = 0, o = 0
+                // Whole blocks with SIMD where the processor has it (stopping before a block with a character
+                // outside the alphabet, which the loop below then finds), the rest here.
+                var i =
+                    n >= 16
+                    ? iapcheck_base64url_decode_blocks(input.baseAddress, n, out.baseAddress, length) : 0
+                var o = i / 4 * 3
                 while i + 4 <= n {
                     let a = rev[Int(input[i])], b = rev[Int(input[i + 1])], c = rev[Int(input[i + 2])],
                         d = rev[Int(input[i + 3])]

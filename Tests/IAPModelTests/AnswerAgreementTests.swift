@@ -1,3 +1,4 @@
+import Foundation
 import PropertyEngine
 import Testing
 
@@ -46,5 +47,44 @@ import Testing
             if full.isEmpty { agreeing += 1 }
         }
         #expect(agreeing > 2000)
+    }
+}
+
+/// base64url with its SIMD blocks: the same text as Foundation's base64 (alphabet swapped, padding dropped) at every
+/// length around the 12-byte and 16-character blocks, every value of every byte, a round trip, and a refusal of a
+/// character outside the alphabet at any position of a long token (inside a block or in the tail).
+@Suite struct Base64URLBlockTests {
+    static func foundation(_ bytes: [UInt8]) -> String {
+        Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-")
+            .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+    }
+
+    @Test func blocksEncodeAndDecodeAsTheScalarCodeDoes() {
+        var rng = SplitMix64(seed: 64)
+        for n in Array(0..<200) + [4096, 4097, 4098, 19_000] {
+            let bytes = (0..<n).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
+            let text = Base64URL.encode(bytes)
+            #expect(text == Self.foundation(bytes), "length \(n)")
+            #expect(Base64URL.decode(text) == bytes, "length \(n)")
+        }
+        // Every byte value in every position of a block, and so every character in every position.
+        let all = (0..<768).map { UInt8($0 & 0xFF) }
+        for shift in 0..<3 {
+            let bytes = Array(all.dropFirst(shift))
+            #expect(Base64URL.encode(bytes) == Self.foundation(bytes))
+            #expect(Base64URL.decode(Base64URL.encode(bytes)) == bytes)
+        }
+    }
+
+    @Test func aCharacterOutsideTheAlphabetIsRefusedAnywhere() {
+        let text = Array(Base64URL.encode((0..<300).map { UInt8($0 & 0xFF) }).utf8)
+        for position in 0..<text.count {
+            for bad in [UInt8(ascii: "+"), UInt8(ascii: "/"), UInt8(ascii: "="), UInt8(ascii: "."), 0x00, 0x80, 0xFF] {
+                var t = text
+                t[position] = bad
+                let decoded = t.withUnsafeBufferPointer { Base64URL.decode(utf8: $0) }
+                #expect(decoded == nil, "\(bad) at \(position)")
+            }
+        }
     }
 }
