@@ -206,3 +206,16 @@ public struct JWSTransactionDecodedPayload: Codable, Hashable, Sendable {
         return r <= t
     }
 }
+
+extension JWSTransactionDecodedPayload {
+    /// Purchase order: by `purchaseDate`, ties by `transactionId`. The id is read only on a tie: a tuple comparison
+    /// reads (and retains) both ids at every step of a sort.
+    public static func purchasedBefore(_ a: JWSTransactionDecodedPayload, _ b: JWSTransactionDecodedPayload) -> Bool {
+        a.purchaseDate != b.purchaseDate ? a.purchaseDate < b.purchaseDate : a.transactionId < b.transactionId
+    }
+
+    /// Signing order: by `signedDate`, ties by `transactionId` (read only on a tie).
+    public static func signedBefore(_ a: JWSTransactionDecodedPayload, _ b: JWSTransactionDecodedPayload) -> Bool {
+        a.signedDate != b.signedDate ? a.signedDate < b.signedDate : a.transactionId < b.transactionId
+    }
+}

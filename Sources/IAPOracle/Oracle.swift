@@ -153,7 +153,7 @@ public enum Oracle {
         }
         guard repeated else { return txs }
         var newest: [PurchaseKey: JWSTransactionDecodedPayload] = [:]
-        for x in txs.sorted(by: { ($0.signedDate, $0.transactionId) < ($1.signedDate, $1.transactionId) }) {
+        for x in txs.sorted(by: JWSTransactionDecodedPayload.signedBefore) {
             if let p = purchaseKey(of: x) { newest[p] = x }
         }
         return txs.map { x in
@@ -197,9 +197,7 @@ public enum Oracle {
             chains = byChain.sorted { $0.key < $1.key }.map { chain in
                 (
                     chain.key,
-                    chain.value.sorted {
-                        ($0.purchaseDate, $0.transactionId) < ($1.purchaseDate, $1.transactionId)
-                    }
+                    chain.value.sorted(by: JWSTransactionDecodedPayload.purchasedBefore)
                 )
             }
         }
@@ -326,9 +324,7 @@ public enum Oracle {
 
         // Non-renewing subscriptions: the app's duration from purchaseDate, optionally stacked.
         for p in catalog.products where p.kind == .nonRenewing {
-            let txs = known.filter { $0.productId == p.id }.sorted {
-                ($0.purchaseDate, $0.transactionId) < ($1.purchaseDate, $1.transactionId)
-            }
+            let txs = known.filter { $0.productId == p.id }.sorted(by: JWSTransactionDecodedPayload.purchasedBefore)
             guard let period = p.period else { continue }
             var lastEnd: Millis = .min
             for x in txs {

@@ -35,13 +35,13 @@ extension ReferenceValidator {
         }
 
         var nonRenewing: [String: [JWSTransactionDecodedPayload]] = [:]
-        for otid in chains.keys.sorted() where user(ofChain: otid) == q.userId {
+        for otid in chains.keys.filter({ user(ofChain: $0) == q.userId }).sorted() {
             let chain = chains[otid]!
             let listed = transactions(of: chain, chain: otid, at: t)
             let everything = chain.severalIdsPerPurchase ? onePerPurchase(listed) : listed
             let renewal = renewalInfo(of: chain, chain: otid, at: t)
             let txs = everything.filter { $0.purchaseDate <= t && includes($0) }
-                .sorted { ($0.purchaseDate, $0.transactionId) < ($1.purchaseDate, $1.transactionId) }
+                .sorted(by: JWSTransactionDecodedPayload.purchasedBefore)
             for tx in txs where tx.inAppOwnershipType == .purchased {
                 if let g = tx.subscriptionGroupIdentifier { introTxs[g, default: []].append(tx) }
             }
@@ -99,7 +99,7 @@ extension ReferenceValidator {
         }
         for (productId, txs) in nonRenewing.sorted(by: { $0.key < $1.key }) {
             var lastEnd: Millis = .min
-            let ordered = txs.sorted { ($0.purchaseDate, $0.transactionId) < ($1.purchaseDate, $1.transactionId) }
+            let ordered = txs.sorted(by: JWSTransactionDecodedPayload.purchasedBefore)
             for tx in ordered {
                 let start = config.policy.nonRenewingStacking ? max(tx.purchaseDate, lastEnd) : tx.purchaseDate
                 guard let end = nonRenewingEnd(tx, start: start) else {

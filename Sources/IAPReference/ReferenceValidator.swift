@@ -308,7 +308,7 @@ open class ReferenceValidator: DecodedDeliveryValidator {
         var out: [JWSTransactionDecodedPayload] = []
         for members in groups.values {
             guard members.count > 1,
-                let newest = members.max(by: { ($0.signedDate, $0.transactionId) < ($1.signedDate, $1.transactionId) })
+                let newest = members.max(by: JWSTransactionDecodedPayload.signedBefore)
             else {
                 out += members
                 continue

@@ -95,7 +95,7 @@ public final class ArtifactRenderer {
         for r in s.renewalInfos {
             guard
                 let latest = s.transactions.filter({ $0.originalTransactionId == r.originalTransactionId })
-                    .max(by: { ($0.purchaseDate, $0.transactionId) < ($1.purchaseDate, $1.transactionId) }),
+                    .max(by: JWSTransactionDecodedPayload.purchasedBefore),
                 let group = latest.subscriptionGroupIdentifier
             else { continue }
             let item = LastTransactionsItem(

@@ -9,9 +9,7 @@ public enum LegacyReceiptRenderer {
         var entries: [LegacyReceiptResponse.InApp] = []
         var pending: [LegacyReceiptResponse.PendingRenewal] = []
         for chain in l.chains {
-            let ordered = chain.transactions.sorted {
-                ($0.purchaseDate, $0.transactionId) < ($1.purchaseDate, $1.transactionId)
-            }
+            let ordered = chain.transactions.sorted(by: JWSTransactionDecodedPayload.purchasedBefore)
             for (i, t) in ordered.enumerated() where t.type != .consumable {
                 var e = LegacyReceiptResponse.InApp(
                     quantity: String(t.quantity ?? 1), product_id: t.productId, transaction_id: t.transactionId,
