@@ -2,13 +2,14 @@ import Foundation
 import IAPConformance
 import IAPHTTP
 import IAPModel
+import IAPTesting
 import IAPValidatorAPI
 import Testing
 
 /// An HTTP target's own entitlements response read through the target file's `answer` mapping.
 @Suite struct AnswerMappingTests {
     static func target(_ json: String) throws(ConfigError) -> HTTPValidator.Target {
-        let path = NSTemporaryDirectory() + "mapped-\(UUID().uuidString).json"
+        let path = Scratch.directory + "mapped-\(UUID().uuidString).json"
         try? Data(json.utf8).write(to: URL(fileURLWithPath: path))
         return try HTTPValidator.Target.load(path: path)
     }

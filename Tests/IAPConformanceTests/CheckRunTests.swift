@@ -3,6 +3,7 @@ import IAPConformance
 import IAPModel
 import IAPMutants
 import IAPReference
+import IAPTesting
 import IAPValidatorAPI
 import Testing
 
@@ -21,7 +22,7 @@ import Testing
     }
 
     @Test func aFailureIsSavedThenReplayedFromTheCorpus() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("checkrun-\(getpid())").path
+        let dir = Scratch.url.appendingPathComponent("checkrun-\(getpid())").path
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let mutant = Mutants.named("ignore-revocation")!
         let (first, text) = try Self.run(mutant.make(), corpus: dir, cases: 600)
@@ -47,7 +48,7 @@ import Testing
     }
 
     @Test func anUnreadableCorpusFileIsAConfigurationError() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("checkrun-bad-\(getpid())").path
+        let dir = Scratch.url.appendingPathComponent("checkrun-bad-\(getpid())").path
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         try Data("{not json".utf8).write(to: URL(fileURLWithPath: dir + "/broken.json"))

@@ -107,7 +107,7 @@ import Testing
         #expect(f.shrunk.actionCount <= f.originalActions)
         #expect(f.shrunk.events.contains { $0.family == .refund })
 
-        let dir = NSTemporaryDirectory() + "iapcheck-corpus-\(UUID().uuidString)"
+        let dir = Scratch.directory + "iapcheck-corpus-\(UUID().uuidString)"
         let path = try Corpus.save(
             CorpusCase(foundWith: mutant.name, seed: o.seed, caseIndex: f.caseIndex, failure: d, testCase: f.shrunk),
             in: dir)
@@ -167,7 +167,7 @@ import Testing
         "\u{0}\u{1}",
     ])
     func aCorruptCorpusFileIsReportedByName(_ text: String) {
-        let path = NSTemporaryDirectory() + "corrupt-\(UUID().uuidString).json"
+        let path = Scratch.directory + "corrupt-\(UUID().uuidString).json"
         FileManager.default.createFile(atPath: path, contents: Data(text.utf8))
         #expect {
             try Corpus.load(path: path)
@@ -295,7 +295,7 @@ final class CoinFlipValidator: ReferenceValidator {
         o.cases = 20
         o.properties = [.durableAck]
         o.shrinkBudget = .init(maxAttempts: 30, maxSeconds: 10)
-        let dir = NSTemporaryDirectory() + "durable-\(UUID().uuidString)"
+        let dir = Scratch.directory + "durable-\(UUID().uuidString)"
         let good = SubprocessValidator(command: "\(Self.binary) serve --journal \(dir)-good", timeout: 10)
         defer { good.stop() }
         let ok = Checker(options: o, validator: good).run()

@@ -4,6 +4,7 @@ import IAPHTTP
 import IAPModel
 import IAPSigning
 import IAPStore
+import IAPTesting
 import IAPValidatorAPI
 import Testing
 
@@ -21,7 +22,7 @@ import Testing
         let port =
             (20_000 + Int(ProcessInfo.processInfo.processIdentifier % 15_000) * 2 + (store == nil ? 0 : 1) + 30_010
                 + slot) % 60_000 + 1024
-        let db = NSTemporaryDirectory() + "backend-\(UUID().uuidString).sqlite"
+        let db = Scratch.directory + "backend-\(UUID().uuidString).sqlite"
         let p = Process()
         p.executableURL = URL(fileURLWithPath: binary)
         p.arguments =
@@ -251,7 +252,7 @@ import Testing
               "notification":{"method":"POST","path":"/apple/notifications"},\(pull)
               "entitlements":{"method":"GET","path":"/users/{userId}/entitlements?at={at}"}}}
             """
-        let path = NSTemporaryDirectory() + "target-\(UUID().uuidString).json"
+        let path = Scratch.directory + "target-\(UUID().uuidString).json"
         try Data(json.utf8).write(to: URL(fileURLWithPath: path))
         return try HTTPValidator.Target.load(path: path)
     }
@@ -313,7 +314,7 @@ import Testing
     /// naming the row, instead of answering from less than it acknowledged.
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: binary), "the example backend is not built"))
     func anUnreadableJournalRowStopsTheBackendNamingTheRow() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("journal-\(UUID().uuidString)")
+        let dir = Scratch.url.appendingPathComponent("journal-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         let db = dir.appendingPathComponent("j.db").path
@@ -349,7 +350,7 @@ import Testing
     }
 
     @Test func targetFilesAreStrictAndLoopbackOnly() throws {
-        let path = NSTemporaryDirectory() + "bad-target-\(UUID().uuidString).json"
+        let path = Scratch.directory + "bad-target-\(UUID().uuidString).json"
         try Data(
             #"{"baseURL":"http://10.0.0.5:80","routes":{"reset":{"method":"DELETE","path":"reset"}},"extra":1}"#.utf8
         ).write(to: URL(fileURLWithPath: path))

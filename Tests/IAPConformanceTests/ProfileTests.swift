@@ -5,6 +5,7 @@ import IAPMutants
 import IAPReference
 import IAPSimulator
 import IAPSubprocess
+import IAPTesting
 import IAPValidatorAPI
 import Testing
 
@@ -36,7 +37,7 @@ import Testing
     }
 
     @Test func badEntitlementsAreRefusedNamingTheKey() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("ent-\(UUID().uuidString)")
+        let dir = Scratch.url.appendingPathComponent("ent-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         let file = dir.appendingPathComponent("bad.json").path
         try Data(
@@ -245,7 +246,7 @@ import Testing
 
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: binary), "iapcheck is not built"))
     func aHelloWithAnUnknownFieldIsAProtocolViolation() throws {
-        let script = FileManager.default.temporaryDirectory.appendingPathComponent("hello-\(UUID().uuidString).sh")
+        let script = Scratch.url.appendingPathComponent("hello-\(UUID().uuidString).sh")
         try Data(
             #"""
             read line

@@ -3,6 +3,7 @@ import IAPConformance
 import IAPHTTP
 import IAPLoad
 import IAPModel
+import IAPTesting
 import Testing
 
 /// Every file iapcheck reads gets a clear error naming the file — never a crash — whatever is in it.
@@ -85,11 +86,11 @@ import Testing
     @Test(arguments: Reader.allCases)
     func hostileFilesGiveAnErrorNamingTheFile(_ reader: Reader) throws {
         let good = try Self.valid(reader)
-        let goodPath = NSTemporaryDirectory() + "good-\(UUID().uuidString).\(reader.ext)"
+        let goodPath = Scratch.directory + "good-\(UUID().uuidString).\(reader.ext)"
         try good.write(to: URL(fileURLWithPath: goodPath))
         try reader.read(goodPath)  // the unmodified file is fine
         for (name, data) in Self.variants(of: good, key: reader.readKey) {
-            let path = NSTemporaryDirectory() + "hostile-\(UUID().uuidString).\(reader.ext)"
+            let path = Scratch.directory + "hostile-\(UUID().uuidString).\(reader.ext)"
             try data.write(to: URL(fileURLWithPath: path))
             do {
                 try reader.read(path)
@@ -107,7 +108,7 @@ import Testing
     /// the YAML library. Every non-scalar key is a ConfigError naming it.
     @Test(arguments: ["{a: 1}: 2\n", "[x, y]: 3\n", "name: smoke\n? [k]\n: v\n", "a: &x 1\nb: *x\n"])
     func yamlKeysThatAreNotStringsAreErrors(_ text: String) throws {
-        let path = NSTemporaryDirectory() + "hostile-\(UUID().uuidString).yaml"
+        let path = Scratch.directory + "hostile-\(UUID().uuidString).yaml"
         try Data(text.utf8).write(to: URL(fileURLWithPath: path))
         #expect(throws: ConfigError.self) { try LoadProfile.load(path: path) }
     }

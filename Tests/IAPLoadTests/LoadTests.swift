@@ -3,6 +3,7 @@ import IAPLoad
 import IAPModel
 import IAPMutants
 import IAPReference
+import IAPTesting
 import IAPValidatorAPI
 import Testing
 
@@ -38,7 +39,7 @@ import Testing
 
     /// YAML profiles go through the same strict decoder: the same problems, with the same key paths.
     @Test func yamlProfilesAreAsStrictAsJSON() throws {
-        let path = NSTemporaryDirectory() + "profile-\(UUID().uuidString).yaml"
+        let path = Scratch.directory + "profile-\(UUID().uuidString).yaml"
         try Data("name: x\ntarget: nginx\nmix:\n  appTransaction: lots\nexecutor:\n  type: open\ncolour: 1\n".utf8)
             .write(to: URL(fileURLWithPath: path))
         #expect {
@@ -91,7 +92,7 @@ import Testing
         #expect(r.summary.errors.isEmpty)
         #expect(r.summary.thresholds.count == 3)
         #expect(r.summary.thresholds[0].passed && r.summary.thresholds[1].passed)
-        let dir = NSTemporaryDirectory() + "iapcheck-load-\(UUID().uuidString)"
+        let dir = Scratch.directory + "iapcheck-load-\(UUID().uuidString)"
         try r.write(to: dir)
         let hgrm = try String(contentsOfFile: dir + "/latency.hgrm", encoding: .utf8)
         #expect(hgrm.contains("Percentile"))
@@ -195,7 +196,7 @@ final class SlowValidator: Validator {
             #expect(r.summary.requests + r.summary.dropped == 100)
             total += r.summary.requests
             dropped += r.summary.dropped
-            let dir = NSTemporaryDirectory() + "iapcheck-seg-\(UUID().uuidString)"
+            let dir = Scratch.directory + "iapcheck-seg-\(UUID().uuidString)"
             try r.write(to: dir)
             dirs.append(dir)
         }

@@ -1,5 +1,6 @@
 import Foundation
 import IAPModel
+import IAPTesting
 import Testing
 
 @Suite struct PeriodTests {
@@ -62,7 +63,7 @@ import Testing
         .deletingLastPathComponent().appendingPathComponent("Examples")
 
     static func write(_ text: String, ext: String = "json") -> String {
-        let path = NSTemporaryDirectory() + "iapcheck-\(UUID().uuidString).\(ext)"
+        let path = Scratch.directory + "iapcheck-\(UUID().uuidString).\(ext)"
         FileManager.default.createFile(atPath: path, contents: Data(text.utf8))
         return path
     }
@@ -207,7 +208,7 @@ import Testing
 
     @Test func invalidUTF8AndTruncationAreLocated() {
         let bytes = Data(#"{"bundleId":"b","#.utf8) + Data([0xC3, 0x28]) + Data(#""}"#.utf8)
-        let path = NSTemporaryDirectory() + "iapcheck-\(UUID().uuidString).json"
+        let path = Scratch.directory + "iapcheck-\(UUID().uuidString).json"
         FileManager.default.createFile(atPath: path, contents: bytes)
         #expect {
             try CatalogLoader.load(path: path)
@@ -224,7 +225,7 @@ import Testing
 
     @Test func aDirectoryIsNamedAsSuch() {
         #expect {
-            try CatalogLoader.load(path: NSTemporaryDirectory())
+            try CatalogLoader.load(path: Scratch.directory)
         } throws: { error in
             (error as? ConfigError)?.description.contains("is a directory") == true
         }

@@ -1,6 +1,7 @@
 import Foundation
 import IAPModel
 import IAPSigning
+import IAPTesting
 import Testing
 
 /// Apple's official Python verifier (`pip install app-store-server-library`) accepts iapcheck's root and JWS, and
@@ -32,7 +33,7 @@ import Testing
 
     @Test(.enabled(if: available, "python3 with app-store-server-library is not installed"))
     func applesVerifierAcceptsOurPKIAndRejectsForgeries() throws {
-        let dir = NSTemporaryDirectory() + "iapcheck-samples-\(UUID().uuidString)"
+        let dir = Scratch.directory + "iapcheck-samples-\(UUID().uuidString)"
         try PKIExport.samples(
             TestPKI.shared(seed: 1), catalog: .standard, at: CivilTime.days(fromCivil: 2026, 3, 1) * CivilTime.msPerDay,
             to: dir)

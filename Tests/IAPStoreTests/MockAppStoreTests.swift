@@ -3,6 +3,7 @@ import Foundation
 import IAPHTTP
 import IAPModel
 import IAPStore
+import IAPTesting
 import IAPValidatorAPI
 import Testing
 
@@ -14,7 +15,7 @@ import Testing
 
     /// A store on a free port with a fresh key file; its bundle set by a reset.
     static func store(sharedSecret: String? = "s3cret") throws -> MockAppStore {
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("key-\(UUID().uuidString).p8").path
+        let file = Scratch.url.appendingPathComponent("key-\(UUID().uuidString).p8").path
         try key.pemRepresentation.write(toFile: file, atomically: true, encoding: .utf8)
         let store = try MockAppStore(
             settings: StoreSettings(

@@ -1,6 +1,7 @@
 import Foundation
 import IAPModel
 import IAPSubprocess
+import IAPTesting
 import IAPValidatorAPI
 import Testing
 
@@ -55,7 +56,7 @@ import Testing
     }
 
     @Test func aTornLastLineIsNotReplayed() throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("journal-torn-\(getpid())").path
+        let path = Scratch.url.appendingPathComponent("journal-torn-\(getpid())").path
         defer { try? FileManager.default.removeItem(atPath: path) }
         let config = ValidatorConfig(catalog: .standard, policy: .default, trustedRoots: [])
         let whole = [

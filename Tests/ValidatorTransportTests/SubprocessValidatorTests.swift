@@ -78,7 +78,7 @@ import Testing
 
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: binary), "iapcheck is not built"))
     func acknowledgedFactsSurviveAKillOnlyWhenPersistedFirst() throws {
-        let journal = NSTemporaryDirectory() + "journal-\(UUID().uuidString)"
+        let journal = Scratch.directory + "journal-\(UUID().uuidString)"
         let good = SubprocessValidator(command: "\(Self.binary) serve --journal \(journal)", timeout: 10)
         let sloppy = SubprocessValidator(
             command: "\(Self.binary) serve --journal \(journal)-b --ack-before-persist 8", timeout: 10)
