@@ -24,10 +24,11 @@ let package = Package(
     ],
     targets: [
         // Wire types (Apple's names), product catalog, policies, answers. No I/O, no crypto.
-        .target(name: "IAPModel", dependencies: ["CBase64URL"]),
-        // base64url in 16-character blocks with SSSE3 (the scalar code in IAPModel does the rest, and all of it
-        // elsewhere): tokens are base64url kilobytes, converted on every signature and verification.
-        .target(name: "CBase64URL"),
+        .target(name: "IAPModel", dependencies: ["CByteLoops"]),
+        // Byte loops in SIMD (base64url blocks, the JSON string scan; the scalar code in IAPModel does the rest, and
+        // all of it elsewhere): tokens are base64url kilobytes, converted and scanned on every signature and
+        // verification.
+        .target(name: "CByteLoops"),
         // The pure entitlement oracle (docs/semantics.md#oracle-specification). Imports only the model: a rendering or transport bug cannot hide in it.
         .target(name: "IAPOracle", dependencies: ["IAPModel"]),
         // Domain-free property engine: seeded RNG, recorded choice sequences, generic shrinking.

@@ -1,4 +1,4 @@
-import CBase64URL
+import CByteLoops
 
 /// base64url without padding (RFC 7515 §2), hand-written: the string-replacing route through Foundation costs
 /// about twice a signature verification (docs/performance-notes.md#targets-for-the-hot-path), and this sits on the verification hot path.

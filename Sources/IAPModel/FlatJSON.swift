@@ -1,3 +1,5 @@
+import CByteLoops
+
 /// A reader for the common shape of a JWS payload: one JSON object of ASCII strings without escapes, integers,
 /// booleans and nulls (nested values are skipped). It exists for speed on the verification hot path
 /// (`docs/performance-notes.md`): `JSONDecoder` costs about 10 µs per transaction, a quarter of a P-256
@@ -41,19 +43,12 @@ public enum FlatJSON {
         return read ? out : nil
     }
 
-    /// Whether JSONEncoder would escape something in `utf8`: a quote, a backslash or a control byte. Eight bytes at
-    /// a time, then byte by byte for the rest.
+    /// Whether JSONEncoder would escape something in `utf8`: a quote, a backslash or a control byte.
     static func needsEscape(_ utf8: UnsafeBufferPointer<UInt8>) -> Bool {
         guard let base = utf8.baseAddress else { return false }
-        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
-        var i = 0
-        while i + 8 <= utf8.count {
-            let w = UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self)
-            let quote = w ^ (ones &* 0x22), slash = w ^ (ones &* 0x5C)
-            let found = ((quote &- ones) & ~quote) | ((slash &- ones) & ~slash) | ((w &- ones &* 0x20) & ~w)
-            if found & highs != 0 { return true }
-            i += 8
-        }
+        // Whole 16-byte blocks with SIMD where there is some (stopping at the first byte that needs a look), then
+        // byte by byte.
+        var i = utf8.count >= 16 ? iapcheck_json_plain_prefix(base, utf8.count, 1) : 0
         while i < utf8.count {
             let b = base[i]
             if b < 0x20 || b == 0x22 || b == 0x5C { return true }
@@ -216,19 +211,9 @@ public enum FlatJSON {
         mutating func stringRange() -> Range<Int>? {
             guard take(0x22), let base = bytes.baseAddress else { return nil }
             let start = i, count = bytes.count
-            var j = i
-            // Eight bytes at a time while none of them is a quote, a backslash or outside printable ASCII (nested
-            // tokens make strings of kilobytes); the byte loop below finds which one stopped it.
-            let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
-            while j + 8 <= count {
-                let w = UnsafeRawPointer(base + j).loadUnaligned(as: UInt64.self)
-                let quote = w ^ (ones &* 0x22), slash = w ^ (ones &* 0x5C)
-                let zeroQuote = (quote &- ones) & ~quote, zeroSlash = (slash &- ones) & ~slash
-                let control = (w &- ones &* 0x20) & ~w  // a byte below 0x20
-                let high = w | ((w & ~highs) &+ ones)  // a byte of 0x7F or above
-                guard (zeroQuote | zeroSlash | control | high) & highs == 0 else { break }
-                j += 8
-            }
+            // Whole 16-byte blocks with SIMD while none of their bytes is a quote, a backslash or outside printable
+            // ASCII (nested tokens make strings of kilobytes); the byte loop below looks at the one that stopped it.
+            var j = count - i >= 16 ? i + iapcheck_json_plain_prefix(base + i, count - i, 0) : i
             while j < count {
                 let b = base[j]
                 if b == 0x22 {

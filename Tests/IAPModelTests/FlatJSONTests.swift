@@ -139,6 +139,31 @@ import Testing
         }
     }
 
+    /// The writer's escape check goes by blocks too: a character JSONEncoder escapes (a quote, a backslash, a control
+    /// character) anywhere in a string of any length up to 80 makes the hand-written JSON decline, and anything else
+    /// (the edges of printable ASCII, DEL, multi-byte characters) is written as JSONEncoder writes it.
+    @Test func escapeCheckFindsEveryEscapeAtEveryPosition() throws {
+        let encoder = JSONFormat.compact()
+        var tx = JWSTransactionDecodedPayload(
+            transactionId: "1", originalTransactionId: "1", bundleId: "b", productId: "p", purchaseDate: 0,
+            type: .nonConsumable, signedDate: 0, environment: .production)
+        for length in 1...80 {
+            for p in 0..<length {
+                for c in ["\"", "\\", "\u{0}", "\u{1F}", "\n", " ", "~", "\u{7F}", "é", "日"] {
+                    var chars = [String](repeating: "a", count: length)
+                    chars[p] = c
+                    tx.offerIdentifier = chars.joined()
+                    let escaped = ["\"", "\\", "\u{0}", "\u{1F}", "\n"].contains(c)
+                    if escaped {
+                        #expect(tx.compactJSON == nil, "\(c.unicodeScalars.first!.value) at \(p) of \(length)")
+                    } else {
+                        #expect(tx.compactJSON == [UInt8](try encoder.encode(tx)), "\(c) at \(p) of \(length)")
+                    }
+                }
+            }
+        }
+    }
+
     /// Edits of a payload: wrong types, nulls, repeats, escapes, numbers in every form, unknown nested fields,
     /// truncations and random bytes. Whatever the fast reader accepts, JSONDecoder accepts with the same value.
     @Test func editedPayloadsNeverDisagree() throws {
@@ -188,14 +213,15 @@ import Testing
         }
     }
 
-    /// The string scan goes eight bytes at a time: a quote, a backslash, a control byte or a byte of 0x7F and above
-    /// stops it wherever it sits in the word, and the edges of printable ASCII (0x20, 0x7E) do not.
+    /// The string scan goes 32 or 16 bytes at a time (AVX2, SSE2), then byte by byte: a quote, a backslash, a control
+    /// byte or a byte of 0x7F and above stops it wherever it sits in a block or in the tail, and the edges of
+    /// printable ASCII (0x20, 0x7E) do not. Lengths up to 80 put the byte in the first, second and third block.
     @Test func stringScanFindsEveryStopByteAtEveryPosition() {
         func read(_ string: [UInt8]) -> [(key: String, value: FlatJSON.Value)]? {
             let text = Array(#"{"k":""#.utf8) + string + Array(#""}"#.utf8)
             return text.withUnsafeBufferPointer { FlatJSON.fields($0) }
         }
-        for length in 1...27 {
+        for length in 1...80 {
             for p in 0..<length {
                 var clean = [UInt8](repeating: 0x61, count: length)
                 clean[p] = p % 2 == 0 ? 0x20 : 0x7E
