@@ -98,10 +98,19 @@ extension FlatJSON {
     /// Writes a sorted-key compact object the way JSONEncoder writes it: keys are given in order; a string that
     /// would need an escape fails the write (the caller falls back to JSONEncoder).
     struct Writer {
-        var out: [UInt8] = []
+        var out: [UInt8]
         var first = true
 
-        init() { out.reserveCapacity(768) }
+        /// `capacity`: the bytes the object is expected to take (a transaction's is under 1 KB; a notification's
+        /// holds two nested tokens of kilobytes, and growing the buffer copies what was written).
+        init(capacity: Int = 1024) {
+            out = []
+            out.reserveCapacity(capacity)
+        }
+
+        /// A nested object written at the end of `out` (taken over, so appending does not copy it): its text is
+        /// `out` again after ``finish()``.
+        init(continuing out: consuming [UInt8]) { self.out = out }
 
         mutating func key(_ k: StaticString) {
             out.append(first ? 0x7B : 0x2C)
@@ -133,7 +142,22 @@ extension FlatJSON {
         mutating func int(_ k: StaticString, _ v: Int64?) {
             guard let v else { return }
             key(k)
-            out.append(contentsOf: String(v).utf8)
+            // Digits written straight into the buffer: `String(v)` allocated a string for each of a payload's
+            // dozen integers.
+            var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes: Int64.min has 20 characters
+            withUnsafeMutableBytes(of: &digits) { buf in
+                var m = v.magnitude, i = buf.count
+                repeat {
+                    i -= 1
+                    buf[i] = UInt8(truncatingIfNeeded: m % 10) &+ 0x30
+                    m /= 10
+                } while m != 0
+                if v < 0 {
+                    i -= 1
+                    buf[i] = 0x2D  // -
+                }
+                out.append(contentsOf: UnsafeRawBufferPointer(rebasing: buf[i...]))
+            }
         }
 
         mutating func bool(_ k: StaticString, _ v: Bool?) {
@@ -142,10 +166,13 @@ extension FlatJSON {
             out.append(contentsOf: (v ? "true" : "false").utf8)
         }
 
+        /// The text, moved out (the writer is left empty), so that the caller holds the only reference to it.
         mutating func finish() -> [UInt8] {
             if first { out.append(0x7B) }
             out.append(0x7D)
-            return out
+            var text: [UInt8] = []
+            swap(&text, &out)
+            return text
         }
     }
 }

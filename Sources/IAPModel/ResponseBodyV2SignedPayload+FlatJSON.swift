@@ -42,10 +42,13 @@ extension ResponseBodyV2SignedPayload {
     /// purchase token, or a string would need an escape (then JSONEncoder writes it).
     public var compactJSON: [UInt8]? {
         guard summary == nil, externalPurchaseToken == nil else { return nil }
-        var w = FlatJSON.Writer()
+        // Room for the nested tokens (kilobytes each) and the rest, so the buffer never grows.
+        var w = FlatJSON.Writer(
+            capacity: 512 + (data?.signedRenewalInfo?.utf8.count ?? 0) + (data?.signedTransactionInfo?.utf8.count ?? 0))
         if let d = data {
             w.key("data")
-            var inner = FlatJSON.Writer()
+            var inner = FlatJSON.Writer(continuing: w.out)
+            w.out = []
             inner.int("appAppleId", d.appAppleId)
             guard inner.string("bundleId", d.bundleId), inner.string("bundleVersion", d.bundleVersion),
                 inner.string("consumptionRequestReason", d.consumptionRequestReason?.rawValue),
@@ -54,7 +57,7 @@ extension ResponseBodyV2SignedPayload {
                 inner.string("signedTransactionInfo", d.signedTransactionInfo)
             else { return nil }
             inner.int("status", d.status.map { Int64($0.rawValue) })
-            w.out.append(contentsOf: inner.finish())
+            w.out = inner.finish()
         }
         guard w.string("notificationType", notificationType.rawValue),
             w.string("notificationUUID", notificationUUID)

@@ -8,31 +8,33 @@ public final class ArtifactRenderer {
     public let signer: JWSSigner
     /// The App Apple ID API bodies carry.
     public var appAppleId: Int64?
-    private var memo: [MemoKey: String] = [:]
-
-    /// Payload bytes hashed once with ``ByteHash`` (SipHash over a notification's kilobytes showed in profiles).
-    struct MemoKey: Hashable {
-        let bytes: Data
-        let hash: UInt64
-        init(_ bytes: Data) {
-            self.bytes = bytes
-            hash = bytes.withUnsafeBytes { ByteHash.of($0) }
-        }
-        static func == (a: Self, b: Self) -> Bool { a.hash == b.hash && a.bytes == b.bytes }
-        func hash(into hasher: inout Hasher) { hasher.combine(hash) }
-    }
+    /// Tokens by their payload's JSON, found by a 64-bit ``ByteHash`` of it and confirmed byte for byte (SipHash over a
+    /// notification's kilobytes, and `Data` keys, showed in profiles).
+    private var memo: [UInt64: [(json: [UInt8], token: String)]] = [:]
+    /// The leaf that signed last, kept while the tokens' `signedDate`s stay in its slot (consecutive facts mostly
+    /// do): asking the PKI takes a lock and copies the leaf.
+    private var leaf: TestPKI.Leaf?
 
     public init(pki: TestPKI, appAppleId: Int64? = nil) {
         self.signer = JWSSigner(pki: pki)
         self.appAppleId = appAppleId
+        memo.reserveCapacity(64)
     }
 
     func jws<T: Encodable>(_ value: T, signedDate: Millis) -> String {
-        let key = MemoKey(JWSSigner.json(value))
-        if let s = memo[key] { return s }
-        let s = signer.sign(json: key.bytes, signedDate: signedDate)
-        memo[key] = s
-        return s
+        let json = JWSSigner.json(value)
+        let hash = json.withUnsafeBytes { ByteHash.of($0) }
+        if let known = memo[hash]?.first(where: { Self.same($0.json, json) }) { return known.token }
+        if leaf?.signsDuring?.contains(signedDate) != true { leaf = signer.pki.leaf(at: signedDate) }
+        let token = JWSSigner.es256(leaf!.es256Header, json: json, key: leaf!.key)
+        memo[hash, default: []].append((json, token))
+        return token
+    }
+
+    static func same(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        guard a.count == b.count, !a.isEmpty else { return a.count == b.count }
+        return a.withUnsafeBytes { x in b.withUnsafeBytes { y in memcmp(x.baseAddress!, y.baseAddress!, x.count) == 0 }
+        }
     }
 
     public func transaction(_ tx: JWSTransactionDecodedPayload) -> String { jws(tx, signedDate: tx.signedDate) }

@@ -12,6 +12,12 @@ public struct ForgeryKit: Sendable {
 
     public init(pki: TestPKI) { self.pki = pki }
 
+    /// The base64url of the oversized class's padding (a multiple of three bytes, so it encodes on its own).
+    static let paddingBase64: String = {
+        precondition(oversizedBytes % 3 == 0, "the padding must encode on its own")
+        return Base64URL.encode([UInt8](repeating: UInt8(ascii: "A"), count: oversizedBytes))
+    }()
+
     /// A key nobody's certificate holds (made once: a new key per forgery cost more than the forgery's signature).
     static let foreignKey = P256.Signing.PrivateKey()
     /// Xcode's StoreKit-testing key stands in for its own self-signed one.
@@ -152,14 +158,18 @@ public struct ForgeryKit: Sendable {
         case .x5cNotBase64:
             return signed(by: genuine, chain: ["not*base64", genuine.chain[1], genuine.chain[2]])
         case .oversizedToken:
-            // Built as bytes: string concatenation of the 400 KB padding cost more than the rest of a case.
-            var padded = [UInt8](JWSSigner.json(value))
-            padded.removeLast()
-            padded.reserveCapacity(padded.count + Self.oversizedBytes + 16)
-            padded += Array(",\"padding\":\"".utf8)
-            padded += repeatElement(UInt8(ascii: "A"), count: Self.oversizedBytes)
-            padded += Array("\"}".utf8)
-            return JWSSigner.es256(es256, Base64URL.encode(padded), key: genuine.key)
+            // The value's JSON with a member of `oversizedBytes` "A"s added. The padding encodes the same every time,
+            // so its base64url is made once: the JSON before it is filled with spaces (between members, where JSON
+            // allows them) to a multiple of three bytes, and the three encodings join into the payload's.
+            var head = JWSSigner.json(value)
+            head.removeLast()  // }
+            head.append(UInt8(ascii: ","))
+            let member = Array("\"padding\":\"".utf8)
+            while (head.count + member.count) % 3 != 0 { head.append(UInt8(ascii: " ")) }
+            head += member
+            return JWSSigner.es256(
+                es256, payload: [Base64URL.encode(head), Self.paddingBase64, Base64URL.encode(Array("\"}".utf8))],
+                key: genuine.key)
         }
     }
 

@@ -40,6 +40,9 @@ public final class TestPKI: Sendable {
         public let chain: [String]
         /// The encoded ES256 header with this chain: the same for every token the leaf signs, so built once.
         public let es256Header: String
+        /// The signing dates ``TestPKI/leaf(at:)`` gives this leaf for (its 30-day slot), so that a renderer can keep
+        /// it at hand instead of asking again for every token; nil for the other leaves.
+        public internal(set) var signsDuring: Range<Millis>?
 
         init(issued: Issued, key: P256.Signing.PrivateKey, chain: [String]) {
             self.issued = issued
@@ -156,11 +159,12 @@ public final class TestPKI: Sendable {
             if let l = made.slot[slot] { return l }
             let start = slot * Self.slotLength
             guard
-                let l = try? issueLeaf(
+                var l = try? issueLeaf(
                     label: "slot-leaf-\(slot)", serial: Self.serial(10_000, slot),
                     from: Self.date(start - CivilTime.msPerDay),
                     until: Self.date(start + Self.slotLength + CivilTime.msPerDay))
             else { return leaves[0] }
+            l.signsDuring = start..<start + Self.slotLength
             made.slot[slot] = l
             return l
         }

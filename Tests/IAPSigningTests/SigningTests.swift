@@ -136,6 +136,27 @@ import Testing
         if case .failure(let f) = result { #expect(f.reason == step[forgery] ?? .format, "\(forgery.rawValue): \(f)") }
     }
 
+    /// An oversized token is refused for its size alone: without a size limit it verifies and decodes to the tempting
+    /// transaction, so a verifier that takes it has no limit (rather than a broken forgery). Its padding's base64url
+    /// is made once and joined to the content's (the JSON before it is filled to a multiple of three bytes).
+    @Test func theOversizedForgeryIsGenuineButForItsSize() throws {
+        var tempting = transaction()
+        for productId in ["lifetime.unlock", "a", "ab", "abc"] {  // each length of the content modulo 3
+            tempting.productId = productId
+            let jws = ForgeryKit(pki: pki).jws(.oversizedToken, tempting, Self.t)
+            #expect(jws.utf8.count > ForgeryKit.oversizedBytes)
+            var options = SignedDataVerifier.Options()
+            options.maxTokenBytes = .max
+            let decoded = try SignedDataVerifier(trustedRoots: pki.trustedRoots, options: options).verify(
+                jws, as: JWSTransactionDecodedPayload.self
+            ) { $0.signedDate }.get()
+            #expect(decoded == tempting)
+            let payload = Base64URL.decode(String(jws.split(separator: ".")[1]))!
+            let object = try JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any]
+            #expect((object?["padding"] as? String)?.count == ForgeryKit.oversizedBytes)
+        }
+    }
+
     /// The chain is judged by swift-certificates' `Verifier`: each refusal names its cause without quoting whole
     /// certificates, and a chain that meets every rule is accepted whatever the signedDate inside its window.
     @Test func chainRefusalsNameTheirCause() throws {
