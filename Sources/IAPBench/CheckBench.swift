@@ -5,21 +5,68 @@ import IAPModel
 import IAPReference
 import IAPSigning
 import IAPValidatorAPI
+import Synchronization
 
 /// `iapcheck bench check`: how close a signed check runs to the cost of its cryptography, and how it scales over the
 /// cores.
 public enum CheckBench {
-    public struct Figures: Codable, Sendable {
+    /// What the cryptography costs on its own, in a tight loop: the price of each operation a case makes.
+    public struct Prices: Codable, Sendable {
+        /// ES256 on `inputBytes` of signing input, hashing included.
         public var microsecondsPerSign: Double
         public var microsecondsPerVerify: Double
-        public var unsignedCasesPerSecond: Double
+        public var inputBytes: Int
+        /// SHA-256, to price inputs of other sizes (a notification nests two tokens).
+        public var microsecondsPerKilobyteHashed: Double
+        /// P-384 on a certificate's to-be-signed bytes, as the test PKI and Apple's intermediate and root sign.
+        public var microsecondsPerCertificateSign: Double
+        public var microsecondsPerCertificateVerify: Double
+
+        /// The mean of two measurements.
+        static func mean(_ a: Prices, _ b: Prices) -> Prices {
+            Prices(
+                microsecondsPerSign: (a.microsecondsPerSign + b.microsecondsPerSign) / 2,
+                microsecondsPerVerify: (a.microsecondsPerVerify + b.microsecondsPerVerify) / 2,
+                inputBytes: a.inputBytes,
+                microsecondsPerKilobyteHashed: (a.microsecondsPerKilobyteHashed + b.microsecondsPerKilobyteHashed) / 2,
+                microsecondsPerCertificateSign: (a.microsecondsPerCertificateSign + b.microsecondsPerCertificateSign)
+                    / 2,
+                microsecondsPerCertificateVerify: (a.microsecondsPerCertificateVerify
+                    + b.microsecondsPerCertificateVerify) / 2)
+        }
+    }
+
+    /// One round: a signed check of the bench's cases on one job, in slices, each priced at the bursts of tight-loop
+    /// measurements taken before and after it; the ratio they give.
+    public struct Round: Codable, Sendable {
+        /// The mean of the round's bursts.
+        public var prices: Prices
         public var signedCasesPerSecond: Double
         public var signaturesPerCase: Double
         public var verificationsPerCase: Double
+        /// Kilobytes of signing input per case, signed and verified.
+        public var kilobytesPerCase: Double
+        /// ES256 per case at the prices (each operation at its real input size).
+        public var es256MicrosecondsPerCase: Double
         /// P-384 work per case: certificates signed for new leaves, certificate signatures of new chains checked.
         public var certificateMicrosecondsPerCase: Double
+        /// The µs a signature and a verification took where they ran, among the rest of each case, and what the
+        /// prices say they cost at the same input sizes.
+        public var inPlaceMicrosecondsPerSign: Double
+        public var inPlaceMicrosecondsPerVerify: Double
+        public var pricedMicrosecondsPerSign: Double
+        public var pricedMicrosecondsPerVerify: Double
         public var cryptoLimitRatio: Double
         /// The ratio counting the ES256 operations only.
+        public var es256LimitRatio: Double
+    }
+
+    public struct Figures: Codable, Sendable {
+        public var unsignedCasesPerSecond: Double
+        public var rounds: [Round]
+        /// Medians over the rounds.
+        public var signedCasesPerSecond: Double
+        public var cryptoLimitRatio: Double
         public var es256LimitRatio: Double
         public var jobs: Int
         public var signedCasesPerSecondWithJobs: Double
@@ -30,9 +77,13 @@ public enum CheckBench {
         public var description: String
     }
 
-    /// Measures, in this process: ES256 sign and verify on a real token's signing input, unsigned and signed cases/s
-    /// on one job, the ECDSA operations per case and the crypto-limit ratio, then signed cases/s with `jobs` jobs.
-    public static func run(cases: Int, unsignedCases: Int, jobs: Int, emit: (String) -> Void) throws -> Figures {
+    /// Measures, in this process: unsigned cases/s on one job; then `rounds` rounds of a signed check on one job, in
+    /// slices of about 50 cases with bursts of ES256 and P-384 prices on a real token's signing input between them,
+    /// each round giving the ECDSA operations per case and a crypto-limit ratio; the medians; then signed cases/s
+    /// with `jobs` jobs.
+    public static func run(cases: Int, unsignedCases: Int, rounds: Int = 3, jobs: Int, emit: (String) -> Void) throws
+        -> Figures
+    {
         // The cryptography alone, on a real token's signing input (the 3-certificate header and a transaction).
         let pki = TestPKI.harness
         let (sample, _) = Checker(options: CheckOptions(), validator: ReferenceValidator()).generate(caseIndex: 0)
@@ -48,32 +99,35 @@ public enum CheckBench {
         let dot = token.lastIndex(of: ".")!
         let input = Data(token[..<dot].utf8)
         let leaf = pki.leaf(at: 0)
-        let signature = try leaf.key.signature(for: input)
-        _ = Measure.microseconds(perCall: 200) { _ = try? leaf.key.signature(for: input) }  // warm up
-        let sign = Measure.microseconds(perCall: 3000) { _ = try? leaf.key.signature(for: input) }
-        let verify = Measure.microseconds(perCall: 3000) {
-            _ = leaf.key.publicKey.isValidSignature(signature, for: input)
-        }
-        // SHA-256 per byte, to price the signing inputs of other sizes (a notification nests two tokens).
-        let block = Data(repeating: 0x61, count: 64 * 1024)
-        let shaPerByte = Measure.microseconds(perCall: 300) { _ = SHA256.hash(data: block) } / Double(block.count)
-        emit(
-            "ES256 on a \(input.count)-byte signing input: sign \(String(format: "%.1f", sign)) µs, verify \(String(format: "%.1f", verify)) µs; SHA-256 \(String(format: "%.2f", shaPerByte * 1000)) µs per KB"
-        )
-        // Certificates are signed with P-384 (SHA-384), as Apple's intermediate and root are: the test PKI signs a
-        // leaf for each 30-day slot a run reaches, and a verifier checks two such signatures per new chain.
         let tbs = Data(leaf.issued.certificate.tbsCertificateBytes)
         let caKey = P384.Signing.PrivateKey()
-        let caSignature = try caKey.signature(for: tbs)
-        let certificateSign = Measure.microseconds(perCall: 200) { _ = try? caKey.signature(for: tbs) }
-        let certificateVerify = Measure.microseconds(perCall: 200) {
-            _ = caKey.publicKey.isValidSignature(caSignature, for: tbs)
-        }
-        emit(
-            "P-384 on a \(tbs.count)-byte certificate: sign \(String(format: "%.0f", certificateSign)) µs, verify \(String(format: "%.0f", certificateVerify)) µs"
-        )
 
-        func casesPerSecond(_ n: Int, signed: Bool, jobs: Int) -> (Double, CheckReport) {
+        // Hashed and signed as the harness and the reference do (the digest through the hasher's buffer entry point),
+        // so the prices are of the same calls. Short bursts (some 30 ms), taken between slices of a round's cases: on
+        // a shared machine the speed drifts within a second, and each slice is priced at the bursts on either side.
+        func prices(scale: Int = 1) throws -> Prices {
+            let signature = try input.withUnsafeBytes { try leaf.key.signature(for: JWSSigner.sha256($0)) }
+            let sign = Measure.microseconds(perCall: 150 * scale) {
+                _ = input.withUnsafeBytes { try? leaf.key.signature(for: JWSSigner.sha256($0)) }
+            }
+            let verify = Measure.microseconds(perCall: 150 * scale) {
+                _ = input.withUnsafeBytes { leaf.key.publicKey.isValidSignature(signature, for: JWSSigner.sha256($0)) }
+            }
+            let block = Data(repeating: 0x61, count: 64 * 1024)
+            let sha =
+                Measure.microseconds(perCall: 16 * scale) { _ = block.withUnsafeBytes { JWSSigner.sha256($0) } } / 64
+            let caSignature = try caKey.signature(for: tbs)
+            let certificateSign = Measure.microseconds(perCall: 6 * scale) { _ = try? caKey.signature(for: tbs) }
+            let certificateVerify = Measure.microseconds(perCall: 6 * scale) {
+                _ = caKey.publicKey.isValidSignature(caSignature, for: tbs)
+            }
+            return Prices(
+                microsecondsPerSign: sign, microsecondsPerVerify: verify, inputBytes: input.count,
+                microsecondsPerKilobyteHashed: sha, microsecondsPerCertificateSign: certificateSign,
+                microsecondsPerCertificateVerify: certificateVerify)
+        }
+
+        func checker(_ n: Int, signed: Bool, jobs: Int) -> Checker {
             var o = CheckOptions()
             o.cases = n
             o.seed = 1
@@ -81,50 +135,146 @@ public enum CheckBench {
             o.jobs = jobs
             var checker = Checker(options: o, validator: ReferenceValidator())
             checker.makeWorker = { ReferenceValidator() }
-            let r = checker.run()
-            return (Double(r.cases) / r.seconds, r)
+            return checker
         }
+        func check(_ n: Int, signed: Bool, jobs: Int) -> CheckReport { checker(n, signed: signed, jobs: jobs).run() }
         // Warm-up, not timed: the first cases pay for page faults, lazily built tables and the chain cache.
-        _ = casesPerSecond(max(50, cases / 5), signed: true, jobs: 1)
-        let (unsigned, _) = casesPerSecond(unsignedCases, signed: false, jobs: 1)
+        _ = try prices(scale: 10)
+        _ = check(max(50, cases / 5), signed: true, jobs: 1)
+        let unsignedRun = check(unsignedCases, signed: false, jobs: 1)
+        let unsigned = Double(unsignedRun.cases) / unsignedRun.seconds
         emit("unsigned check, 1 job: \(Int(unsigned)) cases/s")
-        CryptoCounters.reset()
-        let (signed, report) = casesPerSecond(cases, signed: true, jobs: 1)
-        guard report.failure == nil else {
-            throw Failure(description: "the reference failed a case; fix that before benchmarking")
+
+        var done: [Round] = []
+        let slice = 50
+        for r in 1...max(1, rounds) {
+            // One run, as `check` makes it (one validator, its caches warm across the cases); every `slice` cases it
+            // stops the clock, prices the cryptography in a burst and starts the clock again.
+            let state = SliceState(before: try prices())
+            var run = checker(cases, signed: true, jobs: 1)
+            run.progress = { n, total in
+                guard n % slice == 0 || n == total else { return }
+                CryptoCounters.timing.store(false, ordering: .relaxed)
+                let seconds = Measure.seconds(since: state.clock)
+                let after = (try? prices()) ?? state.before
+                state.tally.add(Prices.mean(state.before, after), cases: n - state.counted, seconds: seconds)
+                state.counted = n
+                state.before = after
+                CryptoCounters.reset()
+                CryptoCounters.timing.store(true, ordering: .relaxed)
+                state.clock = Measure.now()
+            }
+            CryptoCounters.reset()
+            CryptoCounters.timing.store(true, ordering: .relaxed)
+            state.clock = Measure.now()
+            let report = run.run()
+            CryptoCounters.timing.store(false, ordering: .relaxed)
+            guard report.failure == nil, state.counted == cases else {
+                throw Failure(description: "the reference failed a case; fix that before benchmarking")
+            }
+            let tally = state.tally
+            let round = tally.round
+            done.append(round)
+            let p = round.prices
+            emit(
+                "round \(r): ES256 on \(p.inputBytes) bytes sign \(f1(p.microsecondsPerSign)) µs, verify \(f1(p.microsecondsPerVerify)) µs, SHA-256 \(f2(p.microsecondsPerKilobyteHashed)) µs/KB; P-384 sign \(f0(p.microsecondsPerCertificateSign)) µs, verify \(f0(p.microsecondsPerCertificateVerify)) µs (means of \(tally.prices.count) pairs of bursts)"
+            )
+            emit(
+                "  signed check, 1 job: \(Int(round.signedCasesPerSecond)) cases/s; per case \(f1(round.signaturesPerCase)) signatures + \(f1(round.verificationsPerCase)) verifications over \(Int(round.kilobytesPerCase)) KB = \(f0(round.es256MicrosecondsPerCase)) µs of ES256, + \(f0(round.certificateMicrosecondsPerCase)) µs of P-384 (new leaves and chains)"
+            )
+            emit(
+                "  in place, among the rest of each case: sign \(f1(round.inPlaceMicrosecondsPerSign)) µs, verify \(f1(round.inPlaceMicrosecondsPerVerify)) µs on average (priced at their input sizes: \(f1(round.pricedMicrosecondsPerSign)) and \(f1(round.pricedMicrosecondsPerVerify)))"
+            )
+            emit("  crypto-limit ratio: \(f2(round.cryptoLimitRatio)) (ES256 alone: \(f2(round.es256LimitRatio)))")
         }
-        let signs = Double(CryptoCounters.signatures.load(ordering: .relaxed)) / Double(report.cases)
-        let verifies = Double(CryptoCounters.verifications.load(ordering: .relaxed)) / Double(report.cases)
-        // Each operation at its real input size: the measured cost on `input`, plus or minus the SHA-256 of the
-        // difference.
-        let signedBytes = Double(CryptoCounters.signedBytes.load(ordering: .relaxed)) / Double(report.cases)
-        let verifiedBytes = Double(CryptoCounters.verifiedBytes.load(ordering: .relaxed)) / Double(report.cases)
-        let n = Double(input.count)
-        let cryptoPerCase =
-            signs * sign + verifies * verify + (signedBytes - signs * n + verifiedBytes - verifies * n) * shaPerByte
-        let chainChecks = Double(CryptoCounters.chainSignatureChecks.load(ordering: .relaxed)) / Double(report.cases)
-        let certificates =
-            Double(CryptoCounters.certificateSignatures.load(ordering: .relaxed)) / Double(report.cases)
-        let certificatePerCase = chainChecks * certificateVerify + certificates * certificateSign
-        let es256Ratio = signed * cryptoPerCase / 1e6
-        let ratio = signed * (cryptoPerCase + certificatePerCase) / 1e6
+        let ratio = median(done.map(\.cryptoLimitRatio)), es256 = median(done.map(\.es256LimitRatio))
+        let signed = median(done.map(\.signedCasesPerSecond))
         emit(
-            "signed check, 1 job: \(Int(signed)) cases/s; per case \(String(format: "%.1f", signs)) signatures + \(String(format: "%.1f", verifies)) verifications over \(Int((signedBytes + verifiedBytes) / 1024)) KB of signing input = \(String(format: "%.0f", cryptoPerCase)) µs of ES256"
+            "crypto-limit ratio (signed cases/s × ECDSA µs per case), median of \(done.count): \(f2(ratio)) (ES256 alone: \(f2(es256))); signed check \(Int(signed)) cases/s"
         )
-        emit(
-            "  and certificates: \(String(format: "%.2f", chainChecks)) signature checks of new chains + \(String(format: "%.2f", certificates)) leaves signed = \(String(format: "%.0f", certificatePerCase)) µs of P-384"
-        )
-        emit(
-            "crypto-limit ratio (signed cases/s × ECDSA µs per case): \(String(format: "%.2f", ratio)) (ES256 alone: \(String(format: "%.2f", es256Ratio)))"
-        )
-        let (parallel, _) = casesPerSecond(cases * max(1, jobs), signed: true, jobs: jobs)
-        emit(
-            "signed check, \(jobs) jobs: \(Int(parallel)) cases/s; scaling ×\(String(format: "%.2f", parallel / signed)) over 1 job"
-        )
+        let parallelRun = check(cases * max(1, jobs), signed: true, jobs: jobs)
+        let parallel = Double(parallelRun.cases) / parallelRun.seconds
+        emit("signed check, \(jobs) jobs: \(Int(parallel)) cases/s; scaling ×\(f2(parallel / signed)) over 1 job")
         return Figures(
-            microsecondsPerSign: sign, microsecondsPerVerify: verify, unsignedCasesPerSecond: unsigned,
-            signedCasesPerSecond: signed, signaturesPerCase: signs, verificationsPerCase: verifies,
-            certificateMicrosecondsPerCase: certificatePerCase, cryptoLimitRatio: ratio, es256LimitRatio: es256Ratio,
-            jobs: jobs, signedCasesPerSecondWithJobs: parallel, scaling: parallel / signed)
+            unsignedCasesPerSecond: unsigned, rounds: done, signedCasesPerSecond: signed, cryptoLimitRatio: ratio,
+            es256LimitRatio: es256, jobs: jobs, signedCasesPerSecondWithJobs: parallel, scaling: parallel / signed)
     }
+
+    /// What the progress callback of a round's run carries from one slice to the next (it runs on the checking
+    /// thread, between cases).
+    final class SliceState {
+        var before: Prices
+        var tally = Tally()
+        var counted = 0
+        var clock: UInt64 = 0
+        init(before: Prices) { self.before = before }
+    }
+
+    /// A round's sums over its slices: each slice's ES256 operations priced at the bursts around it, at their real
+    /// input sizes (the measured cost on the sample input, plus or minus SHA-256 of the difference).
+    struct Tally {
+        var cases = 0
+        var seconds = 0.0
+        var signs = 0.0, verifies = 0.0, bytes = 0.0
+        var es256 = 0.0, certificates = 0.0
+        var signing = 0.0, verifying = 0.0
+        var inPlaceSign = 0.0, inPlaceVerify = 0.0
+        var prices: [Prices] = []
+
+        /// Adds the slice the counters hold, priced at `p`.
+        mutating func add(_ p: Prices, cases n: Int, seconds: Double) {
+            func count(_ a: borrowing Atomic<Int>) -> Double { Double(a.load(ordering: .relaxed)) }
+            let s = count(CryptoCounters.signatures), v = count(CryptoCounters.verifications)
+            let signedBytes = count(CryptoCounters.signedBytes), verifiedBytes = count(CryptoCounters.verifiedBytes)
+            let input = Double(p.inputBytes), shaPerByte = p.microsecondsPerKilobyteHashed / 1024
+            let signCost = s * p.microsecondsPerSign + (signedBytes - s * input) * shaPerByte
+            let verifyCost = v * p.microsecondsPerVerify + (verifiedBytes - v * input) * shaPerByte
+            es256 += signCost + verifyCost
+            signing += signCost
+            verifying += verifyCost
+            certificates +=
+                count(CryptoCounters.chainSignatureChecks) * p.microsecondsPerCertificateVerify
+                + count(CryptoCounters.certificateSignatures) * p.microsecondsPerCertificateSign
+            signs += s
+            verifies += v
+            bytes += signedBytes + verifiedBytes
+            inPlaceSign += count(CryptoCounters.signNanoseconds) / 1e3
+            inPlaceVerify += count(CryptoCounters.verifyNanoseconds) / 1e3
+            cases += n
+            self.seconds += seconds
+            prices.append(p)
+        }
+
+        var round: Round {
+            let n = Double(max(1, cases)), k = Double(max(1, prices.count))
+            let mean = Prices(
+                microsecondsPerSign: prices.map(\.microsecondsPerSign).reduce(0, +) / k,
+                microsecondsPerVerify: prices.map(\.microsecondsPerVerify).reduce(0, +) / k,
+                inputBytes: prices.first?.inputBytes ?? 0,
+                microsecondsPerKilobyteHashed: prices.map(\.microsecondsPerKilobyteHashed).reduce(0, +) / k,
+                microsecondsPerCertificateSign: prices.map(\.microsecondsPerCertificateSign).reduce(0, +) / k,
+                microsecondsPerCertificateVerify: prices.map(\.microsecondsPerCertificateVerify).reduce(0, +) / k)
+            let busy = max(seconds, 1e-9) * 1e6
+            return Round(
+                prices: mean, signedCasesPerSecond: Double(cases) / max(seconds, 1e-9), signaturesPerCase: signs / n,
+                verificationsPerCase: verifies / n, kilobytesPerCase: bytes / 1024 / n,
+                es256MicrosecondsPerCase: es256 / n,
+                certificateMicrosecondsPerCase: certificates / n,
+                inPlaceMicrosecondsPerSign: inPlaceSign / max(1, signs),
+                inPlaceMicrosecondsPerVerify: inPlaceVerify / max(1, verifies),
+                pricedMicrosecondsPerSign: signing / max(1, signs),
+                pricedMicrosecondsPerVerify: verifying / max(1, verifies),
+                cryptoLimitRatio: (es256 + certificates) / busy, es256LimitRatio: es256 / busy)
+        }
+    }
+
+    static func median(_ xs: [Double]) -> Double {
+        let s = xs.sorted()
+        guard !s.isEmpty else { return 0 }
+        return s.count % 2 == 1 ? s[s.count / 2] : (s[s.count / 2 - 1] + s[s.count / 2]) / 2
+    }
+
+    static func f0(_ x: Double) -> String { String(format: "%.0f", x) }
+    static func f1(_ x: Double) -> String { String(format: "%.1f", x) }
+    static func f2(_ x: Double) -> String { String(format: "%.2f", x) }
 }
