@@ -152,6 +152,7 @@ let package = Package(
             name: "IAPLoadTests",
             dependencies: [
                 "IAPLoad", "IAPTesting", "IAPValidatorAPI", "IAPReference", "IAPMutants", "IAPSubprocess", "IAPHTTP",
+                "IAPBench",
             ]),
         .testTarget(
             name: "IAPSigningTests",

@@ -58,17 +58,49 @@ public enum TransportBench {
             "\(name.column(36)) \(String(Int(Double(n) / elapsed)).leftPad(7)) ops/s  (\(n) operations: resets, signed deliveries, questions)"
     }
 
-    /// Several clients at once, as a backend serves them, each on its own validator (connection) and from its own
-    /// offset. The backend holds one state, so it is reset once before the clock: a client resetting it would wipe
-    /// the others' histories mid-run. Only operations that succeeded count; failures are reported.
+    /// What several clients sent at once: only operations that succeeded count; the failed ones are reported.
+    public struct Throughput: Sendable {
+        public var operations: Int
+        public var failed: Int
+        public var seconds: Double
+        public var connections: Int
+        /// Whether each client had a backend state of its own (a tenant per job) or all shared one.
+        public var isolated: Bool
+
+        public var perSecond: Double { Double(operations) / max(seconds, 1e-9) }
+
+        public func line(_ name: String) -> String {
+            let state = isolated ? "each its own state" : "one shared state"
+            return
+                "\(name.column(36)) \(String(Int(perSecond)).leftPad(7)) ops/s  (\(operations) operations on \(connections) connections, \(state)\(failed > 0 ? "; \(failed) FAILED, not counted" : ""))"
+        }
+    }
+
+    /// Several clients at once, as a backend serves them, each on its own validator (connection), for `seconds`.
+    ///
+    /// `isolated`: each validator keeps a state of its own (an HTTP target's tenant per job, `X-IAPCheck-Job`), so
+    /// each client resets it and sends the whole mix in order, resets included, as ``sequential(_:_:_:seconds:)``
+    /// does. Otherwise the clients share one state: it is reset once before the clock (a client resetting it would
+    /// wipe the others' histories mid-run) and each client sends the deliveries and questions from its own offset.
+    /// Only operations that succeeded count.
     public static func concurrent(
-        _ name: String, _ validators: [any Validator], _ ops: [Operation], seconds: Double
-    ) throws -> String {
-        try validators[0].reset(ops[0].reset!)
+        _ validators: [any Validator], _ ops: [Operation], seconds: Double, isolated: Bool
+    ) throws -> Throughput {
+        let first = ops.first { $0.reset != nil }?.reset
+        if let first {
+            if isolated {
+                for v in validators { try v.reset(first) }
+            } else {
+                try validators[0].reset(first)
+            }
+        }
         // Safe: each client thread uses only its own validator, `vs[k]`, and the operations are read-only.
         nonisolated(unsafe) let vs = validators
         let connections = validators.count
-        let shared = ops.filter { $0.reset == nil }
+        let mix = isolated ? ops : ops.filter { $0.reset == nil }
+        guard !mix.isEmpty else {
+            return Throughput(operations: 0, failed: 0, seconds: 0, connections: connections, isolated: isolated)
+        }
         let total = Locked(0), failed = Locked(0)
         let group = DispatchGroup()
         let start = Measure.now()
@@ -77,10 +109,11 @@ public enum TransportBench {
             Thread.detachNewThread {
                 let v = vs[c]
                 let deadline = start + UInt64(seconds * 1e9)
-                var i = c * shared.count / connections, n = 0, bad = 0
+                var i = isolated ? 0 : c * mix.count / connections, n = 0, bad = 0
                 while Measure.now() < deadline {
-                    let op = shared[i % shared.count]
+                    let op = mix[i % mix.count]
                     do {
+                        if let config = op.reset { try v.reset(config) }
                         if let delivery = op.delivery { _ = try v.deliver(delivery, now: op.now) }
                         if let query = op.query { _ = try v.entitlements(query) }
                         n += 1
@@ -95,9 +128,8 @@ public enum TransportBench {
             }
         }
         group.wait()
-        let elapsed = Measure.seconds(since: start)
-        let (done, bad) = (total.value, failed.value)
-        return
-            "\(name.column(36)) \(String(Int(Double(done) / elapsed)).leftPad(7)) ops/s  (\(done) operations on \(connections) connections\(bad > 0 ? "; \(bad) FAILED, not counted" : ""))"
+        return Throughput(
+            operations: total.value, failed: failed.value, seconds: Measure.seconds(since: start),
+            connections: connections, isolated: isolated)
     }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import IAPBench
+import IAPHTTP
 import IAPReference
 import IAPSubprocess
 import IAPValidatorAPI
@@ -22,7 +23,7 @@ extension Bench {
         ) var http: String?
         @Option(
             help:
-                "HTTP connections in parallel (each its own client thread and keep-alive connection), besides the one-connection figure."
+                "HTTP connections in parallel (each its own client thread and keep-alive connection), besides the one-connection figure. With the target's maxConcurrency at least this, each connection is a job with its own backend state; otherwise they share one."
         ) var connections = 2
 
         func run() throws {
@@ -39,9 +40,26 @@ extension Bench {
             }
             for (name, v) in transports { print(try TransportBench.sequential(name, v, ops, seconds: seconds)) }
             if let http, connections > 1 {
-                let validators = try (0..<connections).map { _ in try makeValidator("http:" + http, timeout: 30) }
+                // A target that keeps a state per job (maxConcurrency, X-IAPCheck-Job) gives each client its own
+                // tenant; otherwise the clients share the backend's one state.
+                let target: HTTPValidator.Target
+                do {
+                    target = try HTTPValidator.Target.load(path: http)
+                } catch {
+                    throw fail("error: \(error)", code: Exit.usage)
+                }
+                let isolated = target.maxConcurrency >= connections
+                let validators = try (0..<connections).map {
+                    try makeValidator("http:" + http, timeout: 30, job: isolated ? $0 : 0)
+                }
                 let name = "HTTP \((http as NSString).lastPathComponent) ×\(connections)"
-                print(try TransportBench.concurrent(name, validators, ops, seconds: seconds))
+                let result = try TransportBench.concurrent(validators, ops, seconds: seconds, isolated: isolated)
+                print(result.line(name))
+                if !isolated {
+                    print(
+                        "  (the target's maxConcurrency is \(target.maxConcurrency): the \(connections) clients share one backend state; give it \"maxConcurrency\": \(connections) when the backend keeps a state per \(HTTPValidator.jobHeader) header)"
+                    )
+                }
             }
         }
     }
