@@ -3,23 +3,10 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 
-static int has_ssse3(void) {
-    static int known = -1;
-    if (known < 0) {
-        __builtin_cpu_init();
-        known = __builtin_cpu_supports("ssse3") ? 1 : 0;
-    }
-    return known;
-}
-
-static int has_avx2(void) {
-    static int known = -1;
-    if (known < 0) {
-        __builtin_cpu_init();
-        known = __builtin_cpu_supports("avx2") ? 1 : 0;
-    }
-    return known;
-}
+/* The processor's features, read from what the runtime's constructor filled in (no cache of our own: a static
+   written by the first caller would be a data race between jobs' threads). */
+static int has_ssse3(void) { return __builtin_cpu_supports("ssse3"); }
+static int has_avx2(void) { return __builtin_cpu_supports("avx2"); }
 
 /* Three bytes per 32-bit lane, as four 6-bit indices, then each index moved to its character by adding an offset
    chosen per range: 0–25 'A'…, 26–51 'a'…, 52–61 '0'…, 62 '-', 63 '_'. */

@@ -164,7 +164,9 @@ public final class TestPKI: Sendable {
                     from: Self.date(start - CivilTime.msPerDay),
                     until: Self.date(start + Self.slotLength + CivilTime.msPerDay))
             else { return leaves[0] }
-            l.signsDuring = start..<start + Self.slotLength
+            // Within the dates this function gives slot leaves for (the edge slots reach past them).
+            let from = max(start, Self.earliest + 1), to = min(start + Self.slotLength, Self.latest)
+            l.signsDuring = from < to ? from..<to : nil
             made.slot[slot] = l
             return l
         }
