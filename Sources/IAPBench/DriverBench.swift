@@ -62,11 +62,10 @@ public struct DriverBench {
             theirs.append(try runWrk())
             emit("round \(round): wrk             \(Int(theirs.last!)) requests/s")
         }
-        func median(_ xs: [Double]) -> Double { xs.sorted()[xs.count / 2] }
         emit(
-            "median over \(ours.count) rounds, \(connections) connections: iapcheck driver \(Int(median(ours)))/s, wrk (\(min(wrkThreads, connections)) threads) \(Int(median(theirs)))/s"
+            "median over \(ours.count) rounds, \(connections) connections: iapcheck driver \(Int(Measure.median(ours)))/s, wrk (\(min(wrkThreads, connections)) threads) \(Int(Measure.median(theirs)))/s"
         )
-        let ratio = median(ours) / median(theirs)
+        let ratio = Measure.median(ours) / Measure.median(theirs)
         emit("ratio driver/wrk: \(String(format: "%.2f", ratio))")
         return ratio
     }

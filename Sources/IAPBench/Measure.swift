@@ -12,4 +12,12 @@ enum Measure {
         for _ in 0..<n { op() }
         return Double(now() - start) / 1e3 / Double(n)
     }
+
+    /// The median of `xs` (the mean of the middle two for an even count; 0 for none): benches that take turns over
+    /// rounds report it, since a shared machine's single rounds stray.
+    static func median(_ xs: [Double]) -> Double {
+        let s = xs.sorted()
+        guard !s.isEmpty else { return 0 }
+        return s.count % 2 == 1 ? s[s.count / 2] : (s[s.count / 2 - 1] + s[s.count / 2]) / 2
+    }
 }

@@ -46,8 +46,8 @@ public enum FlatJSON {
     /// Whether JSONEncoder would escape something in `utf8`: a quote, a backslash or a control byte.
     static func needsEscape(_ utf8: UnsafeBufferPointer<UInt8>) -> Bool {
         guard let base = utf8.baseAddress else { return false }
-        // Whole 16-byte blocks with SIMD where there is some (stopping at the first byte that needs a look), then
-        // byte by byte.
+        // Whole blocks with SIMD where there is some (32 or 16 bytes, stopping at the first byte that needs a look),
+        // then byte by byte.
         var i = utf8.count >= 16 ? iapcheck_json_plain_prefix(base, utf8.count, 1) : 0
         while i < utf8.count {
             let b = base[i]
@@ -211,8 +211,9 @@ public enum FlatJSON {
         mutating func stringRange() -> Range<Int>? {
             guard take(0x22), let base = bytes.baseAddress else { return nil }
             let start = i, count = bytes.count
-            // Whole 16-byte blocks with SIMD while none of their bytes is a quote, a backslash or outside printable
-            // ASCII (nested tokens make strings of kilobytes); the byte loop below looks at the one that stopped it.
+            // Whole blocks with SIMD (32 or 16 bytes) while none of their bytes is a quote, a backslash or outside
+            // printable ASCII (nested tokens make strings of kilobytes); the byte loop below looks at the one that
+            // stopped it.
             var j = count - i >= 16 ? i + iapcheck_json_plain_prefix(base + i, count - i, 0) : i
             while j < count {
                 let b = base[j]

@@ -55,13 +55,19 @@ public struct JWSSigner: Sendable {
                     at += 1
                 }
             }
-            let sig = signature(UnsafeRawBufferPointer(UnsafeMutableBufferPointer(rebasing: out[..<input])), key: key)
-            out[input] = UInt8(ascii: ".")
-            let written = sig.withUnsafeBytes {
-                Base64URL.encode(raw: $0, into: UnsafeMutableBufferPointer(rebasing: out[(input + 1)...]))
-            }
-            return input + 1 + written
+            return signed(out, input: input, key: key)
         }
+    }
+
+    /// Signs the signing input at the start of `out` (`input` bytes) and writes `.` and the signature after it;
+    /// returns the token's length.
+    static func signed(_ out: UnsafeMutableBufferPointer<UInt8>, input: Int, key: P256.Signing.PrivateKey) -> Int {
+        let sig = signature(UnsafeRawBufferPointer(UnsafeMutableBufferPointer(rebasing: out[..<input])), key: key)
+        out[input] = UInt8(ascii: ".")
+        let written = sig.withUnsafeBytes {
+            Base64URL.encode(raw: $0, into: UnsafeMutableBufferPointer(rebasing: out[(input + 1)...]))
+        }
+        return input + 1 + written
     }
 
     /// The raw r‖s ES256 signature of a signing input: the digest, the signature and its raw bytes, which is what
@@ -108,13 +114,7 @@ public struct JWSSigner: Sendable {
                     _ = UnsafeMutableBufferPointer(rebasing: out[..<h.count]).initialize(from: h)
                     out[h.count] = UInt8(ascii: ".")
                     _ = Base64URL.encode(raw: j, into: UnsafeMutableBufferPointer(rebasing: out[(h.count + 1)...]))
-                    let signingInput = UnsafeRawBufferPointer(UnsafeMutableBufferPointer(rebasing: out[..<input]))
-                    let sig = signature(signingInput, key: key)
-                    out[input] = UInt8(ascii: ".")
-                    let written = sig.withUnsafeBytes {
-                        Base64URL.encode(raw: $0, into: UnsafeMutableBufferPointer(rebasing: out[(input + 1)...]))
-                    }
-                    return input + 1 + written
+                    return signed(out, input: input, key: key)
                 }
             }
         }
