@@ -26,7 +26,7 @@ public final class ArtifactRenderer {
         let hash = json.withUnsafeBytes { ByteHash.of($0) }
         if let known = memo[hash]?.first(where: { Self.same($0.json, json) }) { return known.token }
         if leaf?.signsDuring?.contains(signedDate) != true { leaf = signer.pki.leaf(at: signedDate) }
-        let token = JWSSigner.es256(leaf!.es256Header, json: json, key: leaf!.key)
+        let token = JWSSigner.es256(leaf!.es256Prefix, json: json, key: leaf!.key)
         memo[hash, default: []].append((json, token))
         return token
     }

@@ -13,7 +13,7 @@ public struct ForgeryKit: Sendable {
     public init(pki: TestPKI) { self.pki = pki }
 
     /// The base64url of the oversized class's padding (a multiple of three bytes, so it encodes on its own).
-    static let paddingBase64: String = {
+    private static let paddingBase64: String = {
         precondition(oversizedBytes % 3 == 0, "the padding must encode on its own")
         return Base64URL.encode([UInt8](repeating: UInt8(ascii: "A"), count: oversizedBytes))
     }()
@@ -158,19 +158,30 @@ public struct ForgeryKit: Sendable {
         case .x5cNotBase64:
             return signed(by: genuine, chain: ["not*base64", genuine.chain[1], genuine.chain[2]])
         case .oversizedToken:
-            // The value's JSON with a member of `oversizedBytes` "A"s added. The padding encodes the same every time,
-            // so its base64url is made once: the JSON before it is filled with spaces (between members, where JSON
-            // allows them) to a multiple of three bytes, and the three encodings join into the payload's.
-            var head = JWSSigner.json(value)
-            head.removeLast()  // }
-            head.append(UInt8(ascii: ","))
-            let member = Array("\"padding\":\"".utf8)
-            while (head.count + member.count) % 3 != 0 { head.append(UInt8(ascii: " ")) }
-            head += member
-            return JWSSigner.es256(
-                es256, payload: [Base64URL.encode(head), Self.paddingBase64, Base64URL.encode(Array("\"}".utf8))],
-                key: genuine.key)
+            // `{"padding":"` and `oversizedBytes` "A"s, then the value's members. The padding leads, so every oversized
+            // token of a leaf begins with the same 400 kB, hashed once per leaf (hashing them for each token was a
+            // fourth of all SHA-256 in a check); both parts are multiples of three bytes, so the encodings join.
+            var rest = Array("\"".utf8)
+            let json = JWSSigner.json(value)
+            if json.count > 2 { rest.append(UInt8(ascii: ",")) }
+            rest += json.dropFirst()
+            return JWSSigner.es256(Self.oversizedPrefix(es256), Base64URL.encode(rest), key: genuine.key)
         }
+    }
+
+    /// `header.` and the oversized class's encoded padding, with the digest state after them, by header.
+    private static let oversizedPrefixes = Locked<[String: JWSSigner.SigningPrefix]>([:])
+
+    static func oversizedPrefix(_ header: String) -> JWSSigner.SigningPrefix {
+        if let known = oversizedPrefixes.withLock({ $0[header] }) { return known }
+        let opening = Array("{\"padding\":\"".utf8)
+        precondition(opening.count % 3 == 0 && oversizedBytes % 3 == 0, "the padding must encode on its own")
+        let prefix = JWSSigner.SigningPrefix(Array((header + "." + Base64URL.encode(opening) + paddingBase64).utf8))
+        oversizedPrefixes.withLock {
+            if $0.count >= 128 { $0.removeAll() }  // a corpus's dates may reach any number of leaves: bounded memory
+            $0[header] = prefix
+        }
+        return prefix
     }
 
     /// The delivery with every `signedDate` moved back by ``backdating``.

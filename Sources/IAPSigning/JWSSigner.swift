@@ -32,37 +32,58 @@ public struct JWSSigner: Sendable {
         return [UInt8](try! encoder.encode(value))
     }
 
-    /// ES256 over `header.payload` with `key`.
+    /// ES256 over `header.payload` with `key`, the token written into one string.
     public static func es256(_ header: String, _ payload: String, key: P256.Signing.PrivateKey) -> String {
-        es256(header, payload: [payload], key: key)
-    }
-
-    /// ES256 over `header.` followed by the payload's already encoded `payload` pieces (an oversized forgery joins a
-    /// padding encoded once to its content), written into the token in one go.
-    public static func es256(_ header: String, payload: [String], key: P256.Signing.PrivateKey) -> String {
-        var pieces = [header] + payload
-        let input = pieces.reduce(1) { $0 + $1.utf8.count }
-        let total = input + 1 + Base64URL.encodedLength(64)
-        return String(unsafeUninitializedCapacity: total) { out in
-            var at = 0
-            for k in pieces.indices {
-                pieces[k].withUTF8 { p in
-                    _ = UnsafeMutableBufferPointer(rebasing: out[at..<at + p.count]).initialize(from: p)
-                    at += p.count
-                }
-                if k == 0 {
-                    out[at] = UInt8(ascii: ".")
-                    at += 1
+        var header = header, payload = payload
+        return header.withUTF8 { h in
+            payload.withUTF8 { p in
+                let input = h.count + 1 + p.count
+                return String(unsafeUninitializedCapacity: input + 1 + Base64URL.encodedLength(64)) { out in
+                    _ = UnsafeMutableBufferPointer(rebasing: out[..<h.count]).initialize(from: h)
+                    out[h.count] = UInt8(ascii: ".")
+                    _ = UnsafeMutableBufferPointer(rebasing: out[(h.count + 1)..<input]).initialize(from: p)
+                    return signed(out, input: input, key: key)
                 }
             }
-            return signed(out, input: input, key: key)
+        }
+    }
+
+    /// The beginning that many signing inputs share, with SHA-256's state after it: a token that starts with it is
+    /// hashed from there on (the same digest, without hashing the shared bytes again).
+    public struct SigningPrefix: Sendable {
+        public let bytes: [UInt8]
+        let hasher: SHA256
+
+        public init(_ bytes: [UInt8]) {
+            self.bytes = bytes
+            var h = SHA256()
+            bytes.withUnsafeBytes { h.update(bufferPointer: $0) }
+            hasher = h
+        }
+    }
+
+    /// ES256 over `prefix` followed by the already encoded `rest` of the signing input, hashed from the prefix's
+    /// state on.
+    public static func es256(_ prefix: SigningPrefix, _ rest: String, key: P256.Signing.PrivateKey) -> String {
+        var rest = rest
+        return rest.withUTF8 { r in
+            let input = prefix.bytes.count + r.count
+            return String(unsafeUninitializedCapacity: input + 1 + Base64URL.encodedLength(64)) { out in
+                _ = UnsafeMutableBufferPointer(rebasing: out[..<prefix.bytes.count]).initialize(from: prefix.bytes)
+                _ = UnsafeMutableBufferPointer(rebasing: out[prefix.bytes.count..<input]).initialize(from: r)
+                return signed(out, input: input, key: key, after: prefix)
+            }
         }
     }
 
     /// Signs the signing input at the start of `out` (`input` bytes) and writes `.` and the signature after it;
-    /// returns the token's length.
-    static func signed(_ out: UnsafeMutableBufferPointer<UInt8>, input: Int, key: P256.Signing.PrivateKey) -> Int {
-        let sig = signature(UnsafeRawBufferPointer(UnsafeMutableBufferPointer(rebasing: out[..<input])), key: key)
+    /// returns the token's length. With a `prefix` (which the input starts with), hashing resumes after it.
+    static func signed(
+        _ out: UnsafeMutableBufferPointer<UInt8>, input: Int, key: P256.Signing.PrivateKey,
+        after prefix: SigningPrefix? = nil
+    ) -> Int {
+        let sig = signature(
+            UnsafeRawBufferPointer(UnsafeMutableBufferPointer(rebasing: out[..<input])), key: key, after: prefix)
         out[input] = UInt8(ascii: ".")
         let written = sig.withUnsafeBytes {
             Base64URL.encode(raw: $0, into: UnsafeMutableBufferPointer(rebasing: out[(input + 1)...]))
@@ -72,12 +93,18 @@ public struct JWSSigner: Sendable {
 
     /// The raw r‖s ES256 signature of a signing input: the digest, the signature and its raw bytes, which is what
     /// `bench check` prices as one signature (and times here, when its timing is on).
-    static func signature(_ signingInput: UnsafeRawBufferPointer, key: P256.Signing.PrivateKey) -> Data {
+    /// With a `prefix`, only the bytes after it are hashed (and counted as hashed).
+    static func signature(
+        _ signingInput: UnsafeRawBufferPointer, key: P256.Signing.PrivateKey, after prefix: SigningPrefix? = nil
+    ) -> Data {
         let clock = CryptoCounters.start()
-        let raw = try! key.signature(for: sha256(signingInput)).rawRepresentation
+        let skipped = prefix?.bytes.count ?? 0
+        var hasher = prefix?.hasher ?? SHA256()
+        hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: signingInput[skipped...]))
+        let raw = try! key.signature(for: hasher.finalize()).rawRepresentation
         CryptoCounters.stop(clock, into: CryptoCounters.signNanoseconds)
         CryptoCounters.signatures.add(1, ordering: .relaxed)
-        CryptoCounters.signedBytes.add(signingInput.count, ordering: .relaxed)
+        CryptoCounters.signedBytes.add(signingInput.count - skipped, ordering: .relaxed)
         return raw
     }
 
@@ -98,24 +125,20 @@ public struct JWSSigner: Sendable {
     /// A genuine JWS over payload bytes already encoded as JSON.
     public func sign(json: [UInt8], signedDate: Millis) -> String {
         let leaf = pki.leaf(at: signedDate)
-        return Self.es256(leaf.es256Header, json: json, key: leaf.key)
+        return Self.es256(leaf.es256Prefix, json: json, key: leaf.key)
     }
 
-    /// ES256 over `header` and the base64url of `json`, the token written into one string: the payload is encoded
-    /// in place, signed there, and the signature encoded after it (no intermediate payload string, no regrowth).
-    static func es256(_ header: String, json: [UInt8], key: P256.Signing.PrivateKey) -> String {
-        var header = header
-        let payloadLength = Base64URL.encodedLength(json.count)
-        return header.withUTF8 { h in
-            json.withUnsafeBytes { j in
-                let input = h.count + 1 + payloadLength
-                let total = input + 1 + Base64URL.encodedLength(64)
-                return String(unsafeUninitializedCapacity: total) { out in
-                    _ = UnsafeMutableBufferPointer(rebasing: out[..<h.count]).initialize(from: h)
-                    out[h.count] = UInt8(ascii: ".")
-                    _ = Base64URL.encode(raw: j, into: UnsafeMutableBufferPointer(rebasing: out[(h.count + 1)...]))
-                    return signed(out, input: input, key: key)
-                }
+    /// ES256 over `prefix` (a header and its dot) and the base64url of `json`, the token written into one string:
+    /// the payload is encoded in place, hashed from the prefix's digest state on, signed, and the signature encoded
+    /// after it (no intermediate payload string, no regrowth).
+    static func es256(_ prefix: SigningPrefix, json: [UInt8], key: P256.Signing.PrivateKey) -> String {
+        let start = prefix.bytes.count
+        let input = start + Base64URL.encodedLength(json.count)
+        return json.withUnsafeBytes { j in
+            String(unsafeUninitializedCapacity: input + 1 + Base64URL.encodedLength(64)) { out in
+                _ = UnsafeMutableBufferPointer(rebasing: out[..<start]).initialize(from: prefix.bytes)
+                _ = Base64URL.encode(raw: j, into: UnsafeMutableBufferPointer(rebasing: out[start...]))
+                return signed(out, input: input, key: key, after: prefix)
             }
         }
     }

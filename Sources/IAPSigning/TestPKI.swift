@@ -40,6 +40,8 @@ public final class TestPKI: Sendable {
         public let chain: [String]
         /// The encoded ES256 header with this chain: the same for every token the leaf signs, so built once.
         public let es256Header: String
+        /// `es256Header` and its dot, with SHA-256's state after them: a token's hashing starts at its payload.
+        public let es256Prefix: JWSSigner.SigningPrefix
         /// The signing dates ``TestPKI/leaf(at:)`` gives this leaf for (its 30-day slot), so that a renderer can keep
         /// it at hand instead of asking again for every token; nil for the other leaves.
         public internal(set) var signsDuring: Range<Millis>?
@@ -49,6 +51,7 @@ public final class TestPKI: Sendable {
             self.key = key
             self.chain = chain
             self.es256Header = JWSSigner.header(alg: "ES256", x5c: chain)
+            self.es256Prefix = JWSSigner.SigningPrefix(Array((es256Header + ".").utf8))
         }
     }
 

@@ -137,8 +137,9 @@ import Testing
     }
 
     /// An oversized token is refused for its size alone: without a size limit it verifies and decodes to the tempting
-    /// transaction, so a verifier that takes it has no limit (rather than a broken forgery). Its padding's base64url
-    /// is made once and joined to the content's (the JSON before it is filled to a multiple of three bytes).
+    /// transaction, so a verifier that takes it has no limit (rather than a broken forgery). The padding leads the
+    /// payload, and its encoding and digest state are made once per leaf: the tokens after the first one here are
+    /// hashed from that state on.
     @Test func theOversizedForgeryIsGenuineButForItsSize() throws {
         var tempting = transaction()
         for productId in ["lifetime.unlock", "a", "ab", "abc"] {  // each length of the content modulo 3
