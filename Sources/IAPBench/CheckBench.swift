@@ -44,7 +44,8 @@ public enum CheckBench {
         public var signedCasesPerSecond: Double
         public var signaturesPerCase: Double
         public var verificationsPerCase: Double
-        /// Kilobytes of signing input per case, signed and verified.
+        /// Kilobytes hashed per case by the signatures and verifications (a signature whose token starts with a shared
+        /// prefix hashes only what follows it).
         public var kilobytesPerCase: Double
         /// ES256 per case at the prices (each operation at its real input size).
         public var es256MicrosecondsPerCase: Double

@@ -12,7 +12,8 @@ public enum CryptoCounters {
     public static let signatures = Atomic<Int>(0)
     public static let verifications = Atomic<Int>(0)
     /// Bytes of signing input (`header.payload`) hashed by the signatures and the verifications: SHA-256 of a
-    /// notification, which nests two tokens, costs several times that of a transaction.
+    /// notification, which nests two tokens, costs several times that of a transaction. A signature whose token
+    /// starts with a shared prefix counts only the bytes after it; the prefix is counted once, when it is hashed.
     public static let signedBytes = Atomic<Int>(0)
     public static let verifiedBytes = Atomic<Int>(0)
     /// Certificate signatures checked by the chains verifiers accepted (two a chain: the leaf's and the

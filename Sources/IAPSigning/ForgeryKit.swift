@@ -12,10 +12,13 @@ public struct ForgeryKit: Sendable {
 
     public init(pki: TestPKI) { self.pki = pki }
 
-    /// The base64url of the oversized class's padding (a multiple of three bytes, so it encodes on its own).
-    private static let paddingBase64: String = {
-        precondition(oversizedBytes % 3 == 0, "the padding must encode on its own")
-        return Base64URL.encode([UInt8](repeating: UInt8(ascii: "A"), count: oversizedBytes))
+    /// The oversized class's payload up to the value's members, base64url-encoded: `{"padding":"` and `oversizedBytes`
+    /// "A"s (both multiples of three bytes, so the encoding of what follows joins it). Made once; every header's
+    /// signing prefix shares this array.
+    private static let paddingOpening: [UInt8] = {
+        let opening = Array("{\"padding\":\"".utf8)
+        precondition(opening.count % 3 == 0 && oversizedBytes % 3 == 0, "the padding must encode on its own")
+        return Array(Base64URL.encode(opening + [UInt8](repeating: UInt8(ascii: "A"), count: oversizedBytes)).utf8)
     }()
 
     /// A key nobody's certificate holds (made once: a new key per forgery cost more than the forgery's signature).
@@ -88,10 +91,11 @@ public struct ForgeryKit: Sendable {
     public func jws<T: Encodable>(_ forgery: ForgeryClass, _ value: T, _ signedDate: Millis) -> String {
         let genuine = pki.leaf(at: signedDate)
         let payload = JWSSigner.payload(value)
-        let es256 = genuine.es256Header
+        // Tokens under a leaf's own header start from its prefix's digest state (the header is hashed once per leaf).
+        let genuinePrefix = genuine.es256Prefix
         func signed(by leaf: TestPKI.Leaf, chain: [String]? = nil) -> String {
-            JWSSigner.es256(
-                chain.map { JWSSigner.header(alg: "ES256", x5c: $0) } ?? leaf.es256Header, payload, key: leaf.key)
+            guard let chain else { return JWSSigner.es256(leaf.es256Prefix, payload, key: leaf.key) }
+            return JWSSigner.es256(JWSSigner.header(alg: "ES256", x5c: chain), payload, key: leaf.key)
         }
         /// The three segments of a compact JWS, split on its two dots (bytes, not Characters: tokens are kilobytes).
         func segments(_ token: String) -> (Substring, Substring, Substring) {
@@ -103,15 +107,15 @@ public struct ForgeryKit: Sendable {
         switch forgery {
         case .tamperedPayload:
             // Signed over an innocuous payload, then the payload segment swapped for the tempting one.
-            let decoy = JWSSigner.es256(es256, Base64URL.encode(Array("{}".utf8)), key: genuine.key)
+            let decoy = JWSSigner.es256(genuinePrefix, Base64URL.encode(Array("{}".utf8)), key: genuine.key)
             let (header, _, signature) = segments(decoy)
             return "\(header).\(payload).\(signature)"
         case .tamperedHeader:
-            let (_, body, signature) = segments(JWSSigner.es256(es256, payload, key: genuine.key))
+            let (_, body, signature) = segments(JWSSigner.es256(genuinePrefix, payload, key: genuine.key))
             return
                 "\(JWSSigner.header(alg: "ES256", x5c: genuine.chain, extra: ",\"kid\":\"attacker\"")).\(body).\(signature)"
         case .foreignKeySignature:
-            return JWSSigner.es256(es256, payload, key: Self.foreignKey)
+            return JWSSigner.es256(genuinePrefix, payload, key: Self.foreignKey)
         case .algNone:
             return JWSSigner.header(alg: "none", x5c: genuine.chain) + "." + payload + "."
         case .algHS256:
@@ -159,26 +163,25 @@ public struct ForgeryKit: Sendable {
             return signed(by: genuine, chain: ["not*base64", genuine.chain[1], genuine.chain[2]])
         case .oversizedToken:
             // `{"padding":"` and `oversizedBytes` "A"s, then the value's members. The padding leads, so every oversized
-            // token of a leaf begins with the same 400 kB, hashed once per leaf (hashing them for each token was a
-            // fourth of all SHA-256 in a check); both parts are multiples of three bytes, so the encodings join.
+            // token under one header begins with the same 400 kB, hashed once per header (hashed for each token, the
+            // oversized tokens were over a quarter of all bytes a check hashed).
             var rest = Array("\"".utf8)
             let json = JWSSigner.json(value)
             if json.count > 2 { rest.append(UInt8(ascii: ",")) }
             rest += json.dropFirst()
-            return JWSSigner.es256(Self.oversizedPrefix(es256), Base64URL.encode(rest), key: genuine.key)
+            return JWSSigner.es256(Self.oversizedPrefix(genuine.es256Header), Base64URL.encode(rest), key: genuine.key)
         }
     }
 
-    /// `header.` and the oversized class's encoded padding, with the digest state after them, by header.
+    /// `header.` and the oversized class's encoded padding (one array for all), with the digest state after them, by
+    /// header: some 7 kB an entry (the header as key and in the prefix).
     private static let oversizedPrefixes = Locked<[String: JWSSigner.SigningPrefix]>([:])
 
     static func oversizedPrefix(_ header: String) -> JWSSigner.SigningPrefix {
         if let known = oversizedPrefixes.withLock({ $0[header] }) { return known }
-        let opening = Array("{\"padding\":\"".utf8)
-        precondition(opening.count % 3 == 0 && oversizedBytes % 3 == 0, "the padding must encode on its own")
-        let prefix = JWSSigner.SigningPrefix(Array((header + "." + Base64URL.encode(opening) + paddingBase64).utf8))
+        let prefix = JWSSigner.SigningPrefix([Array((header + ".").utf8), paddingOpening])
         oversizedPrefixes.withLock {
-            if $0.count >= 128 { $0.removeAll() }  // a corpus's dates may reach any number of leaves: bounded memory
+            if $0.count >= 4096 { $0.removeAll() }  // a corpus's dates may reach any number of leaves: bounded memory
             $0[header] = prefix
         }
         return prefix

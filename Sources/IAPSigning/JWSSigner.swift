@@ -49,16 +49,31 @@ public struct JWSSigner: Sendable {
     }
 
     /// The beginning that many signing inputs share, with SHA-256's state after it: a token that starts with it is
-    /// hashed from there on (the same digest, without hashing the shared bytes again).
+    /// hashed from there on (the same digest, without hashing the shared bytes again). Held in parts, so that a large
+    /// part can be one array shared by many prefixes (the oversized forgery's padding, after each header).
     public struct SigningPrefix: Sendable {
-        public let bytes: [UInt8]
+        let parts: [[UInt8]]
+        /// The prefix's length in bytes.
+        public let count: Int
         let hasher: SHA256
 
-        public init(_ bytes: [UInt8]) {
-            self.bytes = bytes
+        /// Hashes the parts once (counted as hashed bytes, for `bench check`'s pricing).
+        public init(_ parts: [[UInt8]]) {
+            self.parts = parts
             var h = SHA256()
-            bytes.withUnsafeBytes { h.update(bufferPointer: $0) }
+            for part in parts { part.withUnsafeBytes { h.update(bufferPointer: $0) } }
             hasher = h
+            count = parts.reduce(0) { $0 + $1.count }
+            CryptoCounters.signedBytes.add(count, ordering: .relaxed)
+        }
+
+        /// Writes the prefix at the start of `out`.
+        func write(into out: UnsafeMutableBufferPointer<UInt8>) {
+            var at = 0
+            for part in parts {
+                _ = UnsafeMutableBufferPointer(rebasing: out[at..<at + part.count]).initialize(from: part)
+                at += part.count
+            }
         }
     }
 
@@ -67,10 +82,10 @@ public struct JWSSigner: Sendable {
     public static func es256(_ prefix: SigningPrefix, _ rest: String, key: P256.Signing.PrivateKey) -> String {
         var rest = rest
         return rest.withUTF8 { r in
-            let input = prefix.bytes.count + r.count
+            let input = prefix.count + r.count
             return String(unsafeUninitializedCapacity: input + 1 + Base64URL.encodedLength(64)) { out in
-                _ = UnsafeMutableBufferPointer(rebasing: out[..<prefix.bytes.count]).initialize(from: prefix.bytes)
-                _ = UnsafeMutableBufferPointer(rebasing: out[prefix.bytes.count..<input]).initialize(from: r)
+                prefix.write(into: out)
+                _ = UnsafeMutableBufferPointer(rebasing: out[prefix.count..<input]).initialize(from: r)
                 return signed(out, input: input, key: key, after: prefix)
             }
         }
@@ -98,7 +113,7 @@ public struct JWSSigner: Sendable {
         _ signingInput: UnsafeRawBufferPointer, key: P256.Signing.PrivateKey, after prefix: SigningPrefix? = nil
     ) -> Data {
         let clock = CryptoCounters.start()
-        let skipped = prefix?.bytes.count ?? 0
+        let skipped = prefix?.count ?? 0
         var hasher = prefix?.hasher ?? SHA256()
         hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: signingInput[skipped...]))
         let raw = try! key.signature(for: hasher.finalize()).rawRepresentation
@@ -132,11 +147,11 @@ public struct JWSSigner: Sendable {
     /// the payload is encoded in place, hashed from the prefix's digest state on, signed, and the signature encoded
     /// after it (no intermediate payload string, no regrowth).
     static func es256(_ prefix: SigningPrefix, json: [UInt8], key: P256.Signing.PrivateKey) -> String {
-        let start = prefix.bytes.count
+        let start = prefix.count
         let input = start + Base64URL.encodedLength(json.count)
         return json.withUnsafeBytes { j in
             String(unsafeUninitializedCapacity: input + 1 + Base64URL.encodedLength(64)) { out in
-                _ = UnsafeMutableBufferPointer(rebasing: out[..<start]).initialize(from: prefix.bytes)
+                prefix.write(into: out)
                 _ = Base64URL.encode(raw: j, into: UnsafeMutableBufferPointer(rebasing: out[start...]))
                 return signed(out, input: input, key: key, after: prefix)
             }

@@ -51,7 +51,7 @@ public final class TestPKI: Sendable {
             self.key = key
             self.chain = chain
             self.es256Header = JWSSigner.header(alg: "ES256", x5c: chain)
-            self.es256Prefix = JWSSigner.SigningPrefix(Array((es256Header + ".").utf8))
+            self.es256Prefix = JWSSigner.SigningPrefix([Array((es256Header + ".").utf8)])
         }
     }
 

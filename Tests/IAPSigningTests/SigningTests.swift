@@ -142,7 +142,7 @@ import Testing
     /// hashed from that state on.
     @Test func theOversizedForgeryIsGenuineButForItsSize() throws {
         var tempting = transaction()
-        for productId in ["lifetime.unlock", "a", "ab", "abc"] {  // each length of the content modulo 3
+        for productId in ["lifetime.unlock", "a", "ab", "abc"] {  // one leaf: all but the first from the cached state
             tempting.productId = productId
             let jws = ForgeryKit(pki: pki).jws(.oversizedToken, tempting, Self.t)
             #expect(jws.utf8.count > ForgeryKit.oversizedBytes)
@@ -156,6 +156,21 @@ import Testing
             let object = try JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any]
             #expect((object?["padding"] as? String)?.count == ForgeryKit.oversizedBytes)
         }
+        // A renewal info, and a value with no members (`{}` becomes `{"padding":"…"}`, no comma).
+        var options = SignedDataVerifier.Options()
+        options.maxTokenBytes = .max
+        let verifier = SignedDataVerifier(trustedRoots: pki.trustedRoots, options: options)
+        let renewal = JWSRenewalInfoDecodedPayload(
+            originalTransactionId: "1000", productId: "pro.monthly", autoRenewProductId: "pro.monthly",
+            autoRenewStatus: .on, signedDate: Self.t, environment: .production)
+        let renewalToken = ForgeryKit(pki: pki).jws(.oversizedToken, renewal, Self.t)
+        #expect(try verifier.verify(renewalToken, as: JWSRenewalInfoDecodedPayload.self) { $0.signedDate }.get() == renewal)
+        struct Empty: Codable {}
+        let emptyToken = ForgeryKit(pki: pki).jws(.oversizedToken, Empty(), Self.t)
+        #expect((try? verifier.verify(emptyToken, as: Empty.self) { _ in Self.t }.get()) != nil)
+        let payload = Base64URL.decode(String(emptyToken.split(separator: ".")[1]))!
+        let object = try JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any]
+        #expect(object?.count == 1 && (object?["padding"] as? String)?.count == ForgeryKit.oversizedBytes)
     }
 
     /// The chain is judged by swift-certificates' `Verifier`: each refusal names its cause without quoting whole
