@@ -164,7 +164,8 @@ import Testing
             originalTransactionId: "1000", productId: "pro.monthly", autoRenewProductId: "pro.monthly",
             autoRenewStatus: .on, signedDate: Self.t, environment: .production)
         let renewalToken = ForgeryKit(pki: pki).jws(.oversizedToken, renewal, Self.t)
-        #expect(try verifier.verify(renewalToken, as: JWSRenewalInfoDecodedPayload.self) { $0.signedDate }.get() == renewal)
+        #expect(
+            try verifier.verify(renewalToken, as: JWSRenewalInfoDecodedPayload.self) { $0.signedDate }.get() == renewal)
         struct Empty: Codable {}
         let emptyToken = ForgeryKit(pki: pki).jws(.oversizedToken, Empty(), Self.t)
         #expect((try? verifier.verify(emptyToken, as: Empty.self) { _ in Self.t }.get()) != nil)
