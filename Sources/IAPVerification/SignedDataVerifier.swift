@@ -103,12 +103,36 @@ public final class SignedDataVerifier: Sendable {
     /// the ECDSA check without a copy. String-level splitting and hashing cost more than the signature itself.
     public func verify<T: Decodable>(_ jws: String, as: T.Type, signedDate: (T) -> Millis?) -> Result<T, Failure> {
         var token = jws
-        return token.withUTF8 { buf in verify(utf8: UnsafeRawBufferPointer(buf), as: T.self, signedDate: signedDate) }
+        return token.withUTF8 { buf in
+            verify(utf8: UnsafeRawBufferPointer(buf), signedDate: signedDate) { bytes in
+                if let flat = T.self as? any FlatJSONCodable.Type,
+                    let fast = bytes.withUnsafeBufferPointer({ flat.init(flatJSON: $0) }) as? T
+                {
+                    return fast
+                }
+                return nil
+            }
+        }
     }
 
-    func verify<T: Decodable>(utf8 buf: UnsafeRawBufferPointer, as: T.Type, signedDate: (T) -> Millis?) -> Result<
+    /// The same for the payload types with a flat reader (the three Apple signs), chosen where the type is known
+    /// at compile time: no dynamic cast per token.
+    public func verify<T: FlatJSONCodable>(_ jws: String, as: T.Type, signedDate: (T) -> Millis?) -> Result<
         T, Failure
     > {
+        var token = jws
+        return token.withUTF8 { buf in
+            verify(utf8: UnsafeRawBufferPointer(buf), signedDate: signedDate) { bytes in
+                bytes.withUnsafeBufferPointer { T(flatJSON: $0) }
+            }
+        }
+    }
+
+    /// `fast` reads the payload's JSON without JSONDecoder (an identical value) or gives up (nil) on anything
+    /// unusual, which JSONDecoder then reads.
+    func verify<T: Decodable>(
+        utf8 buf: UnsafeRawBufferPointer, signedDate: (T) -> Millis?, fast: ([UInt8]) -> T?
+    ) -> Result<T, Failure> {
         guard buf.count <= options.maxTokenBytes else {
             return .failure(Failure(.invalidFormat, "token of \(buf.count) bytes exceeds \(options.maxTokenBytes)"))
         }
@@ -123,19 +147,16 @@ public final class SignedDataVerifier: Sendable {
         guard let d0 = dot(after: 0), let d1 = dot(after: d0 + 1), dot(after: d1 + 1) == nil else {
             return .failure(Failure(.invalidFormat, "expected 3 segments"))
         }
-        let dots = [d0, d1]
-        let header = UnsafeRawBufferPointer(rebasing: buf[0..<dots[0]])
-        let payload = UnsafeRawBufferPointer(rebasing: buf[(dots[0] + 1)..<dots[1]])
-        let signature = UnsafeRawBufferPointer(rebasing: buf[(dots[1] + 1)...])
+        let header = UnsafeRawBufferPointer(rebasing: buf[0..<d0])
+        let payload = UnsafeRawBufferPointer(rebasing: buf[(d0 + 1)..<d1])
+        let signature = UnsafeRawBufferPointer(rebasing: buf[(d1 + 1)...])
         guard let payloadBytes = Base64URL.decode(utf8: payload.assumingMemoryBound(to: UInt8.self)) else {
             return .failure(Failure(.invalidFormat, "payload is not base64url"))
         }
         let value: T
-        if let flat = T.self as? any FlatJSONCodable.Type,
-            let fast = payloadBytes.withUnsafeBufferPointer({ flat.init(flatJSON: $0) }) as? T
-        {
-            // The hot path's common case, read without JSONDecoder (identical value; anything unusual goes below).
-            value = fast
+        if let v = fast(payloadBytes) {
+            // The hot path's common case.
+            value = v
         } else {
             do {
                 value = try Self.decoder.decode(T.self, from: Data(payloadBytes))
@@ -163,11 +184,11 @@ public final class SignedDataVerifier: Sendable {
                 return .failure(
                     Failure(.invalidFormat, "signature is not a 64-byte ES256 signature", reason: .signature))
             }
-            let input = UnsafeRawBufferPointer(rebasing: buf[0..<dots[1]])
+            let input = UnsafeRawBufferPointer(rebasing: buf[0..<d1])
             // The signature object from its raw r‖s, the digest (through the hasher's buffer entry point, not
             // swift-crypto's generic DataProtocol path) and the check: what `bench check` prices as one verification.
             let clock = CryptoCounters.start()
-            let sig = try? P256.Signing.ECDSASignature(rawRepresentation: sigBytes)
+            let sig = try? P256.Signing.ECDSASignature(rawRepresentation: Data(sigBytes))
             var hasher = SHA256()
             hasher.update(bufferPointer: input)
             let valid = sig.map { chain.key.isValidSignature($0, for: hasher.finalize()) }
