@@ -4,12 +4,15 @@ import Synchronization
 /// and threads can hold it (a `Mutex` itself cannot be copied or captured); `Sendable` because the mutex is the only
 /// way to reach the value.
 public final class Locked<Value>: Sendable {
-    private let mutex: Mutex<Value>
+    // Inlinable, so that a caller in another module gets `withLock` specialized to its value and result rather
+    // than the generic entry point (the oracle takes this lock on every question it answers).
+    @usableFromInline let mutex: Mutex<Value>
 
-    public init(_ value: sending Value) { mutex = Mutex(value) }
+    @inlinable public init(_ value: sending Value) { mutex = Mutex(value) }
 
     /// Runs `body` with the value, the lock held.
-    public func withLock<Result, E: Error>(_ body: (inout sending Value) throws(E) -> sending Result) throws(E)
+    @inlinable public func withLock<Result, E: Error>(_ body: (inout sending Value) throws(E) -> sending Result)
+        throws(E)
         -> sending Result
     {
         try mutex.withLock(body)

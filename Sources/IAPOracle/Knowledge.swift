@@ -19,16 +19,20 @@ public struct Knowledge: Sendable {
     public private(set) var graceClaims: [String: Set<Millis>] = [:]
     /// The latest `signedDate` of anything merged.
     public private(set) var newestSignedDate: Millis = .min
-    /// What the oracle derives from these facts (per user, and the readings), kept until a fact arrives: the
-    /// questions of a case come in runs about one user between deliveries. A copy shares it until either copy
-    /// learns something; every mutating method starts a new one.
-    private var memo = Locked(Memo())
-    struct Memo {
-        var users: [String: Oracle.Prepared] = [:]
-        var readings: [Oracle.Reading]?
-    }
+    /// What the oracle derives from these facts, kept until a fact it depends on arrives: the questions of a case
+    /// come in runs about one user between deliveries. A copy shares it until either copy learns something; a
+    /// mutating method starts a new one. The users' transactions (``prepared(_:)``) depend only on transactions and
+    /// links, so a renewal info leaves them; the readings depend on transactions, renewal infos and grace claims.
+    private var preparedMemo = Locked([String: Oracle.Prepared]())
+    private var readingsMemo = Locked<[Oracle.Reading]?>(nil)
 
-    public init(config: ValidatorConfig) { self.config = config }
+    /// What the oracle looks up in the catalog on every answer, indexed once (the config never changes).
+    let catalogIndex: CatalogIndex
+
+    public init(config: ValidatorConfig) {
+        self.config = config
+        catalogIndex = CatalogIndex(config.catalog)
+    }
 
     /// Why a delivery must be rejected, or nil when it is genuine for this app.
     public func rejection(_ d: Delivery) -> String? {
@@ -76,7 +80,7 @@ public struct Knowledge: Sendable {
                 if n.subtype == .gracePeriod && r.gracePeriodExpiresDate == nil,
                     !graceClaims[r.originalTransactionId, default: []].contains(r.signedDate)
                 {
-                    memo = Locked(Memo())
+                    readingsMemo = Locked(nil)
                     graceClaims[r.originalTransactionId, default: []].insert(r.signedDate)
                 }
             }
@@ -101,7 +105,7 @@ public struct Knowledge: Sendable {
     /// Links a chain to a user without a delivery (for the harness's own truth tests).
     public mutating func link(chain: String, to user: String) {
         guard submittedBy[chain] == nil else { return }
-        memo = Locked(Memo())
+        preparedMemo = Locked([:])
         submittedBy[chain] = user
     }
 
@@ -110,7 +114,8 @@ public struct Knowledge: Sendable {
         guard Self.insert(tx, into: &transactionVersions[tx.transactionId, default: []], signed: \.signedDate) else {
             return
         }
-        memo = Locked(Memo())
+        preparedMemo = Locked([:])
+        readingsMemo = Locked(nil)
         newestSignedDate = max(newestSignedDate, tx.signedDate)
         if let old = transactions[tx.transactionId], old.signedDate >= tx.signedDate { return }
         transactions[tx.transactionId] = tx
@@ -120,7 +125,7 @@ public struct Knowledge: Sendable {
         guard Self.insert(r, into: &renewalVersions[r.originalTransactionId, default: []], signed: \.signedDate) else {
             return
         }
-        memo = Locked(Memo())
+        readingsMemo = Locked(nil)
         newestSignedDate = max(newestSignedDate, r.signedDate)
         if let old = renewals[r.originalTransactionId], old.signedDate >= r.signedDate { return }
         renewals[r.originalTransactionId] = r
@@ -149,7 +154,8 @@ public struct Knowledge: Sendable {
     public func asOf(_ t: Millis, perPurchase: Bool = false) -> Knowledge {
         guard newestSignedDate > t else { return self }
         var k = self
-        k.memo = Locked(Memo())
+        k.preparedMemo = Locked([:])
+        k.readingsMemo = Locked(nil)
         for (id, versions) in transactionVersions {
             k.transactions[id] = versions.last { $0.signedDate <= t } ?? versions[0]
         }
@@ -177,17 +183,17 @@ public struct Knowledge: Sendable {
 
     /// The oracle's preparation of `user`'s transactions, made once per version of these facts.
     func prepared(_ user: String) -> Oracle.Prepared {
-        if let p = memo.withLock({ $0.users[user] }) { return p }
+        if let p = preparedMemo.withLock({ $0[user] }) { return p }
         let p = Oracle.Prepared(self, user: user)
-        memo.withLock { $0.users[user] = p }
+        preparedMemo.withLock { $0[user] = p }
         return p
     }
 
     /// Every reading of these facts (``Oracle/Reading/all(_:)``), made once per version of them.
     var readings: [Oracle.Reading] {
-        if let r = memo.withLock({ $0.readings }) { return r }
+        if let r = readingsMemo.withLock({ $0 }) { return r }
         let r = Oracle.Reading.all(self)
-        memo.withLock { $0.readings = r }
+        readingsMemo.withLock { $0 = r }
         return r
     }
 
@@ -197,5 +203,34 @@ public struct Knowledge: Sendable {
         for (otid, u) in submittedBy where u == user { linked.insert(otid) }
         for tx in transactions.values where tx.appAccountToken == user { linked.insert(tx.originalTransactionId) }
         return transactions.values.filter { linked.contains($0.originalTransactionId) }
+    }
+}
+
+/// The catalog as the oracle reads it on every answer: groups and levels by product id, the non-renewing products
+/// in catalog order. Built once per ``Knowledge`` (its config is fixed) and shared by every copy of it.
+final class CatalogIndex: Sendable {
+    struct Placement: Sendable {
+        var groupId: String
+        var level: Int
+    }
+    /// A product's group and level (`Int.max` when the catalog gives none), as ``Catalog/product(_:)`` finds it:
+    /// the first product of an id. Products in no group are absent.
+    let placement: [String: Placement]
+    /// The group ids, in catalog order.
+    let groupIds: [String]
+    /// The non-renewing products (id and duration), in catalog order.
+    let nonRenewing: [(id: String, period: Period?)]
+    let nonRenewingIds: Set<String>
+
+    init(_ catalog: Catalog) {
+        var placement: [String: Placement] = [:]
+        var seen: Set<String> = []
+        for p in catalog.products where seen.insert(p.id).inserted {
+            if let g = p.groupId { placement[p.id] = Placement(groupId: g, level: p.level ?? .max) }
+        }
+        self.placement = placement
+        groupIds = catalog.groups.map(\.id)
+        nonRenewing = catalog.products.filter { $0.kind == .nonRenewing }.map { ($0.id, $0.period) }
+        nonRenewingIds = Set(nonRenewing.map(\.id))
     }
 }

@@ -180,29 +180,6 @@ public enum Oracle {
         return nil
     }
 
-    /// A user's transactions as ``answer(_:user:at:reading:)`` reads them, whatever the instant: made once per
-    /// version of the facts (``Knowledge/prepared(_:)``).
-    struct Prepared: Sendable {
-        /// Every transaction of the user, each purchase's newest facts under every id of it (``samePurchase(_:)``).
-        var all: [JWSTransactionDecodedPayload]
-        /// The user's chains by `originalTransactionId`, each with every known transaction (also those purchased
-        /// after the instant asked about: an upgrade known to happen later is what bounds an upgraded
-        /// transaction's grant), sorted by purchase.
-        var chains: [(id: String, transactions: [JWSTransactionDecodedPayload])]
-
-        init(_ k: Knowledge, user: String) {
-            all = Oracle.samePurchase(k.transactions(of: user))
-            var byChain: [String: [JWSTransactionDecodedPayload]] = [:]
-            for tx in all { byChain[tx.originalTransactionId, default: []].append(tx) }
-            chains = byChain.sorted { $0.key < $1.key }.map { chain in
-                (
-                    chain.key,
-                    chain.value.sorted(by: JWSTransactionDecodedPayload.purchasedBefore)
-                )
-            }
-        }
-    }
-
     /// The answer at `t` under one reading of the facts (by default the policy's).
     public static func answer(_ k: Knowledge, user: String, at t: Millis, reading: Reading? = nil) -> EntitlementAnswer
     {
@@ -217,10 +194,13 @@ public enum Oracle {
         var inactiveState: [String: (EntitlementState, Millis)] = [:]  // product → state, from the chain's latest
         var consumables: [String: Int] = [:]
 
-        for (otid, whole) in prepared.chains {
+        for c in prepared.chains {
+            let otid = c.id, whole = c.transactions
             // The chain's transactions purchased by t (a prefix: sorted by purchase); none, no chain yet.
-            let chain = whole.prefix { $0.purchaseDate <= t }
-            if chain.isEmpty { continue }
+            var bought = 0
+            while bought < c.purchased.count && c.purchased[bought] <= t { bought += 1 }
+            if bought == 0 { continue }
+            let chain = whole[..<bought]
             // A refund with chain scope voids every transaction bought before it (policy Q1).
             let chainRevokedAt: Millis? =
                 policy.refundScope == .chain
@@ -230,8 +210,9 @@ public enum Oracle {
                 if let r = chainRevokedAt, x.purchaseDate < r { return true }
                 return false
             }
-            for x in chain {
-                guard let kind = ProductKind(wireType: x.type) else { continue }
+            for i in 0..<bought {
+                guard let kind = c.kinds[i] else { continue }
+                let x = whole[i]
                 switch kind {
                 case .consumable:
                     // Bounded so that no artifact, however absurd its numbers, can trap the arithmetic.
@@ -254,15 +235,16 @@ public enum Oracle {
                     break  // below, per product (stacking spans chains)
                 case .autoRenewable:
                     guard !void(x), var expires = x.expiresDate else { continue }
+                    let purchase = x.purchaseDate
                     if policy.extensionSignedAs == .renewalInfo {
                         // An extension signed only in the renewal info: what the renewal info signed while x was the
                         // chain's current transaction (before the next one's purchase) gives as the renewal date.
                         var next = Millis.max
-                        for y in whole where y.purchaseDate > x.purchaseDate {
-                            next = min(next, y.purchaseDate)
+                        for p in c.purchased where p > purchase {
+                            next = min(next, p)
                         }
                         let said = k.renewalHistory(otid).filter {
-                            $0.signedDate >= x.purchaseDate && $0.signedDate < next && $0.isInBillingRetryPeriod != true
+                            $0.signedDate >= purchase && $0.signedDate < next && $0.isInBillingRetryPeriod != true
                                 && $0.productId == x.productId
                         }.compactMap(\.renewalDate).max()
                         if let said, said > expires { expires = said }
@@ -280,12 +262,11 @@ public enum Oracle {
                     // An immediate upgrade or crossgrade: a later PURCHASE in the chain inside x's period ends x.
                     // (Legacy receipts carry no reason; there the upgraded-from entry's is_upgraded says it.)
                     var cut: Millis?
-                    for y in whole
-                    where (y.transactionReason == .purchase || (y.transactionReason == nil && x.isUpgraded == true))
-                        && y.purchaseDate > x.purchaseDate && y.purchaseDate < expires
-                    {
-                        cut = min(cut ?? .max, y.purchaseDate)
+                    func consider(_ dates: [Millis]) {
+                        for p in dates where p > purchase && p < expires { cut = min(cut ?? .max, p) }
                     }
+                    consider(c.purchaseReasonDates)
+                    if x.isUpgraded == true { consider(c.noReasonDates) }
                     var end = min(expires, cut ?? .max)
                     if cut == nil, x.isUpgraded == true {
                         // Upgraded, but the upgrading transaction is unknown: it ended no later than the flag was signed.
@@ -299,7 +280,8 @@ public enum Oracle {
             }
             // Grace and the state of a chain that grants nothing now, from its latest transaction (docs/semantics.md#subscription-status).
             // The latest purchased at or before t (an isUpgraded flag signed after t must not hide it; see docs/semantics.md#subscription-status).
-            guard let latest = chain.last(where: { $0.type == .autoRenewable }) else { continue }
+            guard let last = c.kinds[..<bought].lastIndex(of: .autoRenewable) else { continue }
+            let latest = whole[last]
             let renewal = k.renewals[otid]
             let inRetry =
                 renewal?.isInBillingRetryPeriod == true
@@ -323,62 +305,79 @@ public enum Oracle {
         }
 
         // Non-renewing subscriptions: the app's duration from purchaseDate, optionally stacked.
-        for p in catalog.products where p.kind == .nonRenewing {
-            let txs = known.filter { $0.productId == p.id }.sorted(by: JWSTransactionDecodedPayload.purchasedBefore)
-            guard let period = p.period else { continue }
-            var lastEnd: Millis = .min
-            for x in txs {
-                let start = policy.nonRenewingStacking ? max(x.purchaseDate, lastEnd) : x.purchaseDate
-                let end = period.added(to: start)
-                lastEnd = end
-                if !x.isRevoked(at: t) && start <= t && t < end {
-                    grants.append(Grant(productId: p.id, end: end, ownership: x.inAppOwnershipType, grace: false))
+        let index = k.catalogIndex
+        // A transaction counts by its product id, whatever type it claims.
+        if !index.nonRenewing.isEmpty, known.contains(where: { index.nonRenewingIds.contains($0.productId) }) {
+            for (id, period) in index.nonRenewing {
+                let txs = known.filter { $0.productId == id }.sorted(by: JWSTransactionDecodedPayload.purchasedBefore)
+                guard let period else { continue }
+                var lastEnd: Millis = .min
+                for x in txs {
+                    let start = policy.nonRenewingStacking ? max(x.purchaseDate, lastEnd) : x.purchaseDate
+                    let end = period.added(to: start)
+                    lastEnd = end
+                    if !x.isRevoked(at: t) && start <= t && t < end {
+                        grants.append(Grant(productId: id, end: end, ownership: x.inAppOwnershipType, grace: false))
+                    }
                 }
-            }
-            if let last = txs.last {
-                inactiveState[p.id] = (last.isRevoked(at: t) ? .revoked : .expired, last.purchaseDate)
+                if let last = txs.last {
+                    inactiveState[id] = (last.isRevoked(at: t) ? .revoked : .expired, last.purchaseDate)
+                }
             }
         }
 
-        var products: [ProductEntitlement] = []
-        var listed: Set<String> = []
-        for x in known where x.type != .consumable { listed.insert(x.productId) }
-        for id in listed.sorted() {
-            let paid = grants.filter { $0.productId == id && !$0.grace }
-            let grace = grants.filter { $0.productId == id && $0.grace }
-            let own: (([Grant]) -> InAppOwnershipType) = { g in
-                g.contains { $0.ownership == .purchased } ? .purchased : .familyShared
+        // Per product: the latest end and whether any grant is the user's own, of its paid grants and of its grace.
+        struct Held {
+            var any = false
+            var end: Millis?
+            var purchased = false
+            mutating func add(_ g: Grant) {
+                any = true
+                if let e = g.end { end = max(end ?? e, e) }
+                if g.ownership == .purchased { purchased = true }
             }
-            if !paid.isEmpty {
+        }
+        var paid: [String: Held] = [:], grace: [String: Held] = [:]
+        for g in grants {
+            if g.grace { grace[g.productId, default: Held()].add(g) } else { paid[g.productId, default: Held()].add(g) }
+        }
+        var listed: Set<String> = [], nonConsumables: Set<String> = []
+        // Groups where the user's own subscription (or introductory offer, by policy) spent the intro eligibility.
+        var spent: Set<String> = []
+        for x in known {
+            if x.type != .consumable { listed.insert(x.productId) }
+            if x.type == .nonConsumable { nonConsumables.insert(x.productId) }
+            if let g = x.subscriptionGroupIdentifier, x.inAppOwnershipType == .purchased,
+                policy.introEligibility == .neverSubscribed || x.offerType == .introductory
+            {
+                spent.insert(g)
+            }
+        }
+        var products: [ProductEntitlement] = []
+        products.reserveCapacity(listed.count)
+        for id in listed.sorted() {
+            let held = paid[id].map { ($0, EntitlementState.active) } ?? grace[id].map { ($0, .grace) }
+            if let (h, state) = held {
                 products.append(
                     ProductEntitlement(
-                        productId: id, active: true, state: .active,
-                        expiresDate: paid.compactMap(\.end).max(), ownership: own(paid)))
-            } else if !grace.isEmpty {
-                products.append(
-                    ProductEntitlement(
-                        productId: id, active: true, state: .grace,
-                        expiresDate: grace.compactMap(\.end).max(), ownership: own(grace)))
+                        productId: id, active: true, state: state, expiresDate: h.end,
+                        ownership: h.purchased ? .purchased : .familyShared))
             } else {
-                let nonConsumableRevoked = known.contains { $0.productId == id && $0.type == .nonConsumable }
-                let state = inactiveState[id]?.0 ?? (nonConsumableRevoked ? .revoked : .expired)
+                let state = inactiveState[id]?.0 ?? (nonConsumables.contains(id) ? .revoked : .expired)
                 products.append(
                     ProductEntitlement(productId: id, active: false, state: state, expiresDate: nil, ownership: nil))
             }
         }
 
-        var groups: [GroupEntitlement] = []
-        for g in catalog.groups {
-            let active = products.filter { p in p.active && catalog.product(p.productId)?.groupId == g.id }
-            let best = active.min { a, b in
-                let la = catalog.product(a.productId)?.level ?? .max, lb = catalog.product(b.productId)?.level ?? .max
-                return la != lb ? la < lb : a.productId < b.productId
-            }
-            let eligible = !known.contains { x in
-                x.subscriptionGroupIdentifier == g.id && x.inAppOwnershipType == .purchased
-                    && (policy.introEligibility == .neverSubscribed || x.offerType == .introductory)
-            }
-            groups.append(GroupEntitlement(groupId: g.id, effectiveProductId: best?.productId, introEligible: eligible))
+        // A group's effective product: its active product of the highest level (1 is highest; ties by id).
+        var best: [String: (level: Int, id: String)] = [:]
+        for p in products where p.active {
+            guard let place = index.placement[p.productId] else { continue }
+            if let b = best[place.groupId], (b.level, b.id) <= (place.level, p.productId) { continue }
+            best[place.groupId] = (place.level, p.productId)
+        }
+        let groups = index.groupIds.map { g in
+            GroupEntitlement(groupId: g, effectiveProductId: best[g]?.id, introEligible: !spent.contains(g))
         }
         return EntitlementAnswer(
             products: products, groups: groups,
