@@ -104,9 +104,13 @@ public struct Coverage: Codable, Hashable, Sendable {
         var out: Set<String> = []
         for g in catalog.groups {
             let ps = catalog.products(inGroup: g.id).filter { $0.kind == .autoRenewable }
-            for p in ps {
-                for q in ps where q.id != p.id {
-                    if let d = ProductMove(from: p.id, to: q.id).direction(in: catalog) { out.insert(d) }
+            // What `ProductMove.direction(in:)` reads for each id (the catalog's first product of it), found once.
+            let found = ps.map { catalog.product($0.id) }
+            for i in ps.indices {
+                for j in ps.indices where ps[j].id != ps[i].id {
+                    if let a = found[i], let b = found[j], let d = ProductMove.direction(from: a, to: b) {
+                        out.insert(d)
+                    }
                 }
             }
         }

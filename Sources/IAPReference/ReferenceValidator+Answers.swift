@@ -125,13 +125,16 @@ extension ReferenceValidator {
                 productId: id, active: h.state.isEntitled, state: h.state,
                 expiresDate: h.state.isEntitled ? h.expires : nil, ownership: h.state.isEntitled ? h.ownership : nil)
         }
+        // Per group, its active product of the highest level (1 is highest; ties by id).
+        var best: [String: (level: Int, productId: String)] = [:]
+        for p in products where p.active {
+            guard let place = placementById[p.productId] else { continue }
+            if let b = best[place.groupId], (b.level, b.productId) <= (place.level, p.productId) { continue }
+            best[place.groupId] = (place.level, p.productId)
+        }
         let groups = config.catalog.groups.map { g -> GroupEntitlement in
-            let best = products.filter { $0.active && product($0.productId)?.groupId == g.id }.min { a, b in
-                let la = product(a.productId)?.level ?? .max, lb = product(b.productId)?.level ?? .max
-                return la != lb ? la < lb : a.productId < b.productId
-            }
-            return GroupEntitlement(
-                groupId: g.id, effectiveProductId: best?.productId,
+            GroupEntitlement(
+                groupId: g.id, effectiveProductId: best[g.id]?.productId,
                 introEligible: introEligible(group: g.id, own: introTxs[g.id] ?? []))
         }
         let balances = consumableBalance(userId: q.userId, at: t).map {

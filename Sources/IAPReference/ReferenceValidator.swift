@@ -43,6 +43,8 @@ open class ReferenceValidator: DecodedDeliveryValidator {
     /// Consumable credits, once per transaction id: transactionId → (user-linked chain, quantity).
     public var consumableCredits: [String: JWSTransactionDecodedPayload] = [:]
     var productsById: [String: CatalogProduct] = [:]
+    /// Each grouped product's group and level (`Int.max` for none), read by the answers without copying products.
+    var placementById: [String: (groupId: String, level: Int)] = [:]
     public private(set) var verifier = SignedDataVerifier(trustedRoots: [])
 
     public init() {}
@@ -62,6 +64,7 @@ open class ReferenceValidator: DecodedDeliveryValidator {
         seenNotifications = []
         consumableCredits = [:]
         productsById = Dictionary(config.catalog.products.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
+        placementById = productsById.compactMapValues { p in p.groupId.map { ($0, p.level ?? .max) } }
     }
 
     public func product(_ id: String) -> CatalogProduct? { productsById[id] }

@@ -38,16 +38,21 @@ public struct ProductMove: Codable, Hashable, Sendable {
     /// How the move goes in level of service and in duration, as `level-duration`: `up`, `down` or `same`
     /// (level 1 is the highest), then `shorter`, `longer` or `same` (coverage counts each of the nine).
     public func direction(in catalog: Catalog) -> String? {
-        guard let p = catalog.product(from), let q = catalog.product(to), let dp = p.period?.approximateDays,
-            let dq = q.period?.approximateDays
-        else { return nil }
-        let lp = p.level ?? 1, lq = q.level ?? 1
-        let level = lq < lp ? "up" : lq > lp ? "down" : "same"
-        let duration = dq < dp ? "shorter" : dq > dp ? "longer" : "same"
-        return level + "-" + duration
+        guard let p = catalog.product(from), let q = catalog.product(to) else { return nil }
+        return Self.direction(from: p, to: q)
     }
 
-    /// The nine directions.
+    /// The direction of a move from `p` to `q` (``direction(in:)`` once the products are found): one of
+    /// ``directions``, without building a string.
+    public static func direction(from p: CatalogProduct, to q: CatalogProduct) -> String? {
+        guard let dp = p.period?.approximateDays, let dq = q.period?.approximateDays else { return nil }
+        let lp = p.level ?? 1, lq = q.level ?? 1
+        let level = lq < lp ? 0 : lq > lp ? 2 : 1
+        let duration = dq < dp ? 0 : dq > dp ? 2 : 1
+        return directions[level * 3 + duration]
+    }
+
+    /// The nine directions, `up-shorter` … `down-longer` (level first, ``direction(from:to:)`` indexes them).
     public static let directions: [String] = ["up", "same", "down"].flatMap { l in
         ["shorter", "same", "longer"].map { l + "-" + $0 }
     }
