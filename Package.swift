@@ -29,6 +29,9 @@ let package = Package(
         // all of it elsewhere): tokens are base64url kilobytes, converted and scanned on every signature and
         // verification.
         .target(name: "CByteLoops"),
+        // The CPU affinity mask (a GNU extension Swift's Glibc module leaves out): `bench check` skips its scaling
+        // figure where the process may run on one CPU only.
+        .target(name: "CAffinity"),
         // The pure entitlement oracle (docs/semantics.md#oracle-specification). Imports only the model: a rendering or transport bug cannot hide in it.
         .target(name: "IAPOracle", dependencies: ["IAPModel"]),
         // Domain-free property engine: seeded RNG, recorded choice sequences, generic shrinking.
@@ -92,7 +95,7 @@ let package = Package(
             name: "IAPBench",
             dependencies: [
                 "IAPModel", "IAPValidatorAPI", "IAPVerification", "IAPReference", "IAPSigning", "IAPConformance",
-                "IAPLoad", "IAPHTTP", "PropertyEngine",
+                "IAPLoad", "IAPHTTP", "PropertyEngine", "CAffinity",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
@@ -152,7 +155,7 @@ let package = Package(
             name: "IAPLoadTests",
             dependencies: [
                 "IAPLoad", "IAPTesting", "IAPValidatorAPI", "IAPReference", "IAPMutants", "IAPSubprocess", "IAPHTTP",
-                "IAPBench",
+                "IAPBench", "CAffinity",
             ]),
         .testTarget(
             name: "IAPSigningTests",

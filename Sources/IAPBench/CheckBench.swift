@@ -70,8 +70,9 @@ public enum CheckBench {
         public var cryptoLimitRatio: Double
         public var es256LimitRatio: Double
         public var jobs: Int
-        public var signedCasesPerSecondWithJobs: Double
-        public var scaling: Double
+        /// Nil when not measured: the process could run on one CPU only.
+        public var signedCasesPerSecondWithJobs: Double?
+        public var scaling: Double?
     }
 
     public struct Failure: Error, CustomStringConvertible {
@@ -204,17 +205,29 @@ public enum CheckBench {
             "crypto-limit ratio (signed cases/s × ECDSA µs per case), median of \(done.count): \(f2(ratio)) (ES256 alone: \(f2(es256))); signed check \(Int(signed)) cases/s"
         )
         // Scaling against one job run the same way, just before (no bursts between its cases, which would cost it
-        // the caches they evict).
-        let oneRun = check(cases * max(1, jobs), signed: true, jobs: 1)
-        let one = Double(oneRun.cases) / oneRun.seconds
-        let parallelRun = check(cases * max(1, jobs), signed: true, jobs: jobs)
-        let parallel = Double(parallelRun.cases) / parallelRun.seconds
-        emit(
-            "signed check, \(jobs) jobs: \(Int(parallel)) cases/s against \(Int(one)) with 1 job just before: scaling ×\(f2(parallel / one))"
-        )
+        // the caches they evict). Not where the process may use one CPU only (pinned with taskset): its jobs would
+        // take turns on that CPU, and the figure would say nothing about the cores.
+        let usable = Measure.usableCPUs() ?? jobs
+        var parallel: Double?, scaling: Double?
+        if jobs > 1 && usable < 2 {
+            emit(
+                "signed check, \(jobs) jobs: not measured: this process may run on one CPU only (an affinity mask, as taskset sets); run without taskset for the scaling over the cores"
+            )
+        } else {
+            let oneRun = check(cases * max(1, jobs), signed: true, jobs: 1)
+            let one = Double(oneRun.cases) / oneRun.seconds
+            let parallelRun = check(cases * max(1, jobs), signed: true, jobs: jobs)
+            let many = Double(parallelRun.cases) / parallelRun.seconds
+            let note = usable < jobs ? " (this process may run on \(usable) CPUs only: the jobs share them)" : ""
+            emit(
+                "signed check, \(jobs) jobs: \(Int(many)) cases/s against \(Int(one)) with 1 job just before: scaling ×\(f2(many / one))\(note)"
+            )
+            parallel = many
+            scaling = many / one
+        }
         return Figures(
             unsignedCasesPerSecond: unsigned, rounds: done, signedCasesPerSecond: signed, cryptoLimitRatio: ratio,
-            es256LimitRatio: es256, jobs: jobs, signedCasesPerSecondWithJobs: parallel, scaling: parallel / one)
+            es256LimitRatio: es256, jobs: jobs, signedCasesPerSecondWithJobs: parallel, scaling: scaling)
     }
 
     /// What the progress callback of a round's run carries from one slice to the next (it runs on the checking

@@ -1,7 +1,8 @@
+import CAffinity
 import Dispatch
 
 /// Measuring helpers of the benchmarks: a monotonic clock and µs per call.
-enum Measure {
+package enum Measure {
     static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 
     static func seconds(since start: UInt64) -> Double { Double(now() - start) / 1e9 }
@@ -19,5 +20,12 @@ enum Measure {
         let s = xs.sorted()
         guard !s.isEmpty else { return 0 }
         return s.count % 2 == 1 ? s[s.count / 2] : (s[s.count / 2 - 1] + s[s.count / 2]) / 2
+    }
+
+    /// The CPUs the calling thread may run on: its affinity mask, which `taskset` narrows for a whole process (the
+    /// machine's core count, which `activeProcessorCount` reports, stays the same); nil where it cannot be read.
+    package static func usableCPUs() -> Int? {
+        let n = iapcheck_usable_cpus()
+        return n > 0 ? Int(n) : nil
     }
 }

@@ -22,7 +22,7 @@ extension Bench {
                 over the rounds (a shared machine drifts within seconds: the rounds show how much), and signed cases/s \
                 with --jobs jobs against one job run just before, the scaling factor. Pin to one core with taskset \
                 for the one-thread figures; the jobs figure needs all cores, so run it unpinned (with --rounds 1 if \
-                only it matters).
+                only it matters): pinned to one CPU it is not measured, and says so.
                 """)
 
         @Option(help: "Signed cases per round.") var cases = 600
