@@ -141,25 +141,22 @@ import Testing
     /// payload, and its encoding and digest state are made once per leaf: the tokens after the first one here are
     /// hashed from that state on.
     @Test func theOversizedForgeryIsGenuineButForItsSize() throws {
+        // One verifier without the size limit reads every token below.
+        var options = SignedDataVerifier.Options()
+        options.maxTokenBytes = .max
+        let verifier = SignedDataVerifier(trustedRoots: pki.trustedRoots, options: options)
         var tempting = transaction()
         for productId in ["lifetime.unlock", "a", "ab", "abc"] {  // one leaf: all but the first from the cached state
             tempting.productId = productId
             let jws = ForgeryKit(pki: pki).jws(.oversizedToken, tempting, Self.t)
             #expect(jws.utf8.count > ForgeryKit.oversizedBytes)
-            var options = SignedDataVerifier.Options()
-            options.maxTokenBytes = .max
-            let decoded = try SignedDataVerifier(trustedRoots: pki.trustedRoots, options: options).verify(
-                jws, as: JWSTransactionDecodedPayload.self
-            ) { $0.signedDate }.get()
+            let decoded = try verifier.verify(jws, as: JWSTransactionDecodedPayload.self) { $0.signedDate }.get()
             #expect(decoded == tempting)
             let payload = Base64URL.decode(String(jws.split(separator: ".")[1]))!
             let object = try JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any]
             #expect((object?["padding"] as? String)?.count == ForgeryKit.oversizedBytes)
         }
         // A renewal info, and a value with no members (`{}` becomes `{"padding":"…"}`, no comma).
-        var options = SignedDataVerifier.Options()
-        options.maxTokenBytes = .max
-        let verifier = SignedDataVerifier(trustedRoots: pki.trustedRoots, options: options)
         let renewal = JWSRenewalInfoDecodedPayload(
             originalTransactionId: "1000", productId: "pro.monthly", autoRenewProductId: "pro.monthly",
             autoRenewStatus: .on, signedDate: Self.t, environment: .production)
