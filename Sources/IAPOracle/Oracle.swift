@@ -328,11 +328,9 @@ public enum Oracle {
 
         // Per product: the latest end and whether any grant is the user's own, of its paid grants and of its grace.
         struct Held {
-            var any = false
             var end: Millis?
             var purchased = false
             mutating func add(_ g: Grant) {
-                any = true
                 if let e = g.end { end = max(end ?? e, e) }
                 if g.ownership == .purchased { purchased = true }
             }
