@@ -196,7 +196,7 @@ public enum CertificationSuite {
         maxSize: Int = HistoryGenerator.defaultMaxSize, progress: ((String) -> Void)? = nil
     ) -> Report {
         let record = catalogRecord ?? .builtIn(catalog)
-        let faultArgs = (faults.map { " --faults \($0)" } ?? "") + record.arguments
+        let faultArgs = (faults.map { " --faults \(Shell.quote($0))" } ?? "") + record.arguments
         var results: [PropertyResult] = []
         for e in entries + (durableAck ? [durableAckEntry] : []) {
             progress?("\(e.property.rawValue): \(max(1, Int(Double(e.cases) * scale))) cases, seed \(e.seed)")
@@ -230,7 +230,7 @@ public enum CertificationSuite {
                         expected: d.expected, observed: d.observed, differences: d.differences,
                         timeline: Timeline.render(f.shrunk, failingStep: d.step),
                         replay:
-                            "iapcheck check --validator '\(spec)' --property \(e.property.rawValue) --seed \(e.seed) --case \(f.caseIndex)\(faultArgs)"
+                            "iapcheck check --validator \(Shell.quote(spec)) --property \(e.property.rawValue) --seed \(e.seed) --case \(f.caseIndex)\(faultArgs)"
                     )
                 } else if let failure = f.validatorFailure {
                     vf = Reports.ValidatorFailureSummary(

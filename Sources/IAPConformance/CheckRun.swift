@@ -40,7 +40,7 @@ public struct CheckRun {
         let options = checker.options
         let v = checker.validator
         let rerun =
-            "iapcheck check --validator '\(validatorSpec)' --seed \(options.seed)"
+            "iapcheck check --validator \(Shell.quote(validatorSpec)) --seed \(options.seed)"
 
         // 1. The corpus: every saved counterexample must pass.
         var replayed = 0
@@ -58,7 +58,7 @@ public struct CheckRun {
                 case .discrepancy(let d):
                     let s = Reports.summary(
                         of: d, saved.testCase, caseIndex: nil, corpusFile: file,
-                        replay: "iapcheck replay \(file) --validator \(validatorSpec)")
+                        replay: "iapcheck replay \(Shell.quote(file)) --validator \(Shell.quote(validatorSpec))")
                     corpusFailures.append(s)
                     emit(TextReport.discrepancy(s, headline: "FAIL \(d.property.rawValue) (corpus \(file))"))
                 case .validatorFailed(let f, _):
@@ -79,7 +79,7 @@ public struct CheckRun {
         }
         if report.interrupted {
             emit(
-                "INTERRUPTED after \(report.cases) of \(options.caseRange.count) cases, all passed; the same run again: iapcheck check --validator '\(validatorSpec)' --seed \(options.seed) --cases \(options.cases)\(selectionArguments)\(options.shard.map { " --shard \($0)" } ?? "")"
+                "INTERRUPTED after \(report.cases) of \(options.caseRange.count) cases, all passed; the same run again: iapcheck check --validator \(Shell.quote(validatorSpec)) --seed \(options.seed) --cases \(options.cases)\(selectionArguments)\(options.shard.map { " --shard \($0)" } ?? "")"
             )
         }
         if let f = report.failure {
@@ -92,7 +92,9 @@ public struct CheckRun {
                             foundWith: v.name, seed: options.seed, caseIndex: f.caseIndex, failure: d,
                             testCase: f.shrunk), in: corpus)
                 }
-                let replay = file.map { "iapcheck replay \($0) --validator \(validatorSpec)" } ?? rerunCase
+                let replay =
+                    file.map { "iapcheck replay \(Shell.quote($0)) --validator \(Shell.quote(validatorSpec))" }
+                    ?? rerunCase
                 let s = Reports.summary(of: d, f.shrunk, caseIndex: f.caseIndex, corpusFile: file, replay: replay)
                 discrepancies.append(s)
                 emit(
@@ -143,7 +145,7 @@ public struct CheckRun {
 
         let rate = Double(report.cases) / max(report.seconds, 1e-9)
         emit(
-            "\(v.name): \(report.passed)/\(report.cases) cases passed, \(report.questions) questions, corpus \(replayed) replayed, \(String(format: "%.1f", report.seconds)) s (\(Int(rate)) cases/s)"
+            "\(v.name): \(report.passed)/\(report.cases) cases passed\(options.shard.map { " (\($0.describe(of: options.cases)))" } ?? ""), \(report.questions) questions, corpus \(replayed) replayed, \(String(format: "%.1f", report.seconds)) s (\(Int(rate)) cases/s)"
         )
         if report.failure == nil && options.onlyCase == nil && !report.interrupted && options.shard == nil {
             emit(options.signed ? TextReport.forgeryLine(summary.forgeries) : "forgeries: not checked (--unsigned)")

@@ -54,7 +54,8 @@ public struct Checker {
             for _ in 1..<options.jobs { if let w = try? make() { workers.append(w) } }
             if workers.count > 1 { return runJobs(workers, start: start) }
         }
-        let indices: [Int] = options.onlyCase.map { [$0] } ?? Array(options.caseRange)
+        // A range, never an array of indices: `--cases` may be as large as a user likes.
+        let indices: Range<Int> = options.onlyCase.map { $0..<($0 + 1) } ?? options.caseRange
         for (n, i) in indices.enumerated() {
             if options.shouldStop() {
                 return CheckReport(

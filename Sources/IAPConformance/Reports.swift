@@ -186,7 +186,9 @@ public enum Reports {
     public static func junit(_ s: CheckSummary) -> String {
         let esc = Markup.escape
         var cases: [String] = []
-        var failures = 0
+        // JUnit counts a <failure> (a property that did not hold) apart from an <error> (the run or the validator
+        // broke): a CI page shows them apart.
+        var failures = 0, errors = 0
         let checked = s.coverage.properties.keys.sorted()
         for p in PropertyName.allCases.map(\.rawValue)
         where checked.contains(p) || s.discrepancies.contains(where: { $0.property == p }) {
@@ -202,13 +204,13 @@ public enum Reports {
             }
         }
         if s.interrupted == true {
-            failures += 1
+            errors += 1
             cases.append(
                 "    <testcase classname=\"iapcheck.\(esc(s.validator))\" name=\"completeness\"><error message=\"the run did not check every case (interrupted, or shards missing)\"/></testcase>"
             )
         }
         for f in s.validatorFailures {
-            failures += 1
+            errors += 1
             cases.append(
                 "    <testcase classname=\"iapcheck.\(esc(s.validator))\" name=\"validator-health\"><error message=\"\(esc(f.kind + ": " + f.message))\">\(esc(f.transcript.joined(separator: "\n")))</error></testcase>"
             )
@@ -216,7 +218,7 @@ public enum Reports {
         return """
             <?xml version="1.0" encoding="UTF-8"?>
             <testsuites>
-              <testsuite name="iapcheck \(esc(s.validator))" tests="\(cases.count)" failures="\(failures)" time="\(String(format: "%.3f", s.seconds))">
+              <testsuite name="iapcheck \(esc(s.validator))" tests="\(cases.count)" failures="\(failures)" errors="\(errors)" time="\(String(format: "%.3f", s.seconds))">
             \(cases.joined(separator: "\n"))
               </testsuite>
             </testsuites>

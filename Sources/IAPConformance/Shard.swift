@@ -31,6 +31,14 @@ public struct Shard: Codable, Hashable, Sendable, CustomStringConvertible {
         return bound(index)..<bound(index + 1)
     }
 
+    /// `shard 1/3: cases 334 to 666 of 1000`, for people.
+    public func describe(of total: Int) -> String {
+        let r = range(of: total)
+        return r.isEmpty
+            ? "shard \(self): none of the \(total) cases"
+            : "shard \(self): cases \(r.lowerBound) to \(r.upperBound - 1) of \(total)"
+    }
+
     /// Whether the fields describe a shard at all (a summary file is input like any other).
     public var isValid: Bool { count >= 1 && index >= 0 && index < count }
 

@@ -54,10 +54,10 @@ struct CaseOptions: ParsableArguments {
     /// The options that select the same catalog and policy again, for replay commands.
     var selectionArguments: String {
         var s = ""
-        if let catalog { s += " --catalog \(catalog)" }
-        if let bundleId { s += " --bundle-id \(bundleId)" }
-        if let entitlements { s += " --entitlements \(entitlements)" }
-        if let policy { s += " --policy \(policy)" }
+        if let catalog { s += " --catalog \(Shell.quote(catalog))" }
+        if let bundleId { s += " --bundle-id \(Shell.quote(bundleId))" }
+        if let entitlements { s += " --entitlements \(Shell.quote(entitlements))" }
+        if let policy { s += " --policy \(Shell.quote(policy))" }
         if maxSize != HistoryGenerator.defaultMaxSize { s += " --max-size \(maxSize)" }
         return s
     }

@@ -52,7 +52,7 @@ struct Check: ParsableCommand {
 
     @Option(
         help:
-            "Shrinking attempts per failure (deterministic: the same seed gives the same counterexample on any machine)."
+            "Shrinking attempts per failure (deterministic: the same seed gives the same counterexample on any machine). A failure that must shrink signed (one that depends on signatures, and every exec: or http: validator's) takes at most 400, since each attempt signs its artifacts; a validator failure (crash, garbage) at most 40, a timeout 8."
     )
     var shrinkAttempts: Int = 2000
 
@@ -106,7 +106,9 @@ struct Check: ParsableCommand {
             throw ValidationError("--shard and --case do not go together: --case already names one case")
         }
         guard cases >= 0 else { throw ValidationError("--cases must be 0 or more, not \(cases)") }
-        if let caseIndex, caseIndex < 0 { throw ValidationError("--case must be 0 or more, not \(caseIndex)") }
+        if let caseIndex, caseIndex < 0 || caseIndex == Int.max {
+            throw ValidationError("--case must be 0 or more and below \(Int.max), not \(caseIndex)")
+        }
         let (catalog, policy) = try options.loadOrExit()
         if let json { try requireWritable(file: json) }
         if let junit { try requireWritable(file: junit) }
@@ -160,7 +162,7 @@ struct Check: ParsableCommand {
         var checker = Checker(options: opts, validator: v)
         checker.makeWorker = make
         let progress = Progress(
-            "check \(v.name)\(slice.map { " shard \($0) (cases \(opts.caseRange.lowerBound)..<\(opts.caseRange.upperBound))" } ?? "")",
+            "check \(v.name)\(slice.map { " (\($0.describe(of: opts.cases)))" } ?? "")",
             quiet: quiet)
         checker.progress = { progress.update($0, $1) }
         var run = CheckRun(validatorSpec: validator, checker: checker)
@@ -198,8 +200,8 @@ struct Check: ParsableCommand {
 
     var catalogArgs: String {
         var s = options.selectionArguments
-        if let f = faults { s += " --faults \(f)" }
-        for p in property { s += " --property \(p)" }
+        if let f = faults { s += " --faults \(Shell.quote(f))" }
+        for p in property { s += " --property \(Shell.quote(p))" }
         if parallel { s += " --parallel" }
         if unsigned { s += " --unsigned" }
         return s

@@ -42,13 +42,24 @@ struct MergeReports: ParsableCommand {
         var inputs: [ShardMerge.Input] = []
         var mutantInputs: [MutantsMerge.Input] = []
         var skipped: [String] = []
+        // One file named twice (as itself and inside its directory, or through a link) is one shard, not two.
+        var taken: [String: String] = [:]
+        func isNew(_ file: String) -> Bool {
+            let canonical = URL(fileURLWithPath: file).standardizedFileURL.resolvingSymlinksInPath().path
+            if let first = taken[canonical] {
+                skipped.append("\(file) (the same file as \(first))")
+                return false
+            }
+            taken[canonical] = file
+            return true
+        }
         for path in paths {
             var isDirectory: ObjCBool = false
             guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
                 throw fail("error: \(path): no such file or directory", code: Exit.usage)
             }
             if isDirectory.boolValue {
-                for file in Self.jsonFiles(under: path) {
+                for file in Self.jsonFiles(under: path) where isNew(file) {
                     switch Self.load(file) {
                     case .success(.check(let s)) where s.run == nil:
                         skipped.append("\(file) (a single-case run, not a shard)")
@@ -59,7 +70,7 @@ struct MergeReports: ParsableCommand {
                     case .failure(let why): skipped.append("\(file) (\(why))")
                     }
                 }
-            } else {
+            } else if isNew(path) {
                 switch Self.load(path) {
                 case .success(.check(let s)): inputs.append(ShardMerge.Input(path: path, summary: s))
                 case .success(.mutants(let s)): mutantInputs.append(MutantsMerge.Input(path: path, summary: s))
@@ -166,7 +177,16 @@ struct MergeReports: ParsableCommand {
         if !result.missing.isEmpty {
             print("MISSING shards: \(result.missing.map(\.description).joined(separator: ", "))")
         }
-        if let json { try writeResults("the merged JSON summary", to: json) { try JSONFormat.write(s, to: json) } }
+        if let json {
+            // A table with shards missing would read as the whole run's (and could not be merged again): none.
+            if result.complete {
+                try writeResults("the merged JSON summary", to: json) { try JSONFormat.write(s, to: json) }
+            } else {
+                print(
+                    "note: no merged JSON summary written to \(json) while shards are missing; merge again with all of them"
+                )
+            }
+        }
         if junit != nil { print("note: --junit is written for check summaries only") }
         if s.killed < s.total { throw ExitCode(Exit.discrepancy) }
         if !(s.setupErrors ?? []).isEmpty { throw ExitCode(Exit.validatorFailure) }

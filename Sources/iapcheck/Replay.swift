@@ -51,7 +51,7 @@ struct Replay: ParsableCommand {
                     unexpected += 1
                     let s = Reports.summary(
                         of: d, saved.testCase, caseIndex: saved.caseIndex, corpusFile: path,
-                        replay: "iapcheck replay \(path) --validator \(validator)")
+                        replay: "iapcheck replay \(Shell.quote(path)) --validator \(Shell.quote(validator))")
                     print(TextReport.discrepancy(s, headline: "  \(v.name) disagrees with the oracle"))
                 }
             case .validatorFailed(let f, _):

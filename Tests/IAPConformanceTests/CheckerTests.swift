@@ -192,7 +192,13 @@ import Testing
         let xml = Reports.junit(s)
         #expect(xml.contains("name=\"entitlement-agreement\"/>"))
         #expect(xml.contains("name=\"clock-skew\"><failure"))
-        #expect(xml.contains("failures=\"1\""))
+        #expect(xml.contains("failures=\"1\" errors=\"0\""))
+        // A validator that broke, and a run that did not check every case, are errors, not failures.
+        var broken = s
+        broken.discrepancies = []
+        broken.validatorFailures = [.init(kind: "crashed", message: "exit 139", transcript: [])]
+        broken.interrupted = true
+        #expect(Reports.junit(broken).contains("failures=\"0\" errors=\"2\""))
     }
 }
 
@@ -282,6 +288,24 @@ final class CoinFlipValidator: ReferenceValidator {
         o.shouldStop = { true }
         let report = Checker(options: o, validator: ReferenceValidator()).run()
         #expect(report.interrupted && report.cases == 0)
+    }
+
+    /// The cases are a range, never an array of their indices: any `--cases` runs (it used to allocate eight bytes
+    /// a case before the first one, and crashed on large counts).
+    @Test func anyNumberOfCasesRunsWithoutListingThem() {
+        var o = CheckOptions()
+        o.cases = Int.max
+        o.signed = false
+        o.jobs = 1
+        let asked = Locked(0)
+        o.shouldStop = {
+            asked.withLock {
+                $0 += 1
+                return $0 > 3
+            }
+        }
+        let report = Checker(options: o, validator: ReferenceValidator()).run()
+        #expect(report.interrupted && report.cases == 3 && report.passed == 3)
     }
 }
 
