@@ -209,14 +209,16 @@ public enum CheckBench {
         // take turns on that CPU, and the figure would say nothing about the cores.
         let usable = Measure.usableCPUs() ?? jobs
         var parallel: Double?, scaling: Double?
-        if jobs > 1 && usable < 2 {
+        if jobs < 2 {
+            emit("signed check, 1 job: no scaling to measure (give --jobs 2 or more)")
+        } else if usable < 2 {
             emit(
                 "signed check, \(jobs) jobs: not measured: this process may run on one CPU only (an affinity mask, as taskset sets); run without taskset for the scaling over the cores"
             )
         } else {
-            let oneRun = check(cases * max(1, jobs), signed: true, jobs: 1)
+            let oneRun = check(cases * jobs, signed: true, jobs: 1)
             let one = Double(oneRun.cases) / oneRun.seconds
-            let parallelRun = check(cases * max(1, jobs), signed: true, jobs: jobs)
+            let parallelRun = check(cases * jobs, signed: true, jobs: jobs)
             let many = Double(parallelRun.cases) / parallelRun.seconds
             let note = usable < jobs ? " (this process may run on \(usable) CPUs only: the jobs share them)" : ""
             emit(

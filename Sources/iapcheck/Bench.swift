@@ -22,9 +22,36 @@ struct Bench: ParsableCommand {
             .processInfo.activeProcessorCount
         @Option(help: "Write the figures as JSON here.") var json: String?
 
+        func validate() throws {
+            try BenchBounds.seconds("--seconds", seconds)
+            try BenchBounds.count("--tokens", tokens, max: 1_000_000)
+            try BenchBounds.count("--threads", threads, max: BenchBounds.maxThreads)
+        }
+
         func run() throws {
+            if let json { try requireWritable(file: json) }
             let rows = try VerifyBench.run(seconds: seconds, tokens: tokens, threads: threads) { print($0) }
             if let json { try JSONFormat.write(rows, to: json) }
+        }
+    }
+}
+
+/// Bounds of the benchmarks' options, checked before anything runs: a bad number should get a clear refusal, not a
+/// trap halfway through a measurement (a negative duration, no tokens) or a minute of work whose file cannot be
+/// written.
+enum BenchBounds {
+    static let maxThreads = 1024
+
+    static func count(_ name: String, _ value: Int, max: Int) throws {
+        guard (1...max).contains(value) else {
+            throw ValidationError("\(name) must be from 1 to \(max) (it is \(value))")
+        }
+    }
+
+    /// A duration in seconds: finite, above 0, at most an hour.
+    static func seconds(_ name: String, _ value: Double) throws {
+        guard value.isFinite, value > 0, value <= 3600 else {
+            throw ValidationError("\(name) must be a number of seconds above 0 and at most 3600 (it is \(value))")
         }
     }
 }

@@ -20,7 +20,8 @@ extension Bench {
                 and the crypto-limit ratio = signed cases/s × ECDSA µs per case / 10⁶ (the share of the signed \
                 check's time spent in the cryptography: 1 would mean nothing else costs anything). Then the medians \
                 over the rounds (a shared machine drifts within seconds: the rounds show how much), and signed cases/s \
-                with --jobs jobs against one job run just before, the scaling factor. Pin to one core with taskset \
+                with --jobs jobs against one job run just before, the scaling factor (each of those two runs checks \
+                --cases × --jobs cases, so that every job has a round's worth). Pin to one core with taskset \
                 for the one-thread figures; the jobs figure needs all cores, so run it unpinned (with --rounds 1 if \
                 only it matters): pinned to one CPU it is not measured, and says so.
                 """)
@@ -33,15 +34,14 @@ extension Bench {
         @Option(help: "Write the figures as JSON here.") var json: String?
 
         func validate() throws {
-            for (name, value) in [
-                ("--cases", cases), ("--unsigned-cases", unsignedCases), ("--rounds", rounds), ("--jobs", jobs),
-            ]
-            where value < 1 {
-                throw ValidationError("\(name) must be at least 1 (it is \(value))")
-            }
+            try BenchBounds.count("--cases", cases, max: 10_000_000)
+            try BenchBounds.count("--unsigned-cases", unsignedCases, max: 100_000_000)
+            try BenchBounds.count("--rounds", rounds, max: 1000)
+            try BenchBounds.count("--jobs", jobs, max: BenchBounds.maxThreads)
         }
 
         func run() throws {
+            if let json { try requireWritable(file: json) }
             do {
                 let figures = try CheckBench.run(
                     cases: cases, unsignedCases: unsignedCases, rounds: rounds, jobs: jobs

@@ -24,6 +24,14 @@ extension Bench {
             help: "Rounds: driver and wrk take turns this many times; the medians are compared (this machine is noisy)."
         ) var rounds = 3
 
+        func validate() throws {
+            try BenchBounds.count("--connections", connections, max: BenchBounds.maxThreads)
+            try BenchBounds.seconds("--seconds", seconds)
+            try BenchBounds.count("--wrk-threads", wrkThreads, max: BenchBounds.maxThreads)
+            try BenchBounds.count("--port", port, max: 65_535)
+            try BenchBounds.count("--rounds", rounds, max: 1000)
+        }
+
         func run() throws {
             var bench = DriverBench(endpoint: [CommandLine.arguments[0], "bench", "endpoint", "--port", String(port)])
             bench.connections = connections
@@ -42,6 +50,7 @@ extension Bench {
         static let configuration = CommandConfiguration(
             abstract: "Serve the trivial endpoint `bench driver` measures against (GET / → ok).", shouldDisplay: false)
         @Option(help: "Port.") var port = 18_089
+        func validate() throws { try BenchBounds.count("--port", port, max: 65_535) }
         func run() throws {
             let done = DispatchSemaphore(value: 0)
             let port = self.port

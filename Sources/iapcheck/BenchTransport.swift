@@ -26,6 +26,11 @@ extension Bench {
                 "HTTP connections in parallel (each its own client thread and keep-alive connection), besides the one-connection figure. With the target's maxConcurrency at least this, each connection is a job with its own backend state; otherwise they share one."
         ) var connections = 2
 
+        func validate() throws {
+            try BenchBounds.seconds("--seconds", seconds)
+            try BenchBounds.count("--connections", connections, max: BenchBounds.maxThreads)
+        }
+
         func run() throws {
             let ops = TransportBench.operations()
             let me = CommandLine.arguments[0]
