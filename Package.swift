@@ -155,7 +155,7 @@ let package = Package(
             name: "IAPLoadTests",
             dependencies: [
                 "IAPLoad", "IAPTesting", "IAPValidatorAPI", "IAPReference", "IAPMutants", "IAPSubprocess", "IAPHTTP",
-                "IAPBench", "CAffinity",
+                "IAPBench", "CAffinity", .product(name: "Histogram", package: "hdrhistogram-swift"),
             ]),
         .testTarget(
             name: "IAPSigningTests",

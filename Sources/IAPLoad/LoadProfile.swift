@@ -41,6 +41,14 @@ public struct LoadProfile: Sendable {
     /// counts as a `wrong-answer` error. 0 turns the check off.
     public var answerSamplePercent: Double = 1
 
+    /// Everything that decides what a run sends and when, in one line: the segments of one run must share it to be
+    /// merged (thresholds and the baseline tolerance only judge the figures, and may differ).
+    public var workload: String {
+        let ops = Operation.allCases.map { "\($0.rawValue) \(mix[$0] ?? 0)" }.joined(separator: ", ")
+        return
+            "target \(target); mix \(ops); pool \(poolSize) seed \(poolSeed); distinct chains \(distinctChains); \(executor); warm-up \(warmupSeconds) s; duration \(durationSeconds) s; max lag \(maxLagSeconds) s; answer sample \(answerSamplePercent)%"
+    }
+
     public enum Operation: String, CaseIterable, Sendable {
         case appTransaction, notification, query, legacyReceipt
     }
@@ -195,6 +203,15 @@ public struct Threshold: Sendable, CustomStringConvertible {
         case .throughput:
             guard rhs.hasSuffix("/s"), let v = Double(rhs.dropLast(2)) else { return nil }
             value = v
+        }
+    }
+
+    /// An observed value in the rule's own units: `0.298 ms`, `0.5%`, `428/s`.
+    public func show(_ observed: Double) -> String {
+        switch metric {
+        case .percentile, .max: String(format: "%.3f ms", observed / 1000)
+        case .errors, .dropped: String(format: "%.3g%%", observed * 100)
+        case .throughput: String(format: "%.0f/s", observed)
         }
     }
 

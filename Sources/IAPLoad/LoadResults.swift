@@ -32,11 +32,16 @@ public struct LoadResults: Sendable {
         public var interrupted: Bool? = nil
         /// `i/N` when this is one segment of a run split with `--segment`.
         public var segment: String? = nil
+        /// The profile's ``LoadProfile/workload``: what the run sent, which the segments of one run share.
+        public var workload: String? = nil
     }
 
     public struct ThresholdResult: Codable, Sendable {
         public var rule: String
+        /// Microseconds for latencies, a fraction for errors and dropped requests, per second for throughput.
         public var observed: Double
+        /// `observed` in the rule's units (`0.298 ms`).
+        public var shown: String? = nil
         public var passed: Bool
     }
 
@@ -74,68 +79,6 @@ public struct LoadResults: Sendable {
     }
     public var corrected: Histogram<UInt64>
     public var uncorrected: Histogram<UInt64>
-
-    /// Merges the result folders of the segments of one profile: histograms are added (never percentiles averaged),
-    /// counts summed, per-second series summed second by second, thresholds evaluated on the merged figures.
-    public static func merge(_ directories: [String], profile: LoadProfile) throws -> LoadResults {
-        var workers: [LoadDriver.WorkerResult] = []
-        var seconds = 0.0
-        var seen: [Int: String] = [:]
-        var count: Int?
-        for dir in directories {
-            func read(_ name: String) throws -> Data {
-                try Data(contentsOf: URL(fileURLWithPath: (dir as NSString).appendingPathComponent(name)))
-            }
-            let summary = try JSONDecoder().decode(Summary.self, from: read("summary.json"))
-            // Only the segments of this profile, each once, all of them: anything else would be counted wrong.
-            guard summary.profile == profile.name, summary.executor == "\(profile.executor)" else {
-                throw MergeError(
-                    description:
-                        "\(dir) is a run of profile \(summary.profile) (\(summary.executor)), not of \(profile.name) (\(profile.executor))"
-                )
-            }
-            let parts = (summary.segment ?? "").split(separator: "/").compactMap { Int($0) }
-            guard parts.count == 2 else {
-                throw MergeError(description: "\(dir) is not a segment (run with --segment i/N)")
-            }
-            if let count, count != parts[1] {
-                throw MergeError(
-                    description:
-                        "\(dir) is segment \(summary.segment!) of a run split in \(parts[1]), the others in \(count)")
-            }
-            count = parts[1]
-            if let other = seen[parts[0]] {
-                throw MergeError(description: "segment \(summary.segment!) is given twice: \(other) and \(dir)")
-            }
-            seen[parts[0]] = dir
-            var w = LoadDriver.WorkerResult()
-            w.corrected = try JSONDecoder().decode(Histogram<UInt64>.self, from: read("histogram.json"))
-            w.uncorrected = try JSONDecoder().decode(Histogram<UInt64>.self, from: read("histogram-uncorrected.json"))
-            w.perSecond = try JSONDecoder().decode([Histogram<UInt64>].self, from: read("per-second.json"))
-            w.errorsPerSecond = summary.perSecond.map(\.errors)
-            while w.errorsPerSecond.count < w.perSecond.count { w.errorsPerSecond.append(0) }
-            w.errors = summary.errors
-            w.sent = summary.requests
-            w.dropped = summary.dropped
-            w.answersChecked = summary.answersChecked ?? 0
-            workers.append(w)
-            seconds = max(seconds, summary.durationSeconds)
-        }
-        if let count {
-            let missing = (0..<count).filter { seen[$0] == nil }
-            if !missing.isEmpty {
-                throw MergeError(
-                    description:
-                        "missing segment\(missing.count > 1 ? "s" : "") \(missing.map { "\($0)/\(count)" }.joined(separator: ", ")): the merge would under-count"
-                )
-            }
-        }
-        return LoadResults(profile: profile, workers: workers, seconds: seconds)
-    }
-
-    public struct MergeError: Error, CustomStringConvertible {
-        public var description: String
-    }
 
     /// Relative regressions against an earlier summary beyond `tolerance`: lower throughput, higher p50/p99/p99.9,
     /// a higher error rate. Empty when within tolerance.
@@ -215,7 +158,8 @@ public struct LoadResults: Sendable {
                 case .dropped: droppedRate
                 case .throughput: throughput
                 }
-            return ThresholdResult(rule: t.description, observed: observed, passed: t.holds(observed))
+            return ThresholdResult(
+                rule: t.description, observed: observed, shown: t.show(observed), passed: t.holds(observed))
         }
         let series = perSecond.enumerated().map { i, h in
             SecondSummary(
@@ -236,6 +180,7 @@ public struct LoadResults: Sendable {
             ],
             perSecond: series)
         summary.answersChecked = checked
+        summary.workload = profile.workload
         self.corrected = corrected
         self.uncorrected = uncorrected
         self.perSecondHistograms = perSecond

@@ -51,6 +51,8 @@ struct Load: ParsableCommand {
         func run() throws {
             let p = try Load.profile(profile)
             try requireWritable(directory: results)
+            // Before the run: a baseline that cannot be read would fail it only at the end.
+            if let baseline { _ = try Load.readBaseline(baseline, for: p) }
             let faultProfile = try parseFaults(faults)
             // a bad target is a usage error before anything starts
             let first = try makeValidator(p.target, timeout: timeout, faults: faultProfile)
@@ -114,7 +116,10 @@ struct Load: ParsableCommand {
             }
             var r = LoadResults(profile: p, workers: workers, seconds: elapsed)
             if Interrupt.requested { r.summary.interrupted = true }
-            if segment != nil { r.summary.segment = "\(seg.index)/\(seg.count)" }
+            if segment != nil {
+                r.summary.segment = "\(seg.index)/\(seg.count)"
+                r.summary.workers = workers.count  // a closed profile's segment runs its share of the workers
+            }
             if !faultProfile.isEmpty {
                 r.summary.faults =
                     "\(faultProfile)"
@@ -131,23 +136,22 @@ struct Load: ParsableCommand {
                     "error: could not write the results to \(dir): \(StrictJSON.reason(error)); the summary above is the record of this run",
                     code: Exit.usage)
             }
-            if segment != nil {
-                // A segment sends only its share: its gates are evaluated on the merge (`iapcheck load merge`).
-                do { try Load.report(r, dir: dir, profile: p, baseline: nil) } catch let e as ExitCode
-                    where e.rawValue == thresholdExit
-                {
-                    print(
-                        "segment \(segment!): thresholds and baselines are gated on the merged result, not per segment")
-                }
-                return
-            }
             if Interrupt.requested {
-                // What it had, then the exit code of an interrupted run; thresholds are not gated on a partial run.
+                // What it had, then the exit code of an interrupted run; thresholds are not gated on a partial run,
+                // and `load merge` refuses an interrupted segment.
                 do { try Load.report(r, dir: dir, profile: p, baseline: nil) } catch {}
                 print(
-                    "interrupted after \(String(format: "%.1f", elapsed)) s of \(p.durationSeconds) s; partial results above. Run again: iapcheck load \(profile)"
+                    "interrupted after \(String(format: "%.1f", elapsed)) s of \(p.durationSeconds) s; partial results above. Run again: iapcheck load \(profile)\(segment.map { " --segment \($0)" } ?? "")"
                 )
                 throw ExitCode(130)
+            }
+            if segment != nil {
+                // A segment sends only its share: its gates are evaluated on the merge (`iapcheck load merge`).
+                print("segment \(segment!): thresholds and baselines are gated on the merged result, not per segment")
+                do { try Load.report(r, dir: dir, profile: p, baseline: nil) } catch let e as ExitCode
+                    where e.rawValue == thresholdExit
+                {}
+                return
             }
             try Load.report(r, dir: dir, profile: p, baseline: baseline)
         }
@@ -168,8 +172,31 @@ struct Load: ParsableCommand {
             "\(s.profile): \(s.requests) requests in \(String(format: "%.1f", s.durationSeconds)) s = \(Int(s.throughputPerSecond))/s; latency p50 \(LoadResults.milliseconds(s.latencyMicros["p50"])) p99 \(LoadResults.milliseconds(s.latencyMicros["p99"])) p99.9 \(LoadResults.milliseconds(s.latencyMicros["p99.9"])) max \(LoadResults.milliseconds(s.latencyMicros["max"])) (uncorrected p99 \(LoadResults.milliseconds(s.uncorrectedLatencyMicros["p99"]))); errors \(s.errors.isEmpty ? "none" : s.errors.map { "\($0.key) \($0.value)" }.sorted().joined(separator: ", ")); dropped \(s.dropped); answers checked against the oracle \(s.answersChecked ?? 0)"
         )
         for t in s.thresholds {
-            print("  \(t.passed ? "pass" : "FAIL")  \(t.rule)  (observed \(String(format: "%.4g", t.observed)))")
+            print(
+                "  \(t.passed ? "pass" : "FAIL")  \(t.rule)  (observed \(t.shown ?? String(format: "%.4g", t.observed)))"
+            )
         }
+    }
+
+    /// An earlier summary of this profile, or exit 2: another profile's figures say nothing of a regression.
+    static func readBaseline(_ path: String, for p: LoadProfile) throws -> LoadResults.Summary {
+        let b: LoadResults.Summary
+        do {
+            b = try LoadResults.loadBaseline(path: path)
+        } catch {
+            throw fail("error: \(error)", code: Exit.usage)
+        }
+        guard b.profile == p.name else {
+            throw fail(
+                "error: --baseline \(path) is a summary of profile \(b.profile), not of \(p.name)", code: Exit.usage)
+        }
+        if let w = b.workload, w != p.workload {
+            FileHandle.standardError.write(
+                Data(
+                    "note: the baseline \(path) ran another workload than the profile now describes (\(w)); the comparison may not be like for like\n"
+                        .utf8))
+        }
+        return b
     }
 
     static func report(_ r: LoadResults, dir: String, profile p: LoadProfile, baseline: String?) throws {
@@ -177,12 +204,7 @@ struct Load: ParsableCommand {
         printSummary(r)
         var regressions: [String] = []
         if let baseline {
-            let b: LoadResults.Summary
-            do {
-                b = try LoadResults.loadBaseline(path: baseline)
-            } catch {
-                throw fail("error: \(error)", code: Exit.usage)
-            }
+            let b = try readBaseline(baseline, for: p)
             regressions = r.regressions(against: b, tolerance: p.baselineTolerance)
             print(
                 regressions.isEmpty
@@ -206,6 +228,7 @@ struct Load: ParsableCommand {
 
         func run() throws {
             let p = try Load.profile(profile)
+            if let baseline { _ = try Load.readBaseline(baseline, for: p) }
             let r: LoadResults
             do {
                 r = try LoadResults.merge(directories, profile: p)

@@ -1,0 +1,192 @@
+import Foundation
+import Histogram
+import IAPModel
+
+extension LoadResults {
+    /// Merges the result folders of the segments of one profile: histograms are added (never percentiles averaged),
+    /// counts summed, per-second series summed second by second, thresholds evaluated on the merged figures.
+    ///
+    /// A segment folder is input from elsewhere (a CI artifact, a pod's volume): it must be a complete segment of a
+    /// run of this very workload, each once and all of them, and its histograms are rebuilt from their counts under
+    /// checked bounds rather than trusted field by field, so a corrupt or crafted file is an error naming it.
+    public static func merge(_ directories: [String], profile: LoadProfile) throws -> LoadResults {
+        var workers: [LoadDriver.WorkerResult] = []
+        var seconds = 0.0
+        var seen: [Int: String] = [:]
+        var count: Int?
+        for dir in directories {
+            func path(_ name: String) -> String { (dir as NSString).appendingPathComponent(name) }
+            let summary = try loadBaseline(path: path("summary.json"))
+            // Only the segments of this profile, each once, all of them: anything else would be counted wrong.
+            guard summary.profile == profile.name, summary.executor == "\(profile.executor)" else {
+                throw MergeError(
+                    description:
+                        "\(dir) is a run of profile \(summary.profile) (\(summary.executor)), not of \(profile.name) (\(profile.executor))"
+                )
+            }
+            let parts = (summary.segment ?? "").split(separator: "/").compactMap { Int($0) }
+            guard parts.count == 2, parts[1] >= 1, (0..<parts[1]).contains(parts[0]) else {
+                throw MergeError(description: "\(dir) is not a segment (run with --segment i/N)")
+            }
+            guard let workload = summary.workload else {
+                throw MergeError(
+                    description:
+                        "\(dir) does not record its workload (written by an older iapcheck?): run the segments again with this one"
+                )
+            }
+            guard workload == profile.workload else {
+                throw MergeError(
+                    description:
+                        "\(dir) ran another workload than the profile \(profile.name) now describes: the segment ran \(workload); the profile says \(profile.workload)"
+                )
+            }
+            guard summary.interrupted != true else {
+                throw MergeError(
+                    description:
+                        "\(dir) was interrupted (segment \(summary.segment!) sent only part of its share): run that segment again"
+                )
+            }
+            if let count, count != parts[1] {
+                throw MergeError(
+                    description:
+                        "\(dir) is segment \(summary.segment!) of a run split in \(parts[1]), the others in \(count)")
+            }
+            count = parts[1]
+            if let other = seen[parts[0]] {
+                throw MergeError(description: "segment \(summary.segment!) is given twice: \(other) and \(dir)")
+            }
+            seen[parts[0]] = dir
+            var w = LoadDriver.WorkerResult()
+            w.corrected = try HistogramFile.read(path("histogram.json"))
+            w.uncorrected = try HistogramFile.read(path("histogram-uncorrected.json"))
+            w.perSecond = try HistogramFile.readSeries(path("per-second.json"))
+            w.errorsPerSecond = summary.perSecond.map(\.errors)
+            while w.errorsPerSecond.count < w.perSecond.count { w.errorsPerSecond.append(0) }
+            w.errors = summary.errors
+            w.sent = summary.requests
+            w.dropped = summary.dropped
+            w.answersChecked = summary.answersChecked ?? 0
+            workers.append(w)
+            seconds = max(seconds, summary.durationSeconds)
+        }
+        if let count {
+            let missing = (0..<count).filter { seen[$0] == nil }
+            if !missing.isEmpty {
+                throw MergeError(
+                    description:
+                        "missing segment\(missing.count > 1 ? "s" : "") \(missing.map { "\($0)/\(count)" }.joined(separator: ", ")): the merge would under-count"
+                )
+            }
+        }
+        return LoadResults(profile: profile, workers: workers, seconds: seconds)
+    }
+
+    public struct MergeError: Error, CustomStringConvertible {
+        public var description: String
+    }
+}
+
+/// Reads the histograms a load run writes. The library's own decoding takes every internal field of the file on
+/// trust (a count near 2⁶² overflows its arithmetic, a zero lowest value traps it), so only the configuration and
+/// the counts are read, the configuration is bounded, and a fresh histogram of that configuration records the
+/// counts at its own bucket values.
+enum HistogramFile {
+    struct Stored: Decodable {
+        var lowestDiscernibleValue: UInt64
+        var highestTrackableValue: UInt64
+        var numberOfSignificantValueDigits: Int
+        var counts: [Int64]
+        /// The extreme values as recorded (a bucket stands for a range): kept when they fall in the buckets of the
+        /// lowest and the highest counts, so that percentiles clamped to them read as in the run.
+        var minNonZeroValue: UInt64?
+        var maxValue: UInt64?
+    }
+
+    static func read(_ path: String) throws -> Histogram<UInt64> {
+        try rebuild(decode(Stored.self, path), path: path, key: "")
+    }
+
+    static func readSeries(_ path: String) throws -> [Histogram<UInt64>] {
+        try decode([Stored].self, path).enumerated().map { i, s in try rebuild(s, path: path, key: "[\(i)]") }
+    }
+
+    static func decode<T: Decodable>(_ type: T.Type, _ path: String) throws -> T {
+        let data = try StrictJSON.readFile(path)
+        do {
+            return try JSONDecoder().decode(T.self, from: data)
+        } catch let DecodingError.keyNotFound(key, context) {
+            throw ConfigError(
+                file: path, key: (context.codingPath + [key]).map(\.stringValue).joined(separator: "."),
+                "required key is missing (is this a histogram iapcheck load wrote?)")
+        } catch let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context),
+            let DecodingError.dataCorrupted(context)
+        {
+            throw ConfigError(
+                file: path, key: context.codingPath.map(\.stringValue).joined(separator: "."),
+                "not a histogram iapcheck load wrote: \(context.debugDescription)")
+        } catch {
+            throw ConfigError(file: path, key: "", "not valid JSON: \(StrictJSON.reason(error))")
+        }
+    }
+
+    static func rebuild(_ s: Stored, path: String, key: String) throws -> Histogram<UInt64> {
+        func problem(_ field: String, _ message: String) -> ConfigError {
+            ConfigError(file: path, key: key.isEmpty ? field : "\(key).\(field)", message)
+        }
+        // The library's own preconditions, with room: values up to 2⁶² (µs: about 146,000 years).
+        guard (1...(1 << 32)).contains(s.lowestDiscernibleValue) else {
+            throw problem("lowestDiscernibleValue", "must be from 1 to 2^32 (it is \(s.lowestDiscernibleValue))")
+        }
+        guard s.highestTrackableValue >= 2 * s.lowestDiscernibleValue, s.highestTrackableValue <= 1 << 62 else {
+            throw problem(
+                "highestTrackableValue",
+                "must be from twice lowestDiscernibleValue to 2^62 (it is \(s.highestTrackableValue))")
+        }
+        guard let digits = SignificantDigits(rawValue: Int8(clamping: s.numberOfSignificantValueDigits)),
+            (0...5).contains(s.numberOfSignificantValueDigits)
+        else {
+            throw problem(
+                "numberOfSignificantValueDigits", "must be from 0 to 5 (it is \(s.numberOfSignificantValueDigits))")
+        }
+        var h = Histogram<UInt64>(
+            lowestDiscernibleValue: s.lowestDiscernibleValue, highestTrackableValue: s.highestTrackableValue,
+            numberOfSignificantValueDigits: digits)
+        // The lowest value of each bucket, in bucket order: one bucket is one range of equivalent values, and a
+        // probe (a copy, whose minimum and maximum do not matter) says where the buckets end.
+        var probe = h
+        var values: [UInt64] = []
+        var v: UInt64 = 0
+        while values.count <= s.counts.count, probe.record(v, count: 0) {
+            values.append(v)
+            let top = h.highestEquivalentForValue(v)
+            guard top < UInt64.max else { break }
+            v = top + 1
+        }
+        guard values.count == s.counts.count else {
+            throw problem(
+                "counts",
+                "has \(s.counts.count) buckets; this configuration has \(values.count > s.counts.count ? "more" : "\(values.count)")"
+            )
+        }
+        // Sums of count × value stay below 2⁶⁴ while the total is below this.
+        let limit = UInt64.max / (2 * s.highestTrackableValue)
+        var total: UInt64 = 0
+        for (i, c) in s.counts.enumerated() where c != 0 {
+            guard c > 0 else { throw problem("counts[\(i)]", "is negative (\(c))") }
+            total += UInt64(c)
+            guard total <= limit else { throw problem("counts", "add up to more than \(limit) values") }
+        }
+        let used = s.counts.indices.filter { s.counts[$0] > 0 }
+        for i in used {
+            var c = UInt64(s.counts[i])
+            for (extreme, at) in [(s.minNonZeroValue, used.first), (s.maxValue, used.last)] {
+                if let v = extreme, i == at, c > 0, v <= s.highestTrackableValue, h.valuesAreEquivalent(v, values[i]) {
+                    h.record(v)
+                    c -= 1
+                }
+            }
+            if c > 0 { h.record(values[i], count: c) }
+        }
+        return h
+    }
+}
