@@ -95,7 +95,7 @@ let package = Package(
             name: "IAPBench",
             dependencies: [
                 "IAPModel", "IAPValidatorAPI", "IAPVerification", "IAPReference", "IAPSigning", "IAPConformance",
-                "IAPLoad", "IAPHTTP", "PropertyEngine", "CAffinity",
+                "IAPLoad", "IAPHTTP", "IAPProcess", "PropertyEngine", "CAffinity",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
@@ -105,7 +105,7 @@ let package = Package(
             name: "iapcheck",
             dependencies: [
                 "IAPConformance", "IAPModel", "IAPValidatorAPI", "IAPVerification", "IAPReference", "IAPMutants",
-                "IAPSubprocess", "IAPHTTP",
+                "IAPSubprocess", "IAPHTTP", "IAPProcess",
                 "IAPSigning", "IAPLoad", "IAPStore", "IAPBench",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -143,7 +143,7 @@ let package = Package(
             name: "ValidatorTransportTests",
             dependencies: [
                 "IAPValidatorAPI", "IAPVerification", "IAPReference", "IAPMutants", "IAPSubprocess", "IAPHTTP",
-                "IAPTesting", "IAPSigning",
+                "IAPTesting", "IAPSigning", "IAPProcess",
             ]),
         .testTarget(
             name: "IAPStoreTests",

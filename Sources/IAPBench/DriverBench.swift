@@ -2,6 +2,7 @@ import Foundation
 import IAPHTTP
 import IAPLoad
 import IAPModel
+import IAPProcess
 import IAPValidatorAPI
 
 /// `iapcheck bench driver`: iapcheck's HTTP load driver and wrk in turn against the same trivial loopback endpoint
@@ -28,7 +29,12 @@ public struct DriverBench {
         server.executableURL = URL(fileURLWithPath: endpoint[0])
         server.arguments = Array(endpoint.dropFirst())
         try server.run()
-        defer { server.terminate(); server.waitUntilExit() }
+        ChildProcesses.register(server.processIdentifier)
+        defer {
+            ChildProcesses.unregister(server.processIdentifier)
+            server.terminate()
+            server.waitUntilExit()
+        }
         let probe = LoopbackHTTPClient(host: "127.0.0.1", port: port, timeout: 1)
         var up = false
         for _ in 0..<100 {

@@ -85,6 +85,7 @@ public final class ManagedBackend: Sendable {
             throw ValidatorFailure(.unavailable, "cannot start the backend (\(command)): \(error)")
         }
         process.withLock { $0 = p }
+        ChildProcesses.register(p.processIdentifier)
         let deadline = Date().addingTimeInterval(readySeconds)
         while Date() < deadline {
             if Self.accepts(host: host, port: port) { return }
@@ -103,6 +104,8 @@ public final class ManagedBackend: Sendable {
     /// SIGKILL to the process and its children.
     public func stop() {
         guard let p = process.value else { return }
+        // Before it is reaped: a pid may be reused once it is.
+        ChildProcesses.unregister(p.processIdentifier)
         if p.isRunning {
             for child in ProcessTree.descendants(of: p.processIdentifier) { kill(child, SIGKILL) }
             kill(p.processIdentifier, SIGKILL)

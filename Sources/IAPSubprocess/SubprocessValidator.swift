@@ -87,6 +87,7 @@ public final class SubprocessValidator: RestartableValidator {
             throw ValidatorFailure(.unavailable, "cannot start \(command): \(error)")
         }
         process = p
+        ChildProcesses.register(p.processIdentifier)
         pipes = [inPipe, outPipe, errPipe]
         stdinFD = inPipe.fileHandleForWriting.fileDescriptor
         // Writes must never block past a deadline (a validator that stops reading its stdin).
@@ -122,6 +123,8 @@ public final class SubprocessValidator: RestartableValidator {
     public func stop() {
         if let p = process {
             let pid = p.processIdentifier
+            // Before it is reaped: a pid may be reused once it is.
+            ChildProcesses.unregister(pid)
             // The group outlives its leader while any member lives; its id cannot be reused until then.
             kill(-pid, SIGKILL)
             if !ProcessTree.hasExited(pid) {

@@ -3,6 +3,7 @@ import Foundation
 import IAPConformance
 import IAPHTTP
 import IAPModel
+import IAPProcess
 import IAPStore
 
 #if canImport(Glibc)
@@ -85,7 +86,12 @@ struct BackendMutant: Sendable {
         p.standardOutput = FileHandle.nullDevice
         p.standardError = FileHandle.nullDevice
         try p.run()
-        defer { p.terminate(); p.waitUntilExit() }
+        ChildProcesses.register(p.processIdentifier)
+        defer {
+            ChildProcesses.unregister(p.processIdentifier)
+            p.terminate()
+            p.waitUntilExit()
+        }
         let targetFile = dir + "/target.json"
         let json = """
             {"baseURL":"http://127.0.0.1:\(port)",

@@ -1,4 +1,5 @@
 import Foundation
+import IAPProcess
 
 #if canImport(Glibc)
     import Glibc
@@ -15,7 +16,10 @@ enum Interrupt {
     static func install() {
         signal(SIGINT) { _ in
             Interrupt.count += 1
-            if Interrupt.count > 1 { _exit(130) }
+            if Interrupt.count > 1 {
+                ChildProcesses.killAll()
+                _exit(130)
+            }
         }
     }
 }

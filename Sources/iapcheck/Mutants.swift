@@ -43,7 +43,7 @@ struct MutantsCommand: ParsableCommand {
 
     @Option(
         help:
-            "Shrinking attempts per failure (deterministic: the same seed gives the same counterexample on any machine)."
+            "Shrinking attempts per failure (deterministic: the same seed gives the same counterexample on any machine). A failure that must shrink signed (one that depends on signatures, and every exec: or http: validator's) takes at most 400, since each attempt signs its artifacts; a validator failure (crash, garbage) at most 40, a timeout 8."
     )
     var shrinkAttempts: Int = 2000
 
@@ -118,26 +118,44 @@ struct MutantsCommand: ParsableCommand {
         opts.policy = policy
         opts.shrinkBudget.maxAttempts = shrinkAttempts
         opts.shrinkBudget.maxSeconds = shrinkSeconds ?? .infinity
+        // Ctrl-C: the running checks stop after their current case; the rows printed so far stand, no summary is
+        // written (a partial table would merge as a whole one), and the exit code is 130.
+        opts.shouldStop = { Interrupt.requested }
+        Interrupt.install()
         // Each mutant is one deterministic run on one thread; several run at once and rows print in list order.
         var run = MutantsRun(options: opts)
         run.jobs = try resolveJobs(jobs, for: "reference")
         var rows: [Reports.MutantSummary] = []
+        let total = entries.count + backendEntries.count
+        func interrupted() -> Error {
+            print(
+                "INTERRUPTED after \(rows.count) of \(total) mutants; no summary written; the same run again: iapcheck \(CommandLine.arguments.dropFirst().map(Shell.quote).joined(separator: " "))"
+            )
+            return ExitCode(130)
+        }
         print(TextReport.mutantsHeader)
-        try run.run(
-            entries.map { m in .init(name: m.name, description: m.description, pitfall: m.pitfall, make: m.make) }
-        ) {
-            row, report, foundWith in
-            print(TextReport.mutantRow(row))
-            rows.append(row)
-            if let dir = saveCorpus, let f = report.failure, let d = f.discrepancy {
-                try Corpus.save(
-                    CorpusCase(
-                        foundWith: foundWith, seed: options.seed, caseIndex: f.caseIndex, failure: d, testCase: f.shrunk
-                    ), in: dir)
+        do {
+            try run.run(
+                entries.map { m in .init(name: m.name, description: m.description, pitfall: m.pitfall, make: m.make) }
+            ) {
+                row, report, foundWith in
+                if report.interrupted && report.failure == nil { throw Stopped() }
+                print(TextReport.mutantRow(row))
+                rows.append(row)
+                if let dir = saveCorpus, let f = report.failure, let d = f.discrepancy {
+                    try Corpus.save(
+                        CorpusCase(
+                            foundWith: foundWith, seed: options.seed, caseIndex: f.caseIndex, failure: d,
+                            testCase: f.shrunk
+                        ), in: dir)
+                }
             }
+        } catch is Stopped {
+            throw interrupted()
         }
         var setupFailures: [String] = [], skipped: [String] = []
         for m in backendEntries {
+            if Interrupt.requested { throw interrupted() }
             guard let backend else {
                 skipped.append(m.name)
                 print(
@@ -152,6 +170,7 @@ struct MutantsCommand: ParsableCommand {
                 print(TextReport.mutantLine(m.name, "ERROR  \(error)"))
                 continue
             }
+            if report.interrupted && report.failure == nil { throw interrupted() }
             let f = report.failure
             let row = MutantsRun.summary(m.name, m.description, m.pitfall, report)
             print(TextReport.mutantRow(row))
@@ -178,3 +197,6 @@ struct MutantsCommand: ParsableCommand {
         if !setupFailures.isEmpty { throw ExitCode(Exit.validatorFailure) }
     }
 }
+
+/// Thrown from a mutant's row when its check was stopped by Ctrl-C: the remaining mutants are not started.
+private struct Stopped: Error {}

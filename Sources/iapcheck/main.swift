@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import IAPProcess
 
 #if canImport(Glibc)
     import Glibc
@@ -21,6 +22,9 @@ import Foundation
 
 // ArgumentParser exits 64 on a usage error; iapcheck documents 2 for every usage or configuration error (README,
 // `--help`), so a CI gate can tell "the command was wrong" from "the validator failed" with one code.
+// Killed by a signal, iapcheck takes the validators and backends it started with it.
+ChildProcesses.installSignalHandlers()
+
 do {
     var command = try IAPCheck.parseAsRoot()
     try command.run()
