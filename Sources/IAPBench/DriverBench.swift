@@ -28,8 +28,7 @@ public struct DriverBench {
         let server = Process()
         server.executableURL = URL(fileURLWithPath: endpoint[0])
         server.arguments = Array(endpoint.dropFirst())
-        try server.run()
-        ChildProcesses.register(server.processIdentifier)
+        try ChildProcesses.run(server)
         defer {
             ChildProcesses.unregister(server.processIdentifier)
             server.terminate()
@@ -86,7 +85,9 @@ public struct DriverBench {
         let out = Pipe()
         w.standardOutput = out
         w.standardError = out
-        do { try w.run() } catch { throw Failure(description: "cannot run \(wrk): \(error) (apt-get install wrk)") }
+        do { try ChildProcesses.run(w) } catch {
+            throw Failure(description: "cannot run \(wrk): \(error) (apt-get install wrk)")
+        }
         let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         w.waitUntilExit()
         guard w.terminationStatus == 0,

@@ -81,15 +81,15 @@ public final class ManagedBackend: Sendable {
         p.standardOutput = out
         p.standardError = out
         p.standardInput = FileHandle.nullDevice
-        do { try p.run() } catch {
+        do { try ChildProcesses.run(p) } catch {
             throw ValidatorFailure(.unavailable, "cannot start the backend (\(command)): \(error)")
         }
         process.withLock { $0 = p }
-        ChildProcesses.register(p.processIdentifier)
         let deadline = Date().addingTimeInterval(readySeconds)
         while Date() < deadline {
             if Self.accepts(host: host, port: port) { return }
             if !p.isRunning {
+                stop()
                 throw ValidatorFailure(
                     .crashed,
                     "the backend exited (status \(p.terminationStatus)) before listening on \(port); its output: \(log)"
@@ -97,6 +97,7 @@ public final class ManagedBackend: Sendable {
             }
             usleep(50_000)
         }
+        stop()  // not left running, listening later on a port nothing will use
         throw ValidatorFailure(
             .timedOut, "the backend did not listen on \(port) within \(readySeconds) s; its output: \(log)")
     }

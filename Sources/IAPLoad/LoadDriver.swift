@@ -12,10 +12,8 @@ import IAPValidatorAPI
 /// Sendable: configured before `run`; while it runs, workers own their validators and share only `Locked` values.
 public final class LoadDriver: @unchecked Sendable {
     public struct WorkerResult: Sendable {
-        public var corrected = Histogram<UInt64>(
-            highestTrackableValue: 120_000_000, numberOfSignificantValueDigits: .three)
-        public var uncorrected = Histogram<UInt64>(
-            highestTrackableValue: 120_000_000, numberOfSignificantValueDigits: .three)
+        public var corrected = LoadResults.latencyHistogram()
+        public var uncorrected = LoadResults.latencyHistogram()
         /// Per second of the run: requests, errors, latency (corrected).
         public var perSecond: [Histogram<UInt64>] = []
         public var errorsPerSecond: [Int] = []
@@ -215,7 +213,7 @@ public final class LoadDriver: @unchecked Sendable {
             let second = Int((at - start) / 1_000_000_000)
             while r.perSecond.count <= second {
                 r.perSecond.append(
-                    Histogram<UInt64>(highestTrackableValue: 120_000_000, numberOfSignificantValueDigits: .two))
+                    LoadResults.perSecondHistogram())
                 r.errorsPerSecond.append(0)
             }
             _ = r.perSecond[second].record(min(us, 120_000_000))

@@ -14,6 +14,7 @@ extension LoadResults {
         var seconds = 0.0
         var seen: [Int: String] = [:]
         var count: Int?
+        var options: (String?, String)?
         for dir in directories {
             func path(_ name: String) -> String { (dir as NSString).appendingPathComponent(name) }
             let summary = try loadBaseline(path: path("summary.json"))
@@ -38,6 +39,22 @@ extension LoadResults {
                 throw MergeError(
                     description:
                         "\(dir) ran another workload than the profile \(profile.name) now describes: the segment ran \(workload); the profile says \(profile.workload)"
+                )
+            }
+            if let (first, from) = options, first != summary.options {
+                throw MergeError(
+                    description:
+                        "\(dir) ran with \(summary.options ?? "no options recorded"), \(from) with \(first ?? "no options recorded"): segments of one run share --faults and --timeout"
+                )
+            }
+            options = options ?? (summary.options, dir)
+            let counted =
+                [summary.requests, summary.dropped, summary.answersChecked ?? 0]
+                + summary.errors.values + summary.perSecond.map(\.errors)
+            guard counted.allSatisfy({ (0...Int(HistogramFile.maxTotal)).contains($0) }) else {
+                throw MergeError(
+                    description:
+                        "\(dir)/summary.json has a count (requests, dropped, errors or answers checked) below 0 or above \(HistogramFile.maxTotal)"
                 )
             }
             guard summary.interrupted != true else {
@@ -87,9 +104,9 @@ extension LoadResults {
 }
 
 /// Reads the histograms a load run writes. The library's own decoding takes every internal field of the file on
-/// trust (a count near 2⁶² overflows its arithmetic, a zero lowest value traps it), so only the configuration and
-/// the counts are read, the configuration is bounded, and a fresh histogram of that configuration records the
-/// counts at its own bucket values.
+/// trust (a count near 2⁶² overflows its arithmetic, a zero lowest value traps it, another layout traps the merge),
+/// so only the configuration, the counts and the extreme values are read; the configuration must be the one
+/// iapcheck writes, the counts are bounded, and a fresh histogram records them at its own bucket values.
 enum HistogramFile {
     struct Stored: Decodable {
         var lowestDiscernibleValue: UInt64
@@ -97,17 +114,23 @@ enum HistogramFile {
         var numberOfSignificantValueDigits: Int
         var counts: [Int64]
         /// The extreme values as recorded (a bucket stands for a range): kept when they fall in the buckets of the
-        /// lowest and the highest counts, so that percentiles clamped to them read as in the run.
+        /// lowest and the highest counts, so that the minimum, the maximum and percentiles clamped to them read as in
+        /// the run.
         var minNonZeroValue: UInt64?
         var maxValue: UInt64?
     }
 
+    /// Values one histogram may hold: far more requests than any run sends, and sums of values far below 2⁶⁴.
+    static let maxTotal: UInt64 = 1 << 40
+
     static func read(_ path: String) throws -> Histogram<UInt64> {
-        try rebuild(decode(Stored.self, path), path: path, key: "")
+        try rebuild(decode(Stored.self, path), like: LoadResults.latencyHistogram(), path: path, key: "")
     }
 
     static func readSeries(_ path: String) throws -> [Histogram<UInt64>] {
-        try decode([Stored].self, path).enumerated().map { i, s in try rebuild(s, path: path, key: "[\(i)]") }
+        try decode([Stored].self, path).enumerated().map { i, s in
+            try rebuild(s, like: LoadResults.perSecondHistogram(), path: path, key: "[\(i)]")
+        }
     }
 
     static func decode<T: Decodable>(_ type: T.Type, _ path: String) throws -> T {
@@ -129,28 +152,24 @@ enum HistogramFile {
         }
     }
 
-    static func rebuild(_ s: Stored, path: String, key: String) throws -> Histogram<UInt64> {
+    /// `s`'s counts in a copy of the empty histogram `empty`, whose configuration `s` must have.
+    static func rebuild(_ s: Stored, like empty: Histogram<UInt64>, path: String, key: String) throws -> Histogram<
+        UInt64
+    > {
         func problem(_ field: String, _ message: String) -> ConfigError {
             ConfigError(file: path, key: key.isEmpty ? field : "\(key).\(field)", message)
         }
-        // The library's own preconditions, with room: values up to 2⁶² (µs: about 146,000 years).
-        guard (1...(1 << 32)).contains(s.lowestDiscernibleValue) else {
-            throw problem("lowestDiscernibleValue", "must be from 1 to 2^32 (it is \(s.lowestDiscernibleValue))")
+        var h = empty
+        for (field, found, expected) in [
+            ("lowestDiscernibleValue", s.lowestDiscernibleValue, h.lowestDiscernibleValue),
+            ("highestTrackableValue", s.highestTrackableValue, h.highestTrackableValue),
+            (
+                "numberOfSignificantValueDigits", UInt64(clamping: s.numberOfSignificantValueDigits),
+                UInt64(h.numberOfSignificantValueDigits.rawValue)
+            ),
+        ] where found != expected {
+            throw problem(field, "is \(found); iapcheck load writes \(expected) here (not a histogram it wrote?)")
         }
-        guard s.highestTrackableValue >= 2 * s.lowestDiscernibleValue, s.highestTrackableValue <= 1 << 62 else {
-            throw problem(
-                "highestTrackableValue",
-                "must be from twice lowestDiscernibleValue to 2^62 (it is \(s.highestTrackableValue))")
-        }
-        guard let digits = SignificantDigits(rawValue: Int8(clamping: s.numberOfSignificantValueDigits)),
-            (0...5).contains(s.numberOfSignificantValueDigits)
-        else {
-            throw problem(
-                "numberOfSignificantValueDigits", "must be from 0 to 5 (it is \(s.numberOfSignificantValueDigits))")
-        }
-        var h = Histogram<UInt64>(
-            lowestDiscernibleValue: s.lowestDiscernibleValue, highestTrackableValue: s.highestTrackableValue,
-            numberOfSignificantValueDigits: digits)
         // The lowest value of each bucket, in bucket order: one bucket is one range of equivalent values, and a
         // probe (a copy, whose minimum and maximum do not matter) says where the buckets end.
         var probe = h
@@ -158,9 +177,7 @@ enum HistogramFile {
         var v: UInt64 = 0
         while values.count <= s.counts.count, probe.record(v, count: 0) {
             values.append(v)
-            let top = h.highestEquivalentForValue(v)
-            guard top < UInt64.max else { break }
-            v = top + 1
+            v = h.highestEquivalentForValue(v) + 1
         }
         guard values.count == s.counts.count else {
             throw problem(
@@ -168,24 +185,29 @@ enum HistogramFile {
                 "has \(s.counts.count) buckets; this configuration has \(values.count > s.counts.count ? "more" : "\(values.count)")"
             )
         }
-        // Sums of count × value stay below 2⁶⁴ while the total is below this.
-        let limit = UInt64.max / (2 * s.highestTrackableValue)
         var total: UInt64 = 0
         for (i, c) in s.counts.enumerated() where c != 0 {
             guard c > 0 else { throw problem("counts[\(i)]", "is negative (\(c))") }
             total += UInt64(c)
-            guard total <= limit else { throw problem("counts", "add up to more than \(limit) values") }
+            guard total <= maxTotal else { throw problem("counts", "add up to more than \(maxTotal) values") }
+        }
+        func extreme(_ value: UInt64?, in bucket: Int?) -> UInt64? {
+            guard let value, let bucket, value <= h.highestTrackableValue, h.valuesAreEquivalent(value, values[bucket])
+            else { return nil }
+            return value
         }
         let used = s.counts.indices.filter { s.counts[$0] > 0 }
+        let maxAt = extreme(s.maxValue, in: used.last)
+        let minAt = extreme(s.minNonZeroValue, in: used.first { values[$0] > 0 })
         for i in used {
             var c = UInt64(s.counts[i])
-            for (extreme, at) in [(s.minNonZeroValue, used.first), (s.maxValue, used.last)] {
-                if let v = extreme, i == at, c > 0, v <= s.highestTrackableValue, h.valuesAreEquivalent(v, values[i]) {
-                    h.record(v)
-                    c -= 1
-                }
+            if i == used.last, let maxAt {
+                h.record(maxAt)
+                c -= 1
             }
-            if c > 0 { h.record(values[i], count: c) }
+            // The rest of a bucket at its recorded minimum when it holds it (which lowers nothing), else at its start.
+            let at = minAt.map { h.valuesAreEquivalent($0, values[i]) ? $0 : values[i] } ?? values[i]
+            if c > 0 { h.record(at, count: c) }
         }
         return h
     }

@@ -34,6 +34,9 @@ public struct LoadResults: Sendable {
         public var segment: String? = nil
         /// The profile's ``LoadProfile/workload``: what the run sent, which the segments of one run share.
         public var workload: String? = nil
+        /// The command-line options that change what a run measures (`--faults`, `--timeout`): the segments of one
+        /// run share them too.
+        public var options: String? = nil
     }
 
     public struct ThresholdResult: Codable, Sendable {
@@ -114,8 +117,18 @@ public struct LoadResults: Sendable {
         ("p50", 50), ("p90", 90), ("p99", 99), ("p99.9", 99.9), ("p99.99", 99.99),
     ]
 
+    /// The histograms a run records, in microseconds up to two minutes: latency (3 significant digits), and latency
+    /// per second of the run (2). `load merge` reads back only these configurations.
+    public static func latencyHistogram() -> Histogram<UInt64> {
+        Histogram(highestTrackableValue: 120_000_000, numberOfSignificantValueDigits: .three)
+    }
+
+    public static func perSecondHistogram() -> Histogram<UInt64> {
+        Histogram(highestTrackableValue: 120_000_000, numberOfSignificantValueDigits: .two)
+    }
+
     public init(profile: LoadProfile, workers: [LoadDriver.WorkerResult], seconds: Double) {
-        var corrected = Histogram<UInt64>(highestTrackableValue: 120_000_000, numberOfSignificantValueDigits: .three)
+        var corrected = Self.latencyHistogram()
         var uncorrected = corrected
         var errors: [String: Int] = [:]
         var perSecond: [Histogram<UInt64>] = []
@@ -130,8 +143,7 @@ public struct LoadResults: Sendable {
             dropped += w.dropped
             for (i, h) in w.perSecond.enumerated() {
                 while perSecond.count <= i {
-                    perSecond.append(
-                        Histogram<UInt64>(highestTrackableValue: 120_000_000, numberOfSignificantValueDigits: .two))
+                    perSecond.append(Self.perSecondHistogram())
                     errorsPerSecond.append(0)
                 }
                 perSecond[i].add(h)

@@ -11,7 +11,8 @@ import Foundation
 /// group, so a terminal's Ctrl-C never reaches them, and a killed iapcheck would leave them running (holding their
 /// ports, their files). `killAll` is what the signal handlers call before iapcheck exits on a signal.
 public enum ChildProcesses {
-    static let capacity = 256
+    /// Room for every validator process `check --jobs` or a load profile's workers (at most 1024) start, and more.
+    static let capacity = 4096
     /// Slots of pids, 0 when free: written under `lock`, read without it by `killAll` in a signal handler (a slot
     /// read mid-update gives a pid about to be added or removed, either of which may be killed).
     nonisolated(unsafe) static let slots: UnsafeMutablePointer<Int32> = {
@@ -20,6 +21,8 @@ public enum ChildProcesses {
         return p
     }()
     static let lock = NSLock()
+
+    nonisolated(unsafe) static var warnedFull = false
 
     /// Remembers `pid` (the leader of its own process group) until `unregister`.
     public static func register(_ pid: Int32) {
@@ -30,6 +33,24 @@ public enum ChildProcesses {
             slots[i] = pid
             return
         }
+        if !warnedFull {
+            warnedFull = true
+            FileHandle.standardError.write(
+                Data(
+                    "iapcheck: more than \(capacity) processes at once: those beyond are not stopped if iapcheck is killed\n"
+                        .utf8))
+        }
+    }
+
+    /// Starts `process` and keeps its pid while it runs: it is unregistered as soon as it has exited and been reaped
+    /// (its pid may be reused from then on), not only when its owner stops it. Takes the termination handler.
+    public static func run(_ process: Process) throws {
+        process.terminationHandler = { unregister($0.processIdentifier) }
+        try process.run()
+        let pid = process.processIdentifier
+        register(pid)
+        // Exited before it was registered: the handler may have run already.
+        if !process.isRunning { unregister(pid) }
     }
 
     public static func unregister(_ pid: Int32) {
@@ -58,12 +79,20 @@ public enum ChildProcesses {
         sigemptyset(&set)
         for sig in [SIGTERM, SIGHUP, SIGINT] { sigaddset(&set, sig) }
         pthread_sigmask(SIG_UNBLOCK, &set, nil)
-        for sig in [SIGTERM, SIGHUP, SIGINT] {
+        // A signal the parent set to be ignored stays ignored (`nohup`, a background job's SIGINT).
+        for sig in [SIGTERM, SIGHUP, SIGINT] where !isIgnored(sig) {
             signal(sig) { s in
                 ChildProcesses.killAll()
                 signal(s, SIG_DFL)
                 raise(s)
             }
         }
+    }
+
+    /// Whether `sig` is ignored now (as `nohup` leaves SIGHUP, and a shell a background job's SIGINT).
+    public static func isIgnored(_ sig: Int32) -> Bool {
+        let previous = signal(sig, SIG_IGN)
+        signal(sig, previous)
+        return unsafeBitCast(previous, to: Int.self) == unsafeBitCast(SIG_IGN, to: Int.self)
     }
 }

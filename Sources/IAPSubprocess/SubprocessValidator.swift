@@ -82,12 +82,11 @@ public final class SubprocessValidator: RestartableValidator {
         p.standardOutput = outPipe
         p.standardError = errPipe
         do {
-            try p.run()
+            try ChildProcesses.run(p)
         } catch {
             throw ValidatorFailure(.unavailable, "cannot start \(command): \(error)")
         }
         process = p
-        ChildProcesses.register(p.processIdentifier)
         pipes = [inPipe, outPipe, errPipe]
         stdinFD = inPipe.fileHandleForWriting.fileDescriptor
         // Writes must never block past a deadline (a validator that stops reading its stdin).

@@ -85,8 +85,7 @@ struct BackendMutant: Sendable {
             ] + arguments
         p.standardOutput = FileHandle.nullDevice
         p.standardError = FileHandle.nullDevice
-        try p.run()
-        ChildProcesses.register(p.processIdentifier)
+        try ChildProcesses.run(p)
         defer {
             ChildProcesses.unregister(p.processIdentifier)
             p.terminate()

@@ -48,10 +48,10 @@ enum BenchBounds {
         }
     }
 
-    /// A duration in seconds: finite, above 0, at most an hour.
+    /// A duration in seconds: finite, from 0.1 (shorter measures nothing) to an hour.
     static func seconds(_ name: String, _ value: Double) throws {
-        guard value.isFinite, value > 0, value <= 3600 else {
-            throw ValidationError("\(name) must be a number of seconds above 0 and at most 3600 (it is \(value))")
+        guard value.isFinite, value >= 0.1, value <= 3600 else {
+            throw ValidationError("\(name) must be a number of seconds from 0.1 to 3600 (it is \(value))")
         }
     }
 }

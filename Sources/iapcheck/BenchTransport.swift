@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import IAPBench
 import IAPHTTP
+import IAPModel
 import IAPReference
 import IAPSubprocess
 import IAPValidatorAPI
@@ -34,7 +35,8 @@ extension Bench {
         func run() throws {
             let ops = TransportBench.operations()
             let me = CommandLine.arguments[0]
-            let sub = SubprocessValidator(command: command ?? "'\(me)' serve --validator reference", timeout: 30)
+            let sub = SubprocessValidator(
+                command: command ?? "\(Shell.quote(me)) serve --validator reference", timeout: 30)
             defer { sub.stop() }
             var transports: [(String, any Validator)] = [
                 ("in-process", ReferenceValidator()), ("subprocess (wire protocol)", sub),

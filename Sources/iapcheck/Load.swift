@@ -116,6 +116,7 @@ struct Load: ParsableCommand {
             }
             var r = LoadResults(profile: p, workers: workers, seconds: elapsed)
             if Interrupt.requested { r.summary.interrupted = true }
+            r.summary.options = "faults \(faultProfile.isEmpty ? "none" : faults ?? "none"); timeout \(timeout) s"
             if segment != nil {
                 r.summary.segment = "\(seg.index)/\(seg.count)"
                 r.summary.workers = workers.count  // a closed profile's segment runs its share of the workers
@@ -141,7 +142,7 @@ struct Load: ParsableCommand {
                 // and `load merge` refuses an interrupted segment.
                 do { try Load.report(r, dir: dir, profile: p, baseline: nil) } catch {}
                 print(
-                    "interrupted after \(String(format: "%.1f", elapsed)) s of \(p.durationSeconds) s; partial results above. Run again: iapcheck load \(profile)\(segment.map { " --segment \($0)" } ?? "")"
+                    "interrupted after \(String(format: "%.1f", elapsed)) s of \(p.durationSeconds) s; partial results above. Run again: iapcheck \(CommandLine.arguments.dropFirst().map(Shell.quote).joined(separator: " "))"
                 )
                 throw ExitCode(130)
             }

@@ -23,6 +23,7 @@ import Testing
         p.standardOutput = FileHandle.nullDevice
         p.standardError = FileHandle.nullDevice
         try p.run()
+        defer { if p.isRunning { kill(p.processIdentifier, SIGKILL) } }
         var sleeper: Int32?
         let deadline = Date().addingTimeInterval(30)
         while sleeper == nil && Date() < deadline {
