@@ -134,22 +134,8 @@ enum HistogramFile {
     }
 
     static func decode<T: Decodable>(_ type: T.Type, _ path: String) throws -> T {
-        let data = try StrictJSON.readFile(path)
-        do {
-            return try JSONDecoder().decode(T.self, from: data)
-        } catch let DecodingError.keyNotFound(key, context) {
-            throw ConfigError(
-                file: path, key: (context.codingPath + [key]).map(\.stringValue).joined(separator: "."),
-                "required key is missing (is this a histogram iapcheck load wrote?)")
-        } catch let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context),
-            let DecodingError.dataCorrupted(context)
-        {
-            throw ConfigError(
-                file: path, key: context.codingPath.map(\.stringValue).joined(separator: "."),
-                "not a histogram iapcheck load wrote: \(context.debugDescription)")
-        } catch {
-            throw ConfigError(file: path, key: "", "not valid JSON: \(StrictJSON.reason(error))")
-        }
+        try StrictJSON.decode(
+            T.self, from: StrictJSON.readFile(path), file: path, what: "a histogram iapcheck load wrote")
     }
 
     /// `s`'s counts in a copy of the empty histogram `empty`, whose configuration `s` must have.

@@ -62,23 +62,7 @@ public struct LoadResults: Sendable {
     public static func loadBaseline(path: String) throws(ConfigError) -> Summary {
         let data = try StrictJSON.readFile(path)
         _ = try StrictJSON(file: path).root(data)  // not UTF-8, not JSON, not an object, nested too deep
-        do {
-            return try JSONDecoder().decode(Summary.self, from: data)
-        } catch let DecodingError.keyNotFound(key, context) {
-            throw ConfigError(
-                file: path, key: (context.codingPath + [key]).map(\.stringValue).joined(separator: "."),
-                "required key is missing (is this a summary.json of iapcheck load?)")
-        } catch let DecodingError.typeMismatch(_, context) {
-            throw ConfigError(
-                file: path, key: context.codingPath.map(\.stringValue).joined(separator: "."),
-                "wrong type: \(context.debugDescription)")
-        } catch let DecodingError.valueNotFound(_, context) {
-            throw ConfigError(
-                file: path, key: context.codingPath.map(\.stringValue).joined(separator: "."),
-                "null where a value is needed")
-        } catch {
-            throw ConfigError(file: path, key: "", "not a summary.json of iapcheck load: \(error)")
-        }
+        return try StrictJSON.decode(Summary.self, from: data, file: path, what: "a summary.json of iapcheck load")
     }
     public var corrected: Histogram<UInt64>
     public var uncorrected: Histogram<UInt64>

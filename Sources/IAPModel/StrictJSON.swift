@@ -74,6 +74,28 @@ public final class StrictJSON {
         return (ns.userInfo["NSDebugDescription"] as? String) ?? ns.localizedDescription
     }
 
+    /// `data` (the contents of `file`) decoded as `T`, or a ``ConfigError`` naming the file and the key; `what` says
+    /// what the file should have been (`a summary.json of iapcheck load`).
+    public static func decode<T: Decodable>(_ type: T.Type, from data: Data, file: String, what: String)
+        throws(ConfigError) -> T
+    {
+        func key(_ path: [any CodingKey]) -> String { path.map(\.stringValue).joined(separator: ".") }
+        do {
+            return try JSONDecoder().decode(T.self, from: data)
+        } catch let DecodingError.keyNotFound(k, context) {
+            throw ConfigError(
+                file: file, key: key(context.codingPath + [k]), "required key is missing (is this \(what)?)")
+        } catch let DecodingError.typeMismatch(_, context) {
+            throw ConfigError(file: file, key: key(context.codingPath), "wrong type: \(context.debugDescription)")
+        } catch let DecodingError.valueNotFound(_, context) {
+            throw ConfigError(file: file, key: key(context.codingPath), "null where a value is needed")
+        } catch let DecodingError.dataCorrupted(context) where !context.codingPath.isEmpty {
+            throw ConfigError(file: file, key: key(context.codingPath), "not \(what): \(context.debugDescription)")
+        } catch {
+            throw ConfigError(file: file, key: "", "not \(what): \(reason(error))")
+        }
+    }
+
     /// Reads a configuration file; a missing or unreadable file is a ``ConfigError`` naming it.
     public static func readFile(_ path: String) throws(ConfigError) -> Data {
         var isDirectory: ObjCBool = false
