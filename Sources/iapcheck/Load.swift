@@ -52,7 +52,7 @@ struct Load: ParsableCommand {
             let p = try Load.profile(profile)
             try requireWritable(directory: results)
             // Before the run: a baseline that cannot be read would fail it only at the end.
-            if let baseline { _ = try Load.readBaseline(baseline, for: p) }
+            if let baseline { _ = try Load.readBaseline(baseline, for: p, note: false) }
             let faultProfile = try parseFaults(faults)
             // a bad target is a usage error before anything starts
             let first = try makeValidator(p.target, timeout: timeout, faults: faultProfile)
@@ -179,8 +179,9 @@ struct Load: ParsableCommand {
         }
     }
 
-    /// An earlier summary of this profile, or exit 2: another profile's figures say nothing of a regression.
-    static func readBaseline(_ path: String, for p: LoadProfile) throws -> LoadResults.Summary {
+    /// An earlier summary of this profile, or exit 2: another profile's figures say nothing of a regression. With
+    /// `note`, says so when the baseline ran another workload of this profile.
+    static func readBaseline(_ path: String, for p: LoadProfile, note: Bool = true) throws -> LoadResults.Summary {
         let b: LoadResults.Summary
         do {
             b = try LoadResults.loadBaseline(path: path)
@@ -191,7 +192,7 @@ struct Load: ParsableCommand {
             throw fail(
                 "error: --baseline \(path) is a summary of profile \(b.profile), not of \(p.name)", code: Exit.usage)
         }
-        if let w = b.workload, w != p.workload {
+        if note, let w = b.workload, w != p.workload {
             FileHandle.standardError.write(
                 Data(
                     "note: the baseline \(path) ran another workload than the profile now describes (\(w)); the comparison may not be like for like\n"
@@ -229,7 +230,7 @@ struct Load: ParsableCommand {
 
         func run() throws {
             let p = try Load.profile(profile)
-            if let baseline { _ = try Load.readBaseline(baseline, for: p) }
+            if let baseline { _ = try Load.readBaseline(baseline, for: p, note: false) }
             let r: LoadResults
             do {
                 r = try LoadResults.merge(directories, profile: p)

@@ -20,11 +20,11 @@ import IAPProcess
     }
 #endif
 
-// ArgumentParser exits 64 on a usage error; iapcheck documents 2 for every usage or configuration error (README,
-// `--help`), so a CI gate can tell "the command was wrong" from "the validator failed" with one code.
 // Killed by a signal, iapcheck takes the validators and backends it started with it.
 ChildProcesses.installSignalHandlers()
 
+// ArgumentParser exits 64 on a usage error; iapcheck documents 2 for every usage or configuration error (README,
+// `--help`), so a CI gate can tell "the command was wrong" from "the validator failed" with one code.
 do {
     var command = try IAPCheck.parseAsRoot()
     try command.run()
