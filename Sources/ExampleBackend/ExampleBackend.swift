@@ -265,15 +265,17 @@ func now(_ request: Request) -> Millis {
 struct ExampleBackend {
     static func main() async throws {
         let options = Options(CommandLine.arguments)
-        let db: SQLiteConnection = try await SQLiteConnection.open(
-            storage: .file(path: options.database), logger: Logger(label: "example-backend"))
         if let name = options.mutant, Mutants.named(name) == nil {
             FileHandle.standardError.write(Data("no mutant named \(name)\n".utf8))
             exit(2)
         }
+        // Everything that can fail comes before the database opens: a connection left unclosed traps on deinit.
+        let store = try AppStoreClient(options.store)
+        let db: SQLiteConnection = try await SQLiteConnection.open(
+            storage: .file(path: options.database), logger: Logger(label: "example-backend"))
         let mutant = options.mutant
         let backend = Backend(
-            db: db, ackBeforePersist: options.ackBeforePersist, store: try AppStoreClient(options.store),
+            db: db, ackBeforePersist: options.ackBeforePersist, store: store,
             makeLogic: { mutant.flatMap(Mutants.named)?.make() ?? ReferenceValidator() })
         do {
             try await backend.open()
@@ -370,7 +372,15 @@ struct ExampleBackend {
         }
 
         let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: options.port)))
-        try await app.runService()  // returns on SIGTERM/SIGINT after a graceful shutdown
+        do {
+            try await app.runService()  // returns on SIGTERM/SIGINT after a graceful shutdown
+        } catch {
+            // Most often the port is taken. Close the database first: an unclosed connection traps on deinit.
+            FileHandle.standardError.write(
+                Data("example-backend: cannot serve on 127.0.0.1:\(options.port): \(error)\n".utf8))
+            try? await db.close()
+            exit(1)
+        }
         try await db.close()
     }
 }

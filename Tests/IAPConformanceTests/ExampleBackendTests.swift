@@ -14,14 +14,20 @@ import Testing
         .deletingLastPathComponent()
     static let binary = root.appendingPathComponent(".build/debug/iapcheck-example-backend").path
 
+    /// A loopback port for this test process: `offset` (0..<20) keeps tests that run at the same time apart (slots
+    /// 0–11 are `start`'s, 12–15 the managed targets'). The ports lie in 10000–29999, below Linux's ephemeral range
+    /// (32768–60999), so a client connection of a concurrent test is never given one of them.
+    static func port(_ offset: Int) -> Int {
+        precondition((0..<20).contains(offset))
+        return 10_000 + Int(ProcessInfo.processInfo.processIdentifier % 1_000) * 20 + offset
+    }
+
     /// Starts the backend on a free-looking loopback port; returns the process and a target for it.
     /// `slot` (even: a store takes the odd port after it) keeps tests that run at the same time on different ports.
     static func start(extra: [String] = [], store: MockAppStore? = nil, slot: Int = 0) throws -> (
         Process, HTTPValidator.Target
     ) {
-        let port =
-            (20_000 + Int(ProcessInfo.processInfo.processIdentifier % 15_000) * 2 + (store == nil ? 0 : 1) + 30_010
-                + slot) % 60_000 + 1024
+        let port = Self.port(slot + (store == nil ? 0 : 1))
         let db = Scratch.directory + "backend-\(UUID().uuidString).sqlite"
         let p = Process()
         p.executableURL = URL(fileURLWithPath: binary)
@@ -263,10 +269,9 @@ import Testing
     func killingTheHTTPBackendCatchesAcknowledgingBeforePersisting() throws {
         var faults = FaultProfile()
         faults.kill = true
-        let base = 20_000 + Int(ProcessInfo.processInfo.processIdentifier % 15_000) * 2
         var results: [Bool] = []
-        for (offset, arguments) in [(30_002, ""), (30_003, "--ack-before-persist")] {
-            let port = (base + offset) % 60_000 + 1024
+        for (offset, arguments) in [(12, ""), (13, "--ack-before-persist")] {
+            let port = Self.port(offset)
             let target = try Self.managedTarget(port: port, backendArguments: arguments, store: nil)
             let v = try HTTPValidator.make(target: target, name: "managed", timeout: 10, store: nil, faults: faults)
             defer { (v as? ManagedHTTPValidator)?.backend.stopAndForget() }
@@ -290,8 +295,7 @@ import Testing
         guard case .success(let faults) = FaultProfile.parse("reset,webhook-5xx,slow-store") else {
             Issue.record("parse"); return
         }
-        let base = 20_000 + Int(ProcessInfo.processInfo.processIdentifier % 15_000) * 2
-        let port = (base + 30_004) % 60_000 + 1024, storePort = (base + 30_005) % 60_000 + 1024
+        let port = Self.port(14), storePort = Self.port(15)
         let target = try Self.managedTarget(port: port, backendArguments: "", store: storePort)
         let store = try MockAppStore(settings: target.store!)
         try store.start()
