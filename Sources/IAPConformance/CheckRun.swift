@@ -138,6 +138,7 @@ public struct CheckRun {
             if budget.maxAttempts != Shrinker.Budget().maxAttempts { summary.run?.shrinkAttempts = budget.maxAttempts }
             if budget.maxSeconds.isFinite { summary.run?.shrinkSeconds = budget.maxSeconds }
             summary.run?.profile = summary.profile
+            if corpus == nil { summary.run?.corpusSkipped = true }
         }
         if !profile.isUndeclared && profile != .everything {
             emit("profile checked: \(profile) (other fields not compared, other channels not used)")

@@ -24,6 +24,9 @@ public struct RunIdentity: Codable, Hashable, Sendable {
     /// The validator's declared profile, when it declared one: shards checked on other fields or channels are
     /// different runs.
     public var profile: ValidatorProfile?
+    /// True when the run did not replay the corpus (`--no-corpus`); absent when it did. A shard that skipped it
+    /// and one that replayed it are different runs: merged, the corpus verdict would rest on some shards only.
+    public var corpusSkipped: Bool?
 
     public init(
         seed: UInt64, totalCases: Int, properties: [String], policy: Policy, catalog: Catalog,

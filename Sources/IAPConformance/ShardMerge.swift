@@ -95,6 +95,12 @@ public enum ShardMerge {
                 throw differ("properties", id0.properties.joined(separator: ","), id.properties.joined(separator: ","))
             }
             if id.signed != id0.signed { throw differ("signed", "\(id0.signed)", "\(id.signed)") }
+            if (id.corpusSkipped ?? false) != (id0.corpusSkipped ?? false) {
+                func corpus(_ r: RunIdentity) -> String {
+                    r.corpusSkipped == true ? "skipped (--no-corpus)" : "replayed"
+                }
+                throw differ("corpus", corpus(id0), corpus(id))
+            }
             if id.faults != id0.faults { throw differ("--faults", id0.faults ?? "none", id.faults ?? "none") }
             if id.profile != id0.profile {
                 throw differ(

@@ -12,8 +12,8 @@ struct MergeReports: ParsableCommand {
         discussion: """
             Give the summaries, or directories holding them (searched recursively for *.json; files there that are \
             not check summaries are skipped and listed). The shards must come from one run: the same iapcheck \
-            version, validator, seed, --cases, catalog, policy, properties, --faults, shrink budget and shard count, \
-            each shard once; otherwise nothing is merged and the command names the two files and what differs.
+            version, validator, seed, --cases, catalog, policy, properties, --faults, --no-corpus, shrink budget and \
+            shard count, each shard once; otherwise nothing is merged and the command names the two files and what differs.
 
             The merged verdict is what one unsharded run would report: cases and counts up to and including the \
             lowest failing case (shards are contiguous slices, so that is the first failure of the first failing \

@@ -3,6 +3,7 @@ import IAPConformance
 import IAPModel
 import IAPMutants
 import IAPReference
+import IAPTesting
 import IAPValidatorAPI
 import Testing
 
@@ -12,7 +13,7 @@ import Testing
     /// The JSON summary the `check` command writes for a run (corpus aside).
     static func summary(
         _ v: any Validator, shard: Shard?, cases: Int = 150, seed: UInt64 = 1, faults: String? = nil,
-        shrinkAttempts: Int = 2000
+        shrinkAttempts: Int = 2000, corpus: String? = nil
     ) throws -> Reports.CheckSummary {
         var o = CheckOptions()
         o.cases = cases
@@ -22,6 +23,7 @@ import Testing
         o.shrinkBudget.maxAttempts = shrinkAttempts
         var run = CheckRun(validatorSpec: "test", checker: Checker(options: o, validator: v))
         run.faults = faults
+        run.corpus = corpus
         return try run.run { _ in }.summary
     }
 
@@ -98,7 +100,8 @@ import Testing
         #expect(throws: ShardMerge.Mismatch.self) { try ShardMerge.merge(inputs) }
     }
 
-    /// Shards run under other faults, or with another shrink budget, are parts of another run.
+    /// Shards run under other faults, with another shrink budget, or with the corpus where the others skipped it, are
+    /// parts of another run.
     @Test func shardsOfOtherFaultsOrShrinkBudgetsAreRefused() throws {
         let inputs = try Self.shards({ ReferenceValidator() }, count: 2, cases: 40)
         #expect(try ShardMerge.merge(inputs).complete)
@@ -116,6 +119,14 @@ import Testing
         #expect(throws: ShardMerge.Mismatch.self) { try ShardMerge.merge([inputs[0], shorterShrink]) }
         // Defaults leave the identity as summaries before these fields had it.
         #expect(inputs[0].summary.run?.faults == nil && inputs[0].summary.run?.shrinkAttempts == nil)
+        // A shard that replayed the corpus and one run with --no-corpus (these) are parts of different runs.
+        let dir = Scratch.url.appendingPathComponent("shard-corpus-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let replaying = ShardMerge.Input(
+            path: "corpus.json",
+            summary: try Self.summary(ReferenceValidator(), shard: Shard(index: 1, count: 2), cases: 40, corpus: dir))
+        #expect(replaying.summary.run?.corpusSkipped == nil && inputs[0].summary.run?.corpusSkipped == true)
+        #expect(throws: ShardMerge.Mismatch.self) { try ShardMerge.merge([inputs[0], replaying]) }
     }
 
     /// Summary files are input: fields no shard can have are refused with the file named, never trapped on.
