@@ -95,26 +95,26 @@ public struct CheckRun {
                 let replay =
                     file.map { "iapcheck replay \(Shell.quote($0)) --validator \(Shell.quote(validatorSpec))" }
                     ?? rerunCase
-                let s = Reports.summary(of: d, f.shrunk, caseIndex: f.caseIndex, corpusFile: file, replay: replay)
+                var s = Reports.summary(of: d, f.shrunk, caseIndex: f.caseIndex, corpusFile: file, replay: replay)
+                s.headline =
+                    "FAIL \(f.property.rawValue): \(v.name) disagrees with the oracle (case \(f.caseIndex) of seed \(options.seed); shrunk from \(f.originalActions) to \(f.shrunk.actionCount) actions in \(f.shrinkAttempts) attempts)"
+                    + (d.property != f.property
+                        ? "\n  (the difference shows before any of this property's perturbations: plain \(d.property.rawValue))"
+                        : "")
+                if file != nil { s.rerun = "\(rerunCase)  (the unshrunk case)" }
                 discrepancies.append(s)
-                emit(
-                    TextReport.discrepancy(
-                        s,
-                        headline:
-                            "FAIL \(f.property.rawValue): \(v.name) disagrees with the oracle (case \(f.caseIndex) of seed \(options.seed); shrunk from \(f.originalActions) to \(f.shrunk.actionCount) actions in \(f.shrinkAttempts) attempts)"
-                            + (d.property != f.property
-                                ? "\n  (the difference shows before any of this property's perturbations: plain \(d.property.rawValue))"
-                                : "")))
-                if file != nil { emit("  rerun:    \(rerunCase)  (the unshrunk case)") }
+                emit(TextReport.discrepancy(s, headline: s.headline!))
+                if let r = s.rerun { emit("  rerun:    \(r)") }
             } else if let vf = f.validatorFailure {
-                failures.append(.init(vf, caseIndex: f.caseIndex))
-                emit(
+                var s = Reports.ValidatorFailureSummary(vf, caseIndex: f.caseIndex)
+                s.headline =
                     vf.kind == .misconfigured
-                        ? "CONFIGURATION ERROR in case \(f.caseIndex): \(vf.message)\n  (the target file does not describe the backend's answers: fix the file)"
-                        : "VALIDATOR FAILURE \(vf) in case \(f.caseIndex)")
-                emit(Timeline.render(f.shrunk, failingStep: f.failingStep))
-                for line in vf.transcript.suffix(10) { emit("    \(line)") }
-                emit("  rerun:    \(rerunCase)")
+                    ? "CONFIGURATION ERROR in case \(f.caseIndex): \(vf.message)\n  (the target file does not describe the backend's answers: fix the file)"
+                    : "VALIDATOR FAILURE \(vf) in case \(f.caseIndex)"
+                s.timeline = Timeline.render(f.shrunk, failingStep: f.failingStep)
+                s.rerun = rerunCase
+                failures.append(s)
+                emit(TextReport.validatorFailure(s))
             }
         }
 

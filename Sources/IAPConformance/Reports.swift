@@ -85,6 +85,11 @@ public enum Reports {
         public var differences: [String]
         public var timeline: String
         public var replay: String
+        /// The FAIL line `check` printed above it (the property, the shrink figures) and, for a counterexample
+        /// saved to the corpus, the command that reruns the unshrunk case: `merge-reports` prints both as `check`
+        /// did. Absent from summaries written before they existed.
+        public var headline: String?
+        public var rerun: String?
 
         public init(
             property: String, caseIndex: Int? = nil, corpusFile: String? = nil, shrunkEvents: Int, expected: String,
@@ -107,6 +112,11 @@ public enum Reports {
         public var message: String
         public var caseIndex: Int?
         public var transcript: [String]
+        /// As `check` printed it: the line naming the failure, the shrunk case's timeline and the command that
+        /// reruns it (for `merge-reports`; absent from older summaries and for the corpus).
+        public var headline: String?
+        public var timeline: String?
+        public var rerun: String?
 
         public init(kind: String, message: String, caseIndex: Int? = nil, transcript: [String]) {
             self.kind = kind

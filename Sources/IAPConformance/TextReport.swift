@@ -5,6 +5,18 @@ import IAPModel
 /// the forgery line of a passing run. (JSON: ``JSONFormat``; JUnit: ``Reports/junit(_:)``; HTML:
 /// ``CertificationHTML``.)
 public enum TextReport {
+    /// A validator failure of a case as `check` prints it: the headline, the shrunk case, the transcript's last
+    /// lines and the command that reruns it (a summary without them, from an older iapcheck: one line).
+    public static func validatorFailure(_ f: Reports.ValidatorFailureSummary) -> String {
+        var lines = [
+            f.headline ?? "VALIDATOR FAILURE \(f.kind): \(f.message)" + (f.caseIndex.map { " in case \($0)" } ?? "")
+        ]
+        if let t = f.timeline { lines.append(t) }
+        if f.headline != nil { lines += f.transcript.suffix(10).map { "    \($0)" } }
+        if let r = f.rerun { lines.append("  rerun:    \(r)") }
+        return lines.joined(separator: "\n")
+    }
+
     /// A discrepancy under `headline`: the shrunk timeline, expected and observed answers, each difference, replay.
     public static func discrepancy(_ s: Reports.DiscrepancySummary, headline: String) -> String {
         var lines = [headline, s.timeline, "  expected: \(s.expected)", "  observed: \(s.observed)"]

@@ -98,16 +98,17 @@ struct MergeReports: ParsableCommand {
         print(
             "merged \(inputs.count) of \(n) shards of \(s.validator) (seed \(s.seed), \(s.run?.totalCases ?? s.cases) cases)"
         )
+        // As the shards' `check` printed them (summaries of an older iapcheck lack the headline: a short one).
         for d in s.discrepancies {
             print(
                 TextReport.discrepancy(
                     d,
-                    headline: "FAIL \(d.property)"
+                    headline: d.headline
+                        ?? "FAIL \(d.property)"
                         + (d.caseIndex.map { " (case \($0))" } ?? " (corpus \(d.corpusFile ?? "?"))")))
+            if let r = d.rerun { print("  rerun:    \(r)") }
         }
-        for f in s.validatorFailures {
-            print("VALIDATOR FAILURE \(f.kind): \(f.message)" + (f.caseIndex.map { " in case \($0)" } ?? ""))
-        }
+        for f in s.validatorFailures { print(TextReport.validatorFailure(f)) }
         print(
             "\(s.validator): \(s.passed)/\(s.cases) cases passed, \(s.questions) questions, corpus \(s.corpus.replayed) replayed"
         )
