@@ -16,6 +16,9 @@ public struct FailureReport: Sendable {
     public var failingStep: Int?
     /// Set when replaying the shrunk case gave different outcomes: a flaky validator (or a race), not a plain fail.
     public var flaky: FlakyReport?
+    /// Ctrl-C stopped the shrinking: `shrunk` is the simplest failing case found by then, not the one an
+    /// uninterrupted run reports.
+    public var shrinkStopped = false
 
     public var discrepancy: Discrepancy? { if case .discrepancy(let d) = outcome { d } else { nil } }
 

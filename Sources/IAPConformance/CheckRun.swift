@@ -77,7 +77,7 @@ public struct CheckRun {
                 "FLAKY \(failure.property.rawValue): the shrunk case gave different outcomes in \(flaky.runs) replays:")
             for o in flaky.outcomes { emit("    \(o)") }
         }
-        if report.interrupted {
+        if report.interrupted && report.failure == nil {
             emit(
                 "INTERRUPTED after \(report.cases) of \(options.caseRange.count) cases, all passed; the same run again: iapcheck check --validator \(Shell.quote(validatorSpec)) --seed \(options.seed) --cases \(options.cases)\(selectionArguments)\(options.shard.map { " --shard \($0)" } ?? "")"
             )
@@ -97,7 +97,7 @@ public struct CheckRun {
                     ?? rerunCase
                 var s = Reports.summary(of: d, f.shrunk, caseIndex: f.caseIndex, corpusFile: file, replay: replay)
                 s.headline =
-                    "FAIL \(f.property.rawValue): \(v.name) disagrees with the oracle (case \(f.caseIndex) of seed \(options.seed); shrunk from \(f.originalActions) to \(f.shrunk.actionCount) actions in \(f.shrinkAttempts) attempts)"
+                    "FAIL \(f.property.rawValue): \(v.name) disagrees with the oracle (case \(f.caseIndex) of seed \(options.seed); shrunk from \(f.originalActions) to \(f.shrunk.actionCount) actions in \(f.shrinkAttempts) attempts\(f.shrinkStopped ? ", stopped by Ctrl-C: a whole shrink may give a smaller case" : ""))"
                     + (d.property != f.property
                         ? "\n  (the difference shows before any of this property's perturbations: plain \(d.property.rawValue))"
                         : "")

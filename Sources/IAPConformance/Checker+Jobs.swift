@@ -86,7 +86,8 @@ extension Checker {
                     caseIndex: range.lowerBound + counted - 1, original: c, source: src, outcome: outcome)
                 return CheckReport(
                     validator: validator.name, cases: counted, passed: passed, questions: questions,
-                    failure: failure, coverage: coverage, seconds: Self.seconds(since: start), forgeries: forgeries)
+                    failure: failure, coverage: coverage, seconds: Self.seconds(since: start), forgeries: forgeries,
+                    interrupted: failure.shrinkStopped)
             }
             passed += 1
             questions += r.questions

@@ -75,7 +75,8 @@ public struct Checker {
             let failure = shrink(caseIndex: i, original: c, source: src, outcome: outcome)
             return CheckReport(
                 validator: validator.name, cases: n + 1, passed: passed, questions: questions,
-                failure: failure, coverage: coverage, seconds: Self.seconds(since: start), forgeries: forgeries)
+                failure: failure, coverage: coverage, seconds: Self.seconds(since: start), forgeries: forgeries,
+                interrupted: failure.shrinkStopped)
         }
         return CheckReport(
             validator: validator.name, cases: indices.count, passed: passed, questions: questions,
@@ -125,6 +126,7 @@ public struct Checker {
         var hangs = 0
         func shrunk(signed: Bool) -> Shrinker.Result {
             var budget = options.shrinkBudget
+            budget.shouldStop = options.shouldStop
             if signed { budget.maxAttempts = min(budget.maxAttempts, 400) }
             // A validator that fails as a program (a hang, a crash, garbage) costs up to --timeout per attempt, and
             // its failure rarely depends on the history's details: a few attempts, still deterministic.
@@ -152,7 +154,7 @@ public struct Checker {
         }
         var result = shrunk(signed: options.signed && !decodedReproduces)
         var best = confirmed(result)
-        if best == nil && options.signed && decodedReproduces {
+        if best == nil && options.signed && decodedReproduces && !result.stopped {
             // The shortcut shrank to a history whose failure needs the decoded form (signed artifacts are rendered
             // in Apple's form, e.g. receipt entries in Apple's order): shrink again, signed.
             result = shrunk(signed: true)
@@ -167,12 +169,14 @@ public struct Checker {
             }
         // Replay the counterexample a few times: different outcomes mean a flaky validator, reported as such.
         var outcomes = [Self.describe(bestCase.1)]
-        for _ in 1..<max(options.flakinessReplays, 1) {
+        for _ in 1..<max(options.flakinessReplays, 1) where !result.stopped {
             outcomes.append(Self.describe(CaseRunner.run(bestCase.0, against: validator, signed: options.signed)))
         }
         let flaky = Set(outcomes).count > 1 ? FlakyReport(runs: outcomes.count, outcomes: outcomes) : nil
-        return FailureReport(
+        var report = FailureReport(
             caseIndex: i, seed: options.seed, property: property, originalActions: original.actionCount,
             shrunk: bestCase.0, outcome: bestCase.1, shrinkAttempts: result.attempts, failingStep: step, flaky: flaky)
+        report.shrinkStopped = result.stopped
+        return report
     }
 }

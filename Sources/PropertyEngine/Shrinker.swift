@@ -13,6 +13,9 @@ public struct Shrinker {
     public struct Budget: Sendable {
         public var maxAttempts: Int
         public var maxSeconds: Double
+        /// Asked before each attempt: true stops shrinking at the simplest failing sequence found so far (Ctrl-C).
+        /// The result then depends on when it was asked, so a caller says so.
+        public var shouldStop: @Sendable () -> Bool = { false }
         public init(maxAttempts: Int = 2000, maxSeconds: Double = .infinity) {
             self.maxAttempts = maxAttempts
             self.maxSeconds = maxSeconds
@@ -38,6 +41,8 @@ public struct Shrinker {
         public var attempts: Int
         public var improvements: Int
         public var exhaustedBudget: Bool
+        /// Stopped by ``Budget/shouldStop`` before the budget ran out.
+        public var stopped = false
     }
 
     public var budget: Budget
@@ -66,8 +71,14 @@ public struct Shrinker {
         let deadline: UInt64? =
             budget.maxSeconds.isFinite
             ? DispatchTime.now().uptimeNanoseconds + UInt64(min(max(budget.maxSeconds, 0), 1e9) * 1e9) : nil
+        var stopped = false
         var outOfBudget: Bool {
-            attempts >= budget.maxAttempts || deadline.map { DispatchTime.now().uptimeNanoseconds > $0 } == true
+            if stopped || budget.shouldStop() {
+                stopped = true
+                return true
+            }
+            return attempts >= budget.maxAttempts
+                || deadline.map { DispatchTime.now().uptimeNanoseconds > $0 } == true
         }
 
         /// Tries a candidate; keeps it when it is simpler and still failing.
@@ -146,6 +157,9 @@ public struct Shrinker {
             }
 
         }
-        return Result(choices: best, attempts: attempts, improvements: improvements, exhaustedBudget: outOfBudget)
+        let exhausted = outOfBudget
+        var result = Result(choices: best, attempts: attempts, improvements: improvements, exhaustedBudget: exhausted)
+        result.stopped = stopped
+        return result
     }
 }

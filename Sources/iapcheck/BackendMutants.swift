@@ -106,7 +106,7 @@ struct BackendMutant: Sendable {
         let target = try HTTPValidator.Target.load(path: targetFile)
         // Wait until it listens (a cold start of a debug build takes a moment).
         var listening = false
-        for _ in 0..<300 where p.isRunning {
+        for _ in 0..<300 where p.isRunning && !options.shouldStop() {
             if (try? HTTPValidator(target: target, name: "probe", timeout: 1).entitlements(
                 EntitlementQuery(userId: "probe", at: 0))) != nil
             {
@@ -116,6 +116,8 @@ struct BackendMutant: Sendable {
             Thread.sleep(forTimeInterval: 0.1)
         }
         guard listening else {
+            // Ctrl-C while it starts: the caller sees the interrupt and stops the run.
+            if options.shouldStop() { throw Failure.setup("interrupted while the backend started") }
             throw Failure.setup(
                 "the example backend (\(backend)) did not answer on 127.0.0.1:\(port) within 30 s\(p.isRunning ? "" : "; it exited with status \(p.terminationStatus)")"
             )

@@ -153,6 +153,8 @@ struct MutantsCommand: ParsableCommand {
         } catch is Stopped {
             throw interrupted()
         }
+        // A Ctrl-C that only cut a shrink short: the rows stand, the summary is not written.
+        if Interrupt.requested { throw interrupted() }
         var setupFailures: [String] = [], skipped: [String] = []
         for m in backendEntries {
             if Interrupt.requested { throw interrupted() }
@@ -166,6 +168,7 @@ struct MutantsCommand: ParsableCommand {
             }
             let report: CheckReport
             do { report = try m.run(opts, backend: backend) } catch {
+                if Interrupt.requested { throw interrupted() }
                 setupFailures.append(m.name)
                 print(TextReport.mutantLine(m.name, "ERROR  \(error)"))
                 continue
@@ -179,6 +182,7 @@ struct MutantsCommand: ParsableCommand {
             if let vf = f?.validatorFailure { print("    \(String(vf.description.prefix(300)))") }
             if let d = f?.discrepancy { print("    \(d.differences.first ?? d.observed)") }
         }
+        if Interrupt.requested { throw interrupted() }
         let median = MutantsRun.medianShrunk(rows)
         let killed = rows.filter(\.killed).count
         print(

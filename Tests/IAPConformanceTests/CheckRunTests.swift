@@ -5,15 +5,19 @@ import IAPMutants
 import IAPReference
 import IAPTesting
 import IAPValidatorAPI
+import Synchronization
 import Testing
 
 /// `CheckRun`, the whole `check` as a library call: the counterexample saved and replayed from the corpus, the
 /// verdict, and the text a user reads.
 @Suite struct CheckRunTests {
-    static func run(_ v: any Validator, corpus: String?, cases: Int = 40) throws -> (CheckRunReport, [String]) {
+    static func run(
+        _ v: any Validator, corpus: String?, cases: Int = 40, shouldStop: @escaping @Sendable () -> Bool = { false }
+    ) throws -> (CheckRunReport, [String]) {
         var o = CheckOptions()
         o.cases = cases
         o.seed = 3
+        o.shouldStop = shouldStop
         var run = CheckRun(validatorSpec: "mutant:ignore-revocation", checker: Checker(options: o, validator: v))
         run.corpus = corpus
         var lines: [String] = []
@@ -53,6 +57,29 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: dir) }
         try Data("{not json".utf8).write(to: URL(fileURLWithPath: dir + "/broken.json"))
         #expect(throws: CheckRun.UnreadableCorpus.self) { _ = try Self.run(ReferenceValidator(), corpus: dir) }
+    }
+
+    /// Ctrl-C while a failure shrinks: the smallest failing case found so far is reported, said to be cut short,
+    /// and the summary is marked interrupted (a merge of it is incomplete); the verdict is still the discrepancy.
+    @Test func ctrlCWhileShrinkingReportsTheCaseFoundSoFar() throws {
+        let mutant = Mutants.named("ignore-revocation")!
+        let (whole, _) = try Self.run(mutant.make(), corpus: nil, cases: 600)
+        let first = try #require(whole.report.failure)
+        #expect(!first.shrinkStopped && whole.summary.interrupted != true && first.shrinkAttempts > 20)
+        // Asked once per case up to the failing one, then before each shrink attempt: stop after a few attempts.
+        let asked = Mutex(0)
+        let (cut, text) = try Self.run(mutant.make(), corpus: nil, cases: 600) {
+            asked.withLock { n in
+                n += 1
+                return n > first.caseIndex + 1 + 10
+            }
+        }
+        let f = try #require(cut.report.failure)
+        #expect(f.caseIndex == first.caseIndex && f.shrinkStopped && f.shrinkAttempts < first.shrinkAttempts)
+        #expect(f.shrunk.actionCount >= first.shrunk.actionCount && f.discrepancy != nil)
+        #expect(cut.verdict == .discrepancy && cut.summary.interrupted == true)
+        #expect(text.contains { $0.hasPrefix("FAIL ") && $0.contains("stopped by Ctrl-C") })
+        #expect(!text.contains { $0.hasPrefix("INTERRUPTED") }, "not the line of a run whose cases all passed")
     }
 
     @Test func aPassingRunSaysSoAndNamesTheForgeries() throws {

@@ -1,4 +1,5 @@
 import PropertyEngine
+import Synchronization
 import Testing
 
 @Suite struct PropertyEngineTests {
@@ -68,5 +69,29 @@ import Testing
         }
         #expect(result.attempts <= 10)
         #expect(result.exhaustedBudget)
+        #expect(!result.stopped)
+    }
+
+    /// Ctrl-C: `shouldStop` ends shrinking at once, keeping the simplest failing sequence found so far.
+    @Test func shrinkingStopsWhenAsked() {
+        let start = Array(repeating: UInt64(999), count: 200)
+        let asked = Mutex(0)
+        var budget = Shrinker.Budget()
+        budget.shouldStop = {
+            asked.withLock { n in
+                n += 1
+                return n > 5
+            }
+        }
+        let result = Shrinker(budget: budget).shrink(start, spans: []) { c in
+            Shrinker.Outcome(failing: c.reduce(0, +) > 0, spans: [], consumed: c)
+        }
+        #expect(result.stopped && result.exhaustedBudget)
+        #expect(result.attempts <= 5 && result.attempts > 0)
+        #expect(Shrinker.simpler(result.choices, than: start) && result.choices.reduce(0, +) > 0)
+        let whole = Shrinker().shrink(start, spans: []) { c in
+            Shrinker.Outcome(failing: c.reduce(0, +) > 0, spans: [], consumed: c)
+        }
+        #expect(!whole.stopped && whole.attempts > result.attempts)
     }
 }
