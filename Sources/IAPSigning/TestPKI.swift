@@ -292,17 +292,6 @@ public final class TestPKI: Sendable {
 
     // MARK: Broken certificates for the forgery kit (built on first use)
 
-    /// Sendable: immutable once built (under the PKI's lock).
-    public struct BrokenChains: @unchecked Sendable {
-        /// A whole chain under a root nobody trusts.
-        public let untrusted: Leaf
-        public let leafWithoutOID: Leaf
-        public let intermediateWithoutOID: Leaf
-        public let leafOIDCritical: Leaf
-        public let leafExpired: Leaf
-        public let intermediateNotCA: Leaf
-    }
-
     private let brokenChains = Locked<BrokenChains?>(nil)
 
     public var broken: BrokenChains {
