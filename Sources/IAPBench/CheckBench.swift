@@ -204,8 +204,8 @@ public enum CheckBench {
         emit(
             "crypto-limit ratio (signed cases/s × ECDSA µs per case), median of \(done.count): \(f2(ratio)) (ES256 alone: \(f2(es256))); signed check \(Int(signed)) cases/s"
         )
-        // Scaling against one job run the same way, just before (no bursts between its cases, which would cost it
-        // the caches they evict). Not where the process may use one CPU only (pinned with taskset): its jobs would
+        // Scaling against one job run the same way (no bursts between its cases, which would cost it the caches
+        // they evict). Not where the process may use one CPU only (pinned with taskset): its jobs would
         // take turns on that CPU, and the figure would say nothing about the cores.
         let usable = Measure.usableCPUs() ?? jobs
         var parallel: Double?, scaling: Double?
@@ -216,13 +216,16 @@ public enum CheckBench {
                 "signed check, \(jobs) jobs: not measured: this process may run on one CPU only (an affinity mask, as taskset sets); run without taskset for the scaling over the cores"
             )
         } else {
-            let oneRun = check(cases * jobs, signed: true, jobs: 1)
-            let one = Double(oneRun.cases) / oneRun.seconds
-            let parallelRun = check(cases * jobs, signed: true, jobs: jobs)
-            let many = Double(parallelRun.cases) / parallelRun.seconds
+            // One job just before and just after, their mean the baseline: a machine whose speed drifts during
+            // the three runs moves both sides alike (a single run before was ×1.5 to ×2.5 on this machine).
+            func rate(_ r: CheckReport) -> Double { Double(r.cases) / r.seconds }
+            let before = rate(check(cases * jobs, signed: true, jobs: 1))
+            let many = rate(check(cases * jobs, signed: true, jobs: jobs))
+            let after = rate(check(cases * jobs, signed: true, jobs: 1))
+            let one = (before + after) / 2
             let note = usable < jobs ? " (this process may run on \(usable) CPUs only: the jobs share them)" : ""
             emit(
-                "signed check, \(jobs) jobs: \(Int(many)) cases/s against \(Int(one)) with 1 job just before: scaling ×\(f2(many / one))\(note)"
+                "signed check, \(jobs) jobs: \(Int(many)) cases/s against \(Int(one)) with 1 job (the mean of \(Int(before)) just before and \(Int(after)) just after): scaling ×\(f2(many / one))\(note)"
             )
             parallel = many
             scaling = many / one

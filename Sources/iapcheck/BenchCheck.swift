@@ -20,7 +20,8 @@ extension Bench {
                 and the crypto-limit ratio = signed cases/s × ECDSA µs per case / 10⁶ (the share of the signed \
                 check's time spent in the cryptography: 1 would mean nothing else costs anything). Then the medians \
                 over the rounds (a shared machine drifts within seconds: the rounds show how much), and signed cases/s \
-                with --jobs jobs against one job run just before, the scaling factor (each of those two runs checks \
+                with --jobs jobs against one job, run just before and just after (their mean, so that a drift of the \
+                machine's speed falls on both sides), the scaling factor (each of those three runs checks \
                 --cases × --jobs cases, so that every job has a round's worth). Pin to one core with taskset \
                 for the one-thread figures; the jobs figure needs all cores, so run it unpinned (with --rounds 1 if \
                 only it matters): pinned to one CPU it is not measured, and says so.
