@@ -157,9 +157,12 @@ public struct Shrinker {
             }
 
         }
+        // Whether a stop cut the passes short, read before the last look at the budget: a Ctrl-C after the passes
+        // ended does not make a finished shrink look cut.
+        let cut = stopped
         let exhausted = outOfBudget
         var result = Result(choices: best, attempts: attempts, improvements: improvements, exhaustedBudget: exhausted)
-        result.stopped = stopped
+        result.stopped = cut
         return result
     }
 }
