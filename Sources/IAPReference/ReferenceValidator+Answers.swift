@@ -208,6 +208,19 @@ extension ReferenceValidator {
         }
     }
 
+    /// Whether `tx`, new to `chain`, is a purchase the chain already holds under another id (a restore): a
+    /// non-consumable's chain is one purchase; a subscription period keeps its `webOrderLineItemId`.
+    static func repeatsAPurchase(_ tx: JWSTransactionDecodedPayload, in chain: Chain) -> Bool {
+        if tx.type == .nonConsumable { return !chain.transactions.isEmpty }
+        guard let w = tx.webOrderLineItemId else { return false }
+        return chain.transactions.values.contains { $0.webOrderLineItemId == w }
+    }
+
+    /// Runs `body` on the chain `otid` (a new one when there is none) where `chains` stores it.
+    func withChain(_ otid: String, _ body: (inout Chain) -> Void) {
+        body(&chains[otid, default: Chain()])
+    }
+
     public func user(ofChain otid: String) -> String? {
         guard let chain = chains[otid] else { return nil }
         if let u = chain.user { return u }

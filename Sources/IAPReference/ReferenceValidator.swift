@@ -205,36 +205,27 @@ open class ReferenceValidator: DecodedDeliveryValidator {
 
     /// Upserts a transaction version and credits a consumable once.
     open func store(_ tx: JWSTransactionDecodedPayload, via channel: DeliveryChannel) {
-        var chain = chains[tx.originalTransactionId] ?? Chain()
-        if let old = chain.transactions[tx.transactionId] {
-            if shouldReplace(old.signedDate, with: tx.signedDate, old: old, new: tx) {
-                chain.transactions[tx.transactionId] = tx
-            }
-        } else {
-            if tx.type == .nonConsumable
-                ? !chain.transactions.isEmpty
-                : tx.webOrderLineItemId.map({ w in chain.transactions.values.contains { $0.webOrderLineItemId == w } })
-                    ?? false
-            {
-                chain.severalIdsPerPurchase = true
-            }
-            chain.transactions[tx.transactionId] = tx
+        let replace = chains[tx.originalTransactionId]?.transactions[tx.transactionId].map { old in
+            shouldReplace(old.signedDate, with: tx.signedDate, old: old, new: tx)
         }
-        chains[tx.originalTransactionId] = chain
+        // Changed where it is stored: a copy taken out of `chains` would copy its transactions on the first change.
+        withChain(tx.originalTransactionId) { chain in
+            if replace == nil && Self.repeatsAPurchase(tx, in: chain) { chain.severalIdsPerPurchase = true }
+            if replace ?? true { chain.transactions[tx.transactionId] = tx }
+        }
         if tx.type == .consumable { creditConsumable(tx, via: channel) }
     }
 
     open func store(_ r: JWSRenewalInfoDecodedPayload) {
-        var chain = chains[r.originalTransactionId] ?? Chain()
-        if config.policy.extensionSignedAs == .renewalInfo, r.renewalDate != nil, r.isInBillingRetryPeriod != true {
-            chain.renewalDates[r.signedDate] = r
+        let replace = chains[r.originalTransactionId]?.renewal.map { old in
+            shouldReplace(old.signedDate, with: r.signedDate, old: nil, new: nil)
         }
-        if let old = chain.renewal {
-            if shouldReplace(old.signedDate, with: r.signedDate, old: nil, new: nil) { chain.renewal = r }
-        } else {
-            chain.renewal = r
+        let keepsDate =
+            config.policy.extensionSignedAs == .renewalInfo && r.renewalDate != nil && r.isInBillingRetryPeriod != true
+        withChain(r.originalTransactionId) { chain in
+            if keepsDate { chain.renewalDates[r.signedDate] = r }
+            if replace ?? true { chain.renewal = r }
         }
-        chains[r.originalTransactionId] = chain
     }
 
     /// Last signed wins (never last arrived).
