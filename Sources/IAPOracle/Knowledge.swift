@@ -20,11 +20,59 @@ public struct Knowledge: Sendable {
     /// The latest `signedDate` of anything merged.
     public private(set) var newestSignedDate: Millis = .min
     /// What the oracle derives from these facts, kept until a fact it depends on arrives: the questions of a case
-    /// come in runs about one user between deliveries. A copy shares it until either copy learns something; a
-    /// mutating method starts a new one. The users' transactions (``prepared(_:)``) depend only on transactions and
-    /// links, so a renewal info leaves them; the readings depend on transactions, renewal infos and grace claims.
-    private var preparedMemo = Locked([String: Oracle.Prepared]())
-    private var readingsMemo = Locked<[Oracle.Reading]?>(nil)
+    /// come in runs about one user between deliveries. A copy shares it until either copy learns something. The
+    /// users' transactions (``prepared(_:)``) depend only on transactions and links, so a renewal info leaves them,
+    /// and a transaction changes only its own chain's preparation; the readings depend on transactions, renewal
+    /// infos and grace claims.
+    private var memo = Memo()
+
+    /// The derived values, behind one lock. Forgotten in place when no copy shares them (a case's knowledge, learning
+    /// one delivery after another), so a fact learned costs no new lock; a copy that shares them gets new ones.
+    private final class Memo: Sendable {
+        struct Values {
+            /// Per user, the chains linked to them (``Oracle/Prepared``).
+            var prepared: [String: Oracle.Prepared] = [:]
+            /// Per chain (`originalTransactionId`), its prepared transactions, whoever it is linked to.
+            var chains: [String: Oracle.Prepared.Chain] = [:]
+            var readings: [Oracle.Reading]?
+        }
+        let values: Locked<Values>
+        init(_ v: Values = Values()) { values = Locked(v) }
+    }
+
+    /// What changed in the facts, for ``forget(_:)``.
+    private enum Change {
+        /// A chain was linked to a user.
+        case link
+        /// A renewal info or a grace claim.
+        case renewal
+        /// A transaction version, in these chains.
+        case transaction(chains: [String])
+        /// Anything: every derived value goes.
+        case everything
+    }
+
+    /// Forgets what the derived values took from facts that `change` changed.
+    private mutating func forget(_ change: Change) {
+        func apply(_ v: inout Memo.Values) {
+            switch change {
+            case .link: v.prepared.removeAll(keepingCapacity: true)
+            case .renewal: v.readings = nil
+            case .transaction(let chains):
+                v.prepared.removeAll(keepingCapacity: true)
+                for c in chains { v.chains[c] = nil }
+                v.readings = nil
+            case .everything: v = Memo.Values()
+            }
+        }
+        if isKnownUniquelyReferenced(&memo) {
+            memo.values.withLock { apply(&$0) }
+        } else {
+            var kept = memo.values.withLock { $0 }
+            apply(&kept)
+            memo = Memo(kept)
+        }
+    }
 
     /// What the oracle looks up in the catalog on every answer, indexed once (the config never changes).
     let catalogIndex: CatalogIndex
@@ -80,7 +128,7 @@ public struct Knowledge: Sendable {
                 if n.subtype == .gracePeriod && r.gracePeriodExpiresDate == nil,
                     !graceClaims[r.originalTransactionId, default: []].contains(r.signedDate)
                 {
-                    readingsMemo = Locked(nil)
+                    forget(.renewal)
                     graceClaims[r.originalTransactionId, default: []].insert(r.signedDate)
                 }
             }
@@ -105,7 +153,7 @@ public struct Knowledge: Sendable {
     /// Links a chain to a user without a delivery (for the harness's own truth tests).
     public mutating func link(chain: String, to user: String) {
         guard submittedBy[chain] == nil else { return }
-        preparedMemo = Locked([:])
+        forget(.link)
         submittedBy[chain] = user
     }
 
@@ -114,8 +162,9 @@ public struct Knowledge: Sendable {
         guard Self.insert(tx, into: &transactionVersions[tx.transactionId, default: []], signed: \.signedDate) else {
             return
         }
-        preparedMemo = Locked([:])
-        readingsMemo = Locked(nil)
+        // Its chain, and the chain of the version it replaces should that name another.
+        let replaced = transactions[tx.transactionId]?.originalTransactionId
+        forget(.transaction(chains: [tx.originalTransactionId] + (replaced.map { [$0] } ?? [])))
         newestSignedDate = max(newestSignedDate, tx.signedDate)
         if let old = transactions[tx.transactionId], old.signedDate >= tx.signedDate { return }
         transactions[tx.transactionId] = tx
@@ -125,7 +174,7 @@ public struct Knowledge: Sendable {
         guard Self.insert(r, into: &renewalVersions[r.originalTransactionId, default: []], signed: \.signedDate) else {
             return
         }
-        readingsMemo = Locked(nil)
+        forget(.renewal)
         newestSignedDate = max(newestSignedDate, r.signedDate)
         if let old = renewals[r.originalTransactionId], old.signedDate >= r.signedDate { return }
         renewals[r.originalTransactionId] = r
@@ -154,8 +203,7 @@ public struct Knowledge: Sendable {
     public func asOf(_ t: Millis, perPurchase: Bool = false) -> Knowledge {
         guard newestSignedDate > t else { return self }
         var k = self
-        k.preparedMemo = Locked([:])
-        k.readingsMemo = Locked(nil)
+        k.forget(.everything)
         for (id, versions) in transactionVersions {
             k.transactions[id] = versions.last { $0.signedDate <= t } ?? versions[0]
         }
@@ -181,28 +229,51 @@ public struct Knowledge: Sendable {
         renewalVersions[originalTransactionId] ?? []
     }
 
-    /// The oracle's preparation of `user`'s transactions, made once per version of these facts.
+    /// The oracle's preparation of `user`'s transactions, made once per version of these facts; of its chains,
+    /// only those changed since they were last prepared are prepared again.
     func prepared(_ user: String) -> Oracle.Prepared {
-        if let p = preparedMemo.withLock({ $0[user] }) { return p }
-        let p = Oracle.Prepared(self, user: user)
-        preparedMemo.withLock { $0[user] = p }
+        if let p = memo.values.withLock({ $0.prepared[user] }) { return p }
+        let linked = chains(of: user).sorted()
+        var chains = memo.values.withLock { v in linked.map { v.chains[$0] } }
+        let missing = Set(zip(linked, chains).compactMap { $1 == nil ? $0 : nil })
+        if !missing.isEmpty {
+            var byChain: [String: [JWSTransactionDecodedPayload]] = [:]
+            for tx in transactions.values where missing.contains(tx.originalTransactionId) {
+                byChain[tx.originalTransactionId, default: []].append(tx)
+            }
+            for (i, otid) in linked.enumerated() where chains[i] == nil {
+                chains[i] = Oracle.Prepared.Chain(id: otid, transactions: byChain[otid] ?? [])
+            }
+        }
+        let p = Oracle.Prepared(chains: chains.compactMap { $0 })
+        memo.values.withLock { v in
+            for c in chains where missing.contains(c!.id) { v.chains[c!.id] = c }
+            v.prepared[user] = p
+        }
         return p
     }
 
     /// Every reading of these facts (``Oracle/Reading/all(_:)``), made once per version of them.
     var readings: [Oracle.Reading] {
-        if let r = readingsMemo.withLock({ $0 }) { return r }
+        if let r = memo.values.withLock({ $0.readings }) { return r }
         let r = Oracle.Reading.all(self)
-        readingsMemo.withLock { $0 = r }
+        memo.values.withLock { $0.readings = r }
         return r
     }
 
     /// Transactions of chains linked to `user`.
     public func transactions(of user: String) -> [JWSTransactionDecodedPayload] {
+        let linked = chains(of: user)
+        return transactions.values.filter { linked.contains($0.originalTransactionId) }
+    }
+
+    /// The `originalTransactionId`s of the chains linked to `user`: submitted by them, or carrying their
+    /// `appAccountToken`.
+    func chains(of user: String) -> Set<String> {
         var linked: Set<String> = []
         for (otid, u) in submittedBy where u == user { linked.insert(otid) }
         for tx in transactions.values where tx.appAccountToken == user { linked.insert(tx.originalTransactionId) }
-        return transactions.values.filter { linked.contains($0.originalTransactionId) }
+        return linked
     }
 }
 

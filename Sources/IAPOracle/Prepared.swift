@@ -22,8 +22,12 @@ extension Oracle {
             var purchaseReasonDates: [Millis]
             var noReasonDates: [Millis]
 
-            init(id: String, transactions: [JWSTransactionDecodedPayload]) {
+            /// A chain's transactions, in any order: read as one purchase where one is known under several ids
+            /// (``Oracle/samePurchase(_:)``, which stays within a chain), and sorted by purchase.
+            init(id: String, transactions unsorted: [JWSTransactionDecodedPayload]) {
                 self.id = id
+                let transactions = Oracle.samePurchase(unsorted).sorted(
+                    by: JWSTransactionDecodedPayload.purchasedBefore)
                 self.transactions = transactions
                 purchased = transactions.map(\.purchaseDate)
                 kinds = transactions.map { ProductKind(wireType: $0.type) }
@@ -40,13 +44,10 @@ extension Oracle {
             }
         }
 
-        init(_ k: Knowledge, user: String) {
-            all = Oracle.samePurchase(k.transactions(of: user))
-            var byChain: [String: [JWSTransactionDecodedPayload]] = [:]
-            for tx in all { byChain[tx.originalTransactionId, default: []].append(tx) }
-            chains = byChain.sorted { $0.key < $1.key }.map { chain in
-                Chain(id: chain.key, transactions: chain.value.sorted(by: JWSTransactionDecodedPayload.purchasedBefore))
-            }
+        /// The user's prepared chains, sorted by id; a chain without transactions is left out.
+        init(chains: [Chain]) {
+            self.chains = chains.filter { !$0.transactions.isEmpty }
+            all = self.chains.flatMap(\.transactions)
         }
     }
 }
