@@ -4,7 +4,7 @@ import Foundation
 ///
 /// Facts travel decoded for now; the signing layer will carry the same facts as JWS strings without changing what
 /// each message means.
-public enum Delivery: Codable, Hashable, Sendable {
+public indirect enum Delivery: Codable, Hashable, Sendable {
     /// The app submits a transaction right after a purchase (or when it next sees one), saying which user is
     /// logged in. `deviceTime` is what the device's clock claims; a correct validator never trusts it.
     case appTransaction(AppTransactionSubmission)

@@ -47,4 +47,12 @@ extension EntitlementAnswer {
         }
         return true
     }
+
+    /// `list` in id order; the list itself (no copy, no sort) when it already is: the oracle lists products in id
+    /// order, a catalog mostly its groups, and many validators their answers. Ties keep their order either way.
+    static func sortedById<T>(_ list: [T], _ id: (T) -> String) -> [T] {
+        var i = 1
+        while i < list.count && !(id(list[i]) < id(list[i - 1])) { i += 1 }
+        return i >= list.count ? list : list.sorted { id($0) < id($1) }
+    }
 }

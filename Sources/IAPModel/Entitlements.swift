@@ -185,10 +185,10 @@ public struct EntitlementAnswer: Codable, Hashable, Sendable {
         products: [ProductEntitlement] = [], groups: [GroupEntitlement] = [], consumables: [ConsumableBalance] = [],
         entitlements: [EntitlementGrant] = []
     ) {
-        self.products = products.sorted { $0.productId < $1.productId }
-        self.groups = groups.sorted { $0.groupId < $1.groupId }
-        self.consumables = consumables.sorted { $0.productId < $1.productId }
-        self.entitlements = entitlements.sorted { $0.entitlementId < $1.entitlementId }
+        self.products = Self.sortedById(products, \.productId)
+        self.groups = Self.sortedById(groups, \.groupId)
+        self.consumables = Self.sortedById(consumables, \.productId)
+        self.entitlements = Self.sortedById(entitlements, \.entitlementId)
     }
 
     /// The same answer with its lists sorted (what a transport hands on after decoding a validator's reply).

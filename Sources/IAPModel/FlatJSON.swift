@@ -243,34 +243,52 @@ public enum FlatJSON {
             case 0x66: return literal("false") ? .bool(false) : nil
             case 0x6E: return literal("null") ? .null : nil
             case 0x2D, 0x30...0x39: return number()
+            case 0x5B: return skip(depth: depth) ? .other : nil
+            case 0x7B:
+                let start = i
+                return skip(depth: depth) ? .object(start..<i) : nil
+            default: return nil
+            }
+        }
+
+        /// Steps over the value here after checking its grammar, building nothing: what lies inside an array or a
+        /// nested object is not read (a notification's `data` holds kilobytes of nested tokens, which are read when
+        /// `data` itself is).
+        mutating func skip(depth: Int) -> Bool {
+            guard i < bytes.count, depth < 16 else { return false }
+            switch bytes[i] {
+            case 0x22: return stringRange() != nil
+            case 0x74: return literal("true")
+            case 0x66: return literal("false")
+            case 0x6E: return literal("null")
+            case 0x2D, 0x30...0x39: return number() != nil
             case 0x5B:  // [
                 i += 1
                 space()
-                if take(0x5D) { return .other }
+                if take(0x5D) { return true }
                 while true {
                     space()
-                    guard value(depth: depth + 1) != nil else { return nil }
+                    guard skip(depth: depth + 1) else { return false }
                     space()
                     if take(0x2C) { continue }
-                    return take(0x5D) ? .other : nil
+                    return take(0x5D)
                 }
             case 0x7B:  // {
-                let start = i
                 i += 1
                 space()
-                if take(0x7D) { return .object(start..<i) }
+                if take(0x7D) { return true }
                 while true {
                     space()
-                    guard string() != nil else { return nil }
+                    guard stringRange() != nil else { return false }
                     space()
-                    guard take(0x3A) else { return nil }
+                    guard take(0x3A) else { return false }
                     space()
-                    guard value(depth: depth + 1) != nil else { return nil }
+                    guard skip(depth: depth + 1) else { return false }
                     space()
                     if take(0x2C) { continue }
-                    return take(0x7D) ? .object(start..<i) : nil
+                    return take(0x7D)
                 }
-            default: return nil
+            default: return false
             }
         }
 

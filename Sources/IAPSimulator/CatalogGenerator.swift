@@ -37,6 +37,8 @@ public struct CatalogGenerator: Sendable {
         Period(1, .month), Period(3, .month), Period(2, .month), Period(6, .month), Period(1, .year),
     ]
     static let groupNames = ["alpha", "beta", "gamma"]
+    /// The groups' display names (the names above, capitalized).
+    static let groupDisplayNames = ["Alpha", "Beta", "Gamma"]
 
     public func draw(_ src: ChoiceSource) -> Catalog {
         src.span("catalog") {
@@ -46,7 +48,7 @@ public struct CatalogGenerator: Sendable {
             cat.products = []
             let groupCount = 1 + src.int(below: 3)
             for g in 0..<groupCount {
-                let group = SubscriptionGroup(id: String(22_000_001 + g), name: Self.groupNames[g].capitalized)
+                let group = SubscriptionGroup(id: String(22_000_001 + g), name: Self.groupDisplayNames[g])
                 cat.groups.append(group)
                 // Mostly groups with several products (product changes); a group of one now and then.
                 let count = 1 + src.weighted([1, 3, 3, 2])
@@ -63,7 +65,7 @@ public struct CatalogGenerator: Sendable {
                             offerCodes: src.chance(40)
                                 ? [
                                     offer(
-                                        id.uppercased().replacingOccurrences(of: ".", with: "-") + "-CODE", for: period,
+                                        String(id.uppercased().map { $0 == "." ? "-" : $0 }) + "-CODE", for: period,
                                         src)
                                 ] : [],
                             winBackOffers: src.chance(20) ? [offer(id + ".winback", for: period, src)] : []))

@@ -17,12 +17,10 @@ public final class ChoiceSource {
         }
     }
 
-    enum Mode {
-        case random(SplitMix64)
-        case replay([UInt64])
-    }
-
-    private var mode: Mode
+    /// Fresh randomness when `replayed` is nil, else the recorded sequence. Two stored properties rather than an
+    /// enum with payloads: a draw then neither copies the sequence nor rewrites the generator's case.
+    private var rng: SplitMix64
+    private let replayed: [UInt64]?
     public private(set) var choices: [UInt64] = []
     public private(set) var spans: [Span] = []
     /// True once a replayed sequence ran out; further draws return 0.
@@ -32,12 +30,14 @@ public final class ChoiceSource {
     public let maxChoices: Int
 
     public init(seed: UInt64, maxChoices: Int = 16384) {
-        self.mode = .random(SplitMix64(seed: seed))
+        self.rng = SplitMix64(seed: seed)
+        self.replayed = nil
         self.maxChoices = maxChoices
     }
 
     public init(replaying sequence: [UInt64], maxChoices: Int = 16384) {
-        self.mode = .replay(sequence)
+        self.rng = SplitMix64(seed: 0)
+        self.replayed = sequence
         self.maxChoices = maxChoices
     }
 
@@ -45,11 +45,7 @@ public final class ChoiceSource {
     public func draw(below n: UInt64) -> UInt64 {
         precondition(n > 0)
         var value: UInt64
-        switch mode {
-        case .random(var rng):
-            value = n == 1 ? 0 : rng.next(upperBound: n)
-            mode = .random(rng)
-        case .replay(let seq):
+        if let seq = replayed {
             if cursor < seq.count {
                 value = seq[cursor]
                 if value >= n { value %= n }
@@ -57,6 +53,8 @@ public final class ChoiceSource {
                 value = 0
                 overran = true
             }
+        } else {
+            value = n == 1 ? 0 : rng.next(upperBound: n)
         }
         cursor += 1
         if choices.count < maxChoices { choices.append(value) }
