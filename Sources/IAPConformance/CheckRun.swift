@@ -72,11 +72,10 @@ public struct CheckRun {
         willRunCases?()
         let report = checker.run()
         var discrepancies = corpusFailures
-        if let failure = report.failure, let flaky = failure.flaky {
-            emit(
-                "FLAKY \(failure.property.rawValue): the shrunk case gave different outcomes in \(flaky.runs) replays:")
-            for o in flaky.outcomes { emit("    \(o)") }
+        let flaky = report.failure.flatMap { f in
+            f.flaky.map { Reports.FlakySummary(property: f.property.rawValue, runs: $0.runs, outcomes: $0.outcomes) }
         }
+        if let flaky { emit(TextReport.flaky(flaky)) }
         if report.interrupted && report.failure == nil {
             emit(
                 "INTERRUPTED after \(report.cases) of \(options.caseRange.count) cases, all passed; the same run again: iapcheck check --validator \(Shell.quote(validatorSpec)) --seed \(options.seed) --cases \(options.cases)\(selectionArguments)\(options.shard.map { " --shard \($0)" } ?? "")"
@@ -102,6 +101,7 @@ public struct CheckRun {
                         ? "\n  (the difference shows before any of this property's perturbations: plain \(d.property.rawValue))"
                         : "")
                 if file != nil { s.rerun = "\(rerunCase)  (the unshrunk case)" }
+                s.flaky = flaky
                 discrepancies.append(s)
                 emit(TextReport.discrepancy(s, headline: s.headline!))
                 if let r = s.rerun { emit("  rerun:    \(r)") }
@@ -113,6 +113,7 @@ public struct CheckRun {
                     : "VALIDATOR FAILURE \(vf) in case \(f.caseIndex)"
                 s.timeline = Timeline.render(f.shrunk, failingStep: f.failingStep)
                 s.rerun = rerunCase
+                s.flaky = flaky
                 failures.append(s)
                 emit(TextReport.validatorFailure(s))
             }

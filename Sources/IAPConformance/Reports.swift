@@ -90,6 +90,8 @@ public enum Reports {
         /// did. Absent from summaries written before they existed.
         public var headline: String?
         public var rerun: String?
+        /// Set when replaying the shrunk case gave different outcomes (`check` printed FLAKY above the failure).
+        public var flaky: FlakySummary?
 
         public init(
             property: String, caseIndex: Int? = nil, corpusFile: String? = nil, shrunkEvents: Int, expected: String,
@@ -117,6 +119,8 @@ public enum Reports {
         public var headline: String?
         public var timeline: String?
         public var rerun: String?
+        /// Set when replaying the shrunk case gave different outcomes.
+        public var flaky: FlakySummary?
 
         public init(kind: String, message: String, caseIndex: Int? = nil, transcript: [String]) {
             self.kind = kind
@@ -127,6 +131,19 @@ public enum Reports {
 
         public init(_ f: ValidatorFailure, caseIndex: Int?) {
             self.init(kind: f.kind.rawValue, message: f.message, caseIndex: caseIndex, transcript: f.transcript)
+        }
+    }
+
+    /// A shrunk case whose replays disagreed: the property of the case, how many replays, and each one's outcome.
+    public struct FlakySummary: Codable, Sendable, Equatable {
+        public var property: String
+        public var runs: Int
+        public var outcomes: [String]
+
+        public init(property: String, runs: Int, outcomes: [String]) {
+            self.property = property
+            self.runs = runs
+            self.outcomes = outcomes
         }
     }
 
@@ -205,7 +222,8 @@ public enum Reports {
             if let d = s.discrepancies.first(where: { $0.property == p }) {
                 failures += 1
                 let body =
-                    "expected: \(d.expected)\nobserved: \(d.observed)\n\(d.differences.joined(separator: "\n"))\n\n\(d.timeline)\n\nreplay: \(d.replay)"
+                    (d.flaky.map { TextReport.flaky($0) + "\n\n" } ?? "")
+                    + "expected: \(d.expected)\nobserved: \(d.observed)\n\(d.differences.joined(separator: "\n"))\n\n\(d.timeline)\n\nreplay: \(d.replay)"
                 cases.append(
                     "    <testcase classname=\"iapcheck.\(esc(s.validator))\" name=\"\(p)\"><failure message=\"\(esc(d.differences.first ?? d.observed))\">\(esc(body))</failure></testcase>"
                 )
@@ -222,7 +240,7 @@ public enum Reports {
         for f in s.validatorFailures {
             errors += 1
             cases.append(
-                "    <testcase classname=\"iapcheck.\(esc(s.validator))\" name=\"validator-health\"><error message=\"\(esc(f.kind + ": " + f.message))\">\(esc(f.transcript.joined(separator: "\n")))</error></testcase>"
+                "    <testcase classname=\"iapcheck.\(esc(s.validator))\" name=\"validator-health\"><error message=\"\(esc(f.kind + ": " + f.message))\">\(esc(((f.flaky.map { [TextReport.flaky($0)] } ?? []) + f.transcript).joined(separator: "\n")))</error></testcase>"
             )
         }
         return """

@@ -17,6 +17,12 @@ public enum TextReport {
         return lines.joined(separator: "\n")
     }
 
+    /// The lines above a failure whose shrunk case gave different outcomes on replay.
+    public static func flaky(_ f: Reports.FlakySummary) -> String {
+        (["FLAKY \(f.property): the shrunk case gave different outcomes in \(f.runs) replays:"]
+            + f.outcomes.map { "    \($0)" }).joined(separator: "\n")
+    }
+
     /// A discrepancy under `headline`: the shrunk timeline, expected and observed answers, each difference, replay.
     public static func discrepancy(_ s: Reports.DiscrepancySummary, headline: String) -> String {
         var lines = [headline, s.timeline, "  expected: \(s.expected)", "  observed: \(s.observed)"]

@@ -100,6 +100,7 @@ struct MergeReports: ParsableCommand {
         )
         // As the shards' `check` printed them (summaries of an older iapcheck lack the headline: a short one).
         for d in s.discrepancies {
+            if let f = d.flaky { print(TextReport.flaky(f)) }
             print(
                 TextReport.discrepancy(
                     d,
@@ -108,7 +109,10 @@ struct MergeReports: ParsableCommand {
                         + (d.caseIndex.map { " (case \($0))" } ?? " (corpus \(d.corpusFile ?? "?"))")))
             if let r = d.rerun { print("  rerun:    \(r)") }
         }
-        for f in s.validatorFailures { print(TextReport.validatorFailure(f)) }
+        for f in s.validatorFailures {
+            if let flaky = f.flaky { print(TextReport.flaky(flaky)) }
+            print(TextReport.validatorFailure(f))
+        }
         print(
             "\(s.validator): \(s.passed)/\(s.cases) cases passed, \(s.questions) questions, corpus \(s.corpus.replayed) replayed"
         )

@@ -88,4 +88,25 @@ import Testing
         #expect(text.last { $0.hasPrefix("forgeries: ") } != nil)
         #expect(text.contains { $0.contains("30/30 cases passed") })
     }
+
+    /// A failure whose shrunk case gives different outcomes on replay is printed under FLAKY, and the summary keeps
+    /// it (through JSON and a merge), so `merge-reports` and JUnit show it too.
+    @Test func aFlakyFailureIsInTheSummaryAndSurvivesAMerge() throws {
+        var o = CheckOptions()
+        o.cases = 200
+        o.signed = false
+        o.flakinessReplays = 12
+        var run = CheckRun(validatorSpec: "coin-flip", checker: Checker(options: o, validator: CoinFlipValidator()))
+        run.corpus = nil
+        var lines: [String] = []
+        let report = try run.run { lines.append($0) }
+        let s = report.summary
+        let flaky = try #require(s.discrepancies.first?.flaky ?? s.validatorFailures.first?.flaky)
+        #expect(Set(flaky.outcomes).count > 1)
+        #expect(lines.contains(TextReport.flaky(flaky)))
+        let decoded = try JSONDecoder().decode(Reports.CheckSummary.self, from: JSONEncoder().encode(s))
+        let merged = try ShardMerge.merge([ShardMerge.Input(path: "one.json", summary: decoded)]).summary
+        #expect((merged.discrepancies.first?.flaky ?? merged.validatorFailures.first?.flaky) == flaky)
+        #expect(Reports.junit(merged).contains("FLAKY \(flaky.property)"))
+    }
 }
