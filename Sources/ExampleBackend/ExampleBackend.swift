@@ -200,16 +200,21 @@ final class Backend: Sendable {
 
     /// Verifies and stores a delivery for the job and at the clock the request names.
     func deliver(_ d: SignedDelivery, for request: Request) async throws -> Response {
-        let clock = now(request), job = Self.job(request)
-        let verdict = try validator(job: job).deliver(d, now: clock)
-        try await persist(.delivery(d, now: clock), job: job)
-        switch verdict {
+        switch try await verdict(d, for: request) {
         case .accepted:
             return Response(
                 status: .ok, headers: [.contentType: "application/json"],
                 body: .init(byteBuffer: ByteBuffer(staticString: #"{"accepted":true}"#)))
         case .rejected(let why): return Self.json(["accepted": false, "reason": why], status: .unprocessableContent)
         }
+    }
+
+    /// The verdict on a delivery, stored before it is returned.
+    func verdict(_ d: SignedDelivery, for request: Request) async throws -> DeliveryVerdict {
+        let clock = now(request), job = Self.job(request)
+        let verdict = try validator(job: job).deliver(d, now: clock)
+        try await persist(.delivery(d, now: clock), job: job)
+        return verdict
     }
 
     static func json(_ object: [String: any Sendable], status: HTTPResponse.Status) -> Response {
@@ -370,6 +375,8 @@ struct ExampleBackend {
             let answer = try backend.validator(request).entitlements(EntitlementQuery(userId: id, at: at))
             return Backend.json(SubscriberRecord(id, answer, at: at))
         }
+
+        registerReceiptsRoute(router, backend)
 
         let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: options.port)))
         do {

@@ -20,6 +20,8 @@ public enum CaseRunner {
     public static func run(_ c: GeneratedCase, against v: any Validator, signed: Bool = true, tally: inout ForgeryTally)
         -> CaseOutcome
     {
+        // A validator that keeps its state meets every run of a case under ids no earlier run used.
+        let c = v.isolation == .namespace ? IDNamespace.next().apply(c) : c
         if c.property == .parallelDelivery, let cv = v as? any ConcurrentValidator {
             return runParallel(c, against: cv, signed: signed)
         }
@@ -90,15 +92,13 @@ public enum CaseRunner {
                 } catch {
                     return .validatorFailed(error, step: i)
                 }
-                let diffs = observed.answerDifferences(from: expected, ignoring: judgement.undetermined).filter {
-                    profile.compares($0.key)
-                }
+                let (diffs, lines) = Self.differences(observed, from: judgement, profile: profile)
                 if !diffs.isEmpty {
                     return .discrepancy(
                         Discrepancy(
                             property: attribute(c, step: i), kind: .answer, step: i,
                             expected: Self.summary(expected, profile: profile),
-                            observed: Self.summary(observed, profile: profile), differences: diffs.map(\.text),
+                            observed: Self.summary(observed, profile: profile), differences: lines,
                             expectedAnswer: expected, observedAnswer: observed, differenceKeys: diffs.map(Self.key)))
                 }
             }
@@ -190,16 +190,14 @@ public enum CaseRunner {
             } catch {
                 return .validatorFailed(error, step: c.steps.count - 1)
             }
-            let diffs = observed.answerDifferences(from: expected, ignoring: judgement.undetermined).filter {
-                profile.compares($0.key)
-            }
+            let (diffs, lines) = Self.differences(observed, from: judgement, profile: profile)
             if !diffs.isEmpty {
                 return .discrepancy(
                     Discrepancy(
                         property: .parallelDelivery, kind: .answer, step: c.steps.count - 1,
                         expected: summary(expected, profile: profile),
                         observed: summary(observed, profile: profile),
-                        differences: diffs.map(\.text) + [
+                        differences: lines + [
                             "(after the second half was delivered by two concurrent clients)"
                         ],
                         expectedAnswer: expected, observedAnswer: observed, differenceKeys: diffs.map(Self.key)))
@@ -225,6 +223,25 @@ public enum CaseRunner {
             }
         }
         return .entitlementAgreement
+    }
+
+    /// The differences that count — declared fields only, dates compared to the validator's precision — and their
+    /// lines, with a hint when the validator's expiries are the oracle's cut to seconds (it may keep seconds).
+    static func differences(_ observed: EntitlementAnswer, from judgement: Oracle.Judgement, profile: ValidatorProfile)
+        -> ([AnswerDifference], [String])
+    {
+        let compared = observed.snappingDates(to: judgement.answer, within: profile.datePrecision)
+        let diffs = compared.answerDifferences(from: judgement.answer, ignoring: judgement.undetermined).filter {
+            profile.compares($0.key)
+        }
+        var lines = diffs.map(\.text)
+        let cut = observed.expiriesCutToSeconds(comparedTo: judgement.answer)
+        if profile.datePrecision < 1000, !cut.isEmpty, diffs.contains(where: { $0.field == .expiresDate }) {
+            lines.append(
+                "(the validator's expiry of \(cut.joined(separator: ", ")) is the expected one cut to the second: if it keeps dates to the second, declare \"precision\": \"s\" on the date in the target file's answer mapping, docs/http-target.md#precision)"
+            )
+        }
+        return (diffs, lines)
     }
 
     static func key(_ d: AnswerDifference) -> String { "\(d.subject)/\(d.field.rawValue)" }

@@ -31,6 +31,9 @@ public struct CheckOptions: Sendable {
     public var jobs = 1
     /// Run only this slice of the case indices (`--shard i/N`); case `i` is the same case in any shard.
     public var shard: Shard?
+    /// Forgery classes the validator is known to accept (`--known-divergences`): cases leave them out, and the
+    /// report says they were not checked.
+    public var knownDivergences: Set<ForgeryClass> = []
     public init() {}
 
     /// The case indices this run generates.

@@ -15,6 +15,9 @@ public struct CheckRun {
     public var selectionArguments = ""
     /// The corpus directory: replayed first, and where a new counterexample is saved. Nil: neither.
     public var corpus: String?
+    /// More corpus directories replayed but never written (iapcheck's own `Corpus/` when a backend's counterexamples
+    /// go to a directory of their own).
+    public var sharedCorpus: [String] = []
     /// Save a new counterexample to the corpus (off for deliberate mutants: their failures are the point).
     public var savesCounterexamples = true
     /// `--faults` as the user gave it, recorded in the summary's run identity so shards under other faults do not merge.
@@ -42,22 +45,34 @@ public struct CheckRun {
         let rerun =
             "iapcheck check --validator \(Shell.quote(validatorSpec)) --seed \(options.seed)"
 
-        // 1. The corpus: every saved counterexample must pass.
+        // 1. The corpus: every saved counterexample of this app must pass.
         var replayed = 0
+        var skipped: [String: Int] = [:]
         var corpusFailures: [Reports.DiscrepancySummary] = []
         var failures: [Reports.ValidatorFailureSummary] = []
-        if let corpus, options.onlyCase == nil {
-            for file in Corpus.files(in: corpus) {
+        let directories = (corpus.map { [$0] } ?? []) + (corpus == nil ? [] : sharedCorpus)
+        if !directories.isEmpty, options.onlyCase == nil {
+            try? v.prepare()  // the profile, for the selection
+            let selection = Corpus.Selection(
+                catalog: options.catalog, drawsCatalogs: options.drawsCatalogs, policy: options.policy,
+                profile: v.profile, isolation: v.isolation)
+            for file in directories.flatMap(Corpus.files(in:)) {
                 // Ctrl-C: the run stops before its first case, keeping what was found.
                 if options.shouldStop() { break }
                 let saved: CorpusCase
                 do { saved = try Corpus.load(path: file) } catch { throw UnreadableCorpus(error: error) }
+                if let why = selection.skip(saved.testCase) {
+                    skipped[why.rawValue, default: 0] += 1
+                    continue
+                }
                 replayed += 1
-                switch CaseRunner.run(saved.testCase, against: v) {
+                let testCase = saved.testCase.leavingOut(options.knownDivergences).holdingQuestions(
+                    at: v.profile.datePrecision, profile: v.profile)
+                switch CaseRunner.run(testCase, against: v) {
                 case .passed: continue
                 case .discrepancy(let d):
                     let s = Reports.summary(
-                        of: d, saved.testCase, caseIndex: nil, corpusFile: file,
+                        of: d, testCase, caseIndex: nil, corpusFile: file,
                         replay: "iapcheck replay \(Shell.quote(file)) --validator \(Shell.quote(validatorSpec))")
                     corpusFailures.append(s)
                     emit(TextReport.discrepancy(s, headline: "FAIL \(d.property.rawValue) (corpus \(file))"))
@@ -122,7 +137,9 @@ public struct CheckRun {
         var summary = Reports.CheckSummary(
             validator: v.name, seed: options.seed, cases: report.cases, passed: report.passed,
             questions: report.questions, seconds: report.seconds,
-            corpus: Reports.CorpusSummary(replayed: replayed, failed: corpusFailures.compactMap(\.corpusFile)),
+            corpus: Reports.CorpusSummary(
+                replayed: replayed, failed: corpusFailures.compactMap(\.corpusFile),
+                skipped: skipped.isEmpty ? nil : skipped),
             discrepancies: discrepancies, validatorFailures: failures, coverage: report.coverage)
         summary.forgeries = Reports.ForgerySummary.all(report.forgeries)
         summary.interrupted = report.interrupted
@@ -140,17 +157,24 @@ public struct CheckRun {
             if budget.maxSeconds.isFinite { summary.run?.shrinkSeconds = budget.maxSeconds }
             summary.run?.profile = summary.profile
             if corpus == nil { summary.run?.corpusSkipped = true }
+            if !options.knownDivergences.isEmpty {
+                summary.run?.knownDivergences = options.knownDivergences.map(\.rawValue).sorted()
+            }
         }
         if !profile.isUndeclared && profile != .everything {
             emit("profile checked: \(profile) (other fields not compared, other channels not used)")
         }
 
-        let rate = Double(report.cases) / max(report.seconds, 1e-9)
         emit(
-            "\(v.name): \(report.passed)/\(report.cases) cases passed\(options.shard.map { " (\($0.describe(of: options.cases)))" } ?? ""), \(report.questions) questions, corpus \(replayed) replayed, \(String(format: "%.1f", report.seconds)) s (\(Int(rate)) cases/s)"
+            "\(v.name): \(report.passed)/\(report.cases) cases passed\(options.shard.map { " (\($0.describe(of: options.cases)))" } ?? ""), \(report.questions) questions, \(summary.corpus.line), \(String(format: "%.1f", report.seconds)) s (\(TextReport.rate(Double(report.cases), seconds: report.seconds)))"
         )
         if report.failure == nil && options.onlyCase == nil && !report.interrupted && options.shard == nil {
             emit(options.signed ? TextReport.forgeryLine(summary.forgeries) : "forgeries: not checked (--unsigned)")
+            if !options.knownDivergences.isEmpty {
+                emit(
+                    "not checked, declared divergences: \(options.knownDivergences.map(\.rawValue).sorted().joined(separator: ", ")) (--known-divergences)"
+                )
+            }
             let missing = report.coverage.missingFamilies
             if !missing.isEmpty { emit("not exercised: \(missing.joined(separator: ", "))") }
         }

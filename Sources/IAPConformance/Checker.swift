@@ -23,7 +23,8 @@ public struct Checker {
         CaseGenerator(
             catalog: options.catalog, policy: options.policy, maxActions: options.maxActions,
             drawsCatalogs: options.drawsCatalogs,
-            size: HistoryGenerator.sizeLimit(caseIndex: i, maxSize: options.maxSize), profile: validator.profile)
+            size: HistoryGenerator.sizeLimit(caseIndex: i, maxSize: options.maxSize), profile: validator.profile,
+            leavingOut: options.knownDivergences)
     }
 
     /// The properties this run takes turns with: a validator that takes concurrent calls is also checked for races.

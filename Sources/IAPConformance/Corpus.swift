@@ -1,5 +1,6 @@
 import Foundation
 import IAPModel
+import IAPValidatorAPI
 
 /// A saved, shrunk counterexample: concrete history and deliveries, the property, what was expected and
 /// observed, and (as metadata only) the seed and version that found it. Schema-versioned JSON under `Corpus/`.
@@ -97,6 +98,78 @@ public enum Corpus {
         let path = (directory as NSString).appendingPathComponent(c.fileName)
         try encoder.encode(c).write(to: URL(fileURLWithPath: path), options: .atomic)
         return path
+    }
+
+    /// Where the counterexamples of a validator go when no `--corpus` says: iapcheck's own validators' into `base`
+    /// itself (the regression corpus), a user's program or backend into a folder of its own under `base`, named for
+    /// it (`Corpus/http-my-backend/`, `Corpus/exec-python3-validator.py/`), which iapcheck's own suite never replays.
+    public static func directory(forValidator spec: String, base: String = "Corpus") -> String {
+        var key: String
+        if spec.hasPrefix("http:") {
+            key =
+                "http-" + ((String(spec.dropFirst(5)) as NSString).lastPathComponent as NSString).deletingPathExtension
+        } else if spec.hasPrefix("exec:") {
+            key = "exec-" + spec.dropFirst(5)
+        } else {
+            return base
+        }
+        var cleaned = ""
+        for ch in key.unicodeScalars {
+            let keep = CharacterSet.alphanumerics.contains(ch) && ch.isASCII || "._-".unicodeScalars.contains(ch)
+            let next: Unicode.Scalar = keep ? ch : "-"
+            if !(next == "-" && cleaned.hasSuffix("-")) { cleaned.unicodeScalars.append(next) }
+        }
+        key = String(cleaned.prefix(80)).trimmingCharacters(in: CharacterSet(charactersIn: "-."))
+        return (base as NSString).appendingPathComponent(key.isEmpty ? "validator" : key)
+    }
+
+    /// Which saved counterexamples a run replays: those of its app, that its validator can be given
+    /// (docs/corpus.md). A case saved for another app would fail a correct backend that knows only its own.
+    public struct Selection: Sendable {
+        /// The run's catalog (the base of the draws when ``drawsCatalogs``).
+        public var catalog: Catalog
+        public var drawsCatalogs: Bool
+        public var policy: Policy
+        public var profile: ValidatorProfile
+        public var isolation: CaseIsolation
+
+        public init(
+            catalog: Catalog, drawsCatalogs: Bool, policy: Policy, profile: ValidatorProfile, isolation: CaseIsolation
+        ) {
+            self.catalog = catalog
+            self.drawsCatalogs = drawsCatalogs
+            self.policy = policy
+            self.profile = profile
+            self.isolation = isolation
+        }
+
+        public enum Skip: String, Sendable, Codable {
+            /// Another bundle id, environment or App Store id; with a fixed catalog, another catalog; for a
+            /// validator that keeps its own configuration (no reset), another policy.
+            case anotherApp = "another app"
+            /// The case delivers over a channel the validator does not take.
+            case anotherProfile = "another profile"
+        }
+
+        /// Why `c` is not replayed in this run, or nil when it is.
+        public func skip(_ c: GeneratedCase) -> Skip? {
+            let theirs = c.config.catalog
+            if theirs.bundleId != catalog.bundleId || theirs.environment != catalog.environment
+                || theirs.appAppleId != catalog.appAppleId
+            {
+                return .anotherApp
+            }
+            if !drawsCatalogs && !Self.sameProducts(theirs, catalog) { return .anotherApp }
+            if isolation == .namespace && (drawsCatalogs || c.config.policy != policy) { return .anotherApp }
+            for case .deliver(let d) in c.steps where !profile.accepts(d.delivery.channel) { return .anotherProfile }
+            return nil
+        }
+
+        /// The same products and groups (entitlements aside: a case adds them for a validator that answers in
+        /// entitlements; the grace setting aside: every case draws the store's, and no validator reads it).
+        static func sameProducts(_ a: Catalog, _ b: Catalog) -> Bool {
+            a.products == b.products && a.groups == b.groups
+        }
     }
 
     /// The `.json` files of a directory, sorted; an empty list if it does not exist.

@@ -30,6 +30,17 @@ public struct GeneratedCase: Codable, Hashable, Sendable {
 
     public var families: Set<ScenarioFamily> { Set(events.map(\.family)) }
 
+    /// The case without its forged artifacts of these classes (the validator's declared divergences).
+    public func leavingOut(_ classes: Set<ForgeryClass>) -> GeneratedCase {
+        guard !classes.isEmpty else { return self }
+        var c = self
+        c.steps = steps.filter { step in
+            if case .deliver(let d) = step, let f = d.forgery { return !classes.contains(f) }
+            return true
+        }
+        return c
+    }
+
     /// The store's notifications that no step delivers (forgeries aside).
     static func lost(_ sim: StoreSimulator, steps: [CaseStep]) -> [LostNotification] {
         var delivered: Set<String> = []
@@ -66,11 +77,14 @@ public struct CaseGenerator: Sendable {
     /// The validator's declared profile: facts travel only over its channels, and when it answers entitlements a
     /// catalog without any gets some (``Catalog/withEntitlements()``).
     public var profile: ValidatorProfile
+    /// Forgery classes left out of every case (declared divergences).
+    public var leavingOut: Set<ForgeryClass>
 
     public init(
         catalog: Catalog, policy: Policy, maxActions: Int = 12, drawsCatalogs: Bool = false, size: Int = 4,
-        profile: ValidatorProfile = .undeclared
+        profile: ValidatorProfile = .undeclared, leavingOut: Set<ForgeryClass> = []
     ) {
+        self.leavingOut = leavingOut
         self.catalog = catalog
         self.policy = policy
         self.maxActions = maxActions
@@ -101,6 +115,6 @@ public struct CaseGenerator: Sendable {
             }
         }
         c.historySizes = sizes.filter { $0 > 0 }  // customers: people with at least one transaction
-        return (c, sim)
+        return (c.leavingOut(leavingOut).holdingQuestions(at: profile.datePrecision, profile: profile), sim)
     }
 }

@@ -1,6 +1,6 @@
 import IAPSimulator
 
-/// The properties iapcheck checks (README.md#what-is-checked). Each names itself in output and in Corpus files, and switches on
+/// The properties iapcheck checks (docs/check.md#what-is-checked). Each names itself in output and in Corpus files, and switches on
 /// the delivery perturbations that exercise it; every case checks entitlement agreement at every question.
 public enum PropertyName: String, Codable, Hashable, Sendable, CaseIterable {
     /// Validator == oracle at every asked instant, with realistic delays.

@@ -68,10 +68,28 @@ public enum Reports {
     public struct CorpusSummary: Codable, Sendable {
         public var replayed: Int
         public var failed: [String]
+        /// Saved cases not replayed, by reason (`another app`, `another profile`; docs/corpus.md).
+        public var skipped: [String: Int]?
 
-        public init(replayed: Int, failed: [String]) {
+        public init(replayed: Int, failed: [String], skipped: [String: Int]? = nil) {
             self.replayed = replayed
             self.failed = failed
+            self.skipped = skipped
+        }
+
+        /// `corpus 62 replayed, 2 failed, 12 skipped (another app)`.
+        public var line: String {
+            var out = "corpus \(replayed) replayed"
+            if !failed.isEmpty { out += ", \(failed.count) failed" }
+            if let skipped, !skipped.isEmpty {
+                let total = skipped.values.reduce(0, +)
+                let reasons =
+                    skipped.count == 1
+                    ? skipped.keys.first!
+                    : skipped.keys.sorted().map { "\(skipped[$0]!) \($0)" }.joined(separator: ", ")
+                out += ", \(total) skipped (\(reasons))"
+            }
+            return out
         }
     }
 

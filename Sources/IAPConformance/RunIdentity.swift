@@ -27,6 +27,8 @@ public struct RunIdentity: Codable, Hashable, Sendable {
     /// True when the run did not replay the corpus (`--no-corpus`); absent when it did. A shard that skipped it
     /// and one that replayed it are different runs: merged, the corpus verdict would rest on some shards only.
     public var corpusSkipped: Bool?
+    /// Forgery classes left out as declared divergences (`--known-divergences`), sorted; absent when none.
+    public var knownDivergences: [String]?
 
     public init(
         seed: UInt64, totalCases: Int, properties: [String], policy: Policy, catalog: Catalog,

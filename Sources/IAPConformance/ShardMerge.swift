@@ -102,6 +102,11 @@ public enum ShardMerge {
                 throw differ("corpus", corpus(id0), corpus(id))
             }
             if id.faults != id0.faults { throw differ("--faults", id0.faults ?? "none", id.faults ?? "none") }
+            if id.knownDivergences != id0.knownDivergences {
+                throw differ(
+                    "--known-divergences", id0.knownDivergences?.joined(separator: ",") ?? "none",
+                    id.knownDivergences?.joined(separator: ",") ?? "none")
+            }
             if id.profile != id0.profile {
                 throw differ(
                     "declared profile", id0.profile?.description ?? "none", id.profile?.description ?? "none")
@@ -159,7 +164,9 @@ public enum ShardMerge {
         }
         merged.discrepancies = corpusFailures
         merged.validatorFailures = corpusCrashes
-        merged.corpus = Reports.CorpusSummary(replayed: ordered.map(\.corpus.replayed).max() ?? 0, failed: failedFiles)
+        merged.corpus = Reports.CorpusSummary(
+            replayed: ordered.map(\.corpus.replayed).max() ?? 0, failed: failedFiles,
+            skipped: ordered.compactMap(\.corpus.skipped).max { $0.values.reduce(0, +) < $1.values.reduce(0, +) })
         for i in 0..<n {
             guard let s = byIndex[i]?.summary else { continue }
             merged.seconds = max(merged.seconds, s.seconds)

@@ -5,6 +5,14 @@ import IAPModel
 /// the forgery line of a passing run. (JSON: ``JSONFormat``; JUnit: ``Reports/junit(_:)``; HTML:
 /// ``CertificationHTML``.)
 public enum TextReport {
+    /// `240 cases/s`, `2.4 cases/s`, `0.35 cases/s`: two significant digits below ten, so a slow validator's rate
+    /// never reads 0.
+    public static func rate(_ done: Double, seconds: Double, unit: String = "cases") -> String {
+        let r = done / max(seconds, 1e-9)
+        let text = r >= 10 ? String(Int(r.rounded())) : r >= 1 ? String(format: "%.1f", r) : String(format: "%.2f", r)
+        return "\(text) \(unit)/s"
+    }
+
     /// A validator failure of a case as `check` prints it: the headline, the shrunk case, the transcript's last
     /// lines and the command that reruns it (a summary without them, from an older iapcheck: one line).
     public static func validatorFailure(_ f: Reports.ValidatorFailureSummary) -> String {

@@ -2,7 +2,7 @@ import Foundation
 import IAPModel
 
 /// How an HTTP target's own entitlements response becomes iapcheck's answer (`answer` in the target file,
-/// `docs/http-target.md#mapping-your-response`): JSON Pointers (RFC 6901) into the response, and value formats.
+/// `docs/http-target.md#profile-and-response-mapping`): JSON Pointers (RFC 6901) into the response, and value formats.
 ///
 /// ```json
 /// "answer": {"entitlements": {"each": "/subscriber/entitlements", "key": "@key",
@@ -23,6 +23,8 @@ public struct AnswerMapping: Sendable {
         public var pointer: String
         /// Dates: `iso8601`, `epoch-ms` (default) or `epoch-s`. Booleans take true/false, "true"/"false", 1/0.
         public var format: DateFormat?
+        /// Dates: how exact the backend keeps them, in milliseconds (`"precision": "s"` is 1000; default 1).
+        public var precision: Millis = 1
         /// The key path of this field in the target file (for messages).
         public var keyPath: String
     }
@@ -43,6 +45,13 @@ public struct AnswerMapping: Sendable {
     public var products: List?
     /// The target file, for messages.
     public var file: String
+
+    /// How exact the mapped dates are (the coarsest `precision` declared): expiries are compared to it, and no
+    /// question is asked closer than it to an instant where the answer changes (docs/http-target.md#precision).
+    public var datePrecision: Millis? {
+        let declared = [entitlements?.expiresDate?.precision, products?.expiresDate?.precision].compactMap { $0 }
+        return declared.max().flatMap { $0 > 1 ? $0 : nil }
+    }
 
     /// The answer fields this mapping provides (what the target answers unless it says otherwise).
     public var fields: [AnswerField] {
@@ -94,9 +103,12 @@ public struct AnswerMapping: Sendable {
             let p = f.string("pointer")
             let format =
                 dates ? f.choice("format", DateFormat.allCases.map(\.rawValue), required: false) : nil
+            let precision = dates ? f.choice("precision", ["ms", "s"], required: false) : nil
             f.rejectUnknownKeys()
             guard let p, let ptr = pointer(p, at: f.keyPath("pointer")) else { return nil }
-            return Field(pointer: ptr, format: format.flatMap(DateFormat.init(rawValue:)), keyPath: path)
+            var out = Field(pointer: ptr, format: format.flatMap(DateFormat.init(rawValue:)), keyPath: path)
+            if precision == "s" { out.precision = 1000 }
+            return out
         }
         func list(_ name: String) -> List? {
             guard let l = o.object(name, required: false) else { return nil }
@@ -125,6 +137,8 @@ public struct AnswerMapping: Sendable {
     /// A mapped response that does not fit the mapping: a pointer that finds nothing, a value of the wrong kind.
     public struct Mismatch: Error, CustomStringConvertible, Sendable {
         public var message: String
+        /// What to change in the target file.
+        public var fix: String?
         public var description: String { message }
     }
 
@@ -158,10 +172,11 @@ public struct AnswerMapping: Sendable {
 
     private func entries(_ list: List?, root: Any, body: Data, at: Millis) throws(Mismatch) -> [Entry] {
         guard let list else { return [] }
-        func fail(_ keyPath: String, _ why: String) -> Mismatch {
+        func fail(_ keyPath: String, _ why: String, fix: String? = nil) -> Mismatch {
             Mismatch(
                 message:
-                    "\(file): \(keyPath): \(why) (response: \(String(decoding: body.prefix(300), as: UTF8.self)))")
+                    "\(file): \(keyPath): \(why) (response: \(String(decoding: body.prefix(300), as: UTF8.self)))",
+                fix: fix ?? "point \(keyPath) in \(file) at where the response above has it (a JSON Pointer)")
         }
         guard let container = Self.resolve(list.each, in: root) else {
             throw fail(list.eachKeyPath, "\"\(list.each)\" finds nothing in the response")
@@ -205,7 +220,10 @@ public struct AnswerMapping: Sendable {
                 guard let t = Self.date(v, format: f.format ?? .epochMs) else {
                     throw fail(
                         f.keyPath,
-                        "\(Self.show(v)) in entry \"\(id)\" is not a date in \((f.format ?? .epochMs).rawValue)")
+                        "\(Self.show(v)) in entry \"\(id)\" is not a date in \((f.format ?? .epochMs).rawValue)",
+                        fix:
+                            "set \"format\" of \(f.keyPath) in \(file) to the backend's: iso8601, epoch-ms or epoch-s (\(Self.show(v)) above)"
+                    )
                 }
                 expires = t
             }

@@ -20,6 +20,8 @@ public final class ManagedBackend: Sendable {
     public let readySeconds: Double
     public let directory: String
     public var log: String { directory + "/backend.log" }
+    /// The backend's wall clock, when it runs under libfaketime (`"clock": "faketime"`).
+    public let clock: FakeClock?
     private let process = Locked<Process?>(nil)
 
     /// The backends started in this process, by port. Held while one starts, so two callers never start one twice.
@@ -29,12 +31,13 @@ public final class ManagedBackend: Sendable {
     static let toStopAtExit = Locked<[Int: ManagedBackend]>([:])
 
     /// The backend of this target, started on first use.
-    public static func shared(command: String, host: String, port: Int, readySeconds: Double) throws(ValidatorFailure)
-        -> ManagedBackend
-    {
+    public static func shared(
+        command: String, host: String, port: Int, readySeconds: Double, fakeClock: Bool = false
+    ) throws(ValidatorFailure) -> ManagedBackend {
         try running.withLock { started throws(ValidatorFailure) in
             if let b = started[port] { return b }
-            let b = ManagedBackend(command: command, host: host, port: port, readySeconds: readySeconds)
+            let b = try ManagedBackend(
+                command: command, host: host, port: port, readySeconds: readySeconds, fakeClock: fakeClock)
             try b.start()
             if started.isEmpty { atexit { ManagedBackend.stopAll() } }
             started[port] = b
@@ -54,7 +57,9 @@ public final class ManagedBackend: Sendable {
         for b in toStopAtExit.value.values { b.stop() }
     }
 
-    init(command: String, host: String, port: Int, readySeconds: Double) {
+    init(command: String, host: String, port: Int, readySeconds: Double, fakeClock: Bool = false)
+        throws(ValidatorFailure)
+    {
         self.host = host
         self.port = port
         self.readySeconds = readySeconds
@@ -62,6 +67,7 @@ public final class ManagedBackend: Sendable {
         try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         directory = dir
         self.command = command.replacingOccurrences(of: "{tmp}", with: dir)
+        clock = fakeClock ? try FakeClock(directory: dir) : nil
     }
 
     /// Starts the command and waits until the port accepts connections.
@@ -81,6 +87,9 @@ public final class ManagedBackend: Sendable {
         p.standardOutput = out
         p.standardError = out
         p.standardInput = FileHandle.nullDevice
+        if let clock {
+            p.environment = ProcessInfo.processInfo.environment.merging(clock.environment) { $1 }
+        }
         do { try ChildProcesses.run(p) } catch {
             throw ValidatorFailure(.unavailable, "cannot start the backend (\(command)): \(error)")
         }

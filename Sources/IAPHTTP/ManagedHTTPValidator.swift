@@ -15,6 +15,11 @@ public final class ManagedHTTPValidator: HTTPValidator, RestartableValidator {
         super.init(target: target, name: name, timeout: timeout, store: store, faults: faults)
     }
 
+    override func setClock(_ now: Millis) throws(ValidatorFailure) {
+        guard let clock = backend.clock else { return try super.setClock(now) }
+        try clock.set(now)
+    }
+
     public func killAndRestart() throws(ValidatorFailure) {
         client.note("✕ backend killed (fault profile), restarting without reset")
         client.close()

@@ -56,3 +56,44 @@ extension EntitlementAnswer {
         return i >= list.count ? list : list.sorted { id($0) < id($1) }
     }
 }
+
+extension EntitlementAnswer {
+    /// This answer with every expiry that lies within `precision` ms of the expected one's set to it: how a
+    /// validator that keeps dates to the second (`"precision": "s"`, docs/http-target.md#precision) is compared.
+    public func snappingDates(to expected: EntitlementAnswer, within precision: Millis) -> EntitlementAnswer {
+        guard precision > 1 else { return self }
+        func near(_ o: Millis?, _ e: Millis?) -> Millis? {
+            guard let o, let e, abs(o - e) < precision else { return o }
+            return e
+        }
+        var a = self
+        for i in a.products.indices {
+            let e = expected.products.first { $0.productId == a.products[i].productId }?.expiresDate
+            a.products[i].expiresDate = near(a.products[i].expiresDate, e)
+        }
+        for i in a.entitlements.indices {
+            let e = expected.entitlements.first { $0.entitlementId == a.entitlements[i].entitlementId }?.expiresDate
+            a.entitlements[i].expiresDate = near(a.entitlements[i].expiresDate, e)
+        }
+        return a
+    }
+
+    /// The products and entitlements whose expiry here is the expected one cut to a whole second: the mark of a
+    /// validator that keeps seconds while iapcheck compares milliseconds.
+    public func expiriesCutToSeconds(comparedTo expected: EntitlementAnswer) -> [String] {
+        func cut(_ o: Millis?, _ e: Millis?) -> Bool {
+            guard let o, let e, o != e else { return false }
+            return o % 1000 == 0 && abs(o - e) < 1000
+        }
+        var out: [String] = []
+        for p in products where cut(p.expiresDate, expected.products.first { $0.productId == p.productId }?.expiresDate)
+        {
+            out.append(p.productId)
+        }
+        for g in entitlements
+        where cut(g.expiresDate, expected.entitlements.first { $0.entitlementId == g.entitlementId }?.expiresDate) {
+            out.append(g.entitlementId)
+        }
+        return out
+    }
+}

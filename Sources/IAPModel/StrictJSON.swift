@@ -149,6 +149,10 @@ public final class StrictJSON {
             return v
         }
 
+        /// The value at `key` as JSONSerialization read it (nil when absent or null), marked as read: for a key whose
+        /// value may take several shapes.
+        public func value(_ key: String) -> Any? { raw(key, required: false) }
+
         public func has(_ key: String) -> Bool { dict[key] != nil && !(dict[key] is NSNull) }
 
         public func string(_ key: String, required: Bool = true) -> String? {

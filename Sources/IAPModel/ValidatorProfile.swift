@@ -58,6 +58,10 @@ public struct ValidatorProfile: Hashable, Sendable, CustomStringConvertible {
     public private(set) var answers: [AnswerField]
     /// In ``DeliveryChannel`` order, without repeats.
     public private(set) var channels: [DeliveryChannel]
+    /// How exact the validator's dates are, in milliseconds (1: to the millisecond; 1000: it keeps seconds). An
+    /// expiry within this of the oracle's counts as equal, and no question is asked closer than this to an instant
+    /// where the answer changes (docs/http-target.md#precision).
+    public var datePrecision: Millis = 1
 
     public init(answers: some Sequence<AnswerField>, channels: some Sequence<DeliveryChannel>) {
         self.answers = Set(answers).sorted()
@@ -96,6 +100,7 @@ public struct ValidatorProfile: Hashable, Sendable, CustomStringConvertible {
     /// `answers entitlements.active, entitlements.expiresDate; channels app-transaction, notification`.
     public var description: String {
         "answers \(answers.map(\.rawValue).joined(separator: ", ")); channels \(channels.map(\.protocolName).joined(separator: ", "))"
+            + (datePrecision == 1 ? "" : "; dates to \(datePrecision == 1000 ? "the second" : "\(datePrecision) ms")")
     }
 
     /// A profile from the names a validator declares (`hello.answers`, `hello.channels`, `--answers`, `--channels`,
@@ -147,7 +152,7 @@ public struct ValidatorProfile: Hashable, Sendable, CustomStringConvertible {
 }
 
 extension ValidatorProfile: Codable {
-    enum CodingKeys: String, CodingKey { case answers, channels }
+    enum CodingKeys: String, CodingKey { case answers, channels, datePrecision }
 
     /// As declared on the wire: field names and channel protocol names.
     public init(from decoder: any Decoder) throws {
@@ -156,6 +161,7 @@ extension ValidatorProfile: Codable {
             self = try Self.parse(
                 answers: try c.decode([String].self, forKey: .answers),
                 channels: try c.decode([String].self, forKey: .channels), prefix: "profile.")
+            if let p = try c.decodeIfPresent(Millis.self, forKey: .datePrecision), p >= 1 { datePrecision = p }
         } catch let e as ProfileError {
             throw DecodingError.dataCorrupted(.init(codingPath: c.codingPath, debugDescription: e.message))
         }
@@ -165,6 +171,7 @@ extension ValidatorProfile: Codable {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(answers.map(\.rawValue), forKey: .answers)
         try c.encode(channels.map(\.protocolName), forKey: .channels)
+        if datePrecision != 1 { try c.encode(datePrecision, forKey: .datePrecision) }
     }
 }
 

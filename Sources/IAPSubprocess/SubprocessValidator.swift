@@ -355,3 +355,14 @@ final class StderrTail: Sendable {
         done.wait()
     }
 }
+
+extension SubprocessValidator: DoctorHinting {
+    /// Fixes in the wire protocol's terms (docs/wire-protocol.md).
+    public var doctorHints: DoctorHints {
+        var h = DoctorHints()
+        h.unreachableFix = "check the command: it must start and answer hello (docs/wire-protocol.md)"
+        h.clockFix =
+            "the program must answer for the query's \"at\" and take \"now\" from each deliver request, never from its own clock (docs/wire-protocol.md)"
+        return h
+    }
+}

@@ -25,6 +25,17 @@ public protocol Validator: AnyObject {
     /// Gets ready for the first case so that ``profile`` is known: a subprocess is started and says `hello`. A
     /// failure here is not reported by itself: the first case's `reset` meets it again and reports it.
     func prepare() throws(ValidatorFailure)
+    /// How one case is kept from the next: a `reset`, or (a backend without one) ids of its own for every case.
+    var isolation: CaseIsolation { get }
+}
+
+/// How a validator keeps cases apart (docs/http-target.md#backends-without-a-reset-route).
+public enum CaseIsolation: Sendable, Equatable {
+    /// `reset` forgets everything before each case; every case numbers its ids from the same start.
+    case reset
+    /// The validator keeps its state (it has no reset): every run of a case gets user, transaction and notification
+    /// ids no earlier case or run used, and the catalog is the validator's own, fixed one.
+    case namespace
 }
 
 extension Validator {
@@ -32,6 +43,7 @@ extension Validator {
     public func shutdown() {}
     public var profile: ValidatorProfile { .undeclared }
     public func prepare() throws(ValidatorFailure) {}
+    public var isolation: CaseIsolation { .reset }
 }
 
 /// A validator failing as a program rather than answering wrongly.
@@ -47,11 +59,14 @@ public struct ValidatorFailure: Error, CustomStringConvertible, Sendable {
     public var message: String
     /// The last messages exchanged before the failure, newest last.
     public var transcript: [String]
+    /// What to change, when the failure says (a target file's key and what it should hold).
+    public var fix: String?
 
-    public init(_ kind: Kind, _ message: String, transcript: [String] = []) {
+    public init(_ kind: Kind, _ message: String, transcript: [String] = [], fix: String? = nil) {
         self.kind = kind
         self.message = message
         self.transcript = transcript
+        self.fix = fix
     }
 
     public var description: String { "\(kind.rawValue): \(message)" }

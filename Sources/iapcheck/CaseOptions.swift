@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import IAPConformance
 import IAPModel
 import IAPSimulator
 
@@ -123,4 +124,22 @@ struct CaseOptions: ParsableArguments {
 /// dropped.
 func commaList(_ s: String) -> [String] {
     s.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+}
+
+/// `--known-divergences NAMES`: forgery classes and properties, or a usage error naming the unknown one.
+func declaredDivergences(_ text: String?) throws -> (classes: Set<ForgeryClass>, properties: [PropertyName]) {
+    var classes: Set<ForgeryClass> = []
+    var properties: [PropertyName] = []
+    for name in commaList(text ?? "") {
+        if let f = ForgeryClass(rawValue: name) {
+            classes.insert(f)
+        } else if let p = PropertyName(rawValue: name) {
+            properties.append(p)
+        } else {
+            throw ValidationError(
+                "--known-divergences: \"\(name)\" is neither a forgery class (\(ForgeryClass.allCases.map(\.rawValue).joined(separator: ", "))) nor a property"
+            )
+        }
+    }
+    return (classes, properties)
 }

@@ -19,9 +19,16 @@ struct Check: ParsableCommand {
             """)
 
     @Option(
-        help:
-            "The validator: reference, variant:keeps-history (a correct alternative), mutant:NAME (see `iapcheck mutants --list`), exec:'COMMAND' (any program speaking docs/wire-protocol.md on stdin/stdout)."
-    )
+        help: ArgumentHelp(
+            """
+            The validator under test (default: reference):
+              reference          iapcheck's own correct validator, in process
+              variant:NAME       a correct alternative reading (variant:keeps-history)
+              mutant:NAME        the reference with one real-world bug (iapcheck mutants --list)
+              exec:'COMMAND'     a program speaking docs/wire-protocol.md on stdin/stdout, any language
+              http:TARGET.json   your running backend, its routes and answers mapped by a target file \
+            (docs/http-target.md; check it first with iapcheck doctor --validator http:TARGET.json)
+            """, valueName: "SPEC"))
     var validator = "reference"
 
     @Option(help: "Seconds a subprocess validator may take to answer one request before it is killed and reported.")
@@ -44,11 +51,20 @@ struct Check: ParsableCommand {
     @Option(help: "Write JUnit XML here.")
     var junit: String?
 
-    @Option(help: "Corpus directory replayed before generation and where new counterexamples are saved.")
-    var corpus = "Corpus"
+    @Option(
+        help: ArgumentHelp(
+            "Corpus directory: its saved counterexamples of this app are replayed first, and new ones saved there. Default: Corpus/ for iapcheck's own validators; for exec: and http:, a folder of their own in Corpus/ (Corpus/http-TARGET/), with Corpus/ itself replayed too. Cases of another app or profile are skipped and counted.",
+            valueName: "DIR"))
+    var corpus: String?
 
     @Flag(help: "Do not replay or write the corpus.")
     var noCorpus = false
+
+    @Flag(
+        help:
+            "Skip the checks `iapcheck doctor` makes before the first case (for exec: and http: validators; on a configuration problem check stops with the checklist, exit 2)."
+    )
+    var noDoctor = false
 
     @Option(
         help:
@@ -73,7 +89,7 @@ struct Check: ParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "Fault profile, a comma-separated list: kill (adds the durable-ack property: SIGKILL after every fifth acknowledged delivery, restart without reset; exec: validators, http: targets with a start command), reset (every 4th HTTP delivery's answer is lost on a dropped connection and the request resent), webhook-5xx (every 3rd notification's first webhook attempt is answered 503 after the backend processed it, so the mock App Store retries), slow-store (the mock App Store answers 200 ms late). See the README.",
+            "Fault profile, a comma-separated list: kill (adds the durable-ack property: SIGKILL after every fifth acknowledged delivery, restart without reset; exec: validators, http: targets with a start command), reset (every 4th HTTP delivery's answer is lost on a dropped connection and the request resent), webhook-5xx (every 3rd notification's first webhook attempt is answered 503 after the backend processed it, so the mock App Store retries), slow-store (the mock App Store answers 200 ms late). See docs/check.md#fault-profiles.",
             valueName: "LIST"))
     var faults: String?
 
@@ -82,6 +98,12 @@ struct Check: ParsableCommand {
             "Deliver decoded facts instead of signed artifacts (in-process validators only; no forgery checks). Much faster."
     )
     var unsigned = false
+
+    @Option(
+        help: ArgumentHelp(
+            "Comma-separated forgery classes (or properties) where this validator is known to differ on purpose (e.g. oversized-token for a backend without a size cap): cases leave them out and the summary lists them as not checked. As certify's option.",
+            valueName: "NAMES"))
+    var knownDivergences: String?
 
     @Option(
         help: ArgumentHelp(
@@ -113,6 +135,9 @@ struct Check: ParsableCommand {
         if let json { try requireWritable(file: json) }
         if let junit { try requireWritable(file: junit) }
         let faultProfile = try parseFaults(faults)
+        if !noDoctor && (validator.hasPrefix("exec:") || validator.hasPrefix("http:")) {
+            try runPreflight(catalog: options.drawsCatalogs ? catalog : catalog, policy: policy)
+        }
         // Before anything starts: a target's maxConcurrency bounds --jobs.
         let jobCount = try resolveJobs(jobs, for: validator, faults: faultProfile)
         // One per job: the built-in reference runs synchronized when checked with concurrent clients.
@@ -133,7 +158,17 @@ struct Check: ParsableCommand {
             props.append(n)
         }
 
+        let known = try declaredDivergences(knownDivergences)
+        for p in known.properties { props = (props.isEmpty ? PropertyName.standard : props).filter { $0 != p } }
+        if v.isolation == .namespace && options.catalog == nil {
+            throw fail(
+                "error: \(validator) has no reset route, so the backend keeps its own products: name them with --catalog (and --bundle-id, --entitlements), as the backend is configured (docs/http-target.md#backends-without-a-reset-route)",
+                code: Exit.usage)
+        }
+        if let slice { IDNamespace.configure(shard: slice.index, of: slice.count) }
+
         var opts = CheckOptions()
+        opts.knownDivergences = known.classes
         opts.cases = cases
         opts.seed = options.seed
         opts.catalog = catalog
@@ -167,7 +202,15 @@ struct Check: ParsableCommand {
         checker.progress = { progress.update($0, $1) }
         var run = CheckRun(validatorSpec: validator, checker: checker)
         run.selectionArguments = catalogArgs
-        run.corpus = noCorpus ? nil : corpus
+        if noCorpus {
+            run.corpus = nil
+        } else if let corpus {
+            run.corpus = corpus
+        } else {
+            // A user's program or backend keeps its counterexamples apart from iapcheck's own regression corpus.
+            run.corpus = Corpus.directory(forValidator: validator)
+            if run.corpus != "Corpus" { run.sharedCorpus = ["Corpus"] }
+        }
         run.savesCounterexamples = !validator.hasPrefix("mutant:")
         run.faults = faultProfile.isEmpty ? nil : faults
         run.willRunCases = { progress.restart() }
@@ -198,8 +241,29 @@ struct Check: ParsableCommand {
         }
     }
 
+    /// The doctor's checks on a validator of their own (a program is started for them and stopped after): a
+    /// configuration problem stops the run with the checklist and exit code 2; wrong answers are left to the cases.
+    func runPreflight(catalog: Catalog, policy: Policy) throws {
+        let v = try makeValidator(validator, timeout: timeout)
+        defer { v.shutdown() }
+        if v.isolation == .namespace && options.catalog == nil { return }  // refused below with its message
+        let report = preflight(validator, v, catalog: catalog, policy: policy)
+        if !report.usable {
+            print("iapcheck doctor \(validator)\n\(report.text)")
+            throw fail("error: \(validator) cannot be checked as configured: fix the ✗ lines above", code: Exit.usage)
+        }
+        if !quiet {
+            let findings = report.items.filter { $0.status == .finding }
+            FileHandle.standardError.write(
+                Data(
+                    "doctor: \(report.items.filter { $0.status == .ok }.count) checks passed\(findings.isEmpty ? "" : ", \(findings.count) wrong answers the cases will show")\n"
+                        .utf8))
+        }
+    }
+
     var catalogArgs: String {
         var s = options.selectionArguments
+        if let k = knownDivergences { s += " --known-divergences \(Shell.quote(k))" }
         if let f = faults { s += " --faults \(Shell.quote(f))" }
         for p in property { s += " --property \(Shell.quote(p))" }
         if parallel { s += " --parallel" }

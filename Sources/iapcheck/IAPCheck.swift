@@ -27,7 +27,8 @@ struct IAPCheck: ParsableCommand {
             """,
         version: IAPCheckVersion.current,
         subcommands: [
-            Check.self, MutantsCommand.self, Replay.self, Certify.self, Load.self, Store.self, PKI.self, Bench.self,
+            Check.self, DoctorCommand.self, MutantsCommand.self, Replay.self, Certify.self, Load.self, Store.self,
+            PKI.self, Bench.self,
             Serve.self, MergeReports.self,
         ],
         defaultSubcommand: Check.self)

@@ -1,4 +1,5 @@
 import Foundation
+import IAPConformance
 
 /// Progress on standard error for runs longer than a moment.
 final class Progress {
@@ -13,8 +14,19 @@ final class Progress {
     func update(_ done: Int, _ total: Int) {
         guard !quiet, Date().timeIntervalSince(last) >= 2 else { return }
         last = Date()
-        let rate = Double(done) / max(Date().timeIntervalSince(started), 0.001)
-        FileHandle.standardError.write(Data("\(label): \(done)/\(total) cases, \(Int(rate))/s\n".utf8))
+        let seconds = max(Date().timeIntervalSince(started), 0.001)
+        let rate = Double(done) / seconds
+        var line = "\(label): \(done)/\(total) cases, \(TextReport.rate(Double(done), seconds: seconds))"
+        if rate > 0 && done < total { line += ", about \(Self.duration(Double(total - done) / rate)) left" }
+        FileHandle.standardError.write(Data((line + "\n").utf8))
+    }
+
+    /// `45 s`, `3 min`, `1 h 20 min`.
+    static func duration(_ seconds: Double) -> String {
+        if seconds < 90 { return "\(Int(seconds.rounded())) s" }
+        if seconds < 5400 { return "\(Int((seconds / 60).rounded())) min" }
+        let minutes = Int((seconds / 60).rounded())
+        return "\(minutes / 60) h \(minutes % 60) min"
     }
 
     /// Measures from now (what came before, such as a corpus replay, is not cases).

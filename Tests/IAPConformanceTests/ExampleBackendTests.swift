@@ -356,7 +356,7 @@ import Testing
     @Test func targetFilesAreStrictAndLoopbackOnly() throws {
         let path = Scratch.directory + "bad-target-\(UUID().uuidString).json"
         try Data(
-            #"{"baseURL":"http://10.0.0.5:80","routes":{"reset":{"method":"DELETE","path":"reset"}},"extra":1}"#.utf8
+            #"{"baseURL":"http://10.0.0.5:80","routes":{"reset":{"method":"TRACE","path":"reset"}},"extra":1}"#.utf8
         ).write(to: URL(fileURLWithPath: path))
         #expect {
             try HTTPValidator.Target.load(path: path)

@@ -1,0 +1,290 @@
+import IAPModel
+import IAPOracle
+import IAPSigning
+import IAPValidatorAPI
+
+/// The doctor's purchase: one product bought in the app by one user at 2026-03-01, as each channel carries it.
+struct DoctorScenario {
+    var product: CatalogProduct
+    var user: String
+    var transaction: JWSTransactionDecodedPayload
+    var renewalInfo: JWSRenewalInfoDecodedPayload?
+    var notification: ResponseBodyV2DecodedPayload
+    var catalog: Catalog
+    /// What the answer names the purchase by: the product, or the first entitlement it unlocks.
+    var subject: String
+    static let start: Millis = CivilTime.days(fromCivil: 2026, 3, 1) * CivilTime.msPerDay
+
+    /// An auto-renewable subscription if the catalog has one (that unlocks an entitlement, when the validator
+    /// answers in entitlements), so the clock can be checked on its expiry; else any product.
+    init?(catalog: Catalog, profile: ValidatorProfile, isolation: CaseIsolation) {
+        let entitled = Set((catalog.entitlements ?? []).flatMap(\.products))
+        let usable = catalog.products.filter { !profile.answersEntitlements || entitled.contains($0.id) }
+        guard
+            let product = usable.first(where: { $0.kind == .autoRenewable }) ?? usable.first
+                ?? catalog.probeProduct
+        else { return nil }
+        self.product = product
+        self.catalog = catalog
+        let t = Self.start
+        var user = "a1b2c3d4-0000-4000-8000-000000000001"
+        var tx = catalog.probeTransaction(of: product, at: t, user: user)
+        var renewal =
+            product.kind == .autoRenewable
+            ? JWSRenewalInfoDecodedPayload(
+                originalTransactionId: tx.originalTransactionId, productId: product.id, autoRenewProductId: product.id,
+                autoRenewStatus: .on, signedDate: t, environment: catalog.environment) : nil
+        renewal?.renewalDate = tx.expiresDate
+        var n = ResponseBodyV2DecodedPayload(
+            notificationType: product.kind == .autoRenewable ? .subscribed : .oneTimeCharge,
+            subtype: product.kind == .autoRenewable ? .initialBuy : nil,
+            notificationUUID: "5e1f0000-0000-4000-9000-000000000001", signedDate: t,
+            data: NotificationData(
+                appAppleId: catalog.appAppleId, bundleId: catalog.bundleId, environment: catalog.environment,
+                transactionInfo: tx, renewalInfo: renewal, status: product.kind == .autoRenewable ? .active : nil))
+        if isolation == .namespace {
+            let ns = IDNamespace.next()
+            user = ns.uuid(user)
+            tx = ns.apply(tx)
+            renewal = renewal.map(ns.apply)
+            n = ns.apply(n)
+        }
+        self.user = user
+        transaction = tx
+        renewalInfo = renewal
+        notification = n
+        subject =
+            profile.answersEntitlements
+            ? (catalog.entitlements ?? []).first { $0.products.contains(product.id) }?.id ?? product.id : product.id
+    }
+
+    var expiry: Millis? { transaction.expiresDate }
+
+    func delivery(on channel: DeliveryChannel) -> Delivery {
+        let snapshot = APISnapshot(
+            originalTransactionId: transaction.originalTransactionId, transactions: [transaction],
+            renewalInfos: renewalInfo.map { [$0] } ?? [])
+        switch channel {
+        case .app:
+            return .appTransaction(
+                AppTransactionSubmission(userId: user, transaction: transaction, deviceTime: Self.start))
+        case .notification: return .notification(notification)
+        case .api: return .apiSnapshot(snapshot)
+        case .legacy:
+            return .legacyReceipt(
+                LegacyReceiptFacts(
+                    userId: user, bundleId: catalog.bundleId, environment: catalog.environment,
+                    requestDate: Self.start + 2000, chains: [snapshot]))
+        }
+    }
+}
+
+extension DoctorSession {
+    var renderer: ArtifactRenderer {
+        ArtifactRenderer(pki: TestPKI.harness, appAppleId: doctor.catalog.appAppleId)
+    }
+
+    static func operation(_ c: DeliveryChannel) -> String {
+        switch c {
+        case .app: "appTransaction"
+        case .notification: "notification"
+        case .api: "apiSnapshot"
+        case .legacy: "legacyReceipt"
+        }
+    }
+
+    /// One genuine artifact on every declared channel: each must be accepted. False when none was.
+    mutating func deliverGenuine(_ s: DoctorScenario, profile: ValidatorProfile, knowledge: inout Knowledge) -> Bool {
+        var accepted = 0
+        for (k, channel) in profile.channels.enumerated() {
+            let d = s.delivery(on: channel)
+            let op = Self.operation(channel)
+            let name = channel.protocolName
+            do {
+                let rendered = renderer.render(d)
+                let verdict = try timed(op) { (v: any Validator) throws(ValidatorFailure) in
+                    try v.deliver(rendered, now: DoctorScenario.start + Millis(1000 * (k + 1)))
+                }
+                switch verdict {
+                case .accepted:
+                    _ = knowledge.learn(d)
+                    accepted += 1
+                    add(name, .ok, "a genuine \(Self.describe(d)) of \(s.product.id) was accepted")
+                case .rejected(let reason):
+                    if let (request, status) = doctor.hints.lastExchange(), status == 404 || status == 405 {
+                        add(
+                            name, .misconfigured, "\(request) answered \(status!): no such route",
+                            fix: "check \(doctor.hints.whereIs(op) ?? "the route's method and path")")
+                    } else {
+                        let c = s.catalog
+                        add(
+                            name, .misconfigured,
+                            "a genuine \(Self.describe(d)) of \(s.product.id) was refused: \(reason)",
+                            fix:
+                                "the backend must accept this app's artifacts: configure it for bundle id \(c.bundleId), environment \(c.environment.rawValue), App Store id \(c.appAppleId), trusting iapcheck's root certificate (iapcheck pki export DIR writes root.der and root.pem) with online (OCSP) checks off — or give check the --catalog and --bundle-id the backend is configured for"
+                        )
+                    }
+                }
+            } catch {
+                failed(name, error, during: op)
+            }
+        }
+        return accepted > 0
+    }
+
+    static func describe(_ d: Delivery) -> String {
+        switch d {
+        case .appTransaction: "signed transaction from the app"
+        case .notification(let n):
+            "notification \(n.notificationType.rawValue)\(n.subtype.map { "/" + $0.rawValue } ?? "")"
+        case .apiSnapshot: "App Store Server API answer"
+        case .legacyReceipt: "verifyReceipt answer"
+        }
+    }
+
+    /// A transaction signed with a key outside the trusted chain (or a notification nesting one): must be refused.
+    mutating func deliverForged(_ s: DoctorScenario, profile: ValidatorProfile) {
+        let forgery: ForgeryClass
+        if profile.accepts(.app) {
+            forgery = .foreignKeySignature
+        } else if profile.accepts(.notification) {
+            forgery = .forgedNestedTransaction
+        } else {
+            add("forgery", .skipped, "no app or notification channel to send one on")
+            return
+        }
+        let d = ForgeryKit.delivery(
+            forgery, tempting: ForgeryClass.tempting(s.transaction), notification: s.notification, userId: s.user)
+        let op = Self.operation(d.channel)
+        do {
+            let rendered = ForgeryKit(pki: TestPKI.harness).render(forgery, d)
+            let verdict = try timed(op) { (v: any Validator) throws(ValidatorFailure) in
+                try v.deliver(rendered, now: DoctorScenario.start + 10_000)
+            }
+            if case .rejected(let reason) = verdict {
+                add("forgery", .ok, "a forged artifact (\(forgery.rawValue)) was refused: \(reason)")
+            } else {
+                add(
+                    "forgery", .finding,
+                    "a forged artifact (\(forgery.rawValue)) was accepted: check will report it (forgery-rejected)")
+            }
+        } catch {
+            failed("forgery", error, during: op)
+        }
+    }
+
+    /// Whether a product or entitlement is active in an answer.
+    static func active(_ a: EntitlementAnswer, _ subject: String, entitlements: Bool) -> Bool {
+        entitlements
+            ? a.entitlements.first { $0.entitlementId == subject }?.active ?? false
+            : a.products.first { $0.productId == subject }?.active ?? false
+    }
+
+    /// A minute before the expiry and a minute after it, the answers must differ as the oracle's do: the validator
+    /// reads the clock iapcheck sets. False when it does not.
+    mutating func checkClock(_ s: DoctorScenario, knowledge: Knowledge, profile: ValidatorProfile) -> Bool {
+        let entitlements = profile.answersEntitlements
+        guard let e = s.expiry, profile.declares(entitlements ? .entitlementsActive : .productsActive) else {
+            add("clock", .skipped, "needs an auto-renewable subscription and an active field in the answers")
+            return true
+        }
+        let before = e - CivilTime.msPerMinute, after = e + CivilTime.msPerMinute
+        let expected = (
+            Self.active(
+                Oracle.judge(knowledge, user: s.user, at: before).answer, s.subject, entitlements: entitlements),
+            Self.active(Oracle.judge(knowledge, user: s.user, at: after).answer, s.subject, entitlements: entitlements)
+        )
+        do {
+            let a = try timed("entitlements") { (v: any Validator) throws(ValidatorFailure) in
+                try v.entitlements(EntitlementQuery(userId: s.user, at: before, deviceTime: before))
+            }
+            let b = try timed("entitlements") { (v: any Validator) throws(ValidatorFailure) in
+                try v.entitlements(EntitlementQuery(userId: s.user, at: after, deviceTime: after))
+            }
+            let observed = (
+                Self.active(a, s.subject, entitlements: entitlements),
+                Self.active(b, s.subject, entitlements: entitlements)
+            )
+            let when =
+                "\(s.subject) \(observed.0 ? "active" : "inactive") at \(CivilTime.iso8601(before)), \(observed.1 ? "active" : "inactive") at \(CivilTime.iso8601(after)) (expiry \(CivilTime.iso8601(e)))"
+            if observed == expected {
+                add("clock", .ok, when)
+                return true
+            }
+            if observed.0 == observed.1 {
+                add(
+                    "clock", .misconfigured, "the same answer either side of the expiry: \(when)",
+                    fix: doctor.hints.clockFix)
+                return false
+            }
+            add("clock", .finding, when + "; expected active, then inactive")
+            return true
+        } catch {
+            failed("clock", error, during: "entitlements")
+            return false
+        }
+    }
+
+    /// The answer a day into the purchase; nil (with the checklist line) when it cannot be read.
+    mutating func askDayOne(_ s: DoctorScenario) -> EntitlementAnswer? {
+        let at = DoctorScenario.start + CivilTime.msPerDay
+        do {
+            return try timed("entitlements") { (v: any Validator) throws(ValidatorFailure) in
+                try v.entitlements(EntitlementQuery(userId: s.user, at: at, deviceTime: at))
+            }
+        } catch {
+            failed("answer", error, during: "entitlements")
+            return nil
+        }
+    }
+
+    /// A day into the purchase, the answer must be the oracle's, read through the mapping as the check reads it.
+    mutating func judgeAnswer(
+        _ observed: EntitlementAnswer, _ s: DoctorScenario, knowledge: Knowledge, profile: ValidatorProfile
+    ) {
+        let at = DoctorScenario.start + CivilTime.msPerDay
+        let judgement = Oracle.judge(knowledge, user: s.user, at: at)
+        let (diffs, lines) = CaseRunner.differences(observed, from: judgement, profile: profile)
+        if diffs.isEmpty {
+            add(
+                "answer", .ok,
+                "as expected at \(CivilTime.iso8601(at)): \(CaseRunner.summary(observed, profile: profile))")
+            return
+        }
+        let text = lines.joined(separator: "; ")
+        if let scale = Self.dateScale(observed, judgement.answer) {
+            add(
+                "answer", .misconfigured, text,
+                fix:
+                    "the expiry reads \(scale): the date's \"format\" in the target file's answer mapping is wrong (epoch-ms, epoch-s or iso8601)"
+            )
+        } else if !observed.expiriesCutToSeconds(comparedTo: judgement.answer).isEmpty, profile.datePrecision < 1000 {
+            add(
+                "answer", .misconfigured, text,
+                fix:
+                    "the backend keeps dates to the second: declare \"precision\": \"s\" on the date in the target file's answer mapping"
+            )
+        } else {
+            add("answer", .finding, text + " (check will report it with a shrunk history)")
+        }
+    }
+
+    /// "1000 times too large" or "1000 times too small" when an expiry is the expected one in the other unit.
+    static func dateScale(_ observed: EntitlementAnswer, _ expected: EntitlementAnswer) -> String? {
+        let pairs =
+            observed.entitlements.compactMap { o in
+                expected.entitlements.first { $0.entitlementId == o.entitlementId }.map {
+                    (o.expiresDate, $0.expiresDate)
+                }
+            }
+            + observed.products.compactMap { o in
+                expected.products.first { $0.productId == o.productId }.map { (o.expiresDate, $0.expiresDate) }
+            }
+        for case let (o?, e?) in pairs where e != 0 {
+            let r = Double(o) / Double(e)
+            if r > 500 && r < 2000 { return "1000 times too large" }
+            if r > 0.0005 && r < 0.002 { return "1000 times too small" }
+        }
+        return nil
+    }
+}

@@ -1,0 +1,163 @@
+import Dispatch
+import IAPModel
+import IAPOracle
+import IAPSigning
+import IAPValidatorAPI
+
+/// `iapcheck doctor`: before any case, whether a validator can be checked at all — it answers, resets (or is run
+/// in ids of its own), accepts a genuine artifact on each channel it declares, refuses a forged one, reads the
+/// clock iapcheck sets and answers a known question as its mapping says — each with the fix when it does not
+/// (docs/doctor.md). `check` runs the same checks first and stops on a configuration problem.
+public struct Doctor {
+    public var validator: any Validator
+    /// The catalog and policy the check will use (for a validator without a reset: the ones it is configured with).
+    public var catalog: Catalog
+    public var policy: Policy
+    /// What the transport adds to a fix: where an operation is configured, how the clock is set.
+    public var hints: DoctorHints
+
+    public init(validator: any Validator, catalog: Catalog, policy: Policy) {
+        self.validator = validator
+        self.catalog = catalog
+        self.policy = policy
+        hints = (validator as? any DoctorHinting)?.doctorHints ?? DoctorHints()
+    }
+
+    /// One line of the checklist.
+    public struct Item: Sendable {
+        public enum Status: String, Sendable {
+            /// As it should be.
+            case ok = "✓"
+            /// The target cannot be checked as it is configured: the fix is in the target file, the options or the
+            /// backend's setup.
+            case misconfigured = "✗"
+            /// A wrong answer or verdict the check itself will report, with a shrunk history.
+            case finding = "!"
+            /// Not checked, and why.
+            case skipped = "-"
+        }
+        public var name: String
+        public var status: Status
+        public var detail: String
+        public var fix: String?
+    }
+
+    /// The checklist, and whether the target can be checked (no ``Item/Status/misconfigured`` item).
+    public struct Report: Sendable {
+        public var items: [Item] = []
+        /// Median milliseconds per operation.
+        public var latency: [(String, Double)] = []
+        public var usable: Bool { !items.contains { $0.status == .misconfigured } }
+
+        public var text: String {
+            var lines = items.map { item in
+                "  \(item.status.rawValue) \(item.name): \(item.detail)" + (item.fix.map { "\n      fix: \($0)" } ?? "")
+            }
+            if !latency.isEmpty {
+                lines.append(
+                    "  latency: "
+                        + latency.map { "\($0.0) \(String(format: $0.1 < 10 ? "%.1f" : "%.0f", $0.1)) ms" }.joined(
+                            separator: ", "))
+            }
+            return lines.joined(separator: "\n")
+        }
+    }
+
+    /// Runs every check; the validator is left as any case would leave it.
+    public func run() -> Report {
+        var session = DoctorSession(doctor: self)
+        session.run()
+        return session.report
+    }
+}
+
+/// One doctor run: a purchase of one product, delivered on each declared channel, then questions about it.
+struct DoctorSession {
+    let doctor: Doctor
+    var report = Doctor.Report()
+    var v: any Validator { doctor.validator }
+    var timings: [String: [Double]] = [:]
+
+    init(doctor: Doctor) { self.doctor = doctor }
+
+    mutating func add(_ name: String, _ status: Doctor.Item.Status, _ detail: String, fix: String? = nil) {
+        report.items.append(.init(name: name, status: status, detail: detail, fix: fix))
+    }
+
+    mutating func timed<T>(_ op: String, _ body: (any Validator) throws(ValidatorFailure) -> T) throws(ValidatorFailure)
+        -> T
+    {
+        let validator = doctor.validator
+        let start = DispatchTime.now().uptimeNanoseconds
+        defer { timings[op, default: []].append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6) }
+        return try body(validator)
+    }
+
+    /// A validator failure as a checklist line: unreachable and misconfigured validators are configuration; a
+    /// crash, a hang or garbage is what the check reports too.
+    mutating func failed(_ name: String, _ f: ValidatorFailure, during what: String) {
+        switch f.kind {
+        case .unavailable: add(name, .misconfigured, f.message, fix: doctor.hints.unreachableFix)
+        case .misconfigured:
+            add(
+                name, .misconfigured, f.message,
+                fix: f.fix ?? "make the target file describe the backend (the key named above)")
+        default:
+            if let (request, status) = doctor.hints.lastExchange(), status == 404 || status == 405 {
+                add(
+                    name, .misconfigured, "\(request) answered \(status) during \(what)",
+                    fix: "the route is not there: check \(doctor.hints.whereIs(what) ?? "its method and path")")
+            } else {
+                add(name, .finding, "\(f.kind.rawValue) during \(what): \(f.message)")
+            }
+        }
+    }
+
+    mutating func run() {
+        let profile: ValidatorProfile
+        do {
+            try timed("start") { (v: any Validator) throws(ValidatorFailure) in try v.prepare() }
+            profile = v.profile
+            add("answers", .ok, "\(v.selfReportedName ?? v.name) — \(profile)")
+        } catch {
+            failed("starts", error, during: "start")
+            return
+        }
+        var catalog = profile.answersEntitlements ? doctor.catalog.withEntitlements() : doctor.catalog
+        if profile.answersEntitlements && (catalog.entitlements ?? []).isEmpty { catalog = doctor.catalog }
+        var config = ValidatorConfig(catalog: catalog, policy: doctor.policy)
+        config.trustedRoots = TestPKI.harness.trustedRoots
+        do {
+            try timed("reset") { (v: any Validator) throws(ValidatorFailure) in try v.reset(config) }
+            add(
+                "isolation", .ok,
+                v.isolation == .reset
+                    ? "reset answered: every case starts from nothing"
+                    : "no reset route: every case gets user, transaction and notification ids of its own; the backend is taken to be configured for \(catalog.bundleId) (\(catalog.environment.rawValue), App Store id \(catalog.appAppleId)) with \(catalog.products.count) products"
+            )
+        } catch {
+            failed("reset", error, during: "reset")
+            return
+        }
+        defer {
+            report.latency = timings.keys.sorted().map { op in
+                let xs = timings[op]!.sorted()
+                return (op, xs[xs.count / 2])
+            }
+        }
+        guard let scenario = DoctorScenario(catalog: catalog, profile: profile, isolation: v.isolation) else {
+            add("purchase", .skipped, "the catalog has no product to buy")
+            return
+        }
+        var knowledge = Knowledge(config: config)
+        guard deliverGenuine(scenario, profile: profile, knowledge: &knowledge) else { return }
+        deliverForged(scenario, profile: profile)
+        // The answer first (a mapping that does not fit shows there), judged once the clock is known to be read.
+        guard let answer = askDayOne(scenario) else { return }
+        if checkClock(scenario, knowledge: knowledge, profile: profile) {
+            judgeAnswer(answer, scenario, knowledge: knowledge, profile: profile)
+        } else {
+            add("answer", .skipped, "not judged while the validator does not read the clock")
+        }
+    }
+}

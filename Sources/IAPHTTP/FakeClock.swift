@@ -1,0 +1,68 @@
+import Foundation
+import IAPModel
+import IAPValidatorAPI
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The wall clock of a backend iapcheck starts under libfaketime (`"clock": "faketime"`,
+/// docs/http-target.md#the-backends-clock): a file holding an absolute instant (epoch seconds with milliseconds)
+/// that libfaketime reads on every clock call of the backend, so the backend's clock stands still at the instant
+/// iapcheck last wrote, to the millisecond. Monotonic clocks are left alone (timers and event loops keep running).
+public struct FakeClock: Sendable {
+    /// The file libfaketime reads (`FAKETIME_TIMESTAMP_FILE`).
+    public let file: String
+    /// The preload library.
+    public let library: String
+
+    /// Where Debian's `libfaketime` package and a `make install` put the multi-threaded library.
+    static let searchPaths = [
+        "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1",
+        "/usr/lib/aarch64-linux-gnu/faketime/libfaketimeMT.so.1",
+        "/usr/lib/faketime/libfaketimeMT.so.1", "/usr/local/lib/faketime/libfaketimeMT.so.1",
+        "/usr/lib64/faketime/libfaketimeMT.so.1",
+    ]
+
+    /// The library: `IAPCHECK_LIBFAKETIME`, or the first of ``searchPaths`` that exists; nil when none does.
+    public static func findLibrary() -> String? {
+        if let given = ProcessInfo.processInfo.environment["IAPCHECK_LIBFAKETIME"], !given.isEmpty {
+            return FileManager.default.fileExists(atPath: given) ? given : nil
+        }
+        return searchPaths.first { FileManager.default.fileExists(atPath: $0) }
+    }
+
+    public static let missingLibrary =
+        "\"clock\": \"faketime\" needs libfaketime (Debian: apt-get install libfaketime; elsewhere set IAPCHECK_LIBFAKETIME to libfaketimeMT.so.1)"
+
+    /// A clock in `directory`, set to the real time until the first request.
+    public init(directory: String) throws(ValidatorFailure) {
+        guard let library = Self.findLibrary() else { throw ValidatorFailure(.unavailable, Self.missingLibrary) }
+        self.library = library
+        file = directory + "/faketime"
+        try set(Millis(Date().timeIntervalSince1970 * 1000))
+    }
+
+    /// What the backend's process needs in its environment.
+    public var environment: [String: String] {
+        let inherited = ProcessInfo.processInfo.environment["LD_PRELOAD"].map { ":" + $0 } ?? ""
+        return [
+            "LD_PRELOAD": library + inherited, "FAKETIME_TIMESTAMP_FILE": file, "FAKETIME_NO_CACHE": "1",
+            // Epoch seconds, so neither the backend's time zone nor its locale changes how the file reads.
+            "FAKETIME_FMT": "%s",
+            // Timers, sleeps and event loops run on the monotonic clock: a frozen one would stop them.
+            "FAKETIME_DONT_FAKE_MONOTONIC": "1",
+        ]
+    }
+
+    /// Sets the clock: written whole and renamed into place, so the backend never reads half an instant.
+    public func set(_ t: Millis) throws(ValidatorFailure) {
+        let text = RequestValues.seconds(t)
+        let temporary = file + ".new"
+        guard FileManager.default.createFile(atPath: temporary, contents: Data(text.utf8)),
+            rename(temporary, file) == 0
+        else {
+            throw ValidatorFailure(.unavailable, "cannot write the backend's clock file \(file)")
+        }
+    }
+}

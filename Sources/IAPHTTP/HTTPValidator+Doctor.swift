@@ -1,0 +1,25 @@
+import IAPValidatorAPI
+
+extension HTTPValidator: DoctorHinting {
+    /// Fixes in the target file's terms: its routes, its `baseURL` and `start`, its clock.
+    public var doctorHints: DoctorHints {
+        var h = DoctorHints()
+        let file = target.file ?? "the target file"
+        let target = self.target
+        h.whereIs = { op in "routes.\(op) in \(file)" }
+        h.lastExchange = { [weak self] in self?.lastExchange }
+        h.unreachableFix =
+            target.start == nil
+            ? "start the backend on http://\(target.host):\(target.port) first, or fix \"baseURL\" in \(file) (or add a \"start\" section so iapcheck starts it)"
+            : "the backend did not come up: read its log, and check \"start\" and \"baseURL\" in \(file)"
+        switch target.clock {
+        case .header(let name):
+            h.clockFix =
+                "the backend must take \"now\" from the \(name) header (epoch ms) on every request. If it reads the wall clock instead, let iapcheck start it (\"start\") under libfaketime with \"clock\": \"faketime\" in \(file) (docs/http-target.md#the-backends-clock)"
+        case .faketime:
+            h.clockFix =
+                "the backend runs under libfaketime but does not follow it: a Go program (its own clock), a statically linked one, or a cached \"now\" ignores it; give it a clock header instead (\"clock\": \"header\") (docs/http-target.md#the-backends-clock)"
+        }
+        return h
+    }
+}

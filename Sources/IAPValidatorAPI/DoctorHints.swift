@@ -1,0 +1,19 @@
+/// What a transport adds to the fixes `iapcheck doctor` prints: where an operation is configured (an HTTP target's
+/// file and route), what the last request was, how the validator is given "now".
+public struct DoctorHints {
+    /// `routes.appTransaction in backend.json` for an operation; nil when the transport has no such place.
+    public var whereIs: (String) -> String? = { _ in nil }
+    /// The last request (`POST /purchases`) and the status of its reply, for an HTTP target.
+    public var lastExchange: () -> (request: String, status: Int?)? = { nil }
+    /// What to change when the validator does not read the clock iapcheck sets.
+    public var clockFix =
+        "the validator must answer for the instant it is asked about (the query's `at`) and take `now` from each request, never from its own clock"
+    /// What to change when the validator cannot be reached.
+    public var unreachableFix = "start the validator, and check how iapcheck reaches it"
+    public init() {}
+}
+
+/// A validator whose transport can say where its configuration lives (``DoctorHints``).
+public protocol DoctorHinting {
+    var doctorHints: DoctorHints { get }
+}

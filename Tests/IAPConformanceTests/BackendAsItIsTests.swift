@@ -1,0 +1,185 @@
+import Foundation
+import IAPConformance
+import IAPModel
+import IAPMutants
+import IAPReference
+import IAPTesting
+import IAPValidatorAPI
+import Testing
+
+/// A backend checked as it is: without a reset route (every case in ids of its own), with dates kept to the second,
+/// with divergences it declares, and with a corpus that holds only its own app's cases (docs/http-target.md).
+@Suite struct BackendAsItIsTests {
+    /// The reference as a backend that never forgets: it takes its configuration once, and keeps every user,
+    /// transaction and notification it saw for the rest of the run.
+    final class NeverForgets: Validator {
+        let inner = ReferenceValidator()
+        var configured = false
+        let isolation: CaseIsolation
+        init(isolation: CaseIsolation) { self.isolation = isolation }
+        var name: String { "never-forgets" }
+        func reset(_ config: ValidatorConfig) throws(ValidatorFailure) {
+            if !configured { try inner.reset(config) }
+            configured = true
+        }
+        func deliver(_ d: SignedDelivery, now: Millis) throws(ValidatorFailure) -> DeliveryVerdict {
+            try inner.deliver(d, now: now)
+        }
+        func entitlements(_ q: EntitlementQuery) throws(ValidatorFailure) -> EntitlementAnswer {
+            try inner.entitlements(q)
+        }
+    }
+
+    static func check(_ v: any Validator, cases: Int, seed: UInt64 = 5, drawsCatalogs: Bool = false) -> CheckReport {
+        var o = CheckOptions()
+        o.cases = cases
+        o.seed = seed
+        o.drawsCatalogs = drawsCatalogs
+        return Checker(options: o, validator: v).run()
+    }
+
+    @Test func aBackendThatKeepsItsStatePassesWhenEveryCaseHasIdsOfItsOwn() {
+        let namespaced = Self.check(NeverForgets(isolation: .namespace), cases: 150)
+        #expect(namespaced.failure == nil, "\(namespaced.failure.map { "\($0.discrepancy?.differences ?? [])" } ?? "")")
+        // The same backend meeting every case under the same ids: earlier cases' purchases leak into later ones.
+        let shared = Self.check(NeverForgets(isolation: .reset), cases: 150)
+        #expect(shared.failure != nil)
+    }
+
+    @Test func idsInANamespaceKeepApplesShapesAndNeverRepeat() throws {
+        let (c, _) = Fixtures.generator().generate(.idempotentDelivery, .init(seed: 12))
+        let a = IDNamespace.next(), b = IDNamespace.next()
+        #expect(a != b)
+        let ca = a.apply(c), cb = b.apply(c)
+        var ids: [Set<String>] = []
+        for x in [c, ca, cb] {
+            var set: Set<String> = []
+            for case .deliver(let d) in x.steps {
+                switch d.delivery {
+                case .appTransaction(let s):
+                    set.insert(s.transaction.transactionId)
+                    set.insert(s.userId)
+                case .notification(let n):
+                    set.insert(n.notificationUUID)
+                    if let t = n.data?.transactionInfo { set.insert(t.originalTransactionId) }
+                default: break
+                }
+            }
+            ids.append(set)
+        }
+        #expect(ids[0].count == ids[1].count && ids[1].count == ids[2].count)  // one id for one id
+        #expect(ids[0].isDisjoint(with: ids[1]) && ids[1].isDisjoint(with: ids[2]))
+        for id in ids[1] {
+            if let n = Int64(id) {
+                #expect(id.count == 16 && n < 1 << 53, "\(id)")
+            } else {
+                let parts = id.split(separator: "-")
+                #expect(parts.map(\.count) == [8, 4, 4, 4, 12] && parts[2].hasPrefix("4"), "\(id)")
+            }
+        }
+        // The last four digits stay, so timelines' …0001 names the same transaction.
+        #expect(a.transactionId("2000000000000042").hasSuffix("00042"))
+        // A forged copy whose UUID differs from the genuine one's only in its first field stays apart from it.
+        #expect(a.uuid("5e1f0000-0000-4000-9000-000000000001") != a.uuid("f00d0000-0000-4000-9000-000000000001"))
+    }
+
+    /// The reference as a backend that keeps dates to the second: it truncates every expiry and decides what is
+    /// active from the truncated date.
+    final class KeepsSeconds: Validator {
+        let inner = ReferenceValidator()
+        let precision: Millis
+        init(declares precision: Millis) { self.precision = precision }
+        var name: String { "keeps-seconds" }
+        var profile: ValidatorProfile {
+            var p = ValidatorProfile(
+                answers: [.productsActive, .productsExpiresDate], channels: DeliveryChannel.allCases)
+            p.datePrecision = precision
+            return p
+        }
+        func reset(_ config: ValidatorConfig) throws(ValidatorFailure) { try inner.reset(config) }
+        func deliver(_ d: SignedDelivery, now: Millis) throws(ValidatorFailure) -> DeliveryVerdict {
+            try inner.deliver(d, now: now)
+        }
+        func entitlements(_ q: EntitlementQuery) throws(ValidatorFailure) -> EntitlementAnswer {
+            var a = try inner.entitlements(q)
+            for i in a.products.indices {
+                guard let e = a.products[i].expiresDate else { continue }
+                let cut = e - ((e % 1000) + 1000) % 1000
+                a.products[i].expiresDate = cut
+                if a.products[i].state == .active && cut <= q.at {
+                    a.products[i].active = false
+                    a.products[i].state = .expired
+                }
+            }
+            return a
+        }
+    }
+
+    @Test func aBackendThatKeepsSecondsPassesWhenItDeclaresItAndIsToldHowOtherwise() {
+        let declared = Self.check(KeepsSeconds(declares: 1000), cases: 300, seed: 2)
+        #expect(declared.failure == nil, "\(declared.failure.map { "\($0.discrepancy?.differences ?? [])" } ?? "")")
+        let undeclared = Self.check(KeepsSeconds(declares: 1), cases: 300, seed: 2)
+        let lines = undeclared.failure?.discrepancy?.differences ?? []
+        #expect(lines.contains { $0.contains("\"precision\": \"s\"") }, "\(lines)")
+    }
+
+    @Test func questionsHeldToASecondStayOnTheSameSideOfEveryChange() {
+        let profile = KeepsSeconds(declares: 1000).profile
+        for seed in UInt64(1)...20 {
+            let (c, _) = Fixtures.generator().generate(.entitlementAgreement, .init(seed: seed))
+            let held = c.holdingQuestions(at: 1000, profile: profile)
+            // Nothing is delivered differently; only questions move (by whole seconds) or go.
+            #expect(
+                held.steps.filter { if case .deliver = $0 { true } else { false } }.count
+                    == c.steps.filter { if case .deliver = $0 { true } else { false } }.count)
+            let before = c.steps.compactMap { if case .query(let q) = $0 { q.query.at } else { nil } }
+            let after = held.steps.compactMap { if case .query(let q) = $0 { q.query.at } else { nil } }
+            #expect(after.count <= before.count)
+            #expect(after.allSatisfy { t in before.contains { ($0 - t) % 1000 == 0 } })
+            #expect(held.holdingQuestions(at: 1000, profile: profile) == held)  // held already: unchanged
+        }
+    }
+
+    @Test func declaredForgeryClassesAreLeftOutAndListed() throws {
+        var o = CheckOptions()
+        o.cases = 400
+        o.seed = 4
+        o.properties = [.forgeryRejected]
+        let bare = Checker(options: o, validator: Mutants.named("no-size-limit")!.make()).run()
+        #expect(bare.failure != nil)
+        o.knownDivergences = [.oversizedToken]
+        var run = CheckRun(
+            validatorSpec: "mutant:no-size-limit",
+            checker: Checker(options: o, validator: Mutants.named("no-size-limit")!.make()))
+        run.corpus = nil
+        var lines: [String] = []
+        let declared = try run.run { lines.append($0) }
+        #expect(declared.verdict == .pass)
+        #expect(declared.summary.run?.knownDivergences == ["oversized-token"])
+        #expect(lines.contains { $0.contains("not checked, declared divergences: oversized-token") })
+    }
+
+    @Test func theCorpusReplaysOnlyTheCasesOfTheRunsApp() throws {
+        let dir = Scratch.url.appendingPathComponent("corpus-apps-\(getpid())").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let (mine, _) = Fixtures.generator().generate(.entitlementAgreement, .init(seed: 3))
+        var theirs = mine
+        theirs.config.catalog.bundleId = "com.acme.other"
+        for c in [mine, theirs] {
+            try Corpus.save(CorpusCase(foundWith: "exec:x", seed: 3, caseIndex: 0, failure: nil, testCase: c), in: dir)
+        }
+        var o = CheckOptions()
+        o.cases = 5
+        var run = CheckRun(validatorSpec: "reference", checker: Checker(options: o, validator: ReferenceValidator()))
+        run.corpus = dir
+        var lines: [String] = []
+        let report = try run.run { lines.append($0) }
+        #expect(report.summary.corpus.replayed == 1)
+        #expect(report.summary.corpus.skipped == ["another app": 1])
+        #expect(lines.contains { $0.contains("corpus 1 replayed, 1 skipped (another app)") }, "\(lines)")
+        // A user's program or backend saves its counterexamples apart from iapcheck's own corpus.
+        #expect(Corpus.directory(forValidator: "http:config/my backend.json") == "Corpus/http-my-backend")
+        #expect(Corpus.directory(forValidator: "exec:python3 v.py --x") == "Corpus/exec-python3-v.py-x")
+        #expect(Corpus.directory(forValidator: "mutant:no-grace") == "Corpus")
+    }
+}
