@@ -320,6 +320,12 @@ public enum CertificationSuite {
             $0.applies(in: catalog.environment) && profile.accepts(probeChannel($0))
         }
         return probed.map { f in
+            // A validator that keeps its state meets every probe under ids of its own (docs/http-target.md).
+            let ns = v.isolation == .namespace ? IDNamespace.next() : nil
+            let user = ns.map { $0.uuid(user) } ?? user
+            let tx = ns.map { $0.apply(tx) } ?? tx
+            let notification = ns.map { $0.apply(notification) } ?? notification
+            let tempting = ns.map { $0.apply(tempting) } ?? tempting
             do {
                 try v.reset(config)
                 if profile.accepts(.app) {

@@ -121,7 +121,7 @@ extension DoctorSession {
                             name, .misconfigured,
                             "a genuine \(Self.describe(d)) of \(s.product.id) was refused: \(reason)",
                             fix:
-                                "the backend must accept this app's artifacts: configure it for bundle id \(c.bundleId), environment \(c.environment.rawValue), App Store id \(c.appAppleId), trusting iapcheck's root certificate (iapcheck pki export DIR writes root.der and root.pem) with online (OCSP) checks off — or give check the --catalog and --bundle-id the backend is configured for"
+                                "the backend must accept this app's artifacts: configure it for bundle id \(c.bundleId), environment \(c.environment.rawValue), App Store id \(c.appAppleId), trusting iapcheck's root certificate (iapcheck pki export DIR writes root.der and root.pem) with online (OCSP) checks off; or give iapcheck the --catalog, --bundle-id, --environment and --app-apple-id the backend is configured for"
                         )
                     }
                 }

@@ -50,8 +50,12 @@ public struct Doctor {
         public var usable: Bool { !items.contains { $0.status == .misconfigured } }
 
         public var text: String {
+            var previousFix: String?
             var lines = items.map { item in
-                "  \(item.status.rawValue) \(item.name): \(item.detail)" + (item.fix.map { "\n      fix: \($0)" } ?? "")
+                defer { previousFix = item.fix ?? previousFix }
+                let fix = item.fix.map { $0 == previousFix ? "as above" : $0 }
+                return "  \(item.status.rawValue) \(item.name): \(item.detail)"
+                    + (fix.map { "\n      fix: \($0)" } ?? "")
             }
             if !latency.isEmpty {
                 lines.append(

@@ -90,38 +90,6 @@ public final class LoopbackHTTPClient {
         self.fd = fd
     }
 
-    /// A connected TCP socket (no Nagle, send/receive timeouts), or nil when nothing accepts on host:port.
-    static func openSocket(host: String, port: Int, timeout: TimeInterval) -> Int32? {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return nil }
-        var one: Int32 = 1
-        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-        var tv = timeval(tv_sec: Int(timeout), tv_usec: .init((timeout - Double(Int(timeout))) * 1e6))
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_port = in_port_t(UInt16(port).bigEndian)
-        inet_pton(AF_INET, host, &addr.sin_addr)
-        let rc = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        if rc != 0 {
-            Glibc.close(fd)
-            return nil
-        }
-        return fd
-    }
-
-    /// Whether something accepts connections on host:port.
-    public static func accepts(host: String, port: Int) -> Bool {
-        guard let fd = openSocket(host: host, port: port, timeout: 1) else { return false }
-        Glibc.close(fd)
-        return true
-    }
-
     /// Receive buffer, kept across requests (no allocation per response).
     private var inbox = [UInt8](repeating: 0, count: 65536)
     /// Bytes of `inbox` holding the response being read.
@@ -147,7 +115,9 @@ public final class LoopbackHTTPClient {
         let deadline = Date().addingTimeInterval(timeout)
         for attempt in 0..<2 {
             if fd < 0 { try connect() }
-            if try sendAll(deadline: deadline), let reply = try readResponse(deadline: deadline) {
+            if try sendAll(deadline: deadline), Self.acknowledgeAtOnce(fd),
+                let reply = try readResponse(deadline: deadline)
+            {
                 keep(.received(status: reply.0, body: reply.1.prefix(200)))
                 return reply
             }
@@ -205,6 +175,7 @@ public final class LoopbackHTTPClient {
                 let n = inbox.withUnsafeMutableBytes { recv(fd, $0.baseAddress! + filled, $0.count - filled, 0) }
                 if n > 0 {
                     filled += n
+                    Self.acknowledgeAtOnce(fd)
                     return true
                 }
                 if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) { continue }

@@ -111,6 +111,14 @@ public final class SubprocessValidator: RestartableValidator {
             } catch {
                 throw fail(.protocolViolation, error.message)
             }
+            if let p = h.datePrecision {
+                guard p >= 1 && p <= 86_400_000 else {
+                    throw fail(
+                        .protocolViolation,
+                        "hello.datePrecision: \(p) is not a number of milliseconds from 1 to 86400000")
+                }
+                profile.datePrecision = p
+            }
             profileKnown = true
             decoder.userInfo[ValidatorProfile.codingKey] = profile
         }

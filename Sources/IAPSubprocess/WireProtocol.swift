@@ -41,6 +41,8 @@ public enum WireProtocol {
         public var answers: [String]?
         /// `hello`: the channels the validator takes facts from (protocol names); absent: all four.
         public var channels: [String]?
+        /// `hello`: how exact the validator's dates are, in ms (1000: it keeps seconds); absent: 1.
+        public var datePrecision: Int64?
         public var accepted: Bool?
         public var reason: String?
         public var answer: EntitlementAnswer?

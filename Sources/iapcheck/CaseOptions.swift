@@ -25,6 +25,20 @@ struct CaseOptions: ParsableArguments {
     @Option(
         name: .long,
         help: ArgumentHelp(
+            "The app's App Store id (appAppleId), as the backend is configured; overrides the catalog's (a .storekit file has none: 1234567890).",
+            valueName: "ID"))
+    var appAppleId: Int64?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Production or Sandbox: the environment the app's artifacts are signed for, as the backend is configured; overrides the catalog's (Production for a .storekit file).",
+            valueName: "NAME"))
+    var environment: String?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
             """
             Entitlements file: {"entitlements": [{"id": "pro", "products": ["pro.monthly", "lifetime"]}]}, each \
             entitlement unlocked by any of its products (for a .storekit catalog; an iapcheck catalog can carry the \
@@ -57,6 +71,8 @@ struct CaseOptions: ParsableArguments {
         var s = ""
         if let catalog { s += " --catalog \(Shell.quote(catalog))" }
         if let bundleId { s += " --bundle-id \(Shell.quote(bundleId))" }
+        if let appAppleId { s += " --app-apple-id \(appAppleId)" }
+        if let environment { s += " --environment \(Shell.quote(environment))" }
         if let entitlements { s += " --entitlements \(Shell.quote(entitlements))" }
         if let policy { s += " --policy \(Shell.quote(policy))" }
         if maxSize != HistoryGenerator.defaultMaxSize { s += " --max-size \(maxSize)" }
@@ -75,6 +91,20 @@ struct CaseOptions: ParsableArguments {
 
     func load() throws(ConfigError) -> (Catalog, Policy) {
         var (c, p) = try Self.load(catalog: catalog, bundleId: bundleId, policy: policy)
+        if let appAppleId {
+            guard appAppleId > 0 else {
+                throw ConfigError(
+                    file: "--app-apple-id", key: "appAppleId", "must be a positive number, not \(appAppleId)")
+            }
+            c.appAppleId = appAppleId
+        }
+        if let environment {
+            guard [Environment.production, .sandbox].map(\.rawValue).contains(environment) else {
+                throw ConfigError(
+                    file: "--environment", key: "environment", "\"\(environment)\" is not Production or Sandbox")
+            }
+            c.environment = Environment(rawValue: environment)
+        }
         if let entitlements {
             guard catalog != nil else {
                 throw ConfigError(

@@ -43,6 +43,11 @@ struct Certify: ParsableCommand {
         let jobCount = try resolveJobs(jobs, for: validator, faults: faultProfile)
         let v = try makeValidator(validator, timeout: timeout, faults: faultProfile)
         if let problem = faultProfile.problem(with: v) { throw ValidationError(problem) }
+        if v.isolation == .namespace && options.catalog == nil {
+            throw fail(
+                "error: \(validator) has no reset route, so the backend keeps its own products: name them with --catalog (and --bundle-id, --entitlements), as the backend is configured (docs/http-target.md#backends-without-a-reset-route)",
+                code: Exit.usage)
+        }
         let known = Set(commaList(knownDivergences ?? ""))
         let names = Set(CertificationSuite.entries.map(\.property.rawValue) + ForgeryClass.allCases.map(\.rawValue))
         if let unknown = known.subtracting(names).sorted().first {

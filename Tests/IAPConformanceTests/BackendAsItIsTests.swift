@@ -46,6 +46,15 @@ import Testing
         #expect(shared.failure != nil)
     }
 
+    @Test func certifysForgeryProbeGivesABackendThatKeepsItsStateIdsOfItsOwnPerClass() {
+        let results = CertificationSuite.probeForgeries(
+            NeverForgets(isolation: .namespace), catalog: .standard, policy: .default)
+        #expect(results.count > 20)
+        #expect(
+            results.allSatisfy { $0.rejected },
+            "\(results.filter { !$0.rejected }.map { "\($0.name): \($0.reason ?? "")" })")
+    }
+
     @Test func idsInANamespaceKeepApplesShapesAndNeverRepeat() throws {
         let (c, _) = Fixtures.generator().generate(.idempotentDelivery, .init(seed: 12))
         let a = IDNamespace.next(), b = IDNamespace.next()

@@ -1,0 +1,51 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+extension LoopbackHTTPClient {
+    /// Asks the kernel to acknowledge what arrived without its delayed-ACK wait (Linux's TCP_QUICKACK, which lapses
+    /// and is set again after every read). A server that writes a response's head and body in two sends (Python's
+    /// http.server, among many) keeps the body back under Nagle's algorithm until the head is acknowledged: with a
+    /// delayed ACK every keep-alive request then took 40 ms, a fault of the pairing and not of the backend.
+    @discardableResult
+    static func acknowledgeAtOnce(_ fd: Int32) -> Bool {
+        var one: Int32 = 1
+        setsockopt(fd, Int32(IPPROTO_TCP), Int32(TCP_QUICKACK), &one, socklen_t(MemoryLayout<Int32>.size))
+        return true
+    }
+
+    /// A connected TCP socket (no Nagle, send/receive timeouts), or nil when nothing accepts on host:port.
+    static func openSocket(host: String, port: Int, timeout: TimeInterval) -> Int32? {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        var one: Int32 = 1
+        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        var tv = timeval(tv_sec: Int(timeout), tv_usec: .init((timeout - Double(Int(timeout))) * 1e6))
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = in_port_t(UInt16(port).bigEndian)
+        inet_pton(AF_INET, host, &addr.sin_addr)
+        let rc = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        if rc != 0 {
+            Glibc.close(fd)
+            return nil
+        }
+        return fd
+    }
+
+    /// Whether something accepts connections on host:port.
+    public static func accepts(host: String, port: Int) -> Bool {
+        guard let fd = openSocket(host: host, port: port, timeout: 1) else { return false }
+        Glibc.close(fd)
+        return true
+    }
+
+}

@@ -1,0 +1,114 @@
+import Foundation
+import IAPConformance
+import IAPHTTP
+import IAPModel
+import IAPTesting
+import IAPValidatorAPI
+import Testing
+
+/// `iapcheck doctor` on broken targets: each problem is named, with the fix, and the target is not usable.
+@Suite struct DoctorTests {
+    static let iapcheck = ExampleBackendTests.root.appendingPathComponent(".build/debug/iapcheck").path
+
+    /// A target for the example backend on `port`, with `edit` applied to its JSON text.
+    static func target(port: Int, _ edit: (String) -> String = { $0 }) throws -> (String, HTTPValidator.Target) {
+        let json = """
+            {"baseURL": "http://127.0.0.1:\(port)", "clockHeader": "X-IAPCheck-Now",
+             "channels": ["app-transaction", "notification"],
+             "routes": {"reset": {"method": "POST", "path": "/iapcheck/reset"},
+                        "appTransaction": {"method": "POST", "path": "/apple/app-transactions"},
+                        "notification": {"method": "POST", "path": "/apple/notifications"},
+                        "entitlements": {"method": "GET", "path": "/v1/subscribers/{userId}?at={at}"}},
+             "answer": {"entitlements": {"each": "/subscriber/entitlements", "key": "@key",
+                                         "expiresDate": {"pointer": "/expires_date", "format": "iso8601"}}}}
+            """
+        let path = Scratch.directory + "doctor-\(UUID().uuidString).json"
+        // An edit may drop the answer mapping (`answerNot`): the backend then answers in iapcheck's own format.
+        var text = edit(json)
+        if let answer = text.range(of: #""answerNot""#), let comma = text[..<answer.lowerBound].lastIndex(of: ",") {
+            text = String(text[..<comma]) + "}"
+        }
+        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+        return (path, try HTTPValidator.Target.load(path: path))
+    }
+
+    static func run(_ target: HTTPValidator.Target) -> Doctor.Report {
+        Doctor(
+            validator: HTTPValidator(target: target, name: "http:doctor", timeout: 5), catalog: .standard,
+            policy: .default
+        )
+        .run()
+    }
+
+    static func problem(_ r: Doctor.Report) -> Doctor.Item? { r.items.first { $0.status == .misconfigured } }
+
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: ExampleBackendTests.binary), "not built"))
+    func brokenTargetsAreNamedWithTheirFix() throws {
+        let (p, started) = try ExampleBackendTests.start(slot: 16)
+        defer { p.terminate(); p.waitUntilExit() }
+        let port = started.port
+
+        let (_, good) = try Self.target(port: port)
+        let fine = Self.run(good)
+        #expect(fine.usable, "\(fine.text)")
+        #expect(fine.items.contains { $0.name == "clock" && $0.status == .ok }, "\(fine.text)")
+
+        // A wrong port: nothing answers there.
+        let (file, wrongPort) = try Self.target(port: ExampleBackendTests.port(18))
+        let unreachable = Self.run(wrongPort)
+        #expect(!unreachable.usable)
+        #expect(Self.problem(unreachable)?.fix?.contains("\"baseURL\" in \(file)") == true, "\(unreachable.text)")
+
+        // A pointer that finds nothing in the backend's answer.
+        let (_, pointer) = try Self.target(port: port) {
+            $0.replacingOccurrences(of: "/subscriber/entitlements", with: "/subscriber/entitlementz")
+        }
+        let badPointer = Self.run(pointer)
+        #expect(Self.problem(badPointer)?.detail.contains("answer.entitlements.each") == true, "\(badPointer.text)")
+        #expect(Self.problem(badPointer)?.fix?.contains("answer.entitlements.each") == true, "\(badPointer.text)")
+
+        // The backend does not read the clock iapcheck sends (another header; no instant in the path), on a route
+        // whose answer says what is active (a mapped expiry would let iapcheck tell that itself).
+        let (_, clock) = try Self.target(port: port) {
+            $0.replacingOccurrences(of: "X-IAPCheck-Now", with: "X-Our-Now").replacingOccurrences(
+                of: "/v1/subscribers/{userId}?at={at}", with: "/users/{userId}/entitlements"
+            ).replacingOccurrences(of: #""answer": {"entitlements""#, with: #""answerNot": {"entitlements""#)
+        }
+        let ignored = Self.run(clock)
+        #expect(Self.problem(ignored)?.name == "clock", "\(ignored.text)")
+        #expect(Self.problem(ignored)?.fix?.contains("X-Our-Now") == true, "\(ignored.text)")
+        #expect(Self.problem(ignored)?.fix?.contains("\"clock\": \"faketime\"") == true, "\(ignored.text)")
+
+        // A route that is not there.
+        let (_, route) = try Self.target(port: port) {
+            $0.replacingOccurrences(of: "/apple/app-transactions", with: "/apple/app-transaction")
+        }
+        let missing = Self.run(route)
+        #expect(Self.problem(missing)?.detail.contains("POST /apple/app-transaction answered 404") == true)
+        #expect(Self.problem(missing)?.fix?.contains("routes.appTransaction") == true, "\(missing.text)")
+
+        // Dates in another format than the file says.
+        let (_, format) = try Self.target(port: port) {
+            $0.replacingOccurrences(of: "\"format\": \"iso8601\"", with: "\"format\": \"epoch-ms\"")
+        }
+        let wrongFormat = Self.run(format)
+        #expect(Self.problem(wrongFormat)?.fix?.contains("\"format\" of answer.entitlements.expiresDate") == true)
+    }
+
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: iapcheck), "iapcheck is not built"))
+    func doctorExitsTwoWhenTheTargetCannotBeChecked() throws {
+        let (file, _) = try Self.target(port: ExampleBackendTests.port(18))  // nothing listens there
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: Self.iapcheck)
+        p.arguments = ["doctor", "--validator", "http:" + file]
+        let out = Pipe()
+        p.standardOutput = out
+        p.standardError = out
+        try p.run()
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 2, "\(text)")
+        #expect(text.contains("✗ isolation") || text.contains("✗ reset"), "\(text)")
+        #expect(text.contains("not usable: fix the ✗ lines above"), "\(text)")
+    }
+}

@@ -1,0 +1,89 @@
+import Foundation
+import IAPConformance
+import IAPHTTP
+import IAPModel
+import IAPTesting
+import IAPValidatorAPI
+import Testing
+
+/// A backend written as a team writes one (Examples/notes-backend: Python, SQLite, Apple's library, its own routes,
+/// the wall clock, no reset route), checked as it is through its target file, under libfaketime.
+@Suite struct NotesBackendTests {
+    static let root = ExampleBackendTests.root
+    static let usable: Bool = {
+        guard FakeClock.findLibrary() != nil else { return false }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = ["python3", "-c", "import appstoreserverlibrary"]
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        guard (try? p.run()) != nil else { return false }
+        p.waitUntilExit()
+        return p.terminationStatus == 0
+    }()
+
+    @Test(.enabled(if: FakeClock.findLibrary() != nil, "libfaketime is not installed"))
+    func aFakeClockSetsAProcessesWallClockToTheMillisecond() throws {
+        let dir = Scratch.directory + "fakeclock-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let clock = try FakeClock(directory: dir)
+        for t: Millis in [1_772_323_262_123, 1_803_859_140_000, 1_772_323_262_007] {
+            try clock.set(t)
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            p.arguments = ["python3", "-c", "import time; print(round(time.time() * 1000))"]
+            p.environment = ProcessInfo.processInfo.environment.merging(clock.environment) { $1 }
+            let out = Pipe()
+            p.standardOutput = out
+            try p.run()
+            let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            p.waitUntilExit()
+            #expect(Millis(text.trimmingCharacters(in: .whitespacesAndNewlines)) == t, "\(text)")
+        }
+    }
+
+    /// The example's target file, on a port of this test process, with the repository's paths made absolute.
+    static func target(_ name: String, port: Int) throws -> HTTPValidator.Target {
+        var text = try String(
+            contentsOf: root.appendingPathComponent("Examples/notes-backend/\(name)"), encoding: .utf8)
+        text = text.replacingOccurrences(of: "Examples/", with: root.path + "/Examples/")
+        for p in ["8700", "8701"] { text = text.replacingOccurrences(of: p, with: String(port)) }
+        let path = Scratch.directory + "notes-\(UUID().uuidString).json"
+        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+        return try HTTPValidator.Target.load(path: path)
+    }
+
+    static func catalog() throws -> Catalog {
+        try CatalogLoader.load(path: root.appendingPathComponent("Examples/notes-backend/iapcheck-catalog.json").path)
+    }
+
+    @Test(.enabled(if: usable, "needs libfaketime and python3 -m pip install app-store-server-library"))
+    func theNotesBackendIsCheckedAsItIsAndItsPlantedBugIsCaught() throws {
+        let catalog = try Self.catalog()
+        let correct = try HTTPValidator.make(
+            target: Self.target("target.json", port: ExampleBackendTests.port(17)), name: "http:notes", timeout: 10,
+            store: nil, faults: FaultProfile())
+        defer { (correct as? ManagedHTTPValidator)?.backend.stopAndForget() }
+        #expect(correct.isolation == .namespace)
+        let doctor = Doctor(validator: correct, catalog: catalog, policy: .default).run()
+        #expect(doctor.usable && !doctor.items.contains { $0.status == .finding }, "\(doctor.text)")
+        var o = CheckOptions()
+        o.catalog = catalog
+        o.cases = 40
+        let passed = Checker(options: o, validator: correct).run()
+        #expect(
+            passed.failure == nil,
+            "\(passed.failure.map { Timeline.render($0.shrunk, failingStep: $0.failingStep) } ?? "")")
+
+        let buggy = try HTTPValidator.make(
+            target: Self.target("target-planted-bug.json", port: ExampleBackendTests.port(19)), name: "http:notes-bug",
+            timeout: 10, store: nil, faults: FaultProfile())
+        defer { (buggy as? ManagedHTTPValidator)?.backend.stopAndForget() }
+        o.cases = 200
+        o.shrinkBudget = .init(maxAttempts: 150)
+        let failed = Checker(options: o, validator: buggy).run()
+        let d = try #require(failed.failure?.discrepancy)
+        #expect(d.differences.contains { $0.contains("active expected false, got true") }, "\(d.differences)")
+        #expect(failed.failure!.shrunk.actionCount <= 3)
+    }
+}
