@@ -161,6 +161,7 @@ let package = Package(
             name: "IAPSigningTests",
             dependencies: [
                 "IAPSigning", "IAPValidatorAPI", "IAPVerification", "IAPReference", "IAPMutants", "IAPTesting",
+                .product(name: "X509", package: "swift-certificates"),
             ]),
         .testTarget(
             name: "IAPConformanceTests",

@@ -34,6 +34,9 @@ public struct CheckOptions: Sendable {
     /// Forgery classes the validator is known to accept (`--known-divergences`): cases leave them out, and the
     /// report says they were not checked.
     public var knownDivergences: Set<ForgeryClass> = []
+    /// Properties the validator is known to fail on purpose (`--known-divergences`): not run, their corpus cases
+    /// skipped, and the report says they were not checked.
+    public var knownDivergentProperties: Set<PropertyName> = []
     public init() {}
 
     /// The case indices this run generates.

@@ -53,9 +53,10 @@ public struct CheckRun {
         let directories = (corpus.map { [$0] } ?? []) + (corpus == nil ? [] : sharedCorpus)
         if !directories.isEmpty, options.onlyCase == nil {
             try? v.prepare()  // the profile, for the selection
-            let selection = Corpus.Selection(
+            var selection = Corpus.Selection(
                 catalog: options.catalog, drawsCatalogs: options.drawsCatalogs, policy: options.policy,
                 profile: v.profile, isolation: v.isolation)
+            selection.declared = options.knownDivergentProperties
             for file in directories.flatMap(Corpus.files(in:)) {
                 // Ctrl-C: the run stops before its first case, keeping what was found.
                 if options.shouldStop() { break }
@@ -157,9 +158,8 @@ public struct CheckRun {
             if budget.maxSeconds.isFinite { summary.run?.shrinkSeconds = budget.maxSeconds }
             summary.run?.profile = summary.profile
             if corpus == nil { summary.run?.corpusSkipped = true }
-            if !options.knownDivergences.isEmpty {
-                summary.run?.knownDivergences = options.knownDivergences.map(\.rawValue).sorted()
-            }
+            let declared = options.knownDivergences.map(\.rawValue) + options.knownDivergentProperties.map(\.rawValue)
+            if !declared.isEmpty { summary.run?.knownDivergences = declared.sorted() }
         }
         if !profile.isUndeclared && profile != .everything {
             emit("profile checked: \(profile) (other fields not compared, other channels not used)")
@@ -170,9 +170,10 @@ public struct CheckRun {
         )
         if report.failure == nil && options.onlyCase == nil && !report.interrupted && options.shard == nil {
             emit(options.signed ? TextReport.forgeryLine(summary.forgeries) : "forgeries: not checked (--unsigned)")
-            if !options.knownDivergences.isEmpty {
+            let declared = options.knownDivergences.map(\.rawValue) + options.knownDivergentProperties.map(\.rawValue)
+            if !declared.isEmpty {
                 emit(
-                    "not checked, declared divergences: \(options.knownDivergences.map(\.rawValue).sorted().joined(separator: ", ")) (--known-divergences)"
+                    "not checked, declared divergences: \(declared.sorted().joined(separator: ", ")) (--known-divergences)"
                 )
             }
             let missing = report.coverage.missingFamilies

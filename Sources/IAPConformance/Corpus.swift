@@ -132,6 +132,8 @@ public enum Corpus {
         public var policy: Policy
         public var profile: ValidatorProfile
         public var isolation: CaseIsolation
+        /// Properties declared as known divergences: their cases are not replayed.
+        public var declared: Set<PropertyName> = []
 
         public init(
             catalog: Catalog, drawsCatalogs: Bool, policy: Policy, profile: ValidatorProfile, isolation: CaseIsolation
@@ -149,10 +151,13 @@ public enum Corpus {
             case anotherApp = "another app"
             /// The case delivers over a channel the validator does not take.
             case anotherProfile = "another profile"
+            /// The case checks a property declared as a known divergence (`--known-divergences`).
+            case declared = "declared divergence"
         }
 
         /// Why `c` is not replayed in this run, or nil when it is.
         public func skip(_ c: GeneratedCase) -> Skip? {
+            if declared.contains(c.property) { return .declared }
             let theirs = c.config.catalog
             if theirs.bundleId != catalog.bundleId || theirs.environment != catalog.environment
                 || theirs.appAppleId != catalog.appAppleId

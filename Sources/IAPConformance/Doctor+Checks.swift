@@ -180,49 +180,73 @@ extension DoctorSession {
             : a.products.first { $0.productId == subject }?.active ?? false
     }
 
-    /// A minute before the expiry and a minute after it, the answers must differ as the oracle's do: the validator
-    /// reads the clock iapcheck sets. False when it does not.
+    /// A minute before the purchase, a minute before its expiry and a minute after it, the answers must be the
+    /// oracle's: inactive, active, inactive. A validator that does not read the clock iapcheck sets answers the same
+    /// at two of them (whichever its own clock says): false then. (A minute before the purchase catches a backend on
+    /// the wall clock even where iapcheck derives `active` from a mapped expiry.)
     mutating func checkClock(_ s: DoctorScenario, knowledge: Knowledge, profile: ValidatorProfile) -> Bool {
         let entitlements = profile.answersEntitlements
         guard let e = s.expiry, profile.declares(entitlements ? .entitlementsActive : .productsActive) else {
             add("clock", .skipped, "needs an auto-renewable subscription and an active field in the answers")
             return true
         }
-        let before = e - CivilTime.msPerMinute, after = e + CivilTime.msPerMinute
-        let expected = (
-            Self.active(
-                Oracle.judge(knowledge, user: s.user, at: before).answer, s.subject, entitlements: entitlements),
-            Self.active(Oracle.judge(knowledge, user: s.user, at: after).answer, s.subject, entitlements: entitlements)
-        )
+        let instants = [
+            DoctorScenario.start - CivilTime.msPerMinute, e - CivilTime.msPerMinute, e + CivilTime.msPerMinute,
+        ]
+        let expected = instants.map {
+            Self.active(Oracle.judge(knowledge, user: s.user, at: $0).answer, s.subject, entitlements: entitlements)
+        }
         do {
-            let a = try timed("entitlements") { (v: any Validator) throws(ValidatorFailure) in
-                try v.entitlements(EntitlementQuery(userId: s.user, at: before, deviceTime: before))
+            var observed: [Bool] = []
+            for t in instants {
+                let a = try timed("entitlements") { (v: any Validator) throws(ValidatorFailure) in
+                    try v.entitlements(EntitlementQuery(userId: s.user, at: t, deviceTime: t))
+                }
+                observed.append(Self.active(a, s.subject, entitlements: entitlements))
             }
-            let b = try timed("entitlements") { (v: any Validator) throws(ValidatorFailure) in
-                try v.entitlements(EntitlementQuery(userId: s.user, at: after, deviceTime: after))
-            }
-            let observed = (
-                Self.active(a, s.subject, entitlements: entitlements),
-                Self.active(b, s.subject, entitlements: entitlements)
-            )
+            let names = ["a minute before the purchase", "a minute before expiry", "a minute after it"]
             let when =
-                "\(s.subject) \(observed.0 ? "active" : "inactive") at \(CivilTime.iso8601(before)), \(observed.1 ? "active" : "inactive") at \(CivilTime.iso8601(after)) (expiry \(CivilTime.iso8601(e)))"
+                "\(s.subject) "
+                + zip(names, observed).map { "\($0.1 ? "active" : "inactive") \($0.0)" }.joined(separator: ", ")
+                + " (purchase \(CivilTime.iso8601(DoctorScenario.start)), expiry \(CivilTime.iso8601(e)))"
             if observed == expected {
                 add("clock", .ok, when)
                 return true
             }
-            if observed.0 == observed.1 {
+            if observed[1] == observed[2] || (observed[0] && !expected[0] && observed[0] == observed[1]) {
                 add(
-                    "clock", .misconfigured, "the same answer either side of the expiry: \(when)",
+                    "clock", .misconfigured, "the answers do not follow the instants iapcheck asks about: \(when)",
                     fix: doctor.hints.clockFix)
                 return false
             }
-            add("clock", .finding, when + "; expected active, then inactive")
+            add(
+                "clock", .finding,
+                when + "; expected " + expected.map { $0 ? "active" : "inactive" }.joined(separator: ", "))
             return true
         } catch {
             failed("clock", error, during: "entitlements")
             return false
         }
+    }
+
+    /// Whether the day-one answer's expiry is the oracle's in another unit (a mapping that reads seconds as
+    /// milliseconds): a configuration problem, reported before the clock is judged on such dates.
+    mutating func formatIsWrong(_ observed: EntitlementAnswer, _ s: DoctorScenario, knowledge: Knowledge) -> Bool {
+        let judgement = Oracle.judge(knowledge, user: s.user, at: DoctorScenario.start + CivilTime.msPerDay)
+        guard let scale = Self.dateScale(observed, judgement.answer) else { return false }
+        add(
+            "answer", .misconfigured,
+            "the expiry reads \(scale): it expires \(Self.expiries(observed)), the purchase it answers for \(Self.expiries(judgement.answer))",
+            fix:
+                "the date's \"format\" in the target file's answer mapping is not the backend's (epoch-ms, epoch-s or iso8601)"
+        )
+        return true
+    }
+
+    static func expiries(_ a: EntitlementAnswer) -> String {
+        let dates = (a.entitlements.compactMap(\.expiresDate) + a.products.compactMap(\.expiresDate)).map(
+            CivilTime.iso8601)
+        return dates.isEmpty ? "never" : Set(dates).sorted().joined(separator: ", ")
     }
 
     /// The answer a day into the purchase; nil (with the checklist line) when it cannot be read.
@@ -252,13 +276,7 @@ extension DoctorSession {
             return
         }
         let text = lines.joined(separator: "; ")
-        if let scale = Self.dateScale(observed, judgement.answer) {
-            add(
-                "answer", .misconfigured, text,
-                fix:
-                    "the expiry reads \(scale): the date's \"format\" in the target file's answer mapping is wrong (epoch-ms, epoch-s or iso8601)"
-            )
-        } else if !observed.expiriesCutToSeconds(comparedTo: judgement.answer).isEmpty, profile.datePrecision < 1000 {
+        if !observed.expiriesCutToSeconds(comparedTo: judgement.answer).isEmpty, profile.datePrecision < 1000 {
             add(
                 "answer", .misconfigured, text,
                 fix:

@@ -101,7 +101,7 @@ struct DoctorSession {
     /// crash, a hang or garbage is what the check reports too.
     mutating func failed(_ name: String, _ f: ValidatorFailure, during what: String) {
         switch f.kind {
-        case .unavailable: add(name, .misconfigured, f.message, fix: doctor.hints.unreachableFix)
+        case .unavailable: add(name, .misconfigured, f.message, fix: f.fix ?? doctor.hints.unreachableFix)
         case .misconfigured:
             add(
                 name, .misconfigured, f.message,
@@ -158,6 +158,8 @@ struct DoctorSession {
         deliverForged(scenario, profile: profile)
         // The answer first (a mapping that does not fit shows there), judged once the clock is known to be read.
         guard let answer = askDayOne(scenario) else { return }
+        // A date read in the wrong unit would look like a clock that is not read: name the format first.
+        if formatIsWrong(answer, scenario, knowledge: knowledge) { return }
         if checkClock(scenario, knowledge: knowledge, profile: profile) {
             judgeAnswer(answer, scenario, knowledge: knowledge, profile: profile)
         } else {

@@ -33,6 +33,9 @@ public struct AnswerMapping: Sendable {
     public struct List: Sendable {
         public var each: String
         public var eachKeyPath: String
+        /// The id of the one entry the object at `each` is (a response about one entitlement: `{"premium": true,
+        /// "premium_until": …}`); nil: `each` holds a list of entries.
+        public var one: String?
         /// nil: the member name (`@key`).
         public var key: Field?
         public var active: Field?
@@ -113,6 +116,10 @@ public struct AnswerMapping: Sendable {
         func list(_ name: String) -> List? {
             guard let l = o.object(name, required: false) else { return nil }
             let each = l.string("each")
+            let one = l.string("one", required: false)
+            if one != nil && l.has("key") {
+                l.problem(l.keyPath("key"), "an entry named by \"one\" needs no \"key\"")
+            }
             var key: Field?
             let keyText = l.string("key", required: false) ?? "@key"
             if keyText != "@key", let p = pointer(keyText, at: l.keyPath("key")) {
@@ -120,7 +127,8 @@ public struct AnswerMapping: Sendable {
             }
             let out = List(
                 each: each.flatMap { pointer($0, at: l.keyPath("each")) } ?? "", eachKeyPath: l.keyPath("each"),
-                key: key, active: field(l, "active", dates: false), expiresDate: field(l, "expiresDate", dates: true),
+                one: one, key: key, active: field(l, "active", dates: false),
+                expiresDate: field(l, "expiresDate", dates: true),
                 state: field(l, "state", dates: false), ownership: field(l, "ownership", dates: false))
             l.rejectUnknownKeys()
             return each == nil ? nil : out
@@ -182,7 +190,12 @@ public struct AnswerMapping: Sendable {
             throw fail(list.eachKeyPath, "\"\(list.each)\" finds nothing in the response")
         }
         var items: [(String?, Any)] = []
-        if let a = container as? [Any] {
+        if let one = list.one {
+            guard container is [String: Any] else {
+                throw fail(list.eachKeyPath, "\"\(list.each)\" is not an object (the entry \"\(one)\" names)")
+            }
+            items = [(one, container)]
+        } else if let a = container as? [Any] {
             items = a.map { (nil, $0) }
         } else if let d = container as? [String: Any] {
             items = d.keys.sorted().map { ($0, d[$0]!) }
@@ -211,7 +224,12 @@ public struct AnswerMapping: Sendable {
             func value(_ f: Field?) throws(Mismatch) -> Any? {
                 guard let f else { return nil }
                 guard let v = Self.resolve(f.pointer, in: item) else {
-                    throw fail(f.keyPath, "\"\(f.pointer)\" finds nothing in entry \"\(id)\"")
+                    // Fields are read inside each entry: a pointer into the whole response finds nothing there.
+                    let inside =
+                        item is [String: Any] || item is [Any]
+                        ? nil
+                        : "entry \"\(id)\" is \(Self.show(item)), not an object: a field's pointer is read inside each entry of \(list.eachKeyPath); for a response about one entitlement or product, point \(list.eachKeyPath) at it and name it with \"one\""
+                    throw fail(f.keyPath, "\"\(f.pointer)\" finds nothing in entry \"\(id)\"", fix: inside)
                 }
                 return v is NSNull ? nil : v
             }

@@ -53,8 +53,16 @@ public final class ManagedBackend: Sendable {
         Self.toStopAtExit.withLock { if $0[port] === self { $0[port] = nil } }
     }
 
+    /// Whether the backends' directories (`{tmp}`: their output and state) are removed when iapcheck exits: yes,
+    /// unless a run failed and left something to read there.
+    public static let keepDirectories = Locked(false)
+
     static func stopAll() {
-        for b in toStopAtExit.value.values { b.stop() }
+        let keep = keepDirectories.value
+        for b in toStopAtExit.value.values {
+            b.stop()
+            if !keep { try? FileManager.default.removeItem(atPath: b.directory) }
+        }
     }
 
     init(command: String, host: String, port: Int, readySeconds: Double, fakeClock: Bool = false)
@@ -101,14 +109,25 @@ public final class ManagedBackend: Sendable {
                 stop()
                 throw ValidatorFailure(
                     .crashed,
-                    "the backend exited (status \(p.terminationStatus)) before listening on \(port); its output: \(log)"
+                    "the backend exited (status \(p.terminationStatus)) before listening on \(port); the end of its output (\(log)):\n\(tail())"
                 )
             }
             usleep(50_000)
         }
         stop()  // not left running, listening later on a port nothing will use
         throw ValidatorFailure(
-            .timedOut, "the backend did not listen on \(port) within \(readySeconds) s; its output: \(log)")
+            .unavailable,
+            "the backend started but did not listen on \(host):\(port) within \(readySeconds) s; the end of its output (\(log)):\n\(tail())",
+            fix:
+                "make the start command listen on the port of \"baseURL\" (\(port)), or raise \"readySeconds\" if it needs longer to start"
+        )
+    }
+
+    /// The last lines of the backend's output, indented, for a message.
+    public func tail(lines: Int = 8) -> String {
+        let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        let last = text.split(separator: "\n", omittingEmptySubsequences: false).suffix(lines + 1)
+        return last.map { "    " + $0.prefix(300) }.joined(separator: "\n")
     }
 
     /// SIGKILL to the process and its children.

@@ -7,8 +7,9 @@ import X509
 /// A deterministic test PKI shaped like Apple's (docs/verifiers.md#test-pki-profile): a P-384 root and intermediate, P-256
 /// leaves signing with ES256, Apple's OIDs as non-critical extensions (`05 00`), AKI/SKI on every certificate.
 /// Keys derive from the seed; certificate validity comes from the scenario clock (parameters), never from today.
-/// ECDSA signatures are randomised, so certificates differ byte for byte between runs while keys, names and
-/// validity do not.
+/// ECDSA signatures are randomised, so certificates issued anew differ byte for byte between runs while keys, names
+/// and validity do not; the harness's root and intermediate are issued once and kept (``fixedRootDER``), so the
+/// root a validator trusts is one file everywhere.
 ///
 /// It also holds the deliberately broken certificates the forgery kit needs (a foreign root, leaves without or with
 /// critical OIDs, an expired leaf, a non-CA intermediate).
@@ -116,17 +117,18 @@ public final class TestPKI: Sendable {
             CountryName("US")
         }
         let rootPublic = Certificate.PublicKey(rootKey.publicKey)
-        root = try Self.issue(
-            serial: 1, publicKey: rootPublic, subject: rootName, issuer: rootName, issuerKey: .init(rootKey),
-            issuerPublic: rootPublic, from: validFrom.addingTimeInterval(-365 * 86400),
-            until: validUntil.addingTimeInterval(5 * 365 * 86400),
-            kind: .root)
         let interPublic = Certificate.PublicKey(intermediateKey.publicKey)
-        intermediate = try Self.issue(
-            serial: 2, publicKey: interPublic, subject: intermediateName, issuer: rootName, issuerKey: .init(rootKey),
-            issuerPublic: rootPublic, from: validFrom.addingTimeInterval(-180 * 86400),
-            until: validUntil.addingTimeInterval(2 * 365 * 86400),
-            kind: .intermediate(oid: true, ca: true), ocspURL: ocspURL)
+        if Self.isHarness(seed: seed, validFrom: validFrom, validUntil: validUntil, ocspURL: ocspURL),
+            let fixed = Self.fixed(rootPublic, interPublic)
+        {
+            (root, intermediate) = fixed
+        } else {
+            root = try Self.issueRoot(
+                publicKey: rootPublic, name: rootName, key: rootKey, validFrom: validFrom, validUntil: validUntil)
+            intermediate = try Self.issueIntermediate(
+                publicKey: interPublic, name: intermediateName, issuer: rootName, rootKey: rootKey,
+                rootPublic: rootPublic, validFrom: validFrom, validUntil: validUntil, ocspURL: ocspURL)
+        }
         var leaves: [Leaf] = []
         for i in 0..<leafCount {
             let key = kd.p256("leaf-\(i)")

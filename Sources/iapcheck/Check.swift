@@ -1,7 +1,9 @@
 import ArgumentParser
 import Foundation
 import IAPConformance
+import IAPHTTP
 import IAPModel
+import IAPMutants
 import IAPReference
 import IAPSimulator
 import IAPValidatorAPI
@@ -131,7 +133,13 @@ struct Check: ParsableCommand {
         if let caseIndex, caseIndex < 0 || caseIndex == Int.max {
             throw ValidationError("--case must be 0 or more and below \(Int.max), not \(caseIndex)")
         }
-        let (catalog, policy) = try options.loadOrExit()
+        var (catalog, policy) = try options.loadOrExit()
+        // A mutant whose mistake shows only under a policy (a declared size limit) is checked under it.
+        if options.policy == nil, validator.hasPrefix("mutant:"),
+            let p = Mutants.named(String(validator.dropFirst("mutant:".count)))?.policy
+        {
+            policy = p
+        }
         if let json { try requireWritable(file: json) }
         if let junit { try requireWritable(file: junit) }
         let faultProfile = try parseFaults(faults)
@@ -159,7 +167,12 @@ struct Check: ParsableCommand {
         }
 
         let known = try declaredDivergences(knownDivergences)
-        for p in known.properties { props = (props.isEmpty ? PropertyName.standard : props).filter { $0 != p } }
+        if !known.properties.isEmpty {
+            props = (props.isEmpty ? PropertyName.standard : props).filter { !known.properties.contains($0) }
+            if props.isEmpty {
+                throw ValidationError("--known-divergences leaves no property to check")
+            }
+        }
         if v.isolation == .namespace && options.catalog == nil {
             throw fail(
                 "error: \(validator) has no reset route, so the backend keeps its own products: name them with --catalog (and --bundle-id, --entitlements), as the backend is configured (docs/http-target.md#backends-without-a-reset-route)",
@@ -169,6 +182,7 @@ struct Check: ParsableCommand {
 
         var opts = CheckOptions()
         opts.knownDivergences = known.classes
+        opts.knownDivergentProperties = Set(known.properties)
         opts.cases = cases
         opts.seed = options.seed
         opts.catalog = catalog
@@ -227,6 +241,11 @@ struct Check: ParsableCommand {
             try writeResults("the JUnit report", to: junit) {
                 try Reports.junit(result.summary).write(toFile: junit, atomically: true, encoding: .utf8)
             }
+        }
+        if result.verdict != .pass, let managed = v as? ManagedHTTPValidator {
+            // What the backend logged, kept for reading (its directory goes when a run passes).
+            ManagedBackend.keepDirectories.withLock { $0 = true }
+            print("the backend's output: \(managed.backend.log)")
         }
         switch result.verdict {
         case .pass: return

@@ -15,7 +15,10 @@ struct Replay: ParsableCommand {
     @Argument(help: "Corpus files or directories.")
     var files: [String] = []
 
-    @Option(help: "The validator: reference, mutant:NAME, or exec:'COMMAND'.")
+    @Option(
+        help:
+            "The validator, as check takes it: reference, variant:NAME, mutant:NAME, exec:'COMMAND' or http:TARGET.json."
+    )
     var validator = "reference"
 
     @Flag(help: "Expect every case to fail.")

@@ -73,7 +73,11 @@ func makeValidator(
         } catch let e as ValidationError {
             throw e
         } catch let e as ValidatorFailure {
-            throw fail("error: \(e.message)", code: Exit.validatorFailure)
+            // A backend that cannot be reached or started as the target file says is a configuration problem.
+            let configuration = e.kind == .unavailable || e.kind == .misconfigured
+            throw fail(
+                "error: \(e.message)\(e.fix.map { "\n  fix: \($0)" } ?? "")",
+                code: configuration ? Exit.usage : Exit.validatorFailure)
         } catch {
             throw fail("error: \(error)", code: Exit.usage)
         }

@@ -24,6 +24,26 @@ import Testing
         """
     }
 
+    @Test func aResponseAboutOneEntitlementReadsThroughOne() throws {
+        let t = try Self.target(
+            Self.mapped(
+                #"{"entitlements": {"each": "", "one": "premium", "active": "/premium", "expiresDate": {"pointer": "/premium_until", "format": "epoch-s"}}}"#
+            ))
+        let at = CivilTime.days(fromCivil: 2026, 3, 1) * CivilTime.msPerDay
+        let a = try t.mapping!.answer(from: Data(#"{"premium": true, "premium_until": 1803859200}"#.utf8), at: at)
+        #expect(a.entitlements.map(\.entitlementId) == ["premium"])
+        #expect(a.entitlements.first?.active == true)
+        #expect(a.entitlements.first?.expiresDate == 1_803_859_200_000)
+        // Without "one", the flat response's members are read as entries, and the error says how to map it.
+        let flat = try Self.target(
+            Self.mapped(#"{"entitlements": {"each": "", "active": "/premium"}}"#))
+        #expect {
+            try flat.mapping!.answer(from: Data(#"{"premium": true, "premium_until": 1803859200}"#.utf8), at: at)
+        } throws: { error in
+            (error as? AnswerMapping.Mismatch)?.fix?.contains("name it with \"one\"") == true
+        }
+    }
+
     @Test func aRevenueCatStyleRecordReadsAsEntitlements() throws {
         let t = try Self.target(
             Self.mapped(

@@ -79,6 +79,16 @@ import Testing
         #expect(Self.problem(ignored)?.fix?.contains("X-Our-Now") == true, "\(ignored.text)")
         #expect(Self.problem(ignored)?.fix?.contains("\"clock\": \"faketime\"") == true, "\(ignored.text)")
 
+        // The same on a route whose expiry iapcheck reads and judges itself (no `active` in the mapping): the backend
+        // answers on its own clock, so it lists the purchase even a minute before it was made.
+        let (_, mappedClock) = try Self.target(port: port) {
+            $0.replacingOccurrences(of: "X-IAPCheck-Now", with: "X-Our-Now").replacingOccurrences(
+                of: "?at={at}", with: "")
+        }
+        let ignoredToo = Self.run(mappedClock)
+        #expect(Self.problem(ignoredToo)?.name == "clock", "\(ignoredToo.text)")
+        #expect(Self.problem(ignoredToo)?.detail.contains("a minute before the purchase") == true)
+
         // A route that is not there.
         let (_, route) = try Self.target(port: port) {
             $0.replacingOccurrences(of: "/apple/app-transactions", with: "/apple/app-transaction")
