@@ -346,9 +346,14 @@ public enum CertificationSuite {
                 let verdict = try v.deliver(kit.render(f, forged), now: t + 2000)
                 let after = try v.entitlements(EntitlementQuery(userId: user, at: t + 3000))
                 let changed = after.answerDifferences(from: before).filter { profile.compares($0.key) }.map(\.text)
-                let ok = (!verdict.isAccepted || f.mayBeAcknowledged) && changed.isEmpty
+                // An oversized token of genuine content may be accepted unless the policy sets a size limit.
+                let allowed = f.mayBeAcknowledged || (f.isHardeningOnly && policy.tokenSizeLimit == nil)
+                let ok = (!verdict.isAccepted || allowed) && changed.isEmpty
                 var reason: String?
-                if verdict.isAccepted && !f.mayBeAcknowledged { reason = "accepted" }
+                if verdict.isAccepted && !allowed { reason = "accepted" }
+                if verdict.isAccepted && f.isHardeningOnly && allowed {
+                    reason = "accepted, as it may be without policy tokenSizeLimit (genuine content)"
+                }
                 if !changed.isEmpty {
                     reason = (reason.map { $0 + "; " } ?? "") + "changed the answer: " + changed.joined(separator: "; ")
                 }

@@ -12,12 +12,18 @@ public struct MutantsRun {
         /// The mistake's number in docs/mistakes.md (`J12`), or `race`.
         public var pitfall: String
         public var make: @Sendable () -> any Validator
+        /// The policy the mutant is checked under, when its mistake only shows under one (a declared size limit).
+        public var policy: Policy?
 
-        public init(name: String, description: String, pitfall: String, make: @escaping @Sendable () -> any Validator) {
+        public init(
+            name: String, description: String, pitfall: String, make: @escaping @Sendable () -> any Validator,
+            policy: Policy? = nil
+        ) {
             self.name = name
             self.description = description
             self.pitfall = pitfall
             self.make = make
+            self.policy = policy
         }
     }
 
@@ -40,7 +46,9 @@ public struct MutantsRun {
                 defer { group.leave() }
                 while let k = results.take() {
                     let v = entries[k].make()
-                    results.put(k, (Checker(options: options, validator: v).run(), v.name))
+                    var o = options
+                    if let p = entries[k].policy { o.policy = p }
+                    results.put(k, (Checker(options: o, validator: v).run(), v.name))
                 }
             }
             t.stackSize = 8 << 20

@@ -42,11 +42,19 @@ public enum TextReport {
     /// Sent classes all rejected, and separately those never sent (the property mix or the catalog had no room for
     /// them): a class that was not sent did not fail.
     public static func forgeryLine(_ forged: [Reports.ForgerySummary]) -> String {
+        // A token of genuine content refused or not for its size alone: either verdict passes (policy tokenSizeLimit).
+        func hardening(_ f: Reports.ForgerySummary) -> Bool { ForgeryClass(rawValue: f.name)?.isHardeningOnly == true }
         let sent = forged.filter { $0.sent > 0 }
-        let accepted = sent.filter { !$0.rejected }.map(\.name)
+        let allowed = sent.filter { !$0.rejected && hardening($0) }.map(\.name)
+        let accepted = sent.filter { !$0.rejected && !hardening($0) }.map(\.name)
+        let judged = sent.count - allowed.count
         var line =
-            "forgeries: \(sent.count - accepted.count)/\(sent.count) classes sent were all rejected (\(sent.map(\.sent).reduce(0, +)) forged artifacts)"
+            "forgeries: \(judged - accepted.count)/\(judged) classes sent were all rejected (\(sent.map(\.sent).reduce(0, +)) forged artifacts)"
         if !accepted.isEmpty { line += "; NOT all rejected: " + accepted.joined(separator: ", ") }
+        if !allowed.isEmpty {
+            line +=
+                "; accepted where allowed: \(allowed.joined(separator: ", ")) (genuine content; refusing a token for its size is the application's choice: policy tokenSizeLimit)"
+        }
         let unsent = forged.filter { $0.sent == 0 }.map(\.name)
         if !unsent.isEmpty {
             line +=

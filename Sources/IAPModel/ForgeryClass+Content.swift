@@ -40,13 +40,15 @@ extension ForgeryClass {
 
     /// The content of a forged transaction of this class: the identity the class is about, or tempting content.
     public func content(_ tx: JWSTransactionDecodedPayload) -> JWSTransactionDecodedPayload {
-        isIdentityMismatch ? withIdentity(tx) : Self.tempting(tx)
+        if isHardeningOnly { return tx }
+        return isIdentityMismatch ? withIdentity(tx) : Self.tempting(tx)
     }
 
     /// The content of a forged renewal info of this class: the identity the class is about (a renewal info names no
     /// bundle), or tempting content.
     public func content(_ r: JWSRenewalInfoDecodedPayload) -> JWSRenewalInfoDecodedPayload {
         var t = r
+        if isHardeningOnly { return r }
         switch self {
         case .wrongEnvironment: t.environment = r.environment.counterpart
         case .xcodeEnvironment: t.environment = r.environment.xcodeForgery

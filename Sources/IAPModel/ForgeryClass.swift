@@ -56,8 +56,16 @@ public enum ForgeryClass: String, Codable, Hashable, Sendable, CaseIterable {
     /// that it changes nothing.
     public var mayBeAcknowledged: Bool { self == .replayedNotificationUUID }
 
+    /// Not a forgery by Apple's rules: a validly signed token of genuine content, only larger than a hardening cap
+    /// would allow. Apple documents no size limit and its libraries set none, so whether to refuse it is the
+    /// application's choice (policy `tokenSizeLimit`, docs/semantics.md#q19-token-size): without the policy either
+    /// verdict is right, and an accepted one teaches its genuine facts; with it, a token over the limit must be
+    /// refused and one within it accepted.
+    public var isHardeningOnly: Bool { self == .oversizedToken }
+
     /// Classes whose decoded content is genuine except for the app identity (bundle, app id, environment): the
-    /// rest are cryptographic or structural and carry tempting content (revocations removed, expiry far away).
+    /// rest are cryptographic or structural and carry tempting content (revocations removed, expiry far away), but
+    /// the hardening-only class, whose content is genuine.
     public var isIdentityMismatch: Bool {
         self == .wrongBundleId || self == .wrongAppAppleId || self == .wrongEnvironment || self == .xcodeEnvironment
     }

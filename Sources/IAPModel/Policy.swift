@@ -67,6 +67,16 @@ public struct Policy: Codable, Hashable, Sendable {
         case renewalInfo = "renewal-info"
     }
 
+    /// A product no grant covers, held in several chains that end in different states (one chain of the user's own in
+    /// billing retry, a family-shared one expired): which state the answer gives. Apple reports a status per chain
+    /// and leaves combining them to the app (docs/semantics.md#q18-one-product-several-chains).
+    public enum InactiveState: String, Codable, Sendable, CaseIterable {
+        /// Any of the chains' states is accepted: where they differ, the product's state is not compared (default).
+        case either
+        /// The state of the chain whose latest transaction was purchased last.
+        case latestPurchase = "latest-purchase"
+    }
+
     public var refundScope: RefundScope
     /// Consumable refunds take back the credited quantity (a business choice; default on).
     public var consumableClawback: Bool
@@ -78,13 +88,21 @@ public struct Policy: Codable, Hashable, Sendable {
     public var consumableRefundShare: ConsumableRefundShare
     public var upgradeDuringIntro: UpgradeDuringIntro
     public var extensionSignedAs: ExtensionSignedAs
+    public var inactiveState: InactiveState
+    /// A hardening choice of the application, not App Store semantics: signed tokens larger than this many bytes
+    /// must be refused. Apple documents no size limit and its libraries set none, so by default (nil) a validly
+    /// signed token of any size may be accepted or refused (docs/semantics.md#q19-token-size).
+    public var tokenSizeLimit: Int?
 
     public init(
         refundScope: RefundScope = .transaction, consumableClawback: Bool = true,
         introEligibility: IntroEligibility = .neverReceivedIntro, nonRenewingStacking: Bool = false,
         graceWithoutRetryFlag: GraceWithoutRetryFlag = .either, consumableRefundShare: ConsumableRefundShare = .all,
-        upgradeDuringIntro: UpgradeDuringIntro = .either, extensionSignedAs: ExtensionSignedAs = .transaction
+        upgradeDuringIntro: UpgradeDuringIntro = .either, extensionSignedAs: ExtensionSignedAs = .transaction,
+        inactiveState: InactiveState = .either, tokenSizeLimit: Int? = nil
     ) {
+        self.inactiveState = inactiveState
+        self.tokenSizeLimit = tokenSizeLimit
         self.upgradeDuringIntro = upgradeDuringIntro
         self.extensionSignedAs = extensionSignedAs
         self.consumableRefundShare = consumableRefundShare
@@ -111,6 +129,8 @@ public struct Policy: Codable, Hashable, Sendable {
             try c.decodeIfPresent(UpgradeDuringIntro.self, forKey: .upgradeDuringIntro) ?? upgradeDuringIntro
         extensionSignedAs =
             try c.decodeIfPresent(ExtensionSignedAs.self, forKey: .extensionSignedAs) ?? extensionSignedAs
+        inactiveState = try c.decodeIfPresent(InactiveState.self, forKey: .inactiveState) ?? inactiveState
+        tokenSizeLimit = try c.decodeIfPresent(Int.self, forKey: .tokenSizeLimit)
     }
 
     public static let `default` = Policy()
@@ -141,6 +161,10 @@ public struct Policy: Codable, Hashable, Sendable {
         if let s = o.choice("extensionSignedAs", ExtensionSignedAs.allCases.map(\.rawValue), required: false) {
             p.extensionSignedAs = ExtensionSignedAs(rawValue: s)!
         }
+        if let s = o.choice("inactiveState", InactiveState.allCases.map(\.rawValue), required: false) {
+            p.inactiveState = InactiveState(rawValue: s)!
+        }
+        if let n = o.int("tokenSizeLimit", required: false, range: 1024...(64 << 20)) { p.tokenSizeLimit = Int(n) }
         o.rejectUnknownKeys()
         try r.finish()
         return p

@@ -13,6 +13,21 @@ public enum SignedDelivery: Codable, Hashable, Sendable {
     /// A legacy app sent its receipt; this is the JSON body `verifyReceipt` returned for it (docs/semantics.md#legacy-verifyreceipt).
     case legacyReceipt(userId: String, responseBody: String)
 
+    /// The size in bytes of the largest signed token it carries (a legacy body carries none): what a token size
+    /// limit is about.
+    public var largestToken: Int {
+        switch self {
+        case .appTransaction(_, let jws, _): jws.utf8.count
+        case .notification(let payload): payload.utf8.count
+        case .apiSnapshot(_, let history, let statuses):
+            max(
+                history.flatMap(\.signedTransactions).map(\.utf8.count).max() ?? 0,
+                statuses?.data.flatMap(\.lastTransactions).flatMap {
+                    [$0.signedTransactionInfo.utf8.count, $0.signedRenewalInfo.utf8.count]
+                }.max() ?? 0)
+        case .legacyReceipt: 0
+        }
+    }
 }
 
 /// The decoded `signedPayload` of a notification exactly as Apple sends it: the nested transaction and renewal

@@ -12,6 +12,8 @@ public enum Mutants {
         public var pitfall: String
         public var description: String
         public var make: @Sendable () -> ReferenceValidator
+        /// The policy its mistake shows under, when the default hides it (`check` and `mutants` use it).
+        public var policy: Policy? = nil
     }
 
     public static func named(_ name: String) -> Entry? { all.first { $0.name == name } }
@@ -234,8 +236,11 @@ public enum Mutants {
             description: "checks certificate validity at the time of delivery, not at the token's signedDate",
             make: { CertificateDatesAtDelivery() }),
         Entry(
-            name: "no-size-limit", pitfall: "J31", description: "accepts tokens of any size",
-            make: { VerifierMutant("no-size-limit") { $0.maxTokenBytes = .max } }),
+            name: "no-size-limit", pitfall: "J31",
+            description:
+                "accepts tokens of any size, whatever limit the app declares (under policy tokenSizeLimit 262144)",
+            make: { VerifierMutant("no-size-limit") { $0.maxTokenBytes = .max } },
+            policy: Policy(tokenSizeLimit: 262_144)),
         Entry(
             name: "api-answers-unverified", pitfall: "J31",
             description:

@@ -15,8 +15,8 @@ final class VerifierMutant: ReferenceValidator {
         self.loosen = loosen
     }
     override var name: String { "mutant:\(mutantName)" }
-    override var verifierOptions: SignedDataVerifier.Options {
-        var o = SignedDataVerifier.Options()
+    override func verifierOptions(_ base: SignedDataVerifier.Options) -> SignedDataVerifier.Options {
+        var o = base
         loosen(&o)
         return o
     }
@@ -28,8 +28,8 @@ final class CertificateDatesAtDelivery: ReferenceValidator {
     override var name: String { "mutant:certificate-dates-at-delivery" }
     /// The clock of the delivery being verified (set before each one; the validator is called one at a time).
     let clock = Locked<Millis>(0)
-    override var verifierOptions: SignedDataVerifier.Options {
-        var o = SignedDataVerifier.Options()
+    override func verifierOptions(_ base: SignedDataVerifier.Options) -> SignedDataVerifier.Options {
+        var o = base
         let clock = clock
         o.validityInstant = { _ in clock.value }
         return o

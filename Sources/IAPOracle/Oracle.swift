@@ -12,87 +12,10 @@ public enum Oracle {
         var end: Millis?
         var ownership: InAppOwnershipType
         var grace: Bool
-    }
-
-    /// How to read a fact the known facts leave open. Every reading is consistent with what the validator was
-    /// given; where two readings answer differently, the answer is not determined (see ``judge(_:user:at:)``).
-    public struct Reading: Sendable, Hashable {
-        /// A transaction flagged `isUpgraded` whose upgrading transaction is unknown: the upgrade happened at some
-        /// instant between its purchase and the signing of the flagged version. `false`: it grants until that
-        /// signing; `true`: it grants nothing.
-        public var upgradedGrantsNothing = false
-        /// A renewal info with a `gracePeriodExpiresDate` but `isInBillingRetryPeriod` false contradicts itself
-        /// (policy `graceWithoutRetryFlag`). `true`: the grace date says the chain is in billing retry, in grace
-        /// until that date; `false`: only the flag says so.
-        public var graceDateMeansRetry = true
-        /// A `GRACE_PERIOD` notification whose renewal info has no grace date. `false` (the rule): no date, no
-        /// grace. `true`: the subtype's word ("continue to provide service through the grace period") grants it
-        /// while that renewal info is the one in force — a reading a notification-driven validator may take.
-        public var graceFromSubtype = false
-        /// An introductory-offer transaction changed away from at once (policy `upgradeDuringIntro`). `false`:
-        /// the change ends it like any period; `true`: it keeps granting its product until its own expiry.
-        public var introOutlivesChange = false
-        public init(
-            upgradedGrantsNothing: Bool = false, graceDateMeansRetry: Bool = true, graceFromSubtype: Bool = false,
-            introOutlivesChange: Bool = false
-        ) {
-            self.upgradedGrantsNothing = upgradedGrantsNothing
-            self.graceDateMeansRetry = graceDateMeansRetry
-            self.graceFromSubtype = graceFromSubtype
-            self.introOutlivesChange = introOutlivesChange
-        }
-
-        /// The reading a policy asks for where it decides (the first of several where it leaves the choice open).
-        public init(policy: Policy) {
-            self.init(
-                graceDateMeansRetry: policy.graceWithoutRetryFlag != .deny,
-                introOutlivesChange: policy.upgradeDuringIntro == .union)
-        }
-
-        /// Every reading of the facts in `k`: the policy's first, then the others where the facts or the policy
-        /// leave a choice.
-        static func all(_ k: Knowledge) -> [Reading] {
-            var rs = [Reading(policy: k.config.policy)]
-            if k.transactions.values.contains(where: { $0.isUpgraded == true }) {
-                rs += rs.map {
-                    var r = $0; r.upgradedGrantsNothing = true; return r
-                }
-            }
-            if k.config.policy.graceWithoutRetryFlag == .either,
-                k.renewals.values.contains(where: {
-                    $0.isInBillingRetryPeriod != true && $0.gracePeriodExpiresDate != nil
-                })
-            {
-                rs += rs.map {
-                    var r = $0; r.graceDateMeansRetry.toggle(); return r
-                }
-            }
-            if !k.graceClaims.isEmpty {
-                rs += rs.map {
-                    var r = $0; r.graceFromSubtype = true; return r
-                }
-            }
-            // Only where an introductory period was (or may have been) changed away from: an upgrade flag or a
-            // later purchase in its chain.
-            var introChains: Set<String> = []
-            if k.config.policy.upgradeDuringIntro == .either {
-                for x in k.transactions.values where x.offerType == .introductory && x.type == .autoRenewable {
-                    introChains.insert(x.originalTransactionId)
-                }
-            }
-            if !introChains.isEmpty,
-                k.transactions.values.contains(where: {
-                    introChains.contains($0.originalTransactionId)
-                        && ($0.isUpgraded == true
-                            || ($0.transactionReason == .purchase && $0.offerType != .introductory))
-                })
-            {
-                rs += rs.map {
-                    var r = $0; r.introOutlivesChange = true; return r
-                }
-            }
-            return rs
-        }
+        /// An earlier end the facts already say (a revocation or an immediate product change after the instant
+        /// asked about, known to a validator whose clock is behind Apple's): then the expiry is either
+        /// (docs/answers.md#what-the-facts-leave-open).
+        var knownEnd: Millis? = nil
     }
 
     /// The expected answer and the parts of it that the known facts do not decide.
@@ -115,8 +38,8 @@ public enum Oracle {
     /// product) are not compared, every other field is.
     public static func judge(_ k: Knowledge, user: String, at t: Millis) -> Judgement {
         let readings = k.readings
-        let primary = answer(k, user: user, at: t, reading: readings[0])
-        var undetermined: Set<AnswerDifference.Key> = []
+        let (primary, open) = answerAndOpenStates(k, user: user, at: t, reading: readings[0])
+        var undetermined = open
         func consider(_ other: EntitlementAnswer) {
             for d in other.answerDifferences(from: primary) {
                 undetermined.insert(d.key)
@@ -183,6 +106,15 @@ public enum Oracle {
     /// The answer at `t` under one reading of the facts (by default the policy's).
     public static func answer(_ k: Knowledge, user: String, at t: Millis, reading: Reading? = nil) -> EntitlementAnswer
     {
+        answerAndOpenStates(k, user: user, at: t, reading: reading).answer
+    }
+
+    /// The answer, and the states it leaves open: an inactive product whose chains end in different states, under
+    /// policy `inactiveState` `either` (Apple reports a status per chain; combining them is the app's choice,
+    /// docs/semantics.md#q18-one-product-several-chains), and the inactive entitlements it alone could decide.
+    static func answerAndOpenStates(_ k: Knowledge, user: String, at t: Millis, reading: Reading? = nil) -> (
+        answer: EntitlementAnswer, open: Set<AnswerDifference.Key>
+    ) {
         let reading = reading ?? Reading(policy: k.config.policy)
         let catalog = k.config.catalog, policy = k.config.policy
         let prepared = k.prepared(user)
@@ -192,6 +124,7 @@ public enum Oracle {
 
         var grants: [Grant] = []
         var inactiveState: [String: (EntitlementState, Millis)] = [:]  // product → state, from the chain's latest
+        var chainStates: [String: Set<EntitlementState>] = [:]  // product → every chain's state (policy inactiveState)
         var consumables: [String: Int] = [:]
 
         for c in prepared.chains {
@@ -229,7 +162,9 @@ public enum Oracle {
                 case .nonConsumable:
                     if !void(x) {
                         grants.append(
-                            Grant(productId: x.productId, end: nil, ownership: x.inAppOwnershipType, grace: false))
+                            Grant(
+                                productId: x.productId, end: nil, ownership: x.inAppOwnershipType, grace: false,
+                                knownEnd: x.revocationDate))
                     }
                 case .nonRenewing:
                     break  // below, per product (stacking spans chains)
@@ -273,8 +208,11 @@ public enum Oracle {
                         end = min(end, reading.upgradedGrantsNothing ? x.purchaseDate : x.signedDate)
                     }
                     if x.purchaseDate <= t && t < end {
+                        let known = min(end, x.revocationDate ?? .max)
                         grants.append(
-                            Grant(productId: x.productId, end: expires, ownership: x.inAppOwnershipType, grace: false))
+                            Grant(
+                                productId: x.productId, end: expires, ownership: x.inAppOwnershipType, grace: false,
+                                knownEnd: known < expires ? known : nil))
                     }
                 }
             }
@@ -300,6 +238,7 @@ public enum Oracle {
                 }
             }
             let state: EntitlementState = void(latest) ? .revoked : inRetry ? .billingRetry : .expired
+            chainStates[latest.productId, default: []].insert(state)
             if let prev = inactiveState[latest.productId], prev.1 > latest.purchaseDate { continue }
             inactiveState[latest.productId] = (state, latest.purchaseDate)
         }
@@ -317,7 +256,11 @@ public enum Oracle {
                     let end = period.added(to: start)
                     lastEnd = end
                     if !x.isRevoked(at: t) && start <= t && t < end {
-                        grants.append(Grant(productId: id, end: end, ownership: x.inAppOwnershipType, grace: false))
+                        let known = x.revocationDate.flatMap { $0 < end ? $0 : nil }
+                        grants.append(
+                            Grant(
+                                productId: id, end: end, ownership: x.inAppOwnershipType, grace: false, knownEnd: known)
+                        )
                     }
                 }
                 if let last = txs.last {
@@ -326,7 +269,8 @@ public enum Oracle {
             }
         }
 
-        // Per product: the latest end and whether any grant is the user's own, of its paid grants and of its grace.
+        // Per product: paid access gives the state (grace only without it); the end is the latest of every grant, paid
+        // or grace, and the user owns it when any grant is their own (docs/answers.md#products-products).
         struct Held {
             var end: Millis?
             var purchased = false
@@ -354,7 +298,17 @@ public enum Oracle {
         var products: [ProductEntitlement] = []
         products.reserveCapacity(listed.count)
         for id in listed.sorted() {
-            let held = paid[id].map { ($0, EntitlementState.active) } ?? grace[id].map { ($0, .grace) }
+            let held: (Held, EntitlementState)?
+            switch (paid[id], grace[id]) {
+            case (var p?, let g?):
+                // The user's own grace while another grant (a family share) covers the product: still a grant.
+                if let e = g.end { p.end = max(p.end ?? e, e) }
+                p.purchased = p.purchased || g.purchased
+                held = (p, .active)
+            case (let p?, nil): held = (p, .active)
+            case (nil, let g?): held = (g, .grace)
+            case (nil, nil): held = nil
+            }
             if let (h, state) = held {
                 products.append(
                     ProductEntitlement(
@@ -377,9 +331,34 @@ public enum Oracle {
         let groups = index.groupIds.map { g in
             GroupEntitlement(groupId: g, effectiveProductId: best[g]?.id, introEligible: !spent.contains(g))
         }
-        return EntitlementAnswer(
+        let answer = EntitlementAnswer(
             products: products, groups: groups,
             consumables: consumables.map { ConsumableBalance(productId: $0.key, balance: $0.value) },
             entitlements: catalog.entitlementGrants(from: products))
+        // An end the facts already know ahead of `t`: the transaction's own expiry or that end (either).
+        let earlyEnds = Set(grants.filter { $0.knownEnd != nil }.map(\.productId))
+        let splitStates = policy.inactiveState == .either && chainStates.values.contains { $0.count > 1 }
+        guard !earlyEnds.isEmpty || splitStates else { return (answer, []) }
+        var open: Set<AnswerDifference.Key> = []
+        var openStates: Set<String> = []
+        for p in products {
+            if p.active && earlyEnds.contains(p.productId) {
+                open.insert(.init(subject: .product(p.productId), field: .expiresDate))
+            }
+            if splitStates && !p.active && (chainStates[p.productId]?.count ?? 0) > 1 {
+                openStates.insert(p.productId)
+                open.insert(.init(subject: .product(p.productId), field: .state))
+            }
+        }
+        for e in catalog.entitlements ?? [] {
+            let granted = answer.entitlements.first { $0.entitlementId == e.id }
+            if granted?.active == true && e.products.contains(where: earlyEnds.contains) {
+                open.insert(.init(subject: .entitlement(e.id), field: .expiresDate))
+            }
+            if granted?.active == false && e.products.contains(where: openStates.contains) {
+                open.insert(.init(subject: .entitlement(e.id), field: .state))
+            }
+        }
+        return (answer, open)
     }
 }

@@ -21,14 +21,12 @@ extension ReferenceValidator {
             switch (old.state.isEntitled, h.state.isEntitled) {
             case (false, true): held[productId] = h
             case (true, true):
-                if old.state == h.state {
-                    var merged = old
-                    if let a = old.expires, let b = h.expires { merged.expires = max(a, b) }
-                    if h.ownership == .purchased { merged.ownership = .purchased }
-                    held[productId] = merged
-                } else if h.state == .active {
-                    held[productId] = h  // paid access outranks grace
-                }
+                // Paid access outranks grace for the state; the holding lasts as long as any of them (a grace of the
+                // user's own beyond a family share still grants) and is the user's own if either is.
+                var merged = h.state == .active && old.state != .active ? h : old
+                if let a = old.expires, let b = h.expires { merged.expires = max(a, b) }
+                if h.ownership == .purchased || old.ownership == .purchased { merged.ownership = .purchased }
+                held[productId] = merged
             case (false, false): if h.since >= old.since { held[productId] = h }
             case (true, false): break
             }

@@ -53,11 +53,17 @@ open class ReferenceValidator: DecodedDeliveryValidator {
     open var dedupesNotifications: Bool { true }
 
     /// How strictly JWS are verified (mutants loosen one switch).
-    open var verifierOptions: SignedDataVerifier.Options { SignedDataVerifier.Options() }
+    /// `base` is the reference's options under the case's policy (its token size limit, when it declares one).
+    open func verifierOptions(_ base: SignedDataVerifier.Options) -> SignedDataVerifier.Options { base }
 
     open func reset(_ config: ValidatorConfig) throws(ValidatorFailure) {
-        if config.trustedRoots != self.config.trustedRoots || verifier.roots.isEmpty {
-            verifier = SignedDataVerifier(trustedRoots: config.trustedRoots, options: verifierOptions)
+        if config.trustedRoots != self.config.trustedRoots || verifier.roots.isEmpty
+            || config.policy.tokenSizeLimit != self.config.policy.tokenSizeLimit
+        {
+            var base = SignedDataVerifier.Options()
+            // Without the policy the reference keeps its own 256 KB cap (a hardening choice either verdict passes).
+            if let limit = config.policy.tokenSizeLimit { base.maxTokenBytes = limit }
+            verifier = SignedDataVerifier(trustedRoots: config.trustedRoots, options: verifierOptions(base))
         }
         self.config = config
         chains = [:]

@@ -33,8 +33,10 @@ public struct ForgeryKit: Sendable {
         _ f: ForgeryClass, tempting: JWSTransactionDecodedPayload, notification: ResponseBodyV2DecodedPayload,
         userId: String
     ) -> Delivery {
+        // An oversized token carries the genuine purchase: its only fault is its size (ForgeryClass.isHardeningOnly).
+        let content = f.isHardeningOnly ? notification.data?.transactionInfo ?? tempting : tempting
         var n = notification
-        n.data?.transactionInfo = tempting
+        n.data?.transactionInfo = content
         if f != .replayedNotificationUUID { n.notificationUUID = "f00d" + n.notificationUUID.dropFirst(4) }
         switch f {
         case .wrongAppAppleId:
@@ -43,7 +45,7 @@ public struct ForgeryKit: Sendable {
         case .replayedNotificationUUID, .forgedNestedTransaction:
             return .notification(n)
         default:
-            let x = f.withIdentity(tempting)
+            let x = f.withIdentity(content)
             return .appTransaction(AppTransactionSubmission(userId: userId, transaction: x, deviceTime: nil))
         }
     }

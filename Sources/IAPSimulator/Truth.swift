@@ -63,13 +63,13 @@ extension StoreSimulator {
         var products: [String: ProductEntitlement] = [:]
         for id in had {
             if let segs = covering[id] {
-                // Paid access outranks grace; the customer owns it if any covering grant is their own purchase.
-                let paid = segs.filter { $0.kind == .paid }
-                let chosen = paid.isEmpty ? segs : paid
+                // Paid access gives the state; every covering grant, paid or grace, counts for the end and for whether
+                // the customer owns it (their own grace while a family share covers the product still grants).
+                let paid = segs.contains { $0.kind == .paid }
                 products[id] = ProductEntitlement(
-                    productId: id, active: true, state: paid.isEmpty ? .grace : .active,
-                    expiresDate: chosen.compactMap(\.promisedEnd).max(),
-                    ownership: chosen.contains { $0.ownership == .purchased } ? .purchased : .familyShared)
+                    productId: id, active: true, state: paid ? .active : .grace,
+                    expiresDate: segs.compactMap(\.promisedEnd).max(),
+                    ownership: segs.contains { $0.ownership == .purchased } ? .purchased : .familyShared)
             } else {
                 // Not granted: the state of the chain whose current period of this product began last; a product
                 // no chain is on any more (changed away from) has simply expired.

@@ -136,7 +136,9 @@ struct MutantsCommand: ParsableCommand {
         print(TextReport.mutantsHeader)
         do {
             try run.run(
-                entries.map { m in .init(name: m.name, description: m.description, pitfall: m.pitfall, make: m.make) }
+                entries.map { m in
+                    .init(name: m.name, description: m.description, pitfall: m.pitfall, make: m.make, policy: m.policy)
+                }
             ) {
                 row, report, foundWith in
                 if report.interrupted && report.failure == nil { throw Stopped() }

@@ -34,13 +34,14 @@ import Testing
         #expect(v.hello?.name == "apple-app-store-server-library-python")
     }
 
-    /// The library has no token size limit (a documented divergence, docs/verifiers.md#what-is-left-to-the-application): the harness
-    /// reports it as a forgery it accepted.
+    /// The library has no token size limit (docs/verifiers.md#what-is-left-to-the-application): fine without a
+    /// declared limit (Apple sets none), found when the app's policy declares one.
     @Test(.enabled(if: available, "python3 with app-store-server-library is not installed"))
     func theSizeLimitDivergenceIsFound() throws {
         var o = CheckOptions()
         o.cases = 400
         o.properties = [.forgeryRejected]
+        o.policy = Policy(tokenSizeLimit: 262_144)
         o.shrinkBudget = .init(maxAttempts: 50, maxSeconds: 10)
         let v = SubprocessValidator(command: "python3 \(Self.script)", timeout: 20)
         defer { v.stop() }

@@ -18,7 +18,8 @@ import Testing
         let mine = Set(id.slice)
         let entries = names.filter { mine.contains($0) }.map { name in
             let m = Mutants.named(name)!
-            return MutantsRun.Entry(name: m.name, description: m.description, pitfall: m.pitfall, make: m.make)
+            return MutantsRun.Entry(
+                name: m.name, description: m.description, pitfall: m.pitfall, make: m.make, policy: m.policy)
         }
         var rows: [Reports.MutantSummary] = []
         MutantsRun(options: o).run(entries) { row, _, _ in rows.append(row) }

@@ -80,7 +80,9 @@ import Testing
         #expect(answer.answerDifferences(from: after.answer, ignoring: after.undetermined).isEmpty)
     }
 
-    /// With the upgrading transaction known, the cut is at its purchase: nothing is left open.
+    /// With the upgrading transaction known, the cut is at its purchase: whether the old product is active is
+    /// determined; only its expiry before the cut is open (its own `expiresDate`, or the cut the validator already
+    /// knows of).
     @Test func anUpgradeWithItsTransactionIsDetermined() {
         var k = Knowledge(config: ValidatorConfig(catalog: .standard, policy: .default))
         let upgradeAt = Self.t0 + 5 * Self.day
@@ -90,7 +92,7 @@ import Testing
         k.learn(.appTransaction(AppTransactionSubmission(userId: Self.user, transaction: flagged, deviceTime: nil)))
         k.learn(.appTransaction(AppTransactionSubmission(userId: Self.user, transaction: upgrade, deviceTime: nil)))
         let before = Oracle.judge(k, user: Self.user, at: upgradeAt - 1)
-        #expect(before.undetermined.isEmpty)
+        #expect(before.undetermined == [.init(subject: .product("pro.monthly"), field: .expiresDate)])
         #expect(before.answer.products.first { $0.productId == "pro.monthly" }?.active == true)
         #expect(
             Oracle.judge(k, user: Self.user, at: upgradeAt).answer.products.first { $0.productId == "pro.monthly" }?

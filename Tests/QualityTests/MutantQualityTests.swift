@@ -28,6 +28,7 @@ import Testing
         o.cases = 2000
         o.drawsCatalogs = true  // as `iapcheck mutants` runs them
         o.shrinkBudget = .init(maxAttempts: 600)
+        if let p = Mutants.named(name)!.policy { o.policy = p }
         let report = Checker(options: o, validator: Mutants.named(name)!.make()).run()
         let f = try #require(report.failure, "mutant \(name) survived \(o.cases) cases")
         // Shrinking did its job: a small history, and never larger than what was found.
