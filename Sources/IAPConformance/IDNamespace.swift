@@ -132,6 +132,7 @@ public struct IDNamespace: Sendable, Hashable {
             var r = l
             r.userId = uuid(l.userId)
             r.chains = l.chains.map(apply)
+            r.inApp = l.inApp.map { $0.map(apply) }
             return .legacyReceipt(r)
         }
     }

@@ -64,9 +64,18 @@ public struct LegacyReceiptFacts: Codable, Hashable, Sendable {
     public var userId: String
     public var bundleId: String
     public var environment: Environment
-    /// `receipt.request_date_ms`: Apple's clock when it answered; every fact in the receipt is as of then.
+    /// `receipt.request_date_ms`: Apple's clock when it answered; every fact of `latest_receipt_info` and
+    /// `pending_renewal_info` is as of then, and so is every fact that counts.
     public var requestDate: Millis
     public var chains: [APISnapshot]
+    /// The receipt's own `in_app`, as of `receiptCreationDate`, when the app sent a receipt made before the
+    /// request (it sends the receipt it has, which renewals since have outdated); nil: as `chains`. Only a receipt
+    /// with an auto-renewable subscription is outdated so, and a validator then reads `latest_receipt_info`
+    /// (docs/semantics.md#receipt-fields).
+    public var inApp: [APISnapshot]?
+    /// `receipt.receipt_creation_date_ms` when it is before `requestDate`.
+    public var receiptCreationDate: Millis?
+
     public init(userId: String, bundleId: String, environment: Environment, requestDate: Millis, chains: [APISnapshot])
     {
         self.userId = userId
@@ -74,6 +83,11 @@ public struct LegacyReceiptFacts: Codable, Hashable, Sendable {
         self.environment = environment
         self.requestDate = requestDate
         self.chains = chains
+    }
+
+    /// Whether the receipt holds an auto-renewable subscription (then Apple's answer has `latest_receipt_info`).
+    public var hasSubscription: Bool {
+        chains.contains { $0.transactions.contains { $0.type == .autoRenewable } }
     }
 }
 

@@ -255,6 +255,11 @@ public enum Mutants {
             description: "legacy: reads cancellation_date on an upgraded entry as a refund of the whole subscription",
             make: { UpgradeAsRefund() }),
         Entry(
+            name: "legacy-in-app-only", pitfall: "J54",
+            description:
+                "legacy: reads the receipt's in_app and never latest_receipt_info, so a receipt made before renewals, refunds or grace misses them",
+            make: { LegacyInAppOnly() }),
+        Entry(
             name: "legacy-first-entry-latest", pitfall: "J3",
             description: "legacy: takes the first latest_receipt_info entry of a chain as its latest transaction",
             make: { LegacyFirstEntryLatest() }),

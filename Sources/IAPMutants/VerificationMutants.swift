@@ -93,6 +93,21 @@ final class UpgradeAsRefund: ReferenceValidator {
     }
 }
 
+/// Reads the receipt's own `in_app` and never `latest_receipt_info`: a receipt the app made before renewals, refunds
+/// or grace since shows none of them there.
+final class LegacyInAppOnly: ReferenceValidator {
+    override var name: String { "mutant:legacy-in-app-only" }
+    override func ingestLegacyReceipt(userId: String, body: String) -> DeliveryVerdict {
+        guard var r = try? JSONDecoder().decode(LegacyReceiptResponse.self, from: Data(body.utf8)),
+            let stripped = { () -> Data? in
+                r.latest_receipt_info = nil
+                return try? JSONEncoder().encode(r)
+            }()
+        else { return super.ingestLegacyReceipt(userId: userId, body: body) }
+        return super.ingestLegacyReceipt(userId: userId, body: String(decoding: stripped, as: UTF8.self))
+    }
+}
+
 final class LegacyFirstEntryLatest: PinnedLatestMutant {
     override var name: String { "mutant:legacy-first-entry-latest" }
     override func ingestLegacyReceipt(userId: String, body: String) -> DeliveryVerdict {

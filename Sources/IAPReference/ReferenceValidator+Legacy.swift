@@ -18,7 +18,9 @@ extension ReferenceValidator {
         }
         var byChain: [String: [JWSTransactionDecodedPayload]] = [:]
         var order: [String] = []
-        for e in (r.latest_receipt_info ?? []) + receipt.in_app {
+        // Apple: for a receipt with auto-renewable subscriptions, latest_receipt_info holds every transaction as of
+        // the request, while in_app is the receipt's own, possibly outdated; without one, in_app is all there is.
+        for e in r.latest_receipt_info ?? receipt.in_app {
             guard
                 let tx = convertLegacy(
                     e, bundleId: receipt.bundle_id, environment: environment, requestDate: requestDate)

@@ -3,12 +3,52 @@ import IAPModel
 
 /// Renders a legacy `verifyReceipt` response body from receipt facts: string-typed numbers, `_ms` dates with their
 /// formatted (`Etc/GMT`, `America/Los_Angeles`) variants, `cancellation_date` on refunded and on upgraded-from
-/// entries (legacy receipts mark an upgrade that way, with `is_upgraded`), `pending_renewal_info` per chain.
+/// entries (legacy receipts mark an upgrade that way, with `is_upgraded`), `pending_renewal_info` per chain, and
+/// the two transaction arrays as Apple fills them.
 public enum LegacyReceiptRenderer {
+    /// The body `verifyReceipt` answers (https://developer.apple.com/documentation/appstorereceipts/responsebody):
+    /// `latest_receipt_info` holds every transaction of the receipt as of the request (consumables are gone once
+    /// finished) and is there only when the receipt has an auto-renewable subscription; `receipt.in_app` holds
+    /// the receipt's own transactions of every type, as of its creation; `pending_renewal_info` one entry per
+    /// subscription chain. Apple promises no order in either array; both are rotated by `shuffleSeed`.
     public static func response(_ l: LegacyReceiptFacts, shuffleSeed: UInt64 = 0) -> LegacyReceiptResponse {
-        var entries: [LegacyReceiptResponse.InApp] = []
         var pending: [LegacyReceiptResponse.PendingRenewal] = []
         for chain in l.chains {
+            for r in chain.renewalInfos {
+                var p = LegacyReceiptResponse.PendingRenewal(
+                    original_transaction_id: r.originalTransactionId, product_id: r.productId,
+                    auto_renew_status: r.autoRenewStatus == .on ? "1" : "0")
+                p.auto_renew_product_id = r.autoRenewProductId
+                p.expiration_intent = r.expirationIntent.map { String($0.rawValue) }
+                p.is_in_billing_retry_period = r.isInBillingRetryPeriod == true ? "1" : "0"
+                p.grace_period_expires_date = r.gracePeriodExpiresDate.map(gmt)
+                p.grace_period_expires_date_ms = r.gracePeriodExpiresDate.map { String($0) }
+                p.price_consent_status = r.priceIncreaseStatus.map { String($0.rawValue) }
+                pending.append(p)
+            }
+        }
+        let latest = rotated(entries(l.chains), by: shuffleSeed)
+        var receipt = LegacyReceiptResponse.Receipt(
+            bundle_id: l.bundleId, request_date_ms: String(l.requestDate), request_date: gmt(l.requestDate),
+            in_app: entries(l.inApp ?? l.chains))
+        receipt.receipt_creation_date_ms = String(l.receiptCreationDate ?? l.requestDate)
+        return LegacyReceiptResponse(
+            status: 0, environment: l.environment == .production ? "Production" : "Sandbox", receipt: receipt,
+            latest_receipt_info: l.hasSubscription ? latest : nil,
+            pending_renewal_info: l.hasSubscription ? rotated(pending, by: shuffleSeed / 7) : nil)
+    }
+
+    /// `[a, b, c]` from its `k`-th element on: an order nothing may lean on.
+    static func rotated<T>(_ xs: [T], by seed: UInt64) -> [T] {
+        guard xs.count > 1 else { return xs }
+        let k = Int(seed % UInt64(xs.count))
+        return Array(xs[k...] + xs[..<k])
+    }
+
+    /// Every transaction of the chains (consumables aside) as a receipt entry, in purchase order per chain.
+    static func entries(_ chains: [APISnapshot]) -> [LegacyReceiptResponse.InApp] {
+        var entries: [LegacyReceiptResponse.InApp] = []
+        for chain in chains {
             let ordered = chain.transactions.sorted(by: JWSTransactionDecodedPayload.purchasedBefore)
             for (i, t) in ordered.enumerated() where t.type != .consumable {
                 var e = LegacyReceiptResponse.InApp(
@@ -45,30 +85,8 @@ public enum LegacyReceiptRenderer {
                 e.app_account_token = t.appAccountToken
                 entries.append(e)
             }
-            for r in chain.renewalInfos {
-                var p = LegacyReceiptResponse.PendingRenewal(
-                    original_transaction_id: r.originalTransactionId, product_id: r.productId,
-                    auto_renew_status: r.autoRenewStatus == .on ? "1" : "0")
-                p.auto_renew_product_id = r.autoRenewProductId
-                p.expiration_intent = r.expirationIntent.map { String($0.rawValue) }
-                p.is_in_billing_retry_period = r.isInBillingRetryPeriod == true ? "1" : "0"
-                p.grace_period_expires_date = r.gracePeriodExpiresDate.map(gmt)
-                p.grace_period_expires_date_ms = r.gracePeriodExpiresDate.map { String($0) }
-                p.price_consent_status = r.priceIncreaseStatus.map { String($0.rawValue) }
-                pending.append(p)
-            }
         }
-        // Apple guarantees no order in latest_receipt_info; rotate it so no validator can lean on one.
-        if entries.count > 1 {
-            let k = Int(shuffleSeed % UInt64(entries.count))
-            entries = Array(entries[k...] + entries[..<k])
-        }
-        let receipt = LegacyReceiptResponse.Receipt(
-            bundle_id: l.bundleId, request_date_ms: String(l.requestDate), request_date: gmt(l.requestDate),
-            in_app: entries.filter { $0.expires_date_ms == nil })
-        return LegacyReceiptResponse(
-            status: 0, environment: l.environment == .production ? "Production" : "Sandbox", receipt: receipt,
-            latest_receipt_info: entries.filter { $0.expires_date_ms != nil }, pending_renewal_info: pending)
+        return entries
     }
 
     public static func body(_ l: LegacyReceiptFacts, shuffleSeed: UInt64 = 0) -> String {

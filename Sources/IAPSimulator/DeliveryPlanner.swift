@@ -113,6 +113,18 @@ public struct DeliveryPlanner: Sendable {
                         forgery == .wrongBundleId ? [] : snap.renewalInfos.map { forgery.content($0) }
                     add(submit + 3, .apiSnapshot(snap), .forged(forgery), c.person)
                 }
+                if perturbations.legacyReceipts && c.inApp && src.chance(30) {
+                    // The app sends the receipt it has again when it next opens, days later: renewals, refunds and
+                    // grace since are in Apple's answer (latest_receipt_info) but not in the receipt's own in_app.
+                    let later =
+                        submit + Millis(1 + src.int(below: 60)) * CivilTime.msPerDay + Millis(src.int(below: 1000))
+                    var receipt = Self.legacyReceipt(sim, person: c.person, at: later)
+                    if receipt.hasSubscription {
+                        receipt.inApp = Self.legacyReceipt(sim, person: c.person, at: submit).chains
+                        receipt.receiptCreationDate = submit
+                    }
+                    add(later, .legacyReceipt(receipt), .legacyReceipt, c.person)
+                }
                 if perturbations.foreign && c.inApp && src.chance(15) {
                     // A verifyReceipt response for another app presented as this user's receipt.
                     let forgery = src.pick(ForgeryClass.allCases.filter { $0.channels.contains(.legacy) })

@@ -296,6 +296,52 @@ import Testing
         #expect((upgraded["purchase_date"] as? String)?.hasSuffix("Etc/GMT") == true)
         #expect((json["receipt"] as? [String: Any])?["request_date_ms"] as? String == String(Self.t0 + 100))
     }
+
+    static func transaction(_ id: String, _ product: String, type: ProductType, expires: Millis?)
+        -> JWSTransactionDecodedPayload
+    {
+        JWSTransactionDecodedPayload(
+            transactionId: id, originalTransactionId: id, bundleId: "com.example.iapcheck", productId: product,
+            subscriptionGroupIdentifier: type == .autoRenewable ? "21000001" : nil, purchaseDate: t0,
+            expiresDate: expires, type: type, signedDate: t0, environment: .production, transactionReason: nil)
+    }
+
+    /// Apple's arrays: latest_receipt_info holds every transaction of a receipt with a subscription, in_app the
+    /// receipt's own (outdated when the app sent an old receipt), pending_renewal_info one per subscription chain;
+    /// a receipt without a subscription has in_app alone.
+    @Test func theTwoArraysAreFilledAsApplesAre() throws {
+        let sub = Self.transaction("1", "pro.monthly", type: .autoRenewable, expires: Self.t0 + 1000)
+        var renewed = Self.transaction("3", "pro.monthly", type: .autoRenewable, expires: Self.t0 + 2000)
+        renewed.originalTransactionId = "1"
+        let lifetime = Self.transaction("2", "lifetime", type: .nonConsumable, expires: nil)
+        var facts = LegacyReceiptFacts(
+            userId: "u", bundleId: "com.example.iapcheck", environment: .production, requestDate: Self.t0 + 1500,
+            chains: [
+                APISnapshot(
+                    originalTransactionId: "1", transactions: [sub, renewed],
+                    renewalInfo: JWSRenewalInfoDecodedPayload(
+                        originalTransactionId: "1", productId: "pro.monthly", autoRenewProductId: "pro.monthly",
+                        autoRenewStatus: .on, signedDate: Self.t0 + 1500, environment: .production)),
+                APISnapshot(originalTransactionId: "2", transactions: [lifetime], renewalInfo: nil),
+            ])
+        facts.inApp = [
+            APISnapshot(originalTransactionId: "1", transactions: [sub], renewalInfo: nil),
+            APISnapshot(originalTransactionId: "2", transactions: [lifetime], renewalInfo: nil),
+        ]
+        facts.receiptCreationDate = Self.t0 + 10
+        let r = LegacyReceiptRenderer.response(facts, shuffleSeed: 1)
+        #expect(Set(r.latest_receipt_info?.map(\.transaction_id) ?? []) == ["1", "2", "3"])
+        #expect(Set(r.receipt?.in_app.map(\.transaction_id) ?? []) == ["1", "2"])  // made before the renewal
+        #expect(r.receipt?.receipt_creation_date_ms == String(Self.t0 + 10))
+        #expect(r.pending_renewal_info?.map(\.original_transaction_id) == ["1"])
+        // Without a subscription: in_app only.
+        let plain = LegacyReceiptRenderer.response(
+            LegacyReceiptFacts(
+                userId: "u", bundleId: "com.example.iapcheck", environment: .production, requestDate: Self.t0,
+                chains: [APISnapshot(originalTransactionId: "2", transactions: [lifetime], renewalInfo: nil)]))
+        #expect(plain.latest_receipt_info == nil && plain.pending_renewal_info == nil)
+        #expect(plain.receipt?.in_app.map(\.transaction_id) == ["2"])
+    }
 }
 
 @Suite struct OCSPOptionTests {

@@ -1,0 +1,77 @@
+import Foundation
+import IAPConformance
+import IAPModel
+import IAPMutants
+import IAPReference
+import IAPTesting
+import IAPValidatorAPI
+import Testing
+
+/// Legacy `verifyReceipt` answers shaped as Apple's (docs/semantics.md#receipt-fields): a backend of a legacy app
+/// that reads `latest_receipt_info` where Apple returns it, and `in_app` where it does not, is right; one that reads
+/// either array alone is right exactly where Apple says that array holds everything.
+@Suite struct LegacyReadingTests {
+    /// The reference as a legacy app's backend: its facts come from verifyReceipt answers only.
+    static func legacyOnly<V: ReferenceValidator>(_ v: V) -> V {
+        v.profile = ValidatorProfile(answers: ValidatorProfile.undeclared.answers, channels: [.legacy])
+        return v
+    }
+
+    /// Reads only `latest_receipt_info`, whatever the receipt holds.
+    final class LatestOnly: ReferenceValidator {
+        override var name: String { "latest-receipt-info-only" }
+        override func ingestLegacyReceipt(userId: String, body: String) -> DeliveryVerdict {
+            guard var r = try? JSONDecoder().decode(LegacyReceiptResponse.self, from: Data(body.utf8)) else {
+                return super.ingestLegacyReceipt(userId: userId, body: body)
+            }
+            r.receipt?.in_app = []
+            let stripped = (try? JSONEncoder().encode(r)) ?? Data(body.utf8)
+            return super.ingestLegacyReceipt(userId: userId, body: String(decoding: stripped, as: UTF8.self))
+        }
+    }
+
+    /// The built-in catalog with only the products of these kinds.
+    static func catalog(_ kinds: Set<ProductKind>) -> Catalog {
+        var c = Catalog.standard
+        c.products = c.products.filter { kinds.contains($0.kind) }
+        let groups = Set(c.products.compactMap(\.groupId))
+        c.groups = c.groups.filter { groups.contains($0.id) }
+        c.entitlements = nil
+        return c
+    }
+
+    static func check(_ v: any Validator, _ catalog: Catalog, seed: UInt64, cases: Int = 2000) -> CheckReport {
+        var o = CheckOptions()
+        o.cases = cases
+        o.seed = seed
+        o.catalog = catalog
+        o.properties = [.entitlementAgreement, .idempotentDelivery, .orderInsensitivity]
+        return Checker(options: o, validator: v).run()
+    }
+
+    static func failure(_ r: CheckReport) -> String {
+        r.failure.map { Timeline.render($0.shrunk, failingStep: $0.failingStep) } ?? ""
+    }
+
+    @Test(arguments: [UInt64(1), 2])
+    func readingLatestReceiptInfoWhereAppleReturnsItPasses(seed: UInt64) {
+        let r = Self.check(Self.legacyOnly(ReferenceValidator()), .standard, seed: seed)
+        #expect(r.failure == nil, "\(Self.failure(r))")
+    }
+
+    @Test(arguments: [UInt64(1), 2])
+    func readingOnlyLatestReceiptInfoPassesForASubscriptionApp(seed: UInt64) {
+        let subscriptions = Self.catalog([.autoRenewable])
+        let r = Self.check(Self.legacyOnly(LatestOnly()), subscriptions, seed: seed)
+        #expect(r.failure == nil, "\(Self.failure(r))")
+    }
+
+    @Test func readingOnlyInAppPassesForAnAppWithoutSubscriptionsAndIsCaughtWithThem() {
+        let mutant = Mutants.named("legacy-in-app-only")!
+        let oneTime = Self.catalog([.nonConsumable, .nonRenewing, .consumable])
+        let r = Self.check(Self.legacyOnly(mutant.make()), oneTime, seed: 1)
+        #expect(r.failure == nil, "\(Self.failure(r))")
+        let caught = Self.check(Self.legacyOnly(mutant.make()), .standard, seed: 1, cases: 500)
+        #expect(caught.failure != nil)
+    }
+}
