@@ -235,3 +235,22 @@ final class UnlinkedNotificationsDropped: ReferenceValidator {
         return super.ingestNotification(n)
     }
 }
+
+/// Keeps, per subscription (`originalTransactionId`), the `signedDate` of the last notification it processed and
+/// drops any signed earlier — a guard against "stale events" that loses a late notification's news when a newer one
+/// about another transaction of the same chain came first (a renewal overtaken by an old period's refund).
+final class SignedDateWatermark: ReferenceValidator {
+    override var name: String { "mutant:signed-date-watermark" }
+    var watermark: [String: Millis] = [:]
+    override func reset(_ config: ValidatorConfig) throws(ValidatorFailure) {
+        try super.reset(config)
+        watermark = [:]
+    }
+    override func ingestNotification(_ n: ResponseBodyV2DecodedPayload) -> DeliveryVerdict {
+        let chain = n.data?.transactionInfo?.originalTransactionId ?? n.data?.renewalInfo?.originalTransactionId
+        if let chain, let last = watermark[chain], n.signedDate < last { return .accepted }  // "stale": acknowledged
+        let verdict = super.ingestNotification(n)
+        if let chain, verdict.isAccepted { watermark[chain] = max(watermark[chain] ?? .min, n.signedDate) }
+        return verdict
+    }
+}

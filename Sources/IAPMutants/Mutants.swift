@@ -185,6 +185,11 @@ public enum Mutants {
                 "counts a customer's consumables over the 10 most recent purchases only (a fixed window of recent transactions)",
             make: { RecentWindow() }),
         Entry(
+            name: "signed-date-watermark", pitfall: "J55",
+            description:
+                "drops a notification signed before the last one it processed about the same subscription, losing what a late notification says",
+            make: { SignedDateWatermark() }),
+        Entry(
             name: "history-first-page", pitfall: "J50",
             description: "reads the first page of Get Transaction History and never follows revision while hasMore",
             make: { HistoryFirstPage() }),
@@ -254,6 +259,11 @@ public enum Mutants {
             name: "upgrade-as-refund", pitfall: "J17",
             description: "legacy: reads cancellation_date on an upgraded entry as a refund of the whole subscription",
             make: { UpgradeAsRefund() }),
+        Entry(
+            name: "first-pending-renewal-for-all", pitfall: "J56",
+            description:
+                "legacy: applies pending_renewal_info[0] to every subscription of a receipt, so one chain's grace or billing retry becomes the other's",
+            make: { FirstPendingRenewalForAll() }),
         Entry(
             name: "legacy-in-app-only", pitfall: "J54",
             description:

@@ -127,3 +127,25 @@ final class NoUUIDDedupe: ReferenceValidator {
     override var name: String { "mutant:no-uuid-dedupe" }
     override var dedupesNotifications: Bool { false }
 }
+
+/// Reads `pending_renewal_info[0]` as the renewal state of every subscription of a receipt: with two subscriptions,
+/// the grace or billing retry of one is applied to the other (the array has one entry per chain, in no order).
+final class FirstPendingRenewalForAll: ReferenceValidator {
+    override var name: String { "mutant:first-pending-renewal-for-all" }
+    override func ingestLegacyReceipt(userId: String, body: String) -> DeliveryVerdict {
+        guard var r = try? JSONDecoder().decode(LegacyReceiptResponse.self, from: Data(body.utf8)),
+            let first = r.pending_renewal_info?.first, (r.pending_renewal_info?.count ?? 0) > 1
+        else { return super.ingestLegacyReceipt(userId: userId, body: body) }
+        r.pending_renewal_info = r.pending_renewal_info?.map { p in
+            var q = p
+            q.is_in_billing_retry_period = first.is_in_billing_retry_period
+            q.grace_period_expires_date = first.grace_period_expires_date
+            q.grace_period_expires_date_ms = first.grace_period_expires_date_ms
+            q.expiration_intent = first.expiration_intent
+            q.auto_renew_status = first.auto_renew_status
+            return q
+        }
+        let body = (try? JSONEncoder().encode(r)).map { String(decoding: $0, as: UTF8.self) } ?? body
+        return super.ingestLegacyReceipt(userId: userId, body: body)
+    }
+}

@@ -135,19 +135,40 @@ public struct DeliveryPlanner: Sendable {
             }
         }
 
-        // The notification channel.
+        // The notification channel. A retried notification is often overtaken: its retry comes after the next
+        // notification of its subscription was sent (Apple retries on a schedule of hours and days; the webhook may
+        // have been down), so a newer notification arrives before an older one.
+        var nextOfChain: [Int: Millis] = [:]
+        var lastSeen: [String: Int] = [:]
+        for (ni, n) in sim.notifications.enumerated() {
+            guard let chain = n.chainId else { continue }
+            if let previous = lastSeen[chain] { nextOfChain[previous] = n.payload.signedDate }
+            lastSeen[chain] = ni
+        }
         for (ni, n) in sim.notifications.enumerated() {
             let src = ChoiceSource(replaying: history.notificationEntropy[ni])
             do {
                 let signed = n.payload.signedDate
                 var first = signed + (src.chance(8) ? Millis(1 + src.int(below: 66)) * m : Millis(src.int(below: 3000)))
                 var label = DeliveryOrigin.notification
+                // The first retry after the subscription's next notification was sent, if one comes before Apple
+                // gives up: delivered then, this notification is overtaken by a newer one.
+                let overtaken = nextOfChain[ni].flatMap { next in
+                    (1..<NotificationRetry.offsetsHours.count).first {
+                        signed + NotificationRetry.offsetsHours[$0] * h > next + m
+                    }
+                }
                 if perturbations.retries && src.chance(25) {
-                    let k = 1 + src.int(below: 5)
+                    var k = 1 + src.int(below: 5)
+                    if src.chance(50), let j = overtaken { k = j }
                     first += NotificationRetry.offsetsHours[k] * h
                     label = .retry(hours: NotificationRetry.offsetsHours[k])
+                } else if src.chance(4), let k = overtaken {
+                    // A backlog after the webhook was down (or an App Store outage), in any property: realistic.
+                    first = signed + NotificationRetry.offsetsHours[k] * h + Millis(src.int(below: 3000))
+                    label = .retry(hours: NotificationRetry.offsetsHours[k])
                 }
-                if perturbations.drops && src.chance(15) && channels.contains(.api) {
+                if perturbations.drops && src.chance(Self.dropChance(n, sim)) && channels.contains(.api) {
                     // Lost for good; the backend reconciles the chain from the API later (a notification about the
                     // app has no chain to reconcile: it is just lost).
                     let at = signed + Millis(1 + src.int(below: 48)) * h
@@ -273,6 +294,16 @@ public struct DeliveryPlanner: Sendable {
     /// The chain whose transaction id a backend reconciling `chain` asks the API with: mostly that chain, but often
     /// another of the customer's (a backend that keeps one transaction id per user; any id finds the whole history,
     /// so the facts about `chain` arrive in an answer asked about another one).
+    /// How often a notification is lost for good under the `drops` perturbation: 15 %, and 50 % for one whose news
+    /// only a later page of the customer's history carries (a one-time purchase or a refund of a customer with more
+    /// than a page of transactions: Apple orders pages by the date each transaction last changed, so the news is on
+    /// the last page), so a backend that reads only the first page is caught.
+    static func dropChance(_ n: EmittedNotification, _ sim: StoreSimulator) -> Int {
+        let decisive: Set<NotificationTypeV2> = [.oneTimeCharge, .refund, .refundReversed, .revoke]
+        guard decisive.contains(n.payload.notificationType), let chain = n.chainId else { return 15 }
+        return sim.history(asking: chain, at: n.payload.signedDate).transactions.count > 20 ? 50 : 15
+    }
+
     static func askingChain(_ chain: String, _ sim: StoreSimulator, at t: Millis, _ src: ChoiceSource) -> String {
         guard src.chance(35) else { return chain }
         let existing = sim.chains(of: sim.chains[chain]!.person).filter { c in
