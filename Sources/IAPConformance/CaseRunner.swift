@@ -53,10 +53,12 @@ public enum CaseRunner {
                         verdict = try decodedPath.deliver(decoded: d.delivery, now: d.now)
                     } else {
                         let signed = d.forgery.map { kit.render($0, d.delivery) } ?? renderer.render(d.delivery)
-                        if d.forgery?.isHardeningOnly == true && knowledge.rejection(d.delivery) == nil {
+                        let genuine = d.forgery == nil || d.forgery?.isHardeningOnly == true
+                        if genuine && knowledge.rejection(d.delivery) == nil {
                             if let limit = c.config.policy.tokenSizeLimit {
+                                // The app's declared limit holds for every token, genuine or padded.
                                 expectedAccept = signed.largestToken <= limit
-                            } else {
+                            } else if d.forgery != nil {
                                 eitherVerdict = true
                             }
                         }

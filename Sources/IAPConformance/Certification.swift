@@ -62,6 +62,8 @@ public enum CertificationSuite {
         /// Every case drew its own catalog, the built-in one being one of the draws (no `--catalog`); `products`
         /// then counts the built-in catalog's.
         public var drawn: Bool?
+        /// What reading the file assumed or left out (a non-renewing duration, an installment plan).
+        public var notes: [String]?
 
         public init(file: String?, sha256: String?, catalog: Catalog, arguments: String, drawn: Bool = false) {
             self.file = file
@@ -71,6 +73,7 @@ public enum CertificationSuite {
             self.products = catalog.products.count
             self.arguments = arguments
             self.drawn = drawn ? true : nil
+            self.notes = catalog.notes.isEmpty ? nil : catalog.notes
         }
 
         public static func builtIn(_ catalog: Catalog) -> CatalogRecord {
@@ -326,23 +329,29 @@ public enum CertificationSuite {
             let tx = ns.map { $0.apply(tx) } ?? tx
             let notification = ns.map { $0.apply(notification) } ?? notification
             let tempting = ns.map { $0.apply(tempting) } ?? tempting
+            var genuine = tx
+            genuine.revocationDate = nil
+            genuine.revocationReason = nil
+            genuine.signedDate = t
             do {
                 try v.reset(config)
                 if profile.accepts(.app) {
                     _ = try v.deliver(
                         .appTransaction(
-                            userId: user,
-                            signedTransaction: renderer.transaction(
-                                {
-                                    var x = tx; x.revocationDate = nil; x.revocationReason = nil; x.signedDate = t
-                                    return x
-                                }()), deviceTime: nil), now: t)
+                            userId: user, signedTransaction: renderer.transaction(genuine), deviceTime: nil),
+                        now: t)
                 }
                 if profile.accepts(.notification) {
                     _ = try v.deliver(renderer.render(.notification(notification)), now: t + 1000)
                 }
                 let before = try v.entitlements(EntitlementQuery(userId: user, at: t + 3000))
-                let forged = ForgeryKit.delivery(f, tempting: tempting, notification: notification, userId: user)
+                // An oversized token carries the genuine purchase as the validator already has it (the app's version,
+                // or the notification it was sent).
+                let forged =
+                    f.isHardeningOnly && profile.accepts(.app)
+                    ? Delivery.appTransaction(
+                        AppTransactionSubmission(userId: user, transaction: genuine, deviceTime: nil))
+                    : ForgeryKit.delivery(f, tempting: tempting, notification: notification, userId: user)
                 let verdict = try v.deliver(kit.render(f, forged), now: t + 2000)
                 let after = try v.entitlements(EntitlementQuery(userId: user, at: t + 3000))
                 let changed = after.answerDifferences(from: before).filter { profile.compares($0.key) }.map(\.text)

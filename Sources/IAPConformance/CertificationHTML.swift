@@ -79,7 +79,9 @@ public enum CertificationHTML {
         let file =
             c.file.map { "catalog <code>\(esc($0))</code> (SHA-256 <code>\(esc(c.sha256 ?? "?"))</code>)" }
             ?? "built-in catalog"
-        return "\(file) · bundle id <code>\(esc(c.bundleId))</code> · \(esc(c.environment)) · \(c.products) products"
+        let notes = (c.notes ?? []).map { "<br>note: \(esc($0))" }.joined()
+        return
+            "\(file) · bundle id <code>\(esc(c.bundleId))</code> · \(esc(c.environment)) · \(c.products) products\(notes)"
     }
 
     /// The declared profile and what it leaves unchecked: a certificate says what it certifies.

@@ -143,6 +143,7 @@ public struct CheckRun {
                 skipped: skipped.isEmpty ? nil : skipped),
             discrepancies: discrepancies, validatorFailures: failures, coverage: report.coverage)
         summary.forgeries = Reports.ForgerySummary.all(report.forgeries)
+        if !options.catalog.notes.isEmpty { summary.catalogNotes = options.catalog.notes }
         summary.interrupted = report.interrupted
         let profile = v.profile
         if !profile.isUndeclared { summary.profile = profile }

@@ -12,6 +12,8 @@ public enum Reports {
         public var passed: Int
         public var questions: Int
         public var seconds: Double
+        /// What reading the catalog file assumed or left out (``Catalog/notes``); absent when nothing.
+        public var catalogNotes: [String]?
         public var corpus: CorpusSummary
         public var discrepancies: [DiscrepancySummary]
         public var validatorFailures: [ValidatorFailureSummary]

@@ -11,6 +11,39 @@ public struct Catalog: Codable, Hashable, Sendable {
     /// What the app grants, each unlocked by several products (``CatalogEntitlement``); nil when the catalog
     /// declares none (then it is not encoded, and validators see the catalog format of protocol v1).
     public var entitlements: [CatalogEntitlement]?
+    /// Non-renewing products whose duration the file did not give (a `.storekit` file has none): iapcheck assumed
+    /// one month. Not part of the catalog's identity: only for the notes a run prints.
+    public var defaultedDurations: Set<String> = []
+    /// What reading the file dropped or assumed, for the run's header and the certification report.
+    public var notes: [String] {
+        var out = defaultedDurations.sorted().map {
+            "\($0) is a non-renewing subscription without a duration in the file: one month assumed (give it in the --entitlements file: {\"nonRenewing\": {\"\($0)\": \"P3M\"}})"
+        }
+        out += skipped
+        return out
+    }
+    /// Items of the file that were left out, each with why.
+    public var skipped: [String] = []
+
+    enum CodingKeys: String, CodingKey {
+        case bundleId, appAppleId, environment, gracePeriod, groups, products, entitlements
+    }
+
+    public static func == (a: Catalog, b: Catalog) -> Bool {
+        a.bundleId == b.bundleId && a.appAppleId == b.appAppleId && a.environment == b.environment
+            && a.gracePeriod == b.gracePeriod && a.groups == b.groups && a.products == b.products
+            && a.entitlements == b.entitlements
+    }
+
+    public func hash(into h: inout Hasher) {
+        h.combine(bundleId)
+        h.combine(appAppleId)
+        h.combine(environment)
+        h.combine(gracePeriod)
+        h.combine(groups)
+        h.combine(products)
+        h.combine(entitlements)
+    }
 
     public init(
         bundleId: String, appAppleId: Int64, environment: Environment, gracePeriod: GracePeriodSetting?,

@@ -92,11 +92,13 @@ public enum CatalogLoader {
     public static func addingEntitlements(path: String, to catalog: Catalog) throws(ConfigError) -> Catalog {
         let r = StrictJSON(file: path)
         let root = try r.root(try StrictJSON.readFile(path))
-        let list = entitlements(root, products: catalog.products)
+        var out = catalog
+        if root.has("entitlements") || !root.has("nonRenewing") {
+            out.entitlements = entitlements(root, products: catalog.products)
+        }
+        addingDurations(root, to: &out)
         root.rejectUnknownKeys()
         try r.finish()
-        var out = catalog
-        out.entitlements = list
         return out
     }
 
@@ -143,12 +145,13 @@ public enum CatalogLoader {
         return OfferSpec(id: id, discountType: OfferDiscountType(rawValue: dt), period: period, periods: Int(periods))
     }
 
-    /// Checks that apply to every catalog source: unique ids, at least one product.
+    /// Checks that apply to every catalog source: ids App Store Connect would take, each once; at least one product.
     /// Checks the catalog as a whole; `paths[i]` is where product `i`'s id was read (for the problem's key).
     static func validate(products: [CatalogProduct], paths: [String], reader r: StrictJSON) {
         var first: [String: String] = [:]
         for (i, p) in products.enumerated() {
             let path = i < paths.count ? paths[i] : "products"
+            if let why = idProblem(p.id) { r.problem(path, why) }
             if let earlier = first[p.id] {
                 r.problem(path, "product id \"\(p.id)\" appears more than once (first at \(earlier))")
             } else {
@@ -156,5 +159,34 @@ public enum CatalogLoader {
             }
         }
         if products.isEmpty { r.problem("products", "the catalog has no products") }
+    }
+
+    /// Why App Store Connect would refuse `id` as a product or group id: empty, or holding a control character (a
+    /// NUL, a newline); nil when it would take it.
+    static func idProblem(_ id: String) -> String? {
+        if id.isEmpty { return "an id cannot be empty" }
+        if id.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+            return "\(id.debugDescription) holds a control character"
+        }
+        return nil
+    }
+
+    /// `catalog` with the non-renewing durations of a `nonRenewing` key (`{"product id": "P3M"}`): a `.storekit` file
+    /// has no duration for a non-renewing subscription (the app decides it), so an entitlements file gives them.
+    static func addingDurations(_ root: StrictJSON.Object, to catalog: inout Catalog) {
+        guard let o = root.object("nonRenewing", required: false) else { return }
+        for id in o.dict.keys.sorted() {
+            guard let period = o.period(id) else { continue }
+            guard let i = catalog.products.firstIndex(where: { $0.id == id }) else {
+                o.problem(o.keyPath(id), "no product with id \"\(id)\" in the catalog")
+                continue
+            }
+            guard catalog.products[i].kind == .nonRenewing else {
+                o.problem(o.keyPath(id), "\"\(id)\" is not a non-renewing subscription")
+                continue
+            }
+            catalog.products[i].period = period
+            catalog.defaultedDurations.remove(id)
+        }
     }
 }

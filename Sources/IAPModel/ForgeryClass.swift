@@ -1,5 +1,7 @@
 /// The attacks of the forgery kit (docs/verifiers.md#forgery-classes). Each forged artifact must be rejected and change no answer
-/// (property `forgery-rejected`). The names appear in timelines and in the `forgeries` section of `check --json`.
+/// (property `forgery-rejected`), but for two classes: a replayed notification UUID may be acknowledged as a duplicate
+/// if it changes nothing (``mayBeAcknowledged``), and an oversized token of genuine content may be accepted unless the
+/// app declares a size limit (``isHardeningOnly``). The names appear in timelines and in the `forgeries` section of `check --json`.
 public enum ForgeryClass: String, Codable, Hashable, Sendable, CaseIterable {
     case tamperedPayload = "tampered-payload"
     case tamperedHeader = "tampered-header"

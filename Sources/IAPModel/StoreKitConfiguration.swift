@@ -14,6 +14,8 @@ public enum StoreKitConfiguration {
         var products: [CatalogProduct] = []
         var paths: [String] = []
         var groups: [SubscriptionGroup] = []
+        var defaulted: Set<String> = []
+        var skipped: [String] = []
 
         for p in root.objects("products", required: false) ?? [] {
             let id = p.string("productID")
@@ -32,19 +34,37 @@ public enum StoreKitConfiguration {
         for p in root.objects("nonRenewingSubscriptions", required: false) ?? [] {
             let id = p.string("productID")
             _ = p.choice("type", ["NonRenewingSubscription"], required: false)
-            // Apple gives non-renewing subscriptions no duration; the app decides it (docs/semantics.md#product-types). iapcheck's
-            // default is one month; set `period` in an iapcheck catalog to change it.
+            if p.bool("familyShareable", required: false) == true {
+                r.problem(
+                    p.keyPath("familyShareable"),
+                    "App Store Connect offers Family Sharing for auto-renewable subscriptions and non-consumables only")
+            }
+            // Apple gives non-renewing subscriptions no duration; the app decides it (docs/semantics.md#product-types).
+            // One month is assumed, and the run says so; an entitlements file's `nonRenewing` gives the real one.
             if let id {
                 paths.append(p.keyPath("productID"))
                 products.append(CatalogProduct(id: id, kind: .nonRenewing, period: Period(1, .month)))
+                defaulted.insert(id)
             }
         }
         for g in root.objects("subscriptionGroups", required: false) ?? [] {
             let gid = g.string("id")
             let name = g.string("name", required: false) ?? gid ?? "?"
-            if let gid { groups.append(SubscriptionGroup(id: gid, name: name)) }
-            for s in g.objects("subscriptions") ?? [] {
+            if let gid {
+                if let why = CatalogLoader.idProblem(gid) { r.problem(g.keyPath("id"), why) }
+                groups.append(SubscriptionGroup(id: gid, name: name))
+            }
+            let subscriptions = g.objects("subscriptions") ?? []
+            if g.has("subscriptions") && subscriptions.isEmpty {
+                r.problem(g.keyPath("subscriptions"), "a subscription group needs at least one subscription")
+            }
+            for s in subscriptions {
                 let id = s.string("productID")
+                if let type = s.string("type", required: false), type != "RecurringSubscription" {
+                    r.problem(
+                        s.keyPath("type"),
+                        "\"\(type)\" in a subscription group: only RecurringSubscription products belong there")
+                }
                 let level = s.int("groupNumber", range: 1...1000)
                 let period = s.renewalPeriod("recurringSubscriptionPeriod")
                 let shareable = s.bool("familyShareable", required: false) ?? false
@@ -54,13 +74,12 @@ public enum StoreKitConfiguration {
                     s.object("introductoryOffer", required: false).flatMap { offer($0, idKey: nil) }
                     ?? (s.objects("introductoryOffers", required: false) ?? []).compactMap { offer($0, idKey: nil) }
                     .first
-                // Xcode writes the ordinary plan (BILLED_UPFRONT) on every subscription; only installment plans
-                // (a commitment billed monthly) are outside what iapcheck models.
+                // Xcode writes the ordinary plan (BILLED_UPFRONT) on every subscription; installment plans (a
+                // commitment billed monthly) are outside what iapcheck models: left out, and the run says so.
                 for (i, plan) in (s.objects("billingPlans", required: false) ?? []).enumerated() {
                     if let type = plan.string("billingPlanType", required: false), type != "BILLED_UPFRONT" {
-                        r.problem(
-                            s.keyPath("billingPlans[\(i)].billingPlanType"),
-                            "\"\(type)\": plans billed in installments are not modelled by iapcheck; remove them from a copy of the file to check the rest"
+                        skipped.append(
+                            "\(id ?? "?"): billingPlans[\(i)] (\(type), billed in installments) is not modelled; the subscription is checked as billed up front"
                         )
                     }
                 }
@@ -98,6 +117,8 @@ public enum StoreKitConfiguration {
         var c = defaults
         c.groups = groups
         c.products = products
+        c.defaultedDurations = defaulted
+        c.skipped = skipped
         return c
     }
 

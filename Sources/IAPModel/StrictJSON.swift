@@ -235,7 +235,12 @@ public final class StrictJSON {
         public func period(_ key: String, required: Bool = true) -> Period? {
             guard let s = string(key, required: required) else { return nil }
             guard let p = Period(iso8601: s) else {
-                reader.problem(keyPath(key), "\"\(s)\" is not an ISO 8601 period such as P1W, P1M or P1Y")
+                let zero = s.count >= 3 && s.first == "P" && Int(s.dropFirst().dropLast()) == 0
+                reader.problem(
+                    keyPath(key),
+                    zero
+                        ? "\"\(s)\" is a period of zero length: a product lasts at least one day (P1D)"
+                        : "\"\(s)\" is not an ISO 8601 period such as P1W, P1M or P1Y")
                 return nil
             }
             return p

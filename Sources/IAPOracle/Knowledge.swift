@@ -102,7 +102,10 @@ public struct Knowledge: Sendable {
             if app.environment != c.environment {
                 return "environment \(app.environment.map { "\($0)" } ?? "none") is not \(c.environment)"
             }
-            if let id = app.appAppleId, id != c.appAppleId { return "appAppleId \(id) is not \(c.appAppleId)" }
+            // Apple's verifiers compare the app's id in Production only (an app in development may have none).
+            if c.environment == .production, let id = app.appAppleId, id != c.appAppleId {
+                return "appAppleId \(id) is not \(c.appAppleId)"
+            }
             return n.data?.transactionInfo.flatMap(check) ?? n.data?.renewalInfo.flatMap(check)
         case .apiSnapshot(let s):
             return s.transactions.lazy.compactMap(check).first ?? s.renewalInfos.lazy.compactMap(check).first

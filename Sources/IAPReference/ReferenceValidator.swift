@@ -196,7 +196,10 @@ open class ReferenceValidator: DecodedDeliveryValidator {
 
     open func rejectApp(bundleId: String, appAppleId: Int64?, environment: Environment) -> String? {
         if bundleId != config.catalog.bundleId { return "wrong bundleId \(bundleId)" }
-        if let id = appAppleId, id != config.catalog.appAppleId { return "wrong appAppleId \(id)" }
+        // Compared in Production only, as Apple's verifiers do (an app in development may have none).
+        if config.catalog.environment == .production, let id = appAppleId, id != config.catalog.appAppleId {
+            return "wrong appAppleId \(id)"
+        }
         if environment != config.catalog.environment { return "wrong environment \(environment)" }
         return nil
     }

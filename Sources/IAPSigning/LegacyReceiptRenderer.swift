@@ -7,10 +7,11 @@ import IAPModel
 /// the two transaction arrays as Apple fills them.
 public enum LegacyReceiptRenderer {
     /// The body `verifyReceipt` answers (https://developer.apple.com/documentation/appstorereceipts/responsebody):
-    /// `latest_receipt_info` holds every transaction of the receipt as of the request (consumables are gone once
-    /// finished) and is there only when the receipt has an auto-renewable subscription; `receipt.in_app` holds
-    /// the receipt's own transactions of every type, as of its creation; `pending_renewal_info` one entry per
-    /// subscription chain. Apple promises no order in either array; both are rotated by `shuffleSeed`.
+    /// `latest_receipt_info` holds every transaction of the receipt as of the request and is there only when the
+    /// receipt has an auto-renewable subscription; `receipt.in_app` holds the receipt's own transactions of every
+    /// type, as of its creation; `pending_renewal_info` one entry per subscription chain. A consumable stays in a
+    /// receipt only until the app finishes its transaction; iapcheck's apps finish at once, so its receipts hold
+    /// none. Apple promises no order in either array; both are rotated by `shuffleSeed`.
     public static func response(_ l: LegacyReceiptFacts, shuffleSeed: UInt64 = 0) -> LegacyReceiptResponse {
         var pending: [LegacyReceiptResponse.PendingRenewal] = []
         for chain in l.chains {

@@ -83,7 +83,12 @@ struct CaseOptions: ParsableArguments {
     func loadOrExit() throws -> (Catalog, Policy) {
         guard maxSize >= 1 else { throw fail("error: --max-size must be at least 1", code: Exit.usage) }
         do {
-            return try load()
+            let (catalog, policy) = try load()
+            // What reading the catalog assumed or left out: said before anything runs, as a run's header.
+            for note in catalog.notes {
+                FileHandle.standardError.write(Data("catalog \(self.catalog ?? "builtin"): \(note)\n".utf8))
+            }
+            return (catalog, policy)
         } catch {
             throw fail("error: \(error)", code: Exit.usage)
         }
