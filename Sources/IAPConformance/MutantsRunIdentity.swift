@@ -21,7 +21,7 @@ public struct MutantsRunIdentity: Codable, Hashable, Sendable {
     ) {
         self.seed = seed
         self.casesPerMutant = casesPerMutant
-        self.catalogDigest = (drawsCatalogs ? "drawn:" : "") + RunIdentity.digest(catalog)
+        self.catalogDigest = RunIdentity.catalogDigest(catalog, drawsCatalogs: drawsCatalogs)
         self.policy = policy
         self.mutants = mutants
         self.shard = shard

@@ -38,9 +38,16 @@ public struct RunIdentity: Codable, Hashable, Sendable {
         self.totalCases = totalCases
         self.properties = properties
         self.policy = policy
-        self.catalogDigest = (drawsCatalogs ? "drawn:" : "") + Self.digest(catalog)
+        self.catalogDigest = Self.catalogDigest(catalog, drawsCatalogs: drawsCatalogs)
         self.signed = signed
         self.shard = shard
+    }
+
+    /// The catalog's digest, `drawn:` first when each case drew its own catalog from it, and how grace was set when
+    /// the catalog states it.
+    static func catalogDigest(_ catalog: Catalog, drawsCatalogs: Bool) -> String {
+        (drawsCatalogs ? "drawn:" : "")
+            + (catalog.graceChoice == .varies ? "" : "grace-\(catalog.graceChoice.rawValue):") + digest(catalog)
     }
 
     /// FNV-1a (64 bit) of the catalog's canonical JSON: equal catalogs give equal digests on every machine.

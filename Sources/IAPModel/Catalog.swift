@@ -20,10 +20,21 @@ public struct Catalog: Codable, Hashable, Sendable {
             "\($0) is a non-renewing subscription without a duration in the file: one month assumed (give it in the --entitlements file: {\"nonRenewing\": {\"\($0)\": \"P3M\"}})"
         }
         out += skipped
+        if graceChoice == .variesWhileOn {
+            out.append(
+                "Billing Grace Period is on in the file's settings, which give no length: each case draws 3, 16 or 28 days, for all renewals or paid ones only"
+            )
+        }
+        if graceChoice == .declared && gracePeriod == nil {
+            out.append("Billing Grace Period is off in the catalog: no case has grace")
+        }
         return out
     }
     /// Items of the file that were left out, each with why.
     public var skipped: [String] = []
+    /// How the cases of a run set the app's grace setting. Not part of the catalog's identity (a case's catalog
+    /// carries the setting it drew); the run's identity names it.
+    public var graceChoice: GraceChoice = .varies
 
     enum CodingKeys: String, CodingKey {
         case bundleId, appAppleId, environment, gracePeriod, groups, products, entitlements
@@ -73,6 +84,19 @@ public struct SubscriptionGroup: Codable, Hashable, Sendable {
         self.id = id
         self.name = name
     }
+}
+
+/// Where a run's grace setting comes from. App Store Connect sets Billing Grace Period per app (on or off, 3, 16 or
+/// 28 days, for all renewals or paid ones only); a renewal info names its end (`gracePeriodExpiresDate`) whatever the
+/// setting, so a validator that reads the date is right under every one, and one that does not is wrong only
+/// where the app has grace. A catalog that states the app's setting gets it; one that does not gets each case's own.
+public enum GraceChoice: String, Sendable {
+    /// Not stated: each case draws off, or one of the settings App Store Connect offers.
+    case varies
+    /// On, length not stated (a `.storekit` file's setting): each case draws one of the settings with grace.
+    case variesWhileOn = "varies-while-on"
+    /// Stated (the catalog's `gracePeriod`, or off): every case has it.
+    case declared
 }
 
 /// The app's Billing Grace Period configuration (docs/semantics.md#grace-period).

@@ -32,6 +32,8 @@ public enum CatalogLoader {
         let appAppleId = root.int("appAppleId", range: 1...Int64.max)
         let env = root.choice("environment", Environment.known.map(\.rawValue))
         var grace: GracePeriodSetting?
+        // Present (null for an app without grace) states the app's setting; absent lets each case draw one.
+        let graceStated = root.dict["gracePeriod"] != nil
         if let g = root.object("gracePeriod", required: false) {
             let days = g.int("days", range: 1...28)
             let elig = g.choice("eligibility", GracePeriodSetting.Eligibility.allCases.map(\.rawValue))
@@ -82,9 +84,11 @@ public enum CatalogLoader {
         root.rejectUnknownKeys()
         validate(products: products, paths: paths, reader: r)
         try r.finish()
-        return Catalog(
+        var c = Catalog(
             bundleId: bundleId!, appAppleId: appAppleId!, environment: Environment(rawValue: env!), gracePeriod: grace,
             groups: groups, products: products, entitlements: entitlements)
+        c.graceChoice = graceStated ? .declared : .varies
+        return c
     }
 
     /// `catalog` with the entitlements of an entitlements file (`{"entitlements": [...]}`, the same key as in

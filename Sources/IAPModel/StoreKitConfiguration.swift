@@ -6,7 +6,8 @@ import Foundation
 /// Read: `products[]` (`Consumable`, `NonConsumable`), `nonRenewingSubscriptions[]`, and
 /// `subscriptionGroups[].subscriptions[]` with `groupNumber` as level, `recurringSubscriptionPeriod`,
 /// `familyShareable`, `introductoryOffer`, `adHocOffers` (promotional), `codeOffers` and `winbackOffers`.
-/// Keys Xcode writes that iapcheck does not need (localizations, prices, settings) are ignored.
+/// From `settings`, `_billingGracePeriodEnabled` (on or off; the file gives no length). Keys Xcode writes that iapcheck
+/// does not need (localizations, prices, the other settings) are ignored.
 public enum StoreKitConfiguration {
     public static func catalog(from data: Data, file: String, defaults: Catalog) throws(ConfigError) -> Catalog {
         let r = StrictJSON(file: file)
@@ -115,6 +116,16 @@ public enum StoreKitConfiguration {
         }
         try r.finish()
         var c = defaults
+        // settings._billingGracePeriodEnabled: Xcode's switch for the app's Billing Grace Period, without a length.
+        switch root.object("settings", required: false)?.dict["_billingGracePeriodEnabled"] as? Bool {
+        case false?:
+            c.gracePeriod = nil
+            c.graceChoice = .declared
+        case true?:
+            c.gracePeriod = c.gracePeriod ?? GracePeriodSetting(days: 16, eligibility: .allRenewals)
+            c.graceChoice = .variesWhileOn
+        case nil: break
+        }
         c.groups = groups
         c.products = products
         c.defaultedDurations = defaulted

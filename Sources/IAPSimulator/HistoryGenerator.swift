@@ -87,12 +87,15 @@ public struct HistoryGenerator: Sendable {
         let count = 1 + src.int(below: 3)
         let family = count >= 2 && src.chance(50)
         let persons = (0..<count).map { Person(index: $0, familyId: family ? 1 : nil) }
-        switch src.int(below: 5) {
-        case 1: cat.gracePeriod = nil
-        case 2: cat.gracePeriod = GracePeriodSetting(days: 3, eligibility: .allRenewals)
-        case 3: cat.gracePeriod = GracePeriodSetting(days: 28, eligibility: .allRenewals)
-        case 4: cat.gracePeriod = GracePeriodSetting(days: 16, eligibility: .paidRenewalsOnly)
-        default: break
+        // The app's grace setting: the catalog's when it states one (drawn all the same, so the draws after it stay
+        // where they are), else one App Store Connect offers (docs/catalog.md).
+        switch (src.int(below: 5), cat.graceChoice) {
+        case (_, .declared), (0, _): break
+        case (1, .varies): cat.gracePeriod = nil
+        case (1, _): cat.gracePeriod = GracePeriodSetting(days: 16, eligibility: .allRenewals)
+        case (2, _): cat.gracePeriod = GracePeriodSetting(days: 3, eligibility: .allRenewals)
+        case (3, _): cat.gracePeriod = GracePeriodSetting(days: 28, eligibility: .allRenewals)
+        default: cat.gracePeriod = GracePeriodSetting(days: 16, eligibility: .paidRenewalsOnly)
         }
         let start = Self.epoch + Millis(src.int(below: 1440)) * CivilTime.msPerMinute
         var sim = StoreSimulator(catalog: cat, policy: policy, persons: persons, start: start)

@@ -1,0 +1,58 @@
+import Foundation
+import IAPConformance
+import IAPModel
+import IAPReference
+import IAPTesting
+import Testing
+
+/// A catalog that states the app's Billing Grace Period gets it in every case; one that does not lets each case draw
+/// a setting App Store Connect offers (docs/catalog.md). A backend of an app without grace is never shown grace.
+@Suite struct CatalogGraceTests {
+    static let passes = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Fixtures/catalogs/Passes.storekit").path
+
+    /// The grace settings of 60 generated cases.
+    static func graces(_ catalog: Catalog) -> Set<GracePeriodSetting?> {
+        var o = CheckOptions()
+        o.catalog = catalog
+        let checker = Checker(options: o, validator: ReferenceValidator())
+        return Set((0..<60).map { checker.generate(caseIndex: $0).0.config.catalog.gracePeriod })
+    }
+
+    static func native(gracePeriod: String?) throws -> Catalog {
+        let member = gracePeriod.map { "\"gracePeriod\": \($0)," } ?? ""
+        let text = """
+            {"bundleId": "com.example.app", "appAppleId": 1234567890, "environment": "Production", \(member)
+             "groups": [{"id": "1", "name": "Pro"}],
+             "products": [{"id": "pro.monthly", "kind": "auto-renewable", "groupId": "1", "level": 1, "period": "P1M"}]}
+            """
+        let path = Scratch.directory + "\(UUID().uuidString)-catalog.json"
+        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+        return try CatalogLoader.load(path: path)
+    }
+
+    @Test func anIapcheckCatalogStatesItsGraceOrLetsCasesDrawOne() throws {
+        let stated = GracePeriodSetting(days: 3, eligibility: .paidRenewalsOnly)
+        #expect(
+            Self.graces(try Self.native(gracePeriod: #"{"days": 3, "eligibility": "paid-renewals-only"}"#)) == [stated])
+        let off = try Self.native(gracePeriod: "null")
+        #expect(Self.graces(off) == [nil])
+        #expect(off.notes.contains { $0.contains("off") })
+        let drawn = Self.graces(try Self.native(gracePeriod: nil))
+        #expect(drawn.contains(nil) && drawn.count >= 3, "\(drawn)")
+    }
+
+    @Test func aStoreKitFilesGraceSwitchIsRead() throws {
+        let off = try CatalogLoader.load(path: Self.passes)
+        #expect(off.graceChoice == .declared)
+        #expect(Self.graces(off) == [nil])
+        let on = try String(contentsOfFile: Self.passes, encoding: .utf8).replacingOccurrences(
+            of: #""_billingGracePeriodEnabled" : false"#, with: #""_billingGracePeriodEnabled" : true"#)
+        let path = Scratch.directory + "\(UUID().uuidString)-Passes.storekit"
+        try Data(on.utf8).write(to: URL(fileURLWithPath: path))
+        let withGrace = try CatalogLoader.load(path: path)
+        let drawn = Self.graces(withGrace)
+        #expect(!drawn.contains(nil) && drawn.count >= 3, "\(drawn)")
+        #expect(withGrace.notes.contains { $0.contains("Billing Grace Period is on") })
+    }
+}
