@@ -172,6 +172,7 @@ public enum CertificationSuite {
     static func probeChannel(_ f: ForgeryClass) -> DeliveryChannel {
         switch f {
         case .wrongAppAppleId, .replayedNotificationUUID, .forgedNestedTransaction: .notification
+        case _ where f.isLegacyOnly: .legacy
         default: .app
         }
     }

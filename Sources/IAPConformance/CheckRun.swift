@@ -170,7 +170,10 @@ public struct CheckRun {
             "\(v.name): \(report.passed)/\(report.cases) cases passed\(options.shard.map { " (\($0.describe(of: options.cases)))" } ?? ""), \(report.questions) questions, \(summary.corpus.line), \(String(format: "%.1f", report.seconds)) s (\(TextReport.rate(Double(report.cases), seconds: report.seconds)))"
         )
         if report.failure == nil && options.onlyCase == nil && !report.interrupted && options.shard == nil {
-            emit(options.signed ? TextReport.forgeryLine(summary.forgeries) : "forgeries: not checked (--unsigned)")
+            emit(
+                options.signed
+                    ? TextReport.forgeryLine(summary.forgeries, channels: profile.channels)
+                    : "forgeries: not checked (--unsigned)")
             let declared = options.knownDivergences.map(\.rawValue) + options.knownDivergentProperties.map(\.rawValue)
             if !declared.isEmpty {
                 emit(

@@ -41,7 +41,8 @@ public enum TextReport {
 
     /// Sent classes all rejected, and separately those never sent (the property mix or the catalog had no room for
     /// them): a class that was not sent did not fail.
-    public static func forgeryLine(_ forged: [Reports.ForgerySummary]) -> String {
+    /// With `channels` (the validator's), a class on none of them is listed apart: it could not be sent.
+    public static func forgeryLine(_ forged: [Reports.ForgerySummary], channels: [DeliveryChannel]? = nil) -> String {
         // A token of genuine content refused or not for its size alone: either verdict passes (policy tokenSizeLimit).
         func hardening(_ f: Reports.ForgerySummary) -> Bool { ForgeryClass(rawValue: f.name)?.isHardeningOnly == true }
         let sent = forged.filter { $0.sent > 0 }
@@ -55,7 +56,13 @@ public enum TextReport {
             line +=
                 "; accepted where allowed: \(allowed.joined(separator: ", ")) (genuine content; refusing a token for its size is the application's choice: policy tokenSizeLimit)"
         }
-        let unsent = forged.filter { $0.sent == 0 }.map(\.name)
+        func elsewhere(_ f: Reports.ForgerySummary) -> Bool {
+            guard let channels, let c = ForgeryClass(rawValue: f.name) else { return false }
+            return !c.channels.contains(where: channels.contains)
+        }
+        let offChannel = forged.filter { $0.sent == 0 && elsewhere($0) }.map(\.name)
+        let unsent = forged.filter { $0.sent == 0 && !elsewhere($0) }.map(\.name)
+        if !offChannel.isEmpty { line += "; on channels it does not take: " + offChannel.joined(separator: ", ") }
         if !unsent.isEmpty {
             line +=
                 "; not sent in this run: "

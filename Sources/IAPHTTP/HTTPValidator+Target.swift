@@ -276,7 +276,13 @@ extension HTTPValidator {
             route.headers = headers
             route.body = body
             if let accepted { route.accepted = accepted }
-            if let refused { route.refused = refused }
+            if let refused {
+                route.refused = refused
+            } else if op == "receipt" || op == "reconcile" {
+                // The backend asked the App Store itself: a gateway error (the store's answer was unusable) says it
+                // took nothing from it, as a 4xx does (docs/http-target.md, `refused`).
+                route.refused.codes.formUnion([502, 503, 504].filter { !route.accepted.contains($0) })
+            }
             if let code = route.accepted.overlaps(route.refused) {
                 ro.problem(ro.keyPath("refused"), "\(code) is both accepted and refused")
             }

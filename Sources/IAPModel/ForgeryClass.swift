@@ -31,6 +31,16 @@ public enum ForgeryClass: String, Codable, Hashable, Sendable, CaseIterable {
     /// A validly signed notification whose nested `signedTransactionInfo` is forged: Apple's libraries do not verify
     /// nested JWS for you (docs/verifiers.md#the-public-api).
     case forgedNestedTransaction = "forged-nested-transaction"
+    /// A `verifyReceipt` answer whose `status` is not 0 (21002, 21003, 21010 or a retryable 211xx) yet carries a
+    /// receipt: nothing in it counts (docs/semantics.md#legacy-verifyreceipt).
+    case legacyErrorStatus = "legacy-error-status"
+    /// A `verifyReceipt` answer with a receipt and no `status` at all: a reader whose status defaults to 0 (Go's
+    /// zero value, `body.get("status", 0)`) takes it for a valid one.
+    case legacyMissingStatus = "legacy-missing-status"
+    /// A `verifyReceipt` answer cut off halfway: not a JSON document.
+    case legacyTruncatedBody = "legacy-truncated-body"
+    /// An HTML error page where the `verifyReceipt` answer should be (served with HTTP 503, as an outage would).
+    case legacyNonJSONBody = "legacy-non-json-body"
 
     /// Classes that only make sense for a notification (`appAppleId` and the UUID live there).
     public var notificationOnly: Bool {
@@ -44,8 +54,17 @@ public enum ForgeryClass: String, Codable, Hashable, Sendable, CaseIterable {
     /// after a 21007 is Apple's genuine answer, and Apple tells production servers to accept it (App Review).
     public var channels: [DeliveryChannel] {
         if notificationOnly { return [.notification] }
+        if isLegacyOnly { return [.legacy] }
         if self == .wrongBundleId { return DeliveryChannel.allCases }
         return [.app, .notification, .api]
+    }
+
+    /// Classes that only make sense for a `verifyReceipt` answer (its status, its JSON).
+    public var isLegacyOnly: Bool {
+        switch self {
+        case .legacyErrorStatus, .legacyMissingStatus, .legacyTruncatedBody, .legacyNonJSONBody: true
+        default: false
+        }
     }
 
     /// Whether the class is a forgery for an app in `environment`. Apple's verifiers compare `appAppleId` only in

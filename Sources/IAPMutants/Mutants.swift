@@ -270,6 +270,11 @@ public enum Mutants {
                 "legacy: reads the receipt's in_app and never latest_receipt_info, so a receipt made before renewals, refunds or grace misses them",
             make: { LegacyInAppOnly() }),
         Entry(
+            name: "legacy-status-unchecked", pitfall: "J57",
+            description:
+                "legacy: reads the receipt of a verifyReceipt answer whatever its status, a missing status counting as 0",
+            make: { LegacyStatusUnchecked() }),
+        Entry(
             name: "legacy-first-entry-latest", pitfall: "J3",
             description: "legacy: takes the first latest_receipt_info entry of a chain as its latest transaction",
             make: { LegacyFirstEntryLatest() }),

@@ -149,3 +149,18 @@ final class FirstPendingRenewalForAll: ReferenceValidator {
         return super.ingestLegacyReceipt(userId: userId, body: body)
     }
 }
+
+/// Reads a `verifyReceipt` answer's receipt whatever its `status` says, an absent status counting as 0 (Go's zero
+/// value, `body.get("status", 0)`): an error answer that carries a receipt is taken as valid.
+final class LegacyStatusUnchecked: ReferenceValidator {
+    override var name: String { "mutant:legacy-status-unchecked" }
+    override func ingestLegacyReceipt(userId: String, body: String) -> DeliveryVerdict {
+        guard var o = try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any], o["receipt"] != nil,
+            let valid = { () -> Data? in
+                o["status"] = 0
+                return try? JSONSerialization.data(withJSONObject: o)
+            }()
+        else { return super.ingestLegacyReceipt(userId: userId, body: body) }
+        return super.ingestLegacyReceipt(userId: userId, body: String(decoding: valid, as: UTF8.self))
+    }
+}

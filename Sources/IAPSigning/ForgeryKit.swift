@@ -38,6 +38,19 @@ public struct ForgeryKit: Sendable {
         var n = notification
         n.data?.transactionInfo = content
         if f != .replayedNotificationUUID { n.notificationUUID = "f00d" + n.notificationUUID.dropFirst(4) }
+        if f.isLegacyOnly {
+            // The tempting transaction in a verifyReceipt answer about this user, wrong in the class's way.
+            let view = LegacyReceiptFacts.legacyView(content, requestDate: content.signedDate)
+            return .legacyReceipt(
+                LegacyReceiptFacts(
+                    userId: userId, bundleId: content.bundleId, environment: content.environment,
+                    requestDate: content.signedDate,
+                    chains: [
+                        APISnapshot(
+                            originalTransactionId: content.originalTransactionId, transactions: [view], renewalInfos: []
+                        )
+                    ]))
+        }
         switch f {
         case .wrongAppAppleId:
             n.data?.appAppleId = 999_999_999
@@ -49,6 +62,38 @@ public struct ForgeryKit: Sendable {
             return .appTransaction(AppTransactionSubmission(userId: userId, transaction: x, deviceTime: nil))
         }
     }
+
+    /// The `verifyReceipt` answer of a legacy class: a non-zero `status` (one of 21002, 21003, 21010, 21199 by the
+    /// request date) or none, the first half of the answer, or an outage's HTML page; any other class's answer is
+    /// the receipt as rendered (its content carries the class).
+    static func legacyBody(_ f: ForgeryClass, _ l: LegacyReceiptFacts) -> String {
+        let seed = UInt64(truncatingIfNeeded: l.requestDate)
+        switch f {
+        case .legacyErrorStatus:
+            var r = LegacyReceiptRenderer.response(l, shuffleSeed: seed)
+            r.status = [21002, 21003, 21010, 21199][Int(seed % 4)]
+            return LegacyReceiptRenderer.body(r)
+        case .legacyMissingStatus:
+            let body = LegacyReceiptRenderer.body(l, shuffleSeed: seed)
+            guard var o = try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any] else {
+                return body
+            }
+            o["status"] = nil
+            let data = try? JSONSerialization.data(withJSONObject: o, options: [.sortedKeys, .withoutEscapingSlashes])
+            return data.map { String(decoding: $0, as: UTF8.self) } ?? body
+        case .legacyTruncatedBody:
+            let body = Array(LegacyReceiptRenderer.body(l, shuffleSeed: seed).utf8)
+            return String(decoding: body.prefix(body.count / 2), as: UTF8.self)
+        case .legacyNonJSONBody:
+            return legacyOutagePage
+        default:
+            return LegacyReceiptRenderer.body(l, shuffleSeed: seed)
+        }
+    }
+
+    /// What a proxy in front of `verifyReceipt` answers during an outage.
+    public static let legacyOutagePage =
+        "<html><head><title>503 Service Unavailable</title></head><body><h1>Service Unavailable</h1></body></html>"
 
     /// How far a `leaf-not-yet-valid-at-signed-date` forgery backdates its `signedDate`s: its leaf becomes valid an
     /// hour after the claimed signing, so it is valid when the forgery arrives and not at the instant it claims.
@@ -81,8 +126,9 @@ public struct ForgeryKit: Sendable {
                 },
                 summary: n.summary, externalPurchaseToken: n.externalPurchaseToken)
             return .notification(signedPayload: jws(forgery, nested, n.signedDate))
-        case .legacyReceipt:
-            return ArtifactRenderer(pki: pki).render(d)  // not signed: nothing to forge cryptographically
+        case .legacyReceipt(let l):
+            // Not signed: the class is in the answer's status or its bytes (or, wrong bundle, in its content).
+            return .legacyReceipt(userId: l.userId, responseBody: Self.legacyBody(forgery, l))
         case .apiSnapshot(let s):
             return ArtifactRenderer(pki: pki).apiResponses(
                 s, sign: { jws(forgery, $0, $0.signedDate) }, { jws(forgery, $0, $0.signedDate) })
@@ -147,6 +193,9 @@ public struct ForgeryKit: Sendable {
                     validFrom: TestPKI.date(signedDate &+ CivilTime.msPerHour),
                     until: TestPKI.date(signedDate &+ 2 * 365 * CivilTime.msPerDay)))
         case .intermediateNotCA: return signed(by: broken.intermediateNotCA)
+        case .legacyErrorStatus, .legacyMissingStatus, .legacyTruncatedBody, .legacyNonJSONBody:
+            // Classes of a verifyReceipt answer travel on no JWS; asked for one, a token nobody's certificate signs.
+            return JWSSigner.es256(genuinePrefix, payload, key: Self.foreignKey)
         case .wrongBundleId, .wrongAppAppleId, .wrongEnvironment, .replayedNotificationUUID, .forgedNestedTransaction:
             // Validly signed: the content itself is what is wrong (or already seen).
             return signed(by: genuine)

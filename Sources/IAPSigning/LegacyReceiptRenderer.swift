@@ -91,8 +91,11 @@ public enum LegacyReceiptRenderer {
     }
 
     public static func body(_ l: LegacyReceiptFacts, shuffleSeed: UInt64 = 0) -> String {
-        String(
-            decoding: (try? JWSSigner.encoder.encode(response(l, shuffleSeed: shuffleSeed))) ?? Data(), as: UTF8.self)
+        body(response(l, shuffleSeed: shuffleSeed))
+    }
+
+    public static func body(_ r: LegacyReceiptResponse) -> String {
+        String(decoding: (try? JWSSigner.encoder.encode(r)) ?? Data(), as: UTF8.self)
     }
 
     /// `2026-03-01 00:00:00 Etc/GMT`

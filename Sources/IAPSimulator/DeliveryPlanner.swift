@@ -126,10 +126,21 @@ public struct DeliveryPlanner: Sendable {
                     add(later, .legacyReceipt(receipt), .legacyReceipt, c.person)
                 }
                 if perturbations.foreign && c.inApp && src.chance(15) {
-                    // A verifyReceipt response for another app presented as this user's receipt.
+                    // A verifyReceipt answer that must change nothing: another app's receipt presented as this
+                    // user's, or an answer about this user's receipt with an error status, no status, cut short or
+                    // not JSON at all. Its content is what a forger would want (refunds gone, expiry years away).
                     let forgery = src.pick(ForgeryClass.allCases.filter { $0.channels.contains(.legacy) })
                     var receipt = Self.legacyReceipt(sim, person: c.person, at: submit + 4)
-                    if forgery == .wrongBundleId { receipt.bundleId = "com.example.other-app" }
+                    if forgery == .wrongBundleId {
+                        receipt.bundleId = "com.example.other-app"
+                    } else {
+                        receipt.chains = receipt.chains.map {
+                            APISnapshot(
+                                originalTransactionId: $0.originalTransactionId,
+                                transactions: $0.transactions.map(ForgeryClass.tempting),
+                                renewalInfos: $0.renewalInfos.map(ForgeryClass.tempting))
+                        }
+                    }
                     add(submit + 4, .legacyReceipt(receipt), .forged(forgery), c.person)
                 }
             }
@@ -195,7 +206,10 @@ public struct DeliveryPlanner: Sendable {
                     add(at, .apiSnapshot(snap), .apiReconcile(lost: nil), n.person)
                 }
                 if perturbations.foreign && src.chance(25) {
-                    let forgery = src.pick(ForgeryClass.allCases.filter { $0.applies(in: sim.catalog.environment) })
+                    let forgery = src.pick(
+                        ForgeryClass.allCases.filter {
+                            $0.channels.contains(.notification) && $0.applies(in: sim.catalog.environment)
+                        })
                     var forged = n.payload
                     if var data = forged.data {
                         data.transactionInfo = data.transactionInfo.map { forgery.content($0) }

@@ -224,6 +224,12 @@ extension MockAppStore {
         if receipt.sandbox && !sandboxEndpoint { return status(21007) }
         if !receipt.sandbox && sandboxEndpoint { return status(21008) }
         if let secret = settings.sharedSecret, r.password != secret { return status(21004) }
+        if !receipt.body.hasPrefix("{") {
+            // An outage's page (forgery class legacy-non-json-body): served as the proxy in front would serve it.
+            return Response(
+                status: .serviceUnavailable, headers: [.contentType: "text/html"],
+                body: .init(byteBuffer: ByteBuffer(string: receipt.body)))
+        }
         return Response(
             status: .ok, headers: [.contentType: "application/json"],
             body: .init(byteBuffer: ByteBuffer(string: receipt.body)))

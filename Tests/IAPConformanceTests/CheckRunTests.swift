@@ -87,6 +87,12 @@ import Testing
         #expect(report.verdict == .pass)
         #expect(text.last { $0.hasPrefix("forgeries: ") } != nil)
         #expect(text.contains { $0.contains("30/30 cases passed") })
+        // A validator without the legacy channel is told why the legacy classes were not sent, not that they just
+        // were not.
+        let none = TextReport.forgeryLine(Reports.ForgerySummary.all(ForgeryTally()), channels: [.app, .notification])
+        let offChannel = try #require(none.split(separator: "; ").first { $0.hasPrefix("on channels it does not") })
+        let named = Set(offChannel.split(separator: ": ")[1].split(separator: ", ").map(String.init))
+        #expect(named == Set(ForgeryClass.allCases.filter(\.isLegacyOnly).map(\.rawValue)), "\(none)")
     }
 
     /// A failure whose shrunk case gives different outcomes on replay is printed under FLAKY, and the summary keeps

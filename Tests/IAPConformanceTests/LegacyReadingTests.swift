@@ -3,6 +3,7 @@ import IAPConformance
 import IAPModel
 import IAPMutants
 import IAPReference
+import IAPSigning
 import IAPTesting
 import IAPValidatorAPI
 import Testing
@@ -73,5 +74,44 @@ import Testing
         #expect(r.failure == nil, "\(Self.failure(r))")
         let caught = Self.check(Self.legacyOnly(mutant.make()), .standard, seed: 1, cases: 500)
         #expect(caught.failure != nil)
+    }
+
+    /// The legacy forgery classes as the validator receives them: an error or missing `status` beside a receipt,
+    /// half an answer, an HTML page; a validator that reads the receipt whatever the status says is caught on one.
+    @Test func legacyForgeriesAreWrongInTheirOwnWayAndCaught() throws {
+        let kit = ForgeryKit(pki: TestPKI.harness)
+        let tx = Catalog.standard.probeTransaction(
+            of: Catalog.standard.probeProduct!, at: 1_780_000_000_000, user: "u")
+        let notification = ResponseBodyV2DecodedPayload(
+            notificationType: .subscribed, subtype: nil, notificationUUID: "5e1f0000-0000-4000-9000-000000000001",
+            signedDate: tx.signedDate, data: nil)
+        func body(_ f: ForgeryClass) throws -> String {
+            let d = ForgeryKit.delivery(f, tempting: tx, notification: notification, userId: "u")
+            guard case .legacyReceipt(_, let body) = kit.render(f, d) else { throw CocoaError(.coderInvalidValue) }
+            return body
+        }
+        func object(_ s: String) -> [String: Any]? {
+            try? JSONSerialization.jsonObject(with: Data(s.utf8)) as? [String: Any]
+        }
+        let error = try #require(object(try body(.legacyErrorStatus)))
+        #expect((error["status"] as? Int).map { $0 != 0 } == true && error["receipt"] != nil)
+        let missing = try #require(object(try body(.legacyMissingStatus)))
+        #expect(missing["status"] == nil && missing["receipt"] != nil)
+        #expect(object(try body(.legacyTruncatedBody)) == nil)
+        #expect(try body(.legacyNonJSONBody).hasPrefix("<html>"))
+        for f in ForgeryClass.allCases where f.isLegacyOnly {
+            #expect(ReferenceValidator().ingestLegacyReceipt(userId: "u", body: try body(f)).isAccepted == false)
+        }
+
+        var o = CheckOptions()
+        o.cases = 500
+        o.properties = [.forgeryRejected]
+        let caught = Checker(options: o, validator: Mutants.named("legacy-status-unchecked")!.make()).run()
+        let failure = try #require(caught.failure)
+        #expect(failure.property == .forgeryRejected)
+        #expect(
+            [ForgeryClass.legacyErrorStatus, .legacyMissingStatus].contains {
+                Self.failure(caught).contains($0.rawValue)
+            })
     }
 }

@@ -48,6 +48,7 @@ import Testing
         for (name, verdict) in json["forged"] ?? [:] where !Self.acceptedByDesign.contains(name) {
             #expect(verdict.hasPrefix("rejected"), "Apple's verifier accepted forgery \(name)")
         }
-        #expect((json["forged"] ?? [:]).count == ForgeryClass.allCases.count)
+        // Every class that is a JWS (the legacy classes are verifyReceipt answers).
+        #expect((json["forged"] ?? [:]).count == ForgeryClass.allCases.filter { !$0.isLegacyOnly }.count)
     }
 }

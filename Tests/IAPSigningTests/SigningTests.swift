@@ -116,10 +116,11 @@ import Testing
     }
 
     /// Every cryptographic or structural forgery fails verification on its own (identity classes are validly signed
-    /// and are rejected by the app checks instead; a replayed UUID is caught by dedupe).
+    /// and are rejected by the app checks instead; a replayed UUID is caught by dedupe; legacy classes are no JWS).
     @Test(
         arguments: ForgeryClass.allCases.filter {
             !$0.isIdentityMismatch && $0 != .replayedNotificationUUID && $0 != .forgedNestedTransaction
+                && !$0.isLegacyOnly
         })
     func everyCryptographicForgeryFailsVerification(_ forgery: ForgeryClass) {
         let jws = ForgeryKit(pki: pki).jws(forgery, transaction(), Self.t)
