@@ -1,6 +1,7 @@
 import IAPModel
 import IAPOracle
 import IAPSigning
+import IAPSimulator
 import IAPValidatorAPI
 
 /// The doctor's purchase: one product bought in the app by one user at 2026-03-01, as each channel carries it.

@@ -19,6 +19,9 @@ extension HTTPValidator: DoctorHinting {
         case .faketime:
             h.clockFix =
                 "the backend runs under libfaketime but does not follow it: a Go program (its own clock), a statically linked one, or a cached \"now\" ignores it; give it a clock header instead (\"clock\": \"header\") (docs/http-target.md#the-backends-clock)"
+        case .wall:
+            h.clockFix =
+                "\"clock\": \"wall\" in \(file) says iapcheck cannot set the backend's clock, so it can load the backend but not check it: let iapcheck start it under libfaketime (\"start\" and \"clock\": \"faketime\") or give it a clock header (docs/http-target.md#the-backends-clock)"
         }
         return h
     }

@@ -35,6 +35,9 @@ extension HTTPValidator {
             case header(String)
             /// It reads the wall clock; iapcheck starts it under libfaketime and sets that clock before each request.
             case faketime
+            /// It reads the real wall clock, which iapcheck cannot set: it can be loaded (questions asked at the real
+            /// time), not checked (a history needs its clock).
+            case wall
         }
 
         /// A backend without a `reset` route keeps its state: every case then runs in ids of its own.
@@ -149,14 +152,16 @@ extension HTTPValidator {
             return profile
         }
 
-        /// `clock` and `clockHeader`: a header by default; `faketime` needs a backend iapcheck starts, one caller.
+        /// `clock` and `clockHeader`: a header by default; `faketime` needs a backend iapcheck starts, one caller;
+        /// `wall`, the real clock, takes no setting.
         static func parseClock(_ o: StrictJSON.Object, startable: Bool, jobs: Int) -> Clock {
-            let kind = o.choice("clock", ["header", "faketime"], required: false) ?? "header"
+            let kind = o.choice("clock", ["header", "faketime", "wall"], required: false) ?? "header"
             let header = o.string("clockHeader", required: false)
-            guard kind == "faketime" else { return .header(header ?? "X-IAPCheck-Now") }
+            if kind == "header" { return .header(header ?? "X-IAPCheck-Now") }
             if header != nil {
-                o.problem(o.keyPath("clockHeader"), "a faketime clock sends no header: drop clockHeader")
+                o.problem(o.keyPath("clockHeader"), "a \(kind) clock sends no header: drop clockHeader")
             }
+            if kind == "wall" { return .wall }
             if !startable {
                 o.problem(
                     o.keyPath("clock"),

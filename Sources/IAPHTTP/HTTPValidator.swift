@@ -31,6 +31,14 @@ public class HTTPValidator: Validator {
     public let faults: FaultProfile
     /// This caller's job (`--jobs`): sent in ``jobHeader`` on every request when the target takes more than one.
     public var job = 0
+    /// A `faketime` backend's clock for a whole load run: one clock for all the workers, so it stands still at this
+    /// instant (after every artifact's own) instead of moving per request; questions are asked at it.
+    public var frozenClock: Millis?
+    private var frozenClockSet = false
+    /// Whether the backend reads its clock from libfaketime (`"clock": "faketime"`).
+    public var hasFakeClock: Bool { target.clock == .faketime }
+    /// Whether the backend reads the real clock, which iapcheck cannot set (`"clock": "wall"`).
+    public var hasWallClock: Bool { target.clock == .wall }
     public static let jobHeader = "X-IAPCheck-Job"
 
     /// The job number of the `made`-th worker (from 0) a run of `jobs` jobs asks for: 1…jobs−1 in turn (job 0 is the
@@ -98,7 +106,17 @@ public class HTTPValidator: Validator {
         if let now {
             switch target.clock {
             case .header(let name): headers.append((name, String(now)))
-            case .faketime: try setClock(now)
+            case .faketime:
+                // Under load the clock stands at one instant for the whole run (one clock, many callers): set once.
+                if let frozen = frozenClock {
+                    if !frozenClockSet {
+                        try setClock(frozen)
+                        frozenClockSet = true
+                    }
+                } else {
+                    try setClock(now)
+                }
+            case .wall: break
             }
         }
         if target.maxConcurrency > 1 { headers.append((Self.jobHeader, String(job))) }

@@ -22,13 +22,37 @@ public final class LoadDriver: @unchecked Sendable {
         public var dropped = 0
         /// Questions whose answer was compared with the oracle's (`answerSamplePercent`).
         public var answersChecked = 0
+        /// Requests that sent a pool artifact a second time (byte-identical): the run outlasted the pool.
+        public var repeats = 0
+        /// The highest pool position this worker used, plus one (where the next run starts).
+        var itemsUsed = 0
+        /// By operation, in ``LoadProfile/Operation`` order (mutated in place: each holds a histogram).
+        public var operations = [OperationResult](
+            repeating: OperationResult(), count: LoadProfile.Operation.allCases.count)
     }
 
     public let profile: LoadProfile
     public let pool: ArtifactPool
     public let makeValidator: @Sendable () throws -> any Validator
     /// Progress: (seconds elapsed, requests so far).
-    public var progress: (@Sendable (Int, Int) -> Void)?
+    public var progress: (@Sendable (Progress) -> Void)?
+
+    /// Once a second of a measured run: how far it is, and the last second's rate, p99 and errors.
+    public struct Progress: Sendable {
+        public var second: Int
+        public var requests: Int
+        public var lastSecondRequests: Int
+        public var lastSecondErrors: Int
+        /// Of the requests finished in the last second (from their intended send), microseconds; 0 when none.
+        public var lastSecondP99Micros: UInt64
+    }
+
+    /// What the workers publish for progress, every 64 requests or 200 ms each.
+    struct Live {
+        var requests = 0
+        var errors = 0
+        var second = LoadResults.perSecondHistogram()
+    }
     /// Polled by the workers (every few requests): true stops the run early, keeping what was measured (Ctrl-C).
     public var shouldStop: @Sendable () -> Bool = { false }
     /// A fault injected periodically during the measured run (fault profile `kill`: the backend killed and restarted
@@ -36,6 +60,9 @@ public final class LoadDriver: @unchecked Sendable {
     public var periodicFault: (every: Double, action: @Sendable () -> Void)?
     /// How many times `periodicFault` fired in the last run.
     public private(set) var faultsInjected = 0
+    /// Where in the pool the next run starts: past what the warm-up sent, so the measured run sends artifacts of its
+    /// own (a backend that remembers what it saw would otherwise get the warm-up's again).
+    public private(set) var nextItem = 0
 
     public init(profile: LoadProfile, pool: ArtifactPool, makeValidator: @escaping @Sendable () throws -> any Validator)
     {
@@ -48,6 +75,9 @@ public final class LoadDriver: @unchecked Sendable {
     public static func schedule(_ executor: LoadProfile.Executor, seconds: Double) -> [UInt64]? {
         switch executor {
         case .closed: return nil
+        case .findCapacity(let search, let w):
+            // Run as such (a warm-up): its first step's rate. The search runs its steps as constant-rate runs.
+            return schedule(.constantRate(rate: search.startRate, workers: w), seconds: seconds)
         case .constantRate(let rate, _):
             let n = Int(rate * seconds)
             return (0..<n).map { UInt64(Double($0) / rate * 1e9) }
@@ -88,16 +118,22 @@ public final class LoadDriver: @unchecked Sendable {
     /// `segment` (i of n) runs a deterministic slice of the profile — every n-th intended send starting at i, or
     /// every n-th worker of a closed executor — so n processes or machines together send the whole profile (k6's
     /// execution segments). Artifacts keep their place in the whole profile: send k uses pool item k in every segment.
-    public func run(seconds: Double, record: Bool, segment: (index: Int, count: Int) = (0, 1)) throws -> [WorkerResult]
-    {
-        let ids = Self.workers(of: profile.executor, segment: segment)
+    ///
+    /// `executor` replaces the profile's for this run (a step of ``CapacitySearch``); `keepValidators` keeps them
+    /// for the next run after a recorded one (``finish()`` stops them).
+    public func run(
+        seconds: Double, record: Bool, segment: (index: Int, count: Int) = (0, 1),
+        executor: LoadProfile.Executor? = nil, keepValidators: Bool = false
+    ) throws -> [WorkerResult] {
+        let executor = executor ?? profile.executor
+        let ids = Self.workers(of: executor, segment: segment)
         guard !ids.isEmpty else {
             throw SegmentError(
                 description:
                     "segment \(segment.index)/\(segment.count) has no worker: the closed executor has \(profile.executor.workers) workers, fewer than \(segment.count) segments"
             )
         }
-        let schedule: [(index: Int, offset: UInt64)]? = Self.schedule(profile.executor, seconds: seconds).map { full in
+        let schedule: [(index: Int, offset: UInt64)]? = Self.schedule(executor, seconds: seconds).map { full in
             stride(from: segment.index, to: full.count, by: segment.count).map { ($0, full[$0]) }
         }
         for w in ids where prepared[w] == nil {
@@ -111,19 +147,29 @@ public final class LoadDriver: @unchecked Sendable {
         // Safe: worker k calls only `vs[k]`.
         nonisolated(unsafe) let vs = validators
         let results = Locked([WorkerResult](repeating: WorkerResult(), count: ids.count))
-        let counter = Locked(0)
+        let counter = Locked(Live())
         let start = DispatchTime.now().uptimeNanoseconds
         let end = start + UInt64(seconds * 1e9)
         let maxLag = UInt64(profile.maxLagSeconds * 1e9)
         let items = pool.items
+        let base = nextItem
         let reporter = record ? progress : nil
         let done = Locked(0)
         let progressThread = Thread {
-            var s = 0
+            var s = 0, before = (0, 0)
             while done.value == 0 {
                 Thread.sleep(forTimeInterval: 1)
                 s += 1
-                reporter?(s, counter.value)
+                let (requests, errors, p99) = counter.withLock { live -> (Int, Int, UInt64) in
+                    let p = live.second.totalCount > 0 ? live.second.valueAtPercentile(99) : 0
+                    live.second = LoadResults.perSecondHistogram()
+                    return (live.requests, live.errors, p)
+                }
+                reporter?(
+                    Progress(
+                        second: s, requests: requests, lastSecondRequests: requests - before.0,
+                        lastSecondErrors: errors - before.1, lastSecondP99Micros: p99))
+                before = (requests, errors)
             }
         }
         if reporter != nil { progressThread.start() }
@@ -149,9 +195,9 @@ public final class LoadDriver: @unchecked Sendable {
             group.enter()
             let thread = Thread {
                 let r = self.work(
-                    w, slot: slot, of: ids.count, validator: vs[slot], schedule: schedule, start: start, end: end,
-                    maxLag: maxLag,
-                    items: items, counter: counter, stop: stop)
+                    w, executor: executor, slot: slot, of: ids.count, validator: vs[slot], schedule: schedule,
+                    start: start, end: end,
+                    maxLag: maxLag, items: items, base: base, counter: counter, stop: stop)
                 results.withLock { $0[slot] = r }
                 group.leave()
             }
@@ -161,33 +207,53 @@ public final class LoadDriver: @unchecked Sendable {
         group.wait()
         done.add(1)
         faultsInjected = injected.value
-        if record {
-            for v in validators { v.shutdown() }
-            prepared = [:]
+        // The next run starts past every position this one could have used: the whole schedule (every segment
+        // computes the same), or for the closed executor the next multiple of the workers past the furthest used.
+        if let full = Self.schedule(executor, seconds: seconds) {
+            nextItem = base + full.count
+        } else {
+            let used = results.value.map(\.itemsUsed).max() ?? base
+            let w = profile.executor.workers
+            nextItem = (max(used, base) + w - 1) / w * w
         }
+        if record && !keepValidators { finish() }
         return results.value
+    }
+
+    /// Stops the workers' validators (a recorded run does it itself unless told to keep them).
+    public func finish() {
+        for v in prepared.values { v.shutdown() }
+        prepared = [:]
     }
 
     /// One worker's loop; everything it records is its own until the end. Worker `w` of the profile is the
     /// `slot`-th of the segment's `slots` workers: it takes every `slots`-th send of the segment's schedule, and on
     /// the closed executor the items w, w + W, w + 2W, … (W the profile's workers), whichever segment runs it.
     func work(
-        _ w: Int, slot: Int, of slots: Int, validator v: any Validator, schedule: [(index: Int, offset: UInt64)]?,
+        _ w: Int, executor: LoadProfile.Executor, slot: Int, of slots: Int, validator v: any Validator,
+        schedule: [(index: Int, offset: UInt64)]?,
         start: UInt64,
-        end: UInt64, maxLag: UInt64, items: [ArtifactPool.Item], counter: Locked<Int>, stop: @Sendable () -> Bool
+        end: UInt64, maxLag: UInt64, items: [ArtifactPool.Item], base: Int, counter: Locked<Live>,
+        stop: @Sendable () -> Bool
     ) -> WorkerResult {
-        let workers = profile.executor.workers
+        let workers = executor.workers
         var r = WorkerResult()
         let questions = pool.samples.questions
         let sampleEvery =
             questions.isEmpty || profile.answerSamplePercent <= 0
             ? Int.max : max(1, Int((100 / profile.answerSamplePercent).rounded()))
         var queriesSent = 0
-        func perform(_ item: ArtifactPool.Item) -> String? {
+        /// For a wrong answer: the sampled question asked in place of the pool's (the error's first request names it).
+        var sampleLabel: String?
+        /// nil, or the error's class and its reason.
+        func perform(_ item: ArtifactPool.Item) -> (kind: String, reason: String)? {
             do {
                 if let d = item.delivery {
                     let verdict = try v.deliver(d, now: item.now)
-                    return verdict.isAccepted ? nil : "rejected"
+                    if case .rejected(let why) = verdict {
+                        return ("rejected", "refused: " + OperationResult.reason(why))
+                    }
+                    return nil
                 }
                 if let q = item.query {
                     queriesSent += 1
@@ -195,18 +261,41 @@ public final class LoadDriver: @unchecked Sendable {
                         // A question with a known answer in place of this one.
                         let (sq, expected) = questions[(queriesSent / sampleEvery + w) % questions.count]
                         r.answersChecked += 1
-                        let observed = try v.entitlements(sq)
-                        return observed.answerDifferences(from: expected.answer, ignoring: expected.undetermined)
-                            .isEmpty ? nil : "wrong-answer"
+                        // The fields the validator declares, its dates to its precision (as `check` compares).
+                        let observed = try v.entitlements(sq).snappingDates(
+                            to: expected.answer, within: v.profile.datePrecision)
+                        let wrong = observed.answerDifferences(from: expected.answer, ignoring: expected.undetermined)
+                            .filter { v.profile.compares($0.key) }
+                        guard let first = wrong.first else { return nil }
+                        sampleLabel =
+                            "answer sample in its place, about user \(sq.userId) at \(CivilTime.iso8601(sq.at)): \(first.text)"
+                        return ("wrong-answer", "wrong answer: " + OperationResult.reason(first.text))
                     }
                     _ = try v.entitlements(q)
                 }
                 return nil
             } catch {
-                return error.kind == .timedOut ? "timeout" : "transport-error"
+                return OperationResult.classify(error)
             }
         }
-        func note(_ latency: UInt64, _ uncorrected: UInt64, _ at: UInt64, _ error: String?) {
+        var batch: [UInt64] = []
+        batch.reserveCapacity(64)
+        var batchErrors = 0
+        var published = start
+        func publish() {
+            published = DispatchTime.now().uptimeNanoseconds
+            counter.withLock { live in
+                live.requests += batch.count
+                live.errors += batchErrors
+                for us in batch { _ = live.second.record(min(us, 120_000_000)) }
+            }
+            batch.removeAll(keepingCapacity: true)
+            batchErrors = 0
+        }
+        func note(
+            _ latency: UInt64, _ uncorrected: UInt64, _ at: UInt64, _ error: (kind: String, reason: String)?,
+            _ item: ArtifactPool.Item, position: Int
+        ) {
             let us = max(latency / 1000, 1), uus = max(uncorrected / 1000, 1)
             _ = r.corrected.record(min(us, 120_000_000))
             _ = r.uncorrected.record(min(uus, 120_000_000))
@@ -217,13 +306,25 @@ public final class LoadDriver: @unchecked Sendable {
                 r.errorsPerSecond.append(0)
             }
             _ = r.perSecond[second].record(min(us, 120_000_000))
+            let o = item.operation.index
+            _ = r.operations[o].corrected.record(min(us, 120_000_000))
+            r.operations[o].requests += 1
             if let error {
-                r.errors[error, default: 0] += 1
+                r.errors[error.kind, default: 0] += 1
                 r.errorsPerSecond[second] += 1
+                r.operations[o].error(
+                    error.reason,
+                    sample:
+                        "request at \(String(format: "%.3f", Double(at - start) / 1e9)) s, pool item \(position): \(sampleLabel ?? item.label)"
+                )
+                sampleLabel = nil
             }
             r.sent += 1
-            // The shared progress counter is touched every 64 requests, not on each (workers would contend on it).
-            if r.sent & 63 == 0 { counter.add(64) }
+            // Progress is published every 64 requests or 200 ms, not on each (workers would contend on it); a slow
+            // rate would otherwise show seconds without a request.
+            batch.append(us)
+            if error != nil { batchErrors += 1 }
+            if batch.count == 64 || DispatchTime.now().uptimeNanoseconds - published > 200_000_000 { publish() }
         }
         if let schedule {
             var k = slot
@@ -241,10 +342,17 @@ public final class LoadDriver: @unchecked Sendable {
                     // latency it already has (as wrk2 counts it), and counted as dropped.
                     r.dropped += 1
                     _ = r.corrected.record(min(max((now - intended) / 1000, 1), 120_000_000))
+                    let o = items[(base + schedule[k].index) % items.count].operation.index
+                    r.operations[o].dropped += 1
+                    _ = r.operations[o].corrected.record(min(max((now - intended) / 1000, 1), 120_000_000))
                 } else {
-                    let error = perform(items[schedule[k].index % items.count])
+                    let position = base + schedule[k].index
+                    if position >= items.count { r.repeats += 1 }
+                    r.itemsUsed = max(r.itemsUsed, position + 1)
+                    let item = items[position % items.count]
+                    let error = perform(item)
                     let finished = DispatchTime.now().uptimeNanoseconds
-                    note(finished - intended, finished - now, intended, error)
+                    note(finished - intended, finished - now, intended, error, item, position: position)
                 }
                 k += slots
             }
@@ -253,12 +361,17 @@ public final class LoadDriver: @unchecked Sendable {
             while true {
                 let sent = DispatchTime.now().uptimeNanoseconds
                 if sent >= end || ((k / workers) % 32 == 0 && stop()) { break }
-                let error = perform(items[k % items.count])
+                let position = base + k
+                if position >= items.count { r.repeats += 1 }
+                r.itemsUsed = max(r.itemsUsed, position + 1)
+                let item = items[position % items.count]
+                let error = perform(item)
                 let finished = DispatchTime.now().uptimeNanoseconds
-                note(finished - sent, finished - sent, sent, error)
+                note(finished - sent, finished - sent, sent, error, item, position: position)
                 k += workers
             }
         }
+        publish()
         return r
     }
 }

@@ -11,12 +11,15 @@ public struct LoadProfile: Sendable {
         case constantRate(rate: Double, workers: Int)
         /// Piecewise-linear arrival rate through the stages.
         case rampingRate(stages: [(rate: Double, seconds: Double)], workers: Int)
+        /// Constant-rate steps, raised then bisected, for the highest rate at which the thresholds hold
+        /// (``CapacitySearch``); `durationSeconds` bounds the search.
+        case findCapacity(CapacitySearch, workers: Int)
 
         public static func == (a: Executor, b: Executor) -> Bool { "\(a)" == "\(b)" }
 
         public var workers: Int {
             switch self {
-            case .closed(let w), .constantRate(_, let w), .rampingRate(_, let w): w
+            case .closed(let w), .constantRate(_, let w), .rampingRate(_, let w), .findCapacity(_, let w): w
             }
         }
     }
@@ -40,17 +43,74 @@ public struct LoadProfile: Sendable {
     /// Share of questions (percent) replaced by a question whose answer is known from the oracle: a different answer
     /// counts as a `wrong-answer` error. 0 turns the check off.
     public var answerSamplePercent: Double = 1
+    /// The app whose artifacts the pool holds (``App``); the built-in catalog when it names none.
+    public var app = App()
+
+    /// The app under load, as `check`'s `--catalog`, `--bundle-id`, `--app-apple-id`, `--environment`,
+    /// `--entitlements` and `--policy` name it (the same options of `load` override these keys). Paths are relative to
+    /// the working directory, as `target`'s is.
+    public struct App: Sendable, Equatable {
+        public var catalog: String?
+        public var bundleId: String?
+        public var appAppleId: Int64?
+        public var environment: String?
+        public var entitlements: String?
+        public var policy: String?
+        public init() {}
+
+        /// `catalog X, bundle id Y, …`: the keys given, for the workload line; empty for the built-in catalog.
+        public var description: String {
+            [
+                catalog.map { "catalog \($0)" }, bundleId.map { "bundle id \($0)" },
+                appAppleId.map { "app apple id \($0)" }, environment.map { "environment \($0)" },
+                entitlements.map { "entitlements \($0)" }, policy.map { "policy \($0)" },
+            ].compactMap { $0 }.joined(separator: ", ")
+        }
+
+        /// These keys with every key `other` gives in their place.
+        public func overridden(by other: App) -> App {
+            var a = self
+            a.catalog = other.catalog ?? catalog
+            a.bundleId = other.bundleId ?? bundleId
+            a.appAppleId = other.appAppleId ?? appAppleId
+            a.environment = other.environment ?? environment
+            a.entitlements = other.entitlements ?? entitlements
+            a.policy = other.policy ?? policy
+            return a
+        }
+    }
 
     /// Everything that decides what a run sends and when, in one line: the segments of one run must share it to be
     /// merged (thresholds and the baseline tolerance only judge the figures, and may differ).
     public var workload: String {
         let ops = Operation.allCases.map { "\($0.rawValue) \(mix[$0] ?? 0)" }.joined(separator: ", ")
+        let app = app.description.isEmpty ? "" : "app \(app.description); "
         return
-            "target \(target); mix \(ops); pool \(poolSize) seed \(poolSeed); distinct chains \(distinctChains); \(executor); warm-up \(warmupSeconds) s; duration \(durationSeconds) s; max lag \(maxLagSeconds) s; answer sample \(answerSamplePercent)%"
+            "target \(target); \(app)mix \(ops); pool \(poolSize) seed \(poolSeed); distinct chains \(distinctChains); \(executor); warm-up \(warmupSeconds) s; duration \(durationSeconds) s; max lag \(maxLagSeconds) s; answer sample \(answerSamplePercent)%"
     }
 
     public enum Operation: String, CaseIterable, Sendable {
         case appTransaction, notification, query, legacyReceipt
+
+        /// Its place in `allCases`.
+        public var index: Int {
+            switch self {
+            case .appTransaction: 0
+            case .notification: 1
+            case .query: 2
+            case .legacyReceipt: 3
+            }
+        }
+
+        /// The channel a delivery of this kind travels on; nil for a question.
+        public var channel: DeliveryChannel? {
+            switch self {
+            case .appTransaction: .app
+            case .notification: .notification
+            case .legacyReceipt: .legacy
+            case .query: nil
+            }
+        }
     }
 
     public init(
@@ -110,7 +170,7 @@ public struct LoadProfile: Sendable {
         var executor = Executor.closed(workers: 1)
         if let e = o.object("executor") {
             let workers = Int(e.int("workers", required: false, range: 1...1024) ?? 1)
-            switch e.choice("type", ["closed", "constant-rate", "ramping-rate"]) {
+            switch e.choice("type", ["closed", "constant-rate", "ramping-rate", "find-capacity"]) {
             case "closed"?: executor = .closed(workers: workers)
             case "constant-rate"?:
                 executor = .constantRate(rate: Double(e.int("rate", range: 1...10_000_000) ?? 1), workers: workers)
@@ -123,7 +183,25 @@ public struct LoadProfile: Sendable {
                 }
                 if stages.isEmpty { r.problem(e.keyPath("stages"), "at least one stage is needed") }
                 executor = .rampingRate(stages: stages.map { (rate: $0.0, seconds: $0.1) }, workers: workers)
+            case "find-capacity"?:
+                let start = Double(e.int("startRate", required: false, range: 1...10_000_000) ?? 50)
+                let max = Double(e.int("maxRate", required: false, range: 1...10_000_000) ?? 1_000_000)
+                let growth = Double(e.int("growthPercent", required: false, range: 10...1000) ?? 100)
+                let step = Double(e.int("stepSeconds", required: false, range: 1...3600) ?? 5)
+                let resolution = Double(e.int("resolutionPercent", required: false, range: 1...50) ?? 5)
+                if max < start { r.problem(e.keyPath("maxRate"), "below startRate \(Int(start))") }
+                executor = .findCapacity(
+                    CapacitySearch(
+                        startRate: start, maxRate: max, growth: 1 + growth / 100, stepSeconds: step,
+                        resolutionPercent: resolution), workers: workers)
             default: break
+            }
+            if case .findCapacity = executor {
+            } else {
+                for key in ["startRate", "maxRate", "growthPercent", "stepSeconds", "resolutionPercent"]
+                where e.has(key) {
+                    r.problem(e.keyPath(key), "only for find-capacity")
+                }
             }
             if case .rampingRate = executor {
             } else if e.has("stages") {
@@ -132,7 +210,14 @@ public struct LoadProfile: Sendable {
             e.rejectUnknownKeys()
         }
         let warmup = Double(o.int("warmupSeconds", required: false, range: 0...3600) ?? 1)
-        var duration = Double(o.int("durationSeconds", required: false, range: 1...86_400) ?? 10)
+        var duration = Double(o.int("durationSeconds", required: false, range: 1...86_400) ?? 0)
+        if duration == 0 {
+            // A capacity search's budget: a dozen steps by default.
+            if case .findCapacity(let c, _) = executor { duration = c.stepSeconds * 12 } else { duration = 10 }
+        }
+        if case .findCapacity(let c, _) = executor, duration < c.stepSeconds {
+            r.problem(o.keyPath("durationSeconds"), "shorter than one step (stepSeconds \(Int(c.stepSeconds)))")
+        }
         if case .rampingRate(let stages, _) = executor { duration = stages.map(\.seconds).reduce(0, +) }
         let maxLag = Double(o.int("maxLagMilliseconds", required: false, range: 1...600_000) ?? 1000) / 1000
         var thresholds: [Threshold] = []
@@ -144,7 +229,7 @@ public struct LoadProfile: Sendable {
                     } else {
                         r.problem(
                             "thresholds[\(i)]",
-                            "\"\(s)\" is not a threshold like \"p99 < 20ms\", \"errors < 0.1%\", \"throughput >= 5000/s\""
+                            "\"\(s)\" is not a threshold like \"p99 < 20ms\", \"errors < 0.1%\", \"throughput >= 5000/s\", \"p99{op:notification} < 200ms\" (operations: appTransaction, notification, query, legacyReceipt)"
                         )
                     }
                 }
@@ -155,17 +240,26 @@ public struct LoadProfile: Sendable {
         }
         let tolerance = Double(o.int("baselineTolerancePercent", required: false, range: 0...1000) ?? 10) / 100
         let sample = Double(o.int("answerSamplePercent", required: false, range: 0...100) ?? 1)
+        var app = App()
+        app.catalog = o.string("catalog", required: false)
+        app.bundleId = o.string("bundleId", required: false)
+        app.appAppleId = o.int("appAppleId", required: false, range: 1...Int64.max)
+        app.environment = o.choice("environment", ["Production", "Sandbox"], required: false)
+        app.entitlements = o.string("entitlements", required: false)
+        app.policy = o.string("policy", required: false)
         o.rejectUnknownKeysExcept(["thresholds"])
         try r.finish()
-        return LoadProfile(
+        var profile = LoadProfile(
             name: name, target: target, mix: mix, poolSize: poolSize, poolSeed: poolSeed, distinctChains: distinct,
             executor: executor, warmupSeconds: warmup, durationSeconds: duration, maxLagSeconds: maxLag,
             thresholds: thresholds, baselineTolerance: tolerance, answerSamplePercent: sample)
+        profile.app = app
+        return profile
     }
 }
 
 /// A pass/fail rule on the merged results: `p99 < 20ms`, `p99.9 <= 50ms`, `max < 1s`, `errors < 0.1%`,
-/// `dropped < 1%`, `throughput >= 5000/s`.
+/// `dropped < 1%`, `throughput >= 5000/s`; any of them for one operation: `p99{op:notification} < 200ms`.
 public struct Threshold: Sendable, CustomStringConvertible {
     public enum Metric: Sendable, Equatable { case percentile(Double), max, errors, dropped, throughput }
     public enum Comparison: String, Sendable { case lt = "<", le = "<=", gt = ">", ge = ">=" }
@@ -174,13 +268,25 @@ public struct Threshold: Sendable, CustomStringConvertible {
     /// Microseconds for latencies, a fraction for errors/dropped, per second for throughput.
     public var value: Double
     public var description: String
+    /// `p99{op:notification} < 200ms`: the rule holds for that operation's requests alone.
+    public var operation: LoadProfile.Operation?
 
     public init?(_ text: String) {
         let parts = text.split(separator: " ").map(String.init)
         guard parts.count == 3, let cmp = Comparison(rawValue: parts[1]) else { return nil }
         description = text
         comparison = cmp
-        let lhs = parts[0].lowercased(), rhs = parts[2].lowercased()
+        var lhs = parts[0].lowercased()
+        let rhs = parts[2].lowercased()
+        if let open = lhs.firstIndex(of: "{") {
+            guard lhs.hasSuffix("}") else { return nil }
+            let inner = lhs[lhs.index(after: open)..<lhs.index(before: lhs.endIndex)]
+            guard inner.hasPrefix("op:"),
+                let op = LoadProfile.Operation.allCases.first(where: { $0.rawValue.lowercased() == inner.dropFirst(3) })
+            else { return nil }
+            operation = op
+            lhs = String(lhs[..<open])
+        }
         switch lhs {
         case "max": metric = .max
         case "errors": metric = .errors

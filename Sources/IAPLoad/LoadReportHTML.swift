@@ -47,6 +47,43 @@ enum LoadReportHTML {
         return "<h2>\(esc(title))</h2>" + svg + "</svg>"
     }
 
+    /// A `find-capacity` run: the rate found, the knee (p99, errors and dropped against the offered rate) and the
+    /// steps in the order they ran.
+    static func capacitySection(_ c: CapacitySearch.Result) -> String {
+        let byRate = c.steps.sorted { $0.offeredRate < $1.offeredRate }
+        let top = byRate.last?.offeredRate ?? 1
+        let ticks = (0...5).map { i in (top * Double(i) / 5, String(format: "%.0f/s", top * Double(i) / 5)) }
+        let knee = chart(
+            title: "Knee: latency against offered rate",
+            series: [
+                ("p99 (ms)", "#d62728", byRate.map { ($0.offeredRate, Double($0.p99Micros) / 1000) }),
+                ("p50 (ms)", "#1f77b4", byRate.map { ($0.offeredRate, Double($0.p50Micros) / 1000) }),
+            ],
+            xLabel: "offered rate (requests/s)", yLabel: "ms", xTicks: ticks)
+        let errors = chart(
+            title: "Errors and dropped against offered rate",
+            series: [
+                ("errors %", "#ff7f0e", byRate.map { ($0.offeredRate, $0.errorRate * 100) }),
+                (
+                    "dropped %", "#7f7f7f",
+                    byRate.map { ($0.offeredRate, 100 * Double($0.dropped) / Double(max($0.requests + $0.dropped, 1))) }
+                ),
+            ],
+            xLabel: "offered rate (requests/s)", yLabel: "%", xTicks: ticks)
+        let rows = c.steps.enumerated().map { i, s in
+            "<tr><td>\(i + 1)</td><td>\(Int(s.offeredRate))/s</td><td>\(Int(s.throughputPerSecond))/s</td><td>\(ms(s.p50Micros))</td><td>\(ms(s.p99Micros))</td><td>\(String(format: "%.3f", s.errorRate * 100)) %</td><td>\(s.dropped)</td><td class=\(s.passed ? "ok" : "bad")>\(s.passed ? "pass" : "FAIL")</td><td><small>\(esc(s.failed.joined(separator: "; ")))</small></td></tr>"
+        }.joined()
+        let headline =
+            c.ratePerSecond.map {
+                "Capacity: <b>\(Int($0))/s</b> offered with every threshold holding (throughput \(Int(c.throughputPerSecond ?? 0))/s)"
+            } ?? "Capacity: <b class=bad>none found</b> (no step held every threshold)"
+        return """
+            <h2>Capacity search</h2><p class=big>\(headline)</p><p>search ended: \(esc(c.ended))\(c.segments.map { " · \($0) segments merged" } ?? ""). The figures after this section are those of the step at the capacity.</p>
+            \(knee)\(errors)
+            <table><tr><th>step</th><th>offered</th><th>throughput</th><th>p50</th><th>p99</th><th>errors</th><th>dropped</th><th></th><th>broken rules</th></tr>\(rows)</table>
+            """
+    }
+
     static func render(_ r: LoadResults) -> String {
         let s = r.summary
         let seconds = s.perSecond
@@ -86,9 +123,39 @@ enum LoadReportHTML {
         let pct = ["p50", "p90", "p99", "p99.9", "p99.99", "max"].map { k in
             "<tr><td>\(k)</td><td>\(ms(s.latencyMicros[k] ?? 0))</td><td>\(ms(s.uncorrectedLatencyMicros[k] ?? 0))</td></tr>"
         }.joined()
+        // Observed values in the rule's own unit (ms, %, /s), as the text summary prints them.
         let th = s.thresholds.map {
-            "<tr><td>\(esc($0.rule))</td><td>\(String(format: "%.4g", $0.observed))</td><td class=\($0.passed ? "ok" : "bad")>\($0.passed ? "pass" : "FAIL")</td></tr>"
+            "<tr><td>\(esc($0.rule))</td><td>\(esc($0.shown ?? String(format: "%.4g", $0.observed)))</td><td class=\($0.passed ? "ok" : "bad")>\($0.passed ? "pass" : "FAIL")</td></tr>"
         }.joined()
+        let ops = (s.operations ?? []).map { o in
+            "<tr><td>\(esc(o.operation))</td><td>\(o.requests)</td><td>\(String(format: "%.1f", o.throughputPerSecond))/s</td>"
+                + ["p50", "p99", "p99.9", "max"].map { "<td>\(ms(o.latencyMicros[$0] ?? 0))</td>" }.joined()
+                + "<td class=\(o.errorRate > 0 ? "bad" : "ok")>\(String(format: "%.3f", o.errorRate * 100)) %</td><td>\(o.dropped)</td></tr>"
+        }.joined()
+        let reasons = (s.operations ?? []).flatMap { o in
+            o.errors.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.map { reason, n in
+                "<tr><td>\(esc(o.operation))</td><td>\(esc(reason))</td><td>\(n)</td><td><small>\(esc(o.errorSamples[reason] ?? ""))</small></td></tr>"
+            }
+        }.joined()
+        let perOperation =
+            ops.isEmpty
+            ? ""
+            : "<h2>Per operation</h2><table><tr><th>operation</th><th>requests</th><th>throughput</th><th>p50</th><th>p99</th><th>p99.9</th><th>max</th><th>errors</th><th>dropped</th></tr>\(ops)</table>"
+                + (reasons.isEmpty
+                    ? "<p>No errors.</p>"
+                    : "<h2>Errors by reason</h2><table><tr><th>operation</th><th>reason</th><th>count</th><th>first request with it</th></tr>\(reasons)</table>")
+        var pool = ""
+        if let items = s.poolItems {
+            pool = "<p>pool: \(items) artifacts and questions, run id \(esc(s.runId ?? "?"))"
+            if let repeats = s.repeats, repeats > 0 {
+                pool +=
+                    " · <b>\(repeats) requests sent an artifact again</b> (byte-identical: the run outlasted the pool)"
+            }
+            pool += (s.notSent ?? []).map { " · not sent: \(esc($0))" }.joined()
+            pool += s.answerSamples.map { " · answer samples: \(esc($0))" } ?? ""
+            pool += "</p>"
+        }
+        let capacity = s.capacity.map(capacitySection) ?? ""
         let errs = s.errors.sorted { $0.key < $1.key }.map { "\(esc($0.key)): \($0.value)" }.joined(separator: ", ")
         return """
             <!doctype html><html lang="en"><head><meta charset="utf-8"><title>iapcheck load: \(esc(s.profile))</title>
@@ -98,9 +165,12 @@ enum LoadReportHTML {
             <h1>Load: \(esc(s.profile))</h1>
             <p>target <b>\(esc(s.target))</b> · \(esc(s.executor)) · \(String(format: "%.1f", s.durationSeconds)) s · iapcheck \(esc(s.environment["iapcheck"] ?? "")) · \(esc(s.environment["cores"] ?? "?")) cores\(s.faults.map { " · <b>faults: \(esc($0))</b>" } ?? "")\(s.interrupted == true ? " · <b>interrupted (Ctrl-C): partial run</b>" : "")</p>
             <p class=big><b>\(Int(s.throughputPerSecond))</b> requests/s · p99 <b>\(ms(s.latencyMicros["p99"] ?? 0))</b> · errors \(String(format: "%.3f", s.errorRate * 100)) % · dropped \(s.dropped) · <span class=\(s.passed ? "ok" : "bad")>\(s.passed ? "thresholds pass" : "thresholds FAIL")</span></p>
+            \(capacity)
             \(latency)
             \(spectrum)
             \(throughput)
+            \(perOperation)
+            \(pool)
             <h2>Percentiles</h2><table><tr><th></th><th>from intended send</th><th>from actual send</th></tr>\(pct)</table>
             <h2>Thresholds</h2><table><tr><th>rule</th><th>observed</th><th></th></tr>\(th)</table>
             <p>errors: \(errs.isEmpty ? "none" : errs) · answers checked against the oracle: \(s.answersChecked ?? 0)\((s.errors["wrong-answer"] ?? 0) > 0 ? " (<span class=bad>\(s.errors["wrong-answer"]!) wrong</span>)" : "")</p>

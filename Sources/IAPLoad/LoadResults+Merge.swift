@@ -15,6 +15,7 @@ extension LoadResults {
         var seen: [Int: String] = [:]
         var count: Int?
         var options: (String?, String)?
+        var capacities: [CapacitySearch.Result] = []
         for dir in directories {
             func path(_ name: String) -> String { (dir as NSString).appendingPathComponent(name) }
             let summary = try loadBaseline(path: path("summary.json"))
@@ -49,8 +50,9 @@ extension LoadResults {
             }
             options = options ?? (summary.options, dir)
             let counted =
-                [summary.requests, summary.dropped, summary.answersChecked ?? 0]
+                [summary.requests, summary.dropped, summary.answersChecked ?? 0, summary.repeats ?? 0]
                 + summary.errors.values + summary.perSecond.map(\.errors)
+                + (summary.operations ?? []).flatMap { [$0.requests, $0.dropped] + $0.errors.values }
             guard counted.allSatisfy({ (0...Int(HistogramFile.maxTotal)).contains($0) }) else {
                 throw MergeError(
                     description:
@@ -83,8 +85,25 @@ extension LoadResults {
             w.sent = summary.requests
             w.dropped = summary.dropped
             w.answersChecked = summary.answersChecked ?? 0
+            w.repeats = summary.repeats ?? 0
+            // Per operation: its histogram from operations.json, its counts and reasons from the summary's rows.
+            let byOp = try HistogramFile.readOperations(path("operations.json"))
+            for row in summary.operations ?? [] {
+                guard let op = LoadProfile.Operation(rawValue: row.operation) else {
+                    throw MergeError(
+                        description: "\(dir)/summary.json: operations has an unknown operation \(row.operation)")
+                }
+                var o = OperationResult()
+                o.corrected = byOp[op.rawValue] ?? LoadResults.latencyHistogram()
+                o.requests = row.requests
+                o.dropped = row.dropped
+                o.errors = row.errors
+                o.errorSamples = row.errorSamples
+                w.operations[op.index] = o
+            }
             workers.append(w)
             seconds = max(seconds, summary.durationSeconds)
+            if let c = summary.capacity { capacities.append(c) }
         }
         if let count {
             let missing = (0..<count).filter { seen[$0] == nil }
@@ -95,7 +114,15 @@ extension LoadResults {
                 )
             }
         }
-        return LoadResults(profile: profile, workers: workers, seconds: seconds)
+        var merged = LoadResults(profile: profile, workers: workers, seconds: seconds)
+        if case .findCapacity = profile.executor {
+            // Each segment searched with its share of every rate; the histograms above are of their capacity steps.
+            guard capacities.count == workers.count else {
+                throw MergeError(description: "a segment of this find-capacity profile records no capacity search")
+            }
+            merged.summary.capacity = CapacitySearch.merge(capacities)
+        }
+        return merged
     }
 
     public struct MergeError: Error, CustomStringConvertible {
@@ -125,6 +152,16 @@ enum HistogramFile {
 
     static func read(_ path: String) throws -> Histogram<UInt64> {
         try rebuild(decode(Stored.self, path), like: LoadResults.latencyHistogram(), path: path, key: "")
+    }
+
+    /// operations.json: operation → histogram; absent (a segment of an older iapcheck) reads as none.
+    static func readOperations(_ path: String) throws -> [String: Histogram<UInt64>] {
+        guard FileManager.default.fileExists(atPath: path) else { return [:] }
+        var out: [String: Histogram<UInt64>] = [:]
+        for (k, s) in try decode([String: Stored].self, path) {
+            out[k] = try rebuild(s, like: LoadResults.latencyHistogram(), path: path, key: k)
+        }
+        return out
     }
 
     static func readSeries(_ path: String) throws -> [Histogram<UInt64>] {

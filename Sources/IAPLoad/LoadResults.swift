@@ -37,6 +37,21 @@ public struct LoadResults: Sendable {
         /// The command-line options that change what a run measures (`--faults`, `--timeout`): the segments of one
         /// run share them too.
         public var options: String? = nil
+        /// The run id the pool's ids were made from (`--run-id` sends the same ids again).
+        public var runId: String? = nil
+        /// Requests that sent a pool artifact again, byte-identical, because the run outlasted the pool.
+        public var repeats: Int? = nil
+        /// Artifacts and questions in the pool.
+        public var poolItems: Int? = nil
+        /// Operations of the mix that were not sent, each with why (a channel the target does not take).
+        public var notSent: [String]? = nil
+        /// How the answer samples were asked and compared, or why there were none.
+        public var answerSamples: String? = nil
+        /// Per operation type: requests, throughput, latency and errors by reason.
+        public var operations: [OperationSummary]? = nil
+        /// A `find-capacity` run's result: the rate found and every step; the run's other figures are those of the
+        /// step at that rate (of the first step when none held).
+        public var capacity: CapacitySearch.Result? = nil
     }
 
     public struct ThresholdResult: Codable, Sendable {
@@ -117,9 +132,12 @@ public struct LoadResults: Sendable {
         var errors: [String: Int] = [:]
         var perSecond: [Histogram<UInt64>] = []
         var errorsPerSecond: [Int] = []
-        var sent = 0, dropped = 0, checked = 0
+        var sent = 0, dropped = 0, checked = 0, repeats = 0
+        var operations = [OperationResult](repeating: OperationResult(), count: LoadProfile.Operation.allCases.count)
         for w in workers {
             checked += w.answersChecked
+            repeats += w.repeats
+            for (i, o) in w.operations.enumerated() { operations[i].add(o) }
             corrected.add(w.corrected)
             uncorrected.add(w.uncorrected)
             for (k, v) in w.errors { errors[k, default: 0] += v }
@@ -134,25 +152,24 @@ public struct LoadResults: Sendable {
                 errorsPerSecond[i] += w.errorsPerSecond[i]
             }
         }
-        func spectrum(_ h: Histogram<UInt64>) -> [String: UInt64] {
-            var out: [String: UInt64] = [:]
-            for (k, p) in Self.percentiles { out[k] = h.totalCount > 0 ? h.valueAtPercentile(p) : 0 }
-            out["max"] = h.totalCount > 0 ? h.max : 0
-            return out
-        }
         let errorCount = errors.values.reduce(0, +)
         let throughput = Double(sent) / seconds
         let attempted = sent + dropped
         let errorRate = sent > 0 ? Double(errorCount) / Double(sent) : 0
         let droppedRate = attempted > 0 ? Double(dropped) / Double(attempted) : 0
         let results = profile.thresholds.map { t -> ThresholdResult in
+            // A rule for one operation reads that operation's figures.
+            let o = t.operation.map { operations[$0.index] }
+            let h = o?.corrected ?? corrected
+            let (n, failed, lost) =
+                o.map { ($0.requests, $0.errors.values.reduce(0, +), $0.dropped) } ?? (sent, errorCount, dropped)
             let observed: Double =
                 switch t.metric {
-                case .percentile(let p): Double(corrected.totalCount > 0 ? corrected.valueAtPercentile(p) : 0)
-                case .max: Double(corrected.totalCount > 0 ? corrected.max : 0)
-                case .errors: errorRate
-                case .dropped: droppedRate
-                case .throughput: throughput
+                case .percentile(let p): Double(h.totalCount > 0 ? h.valueAtPercentile(p) : 0)
+                case .max: Double(h.totalCount > 0 ? h.max : 0)
+                case .errors: n > 0 ? Double(failed) / Double(n) : 0
+                case .dropped: n + lost > 0 ? Double(lost) / Double(n + lost) : 0
+                case .throughput: Double(n) / seconds
                 }
             return ThresholdResult(
                 rule: t.description, observed: observed, shown: t.show(observed), passed: t.holds(observed))
@@ -167,8 +184,9 @@ public struct LoadResults: Sendable {
             profile: profile.name, target: profile.target, executor: "\(profile.executor)",
             workers: profile.executor.workers,
             durationSeconds: seconds, requests: sent, throughputPerSecond: throughput,
-            latencyMicros: spectrum(corrected),
-            uncorrectedLatencyMicros: spectrum(uncorrected), errors: errors, errorRate: errorRate, dropped: dropped,
+            latencyMicros: Self.spectrum(corrected),
+            uncorrectedLatencyMicros: Self.spectrum(uncorrected), errors: errors, errorRate: errorRate,
+            dropped: dropped,
             droppedRate: droppedRate, thresholds: results, passed: results.allSatisfy(\.passed),
             environment: [
                 "iapcheck": IAPCheckVersion.current, "cores": String(ProcessInfo.processInfo.activeProcessorCount),
@@ -176,6 +194,9 @@ public struct LoadResults: Sendable {
             ],
             perSecond: series)
         summary.answersChecked = checked
+        summary.repeats = repeats
+        summary.operations = Self.operationSummaries(operations, seconds: seconds)
+        self.operations = operations
         summary.workload = profile.workload
         self.corrected = corrected
         self.uncorrected = uncorrected
@@ -183,6 +204,8 @@ public struct LoadResults: Sendable {
     }
 
     var perSecondHistograms: [Histogram<UInt64>] = []
+    /// By operation, in ``LoadProfile/Operation`` order: written to operations.json for `load merge`.
+    var operations: [OperationResult] = []
 
     /// Writes summary.json, latency.hgrm (corrected, milliseconds), latency-uncorrected.hgrm, histogram.json and
     /// report.html into `directory`, each atomically.
@@ -198,6 +221,12 @@ public struct LoadResults: Sendable {
         try JSONFormat.write(corrected, to: path("histogram.json"))
         try JSONFormat.write(uncorrected, to: path("histogram-uncorrected.json"))
         try JSONFormat.write(perSecondHistograms, to: path("per-second.json"))
+        try JSONFormat.write(
+            Dictionary(
+                uniqueKeysWithValues: LoadProfile.Operation.allCases.compactMap { op in
+                    operations.indices.contains(op.index) && operations[op.index].corrected.totalCount > 0
+                        ? (op.rawValue, operations[op.index].corrected) : nil
+                }), to: path("operations.json"))
         try LoadReportHTML.render(self).write(toFile: path("report.html"), atomically: true, encoding: .utf8)
     }
 }

@@ -95,6 +95,17 @@ struct CaseOptions: ParsableArguments {
     }
 
     func load() throws(ConfigError) -> (Catalog, Policy) {
+        try Self.resolve(
+            catalog: catalog, bundleId: bundleId, appAppleId: appAppleId, environment: environment,
+            entitlements: entitlements, policy: policy)
+    }
+
+    /// The catalog and policy these names give (`check`'s options, a load profile's `app` keys): a catalog file with
+    /// the bundle id, App Apple ID and environment given in place of its own, an entitlements file added.
+    static func resolve(
+        catalog: String?, bundleId: String?, appAppleId: Int64?, environment: String?, entitlements: String?,
+        policy: String?
+    ) throws(ConfigError) -> (Catalog, Policy) {
         var (c, p) = try Self.load(catalog: catalog, bundleId: bundleId, policy: policy)
         if let appAppleId {
             guard appAppleId > 0 else {

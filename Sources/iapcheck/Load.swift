@@ -47,15 +47,26 @@ struct Load: ParsableCommand {
             help:
                 "Run segment i of N (e.g. 0/4): every N-th intended send starting at i; merge the folders with `iapcheck load merge`."
         ) var segment: String?
+        @Option(
+            help:
+                "The run's id, from which every pool history's ids are made (0 to 9999999999; default random, recorded in summary.json): give the segments of one run the same id so they send one pool; a later run gets ids of its own."
+        ) var runId: Int64?
+        @OptionGroup(title: "The app under load") var app: LoadAppOptions
 
         func run() throws {
-            let p = try Load.profile(profile)
+            var given = try Load.profile(profile)
+            given.app = given.app.overridden(by: app.app)
+            let p = given
+            if let runId, !(0..<10_000_000_000).contains(runId) {
+                throw fail("error: --run-id takes 0 to 9999999999, not \(runId)", code: Exit.usage)
+            }
+            let (catalog, policy) = try Load.app(p)
             try requireWritable(directory: results)
             // Before the run: a baseline that cannot be read would fail it only at the end.
             if let baseline { _ = try Load.readBaseline(baseline, for: p, note: false) }
             let faultProfile = try parseFaults(faults)
             // a bad target is a usage error before anything starts
-            let first = try makeValidator(p.target, timeout: timeout, faults: faultProfile)
+            let first = try makeValidator(p.target, timeout: timeout, faults: faultProfile, forLoad: true)
             if faultProfile.kill && !(first is ManagedHTTPValidator) {
                 throw ValidationError(
                     "load --faults kill needs an http: target with a \"start\" command (iapcheck kills and restarts that backend)"
@@ -63,9 +74,12 @@ struct Load: ParsableCommand {
             }
             let target = p.target, t = timeout
             FileHandle.standardError.write(Data("load \(p.name): rendering the artifact pool…\n".utf8))
-            let pool = ArtifactPool.build(p)
+            let (pool, frozen, notSent, samples) = try Load.pool(
+                p, catalog: catalog, policy: policy, first: first, runId: runId)
             let driver = LoadDriver(profile: p, pool: pool) {
-                try makeValidator(target, timeout: t, faults: faultProfile)
+                let v = try makeValidator(target, timeout: t, faults: faultProfile, forLoad: true)
+                (v as? HTTPValidator)?.frozenClock = frozen
+                return v
             }
             if faultProfile.kill, let backend = (first as? ManagedHTTPValidator)?.backend {
                 driver.periodicFault = (
@@ -81,8 +95,12 @@ struct Load: ParsableCommand {
                 )
             }
             if !quiet {
-                driver.progress = { s, n in
-                    FileHandle.standardError.write(Data("load \(p.name): \(s) s, \(n) requests\n".utf8))
+                let total = Int(p.durationSeconds)
+                driver.progress = { g in
+                    FileHandle.standardError.write(
+                        Data(
+                            "load \(p.name): \(g.second) s of \(total), \(g.requests) requests; last second \(g.lastSecondRequests)/s, p99 \(LoadResults.milliseconds(g.lastSecondP99Micros)), \(g.lastSecondErrors) errors\n"
+                                .utf8))
                 }
             }
             var seg = (index: 0, count: 1)
@@ -98,12 +116,19 @@ struct Load: ParsableCommand {
             driver.shouldStop = { Interrupt.requested }
             Interrupt.install()
             var elapsed = p.durationSeconds
+            var capacity: CapacitySearch.Result?
             do {
                 if p.warmupSeconds > 0 { _ = try driver.run(seconds: p.warmupSeconds, record: false, segment: seg) }
                 let started = Date()
-                workers = try driver.run(seconds: p.durationSeconds, record: true, segment: seg)
+                if case .findCapacity(let search, _) = p.executor {
+                    (capacity, workers) = try Load.findCapacity(
+                        search, driver: driver, profile: p, segment: seg, quiet: quiet)
+                    elapsed = search.stepSeconds
+                } else {
+                    workers = try driver.run(seconds: p.durationSeconds, record: true, segment: seg)
+                }
                 if Interrupt.requested {
-                    elapsed = max(0.001, min(p.durationSeconds, Date().timeIntervalSince(started)))
+                    elapsed = max(0.001, min(elapsed, Date().timeIntervalSince(started)))
                 }
             } catch let e as ValidatorFailure {
                 throw fail("validator failure: \(e)", code: Exit.validatorFailure)
@@ -116,7 +141,12 @@ struct Load: ParsableCommand {
             }
             var r = LoadResults(profile: p, workers: workers, seconds: elapsed)
             if Interrupt.requested { r.summary.interrupted = true }
+            r.summary.capacity = capacity
             r.summary.options = "faults \(faultProfile.isEmpty ? "none" : faults ?? "none"); timeout \(timeout) s"
+            r.summary.runId = String(pool.runId)
+            r.summary.poolItems = pool.items.count
+            r.summary.notSent = notSent.isEmpty ? nil : notSent
+            r.summary.answerSamples = samples
             if segment != nil {
                 r.summary.segment = "\(seg.index)/\(seg.count)"
                 r.summary.workers = workers.count  // a closed profile's segment runs its share of the workers
@@ -172,6 +202,26 @@ struct Load: ParsableCommand {
         print(
             "\(s.profile): \(s.requests) requests in \(String(format: "%.1f", s.durationSeconds)) s = \(Int(s.throughputPerSecond))/s; latency p50 \(LoadResults.milliseconds(s.latencyMicros["p50"])) p99 \(LoadResults.milliseconds(s.latencyMicros["p99"])) p99.9 \(LoadResults.milliseconds(s.latencyMicros["p99.9"])) max \(LoadResults.milliseconds(s.latencyMicros["max"])) (uncorrected p99 \(LoadResults.milliseconds(s.uncorrectedLatencyMicros["p99"]))); errors \(s.errors.isEmpty ? "none" : s.errors.map { "\($0.key) \($0.value)" }.sorted().joined(separator: ", ")); dropped \(s.dropped); answers checked against the oracle \(s.answersChecked ?? 0)"
         )
+        if let items = s.poolItems {
+            let repeats = s.repeats ?? 0
+            print(
+                "  pool: \(items) artifacts and questions, run id \(s.runId ?? "?")"
+                    + (repeats > 0
+                        ? "; \(repeats) requests sent an artifact again, byte-identical (the run outlasted the pool: raise pool.size)"
+                        : "; every request sent an artifact of its own"))
+        }
+        for o in s.operations ?? [] where (s.operations?.count ?? 0) > 1 || !o.errors.isEmpty {
+            print(
+                "  \(o.operation): \(o.requests) requests, \(String(format: "%.0f", o.throughputPerSecond))/s, p50 \(LoadResults.milliseconds(o.latencyMicros["p50"])) p99 \(LoadResults.milliseconds(o.latencyMicros["p99"])), errors \(String(format: "%.3g", o.errorRate * 100))%"
+            )
+            for (reason, n) in o.errors.sorted(by: { ($1.value, $0.key) < ($0.value, $1.key) }) {
+                print("    \(n) × \(reason)")
+                if let sample = o.errorSamples[reason] { print("        first: \(sample)") }
+            }
+        }
+        if let c = s.capacity { printCapacity(c) }
+        for line in s.notSent ?? [] { print("  not sent: \(line)") }
+        if let samples = s.answerSamples { print("  answer samples: \(samples)") }
         for t in s.thresholds {
             print(
                 "  \(t.passed ? "pass" : "FAIL")  \(t.rule)  (observed \(t.shown ?? String(format: "%.4g", t.observed)))"
@@ -227,9 +277,12 @@ struct Load: ParsableCommand {
         @Argument(help: "Segment result folders.") var directories: [String]
         @Option(help: "Directory for the merged result folder.") var results = "Results"
         @Option(help: "Compare the merged result with an earlier summary.json.") var baseline: String?
+        @OptionGroup(title: "The app the segments ran (as given to them)") var app: LoadAppOptions
 
         func run() throws {
-            let p = try Load.profile(profile)
+            var given = try Load.profile(profile)
+            given.app = given.app.overridden(by: app.app)
+            let p = given
             if let baseline { _ = try Load.readBaseline(baseline, for: p, note: false) }
             let r: LoadResults
             do {

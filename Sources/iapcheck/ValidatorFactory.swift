@@ -51,14 +51,21 @@ func workerFactory(
     }
 }
 
+/// `forLoad`: for `iapcheck load`, which takes a backend on its real clock (`"clock": "wall"`); every other command
+/// needs to set the backend's clock and refuses one.
 func makeValidator(
-    _ spec: String, timeout: Double = 5, faults: FaultProfile = FaultProfile(), job: Int = 0
+    _ spec: String, timeout: Double = 5, faults: FaultProfile = FaultProfile(), job: Int = 0, forLoad: Bool = false
 ) throws -> any Validator {
     if spec == "reference" { return ReferenceValidator() }
     if spec.hasPrefix("http:") {
         let path = String(spec.dropFirst("http:".count))
         do {
             let target = try HTTPValidator.Target.load(path: path)
+            if target.clock == .wall && !forLoad {
+                throw fail(
+                    "error: \(path): \"clock\": \"wall\" says iapcheck cannot set this backend's clock; a history of years needs it, so only `iapcheck load` takes such a target. Let iapcheck start the backend under libfaketime (\"start\" and \"clock\": \"faketime\") or give it a clock header (docs/http-target.md#the-backends-clock)",
+                    code: Exit.usage)
+            }
             var store: MockAppStore?
             if let settings = target.store {
                 store = try startStore(settings, for: target)
@@ -71,6 +78,8 @@ func makeValidator(
             v.job = job
             return v
         } catch let e as ValidationError {
+            throw e
+        } catch let e as ExitCode {
             throw e
         } catch let e as ValidatorFailure {
             // A backend that cannot be reached or started as the target file says is a configuration problem.

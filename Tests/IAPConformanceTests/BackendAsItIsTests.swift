@@ -3,6 +3,7 @@ import IAPConformance
 import IAPModel
 import IAPMutants
 import IAPReference
+import IAPSimulator
 import IAPTesting
 import IAPValidatorAPI
 import Testing

@@ -203,6 +203,10 @@ final class SlowValidator: Validator {
         let merged = try LoadResults.merge(dirs, profile: profile)
         #expect(merged.summary.requests == total)
         #expect(merged.corrected.totalCount == UInt64(total + dropped))
+        // Per-operation rows are summed too (operations.json of each segment).
+        let rows = merged.summary.operations ?? []
+        #expect(rows.map(\.operation) == ["query"])
+        #expect(rows.first.map { $0.requests + $0.dropped } == total + dropped)
         // Only the complete set of this profile's segments merges.
         #expect(throws: LoadResults.MergeError.self) { try LoadResults.merge(Array(dirs.prefix(2)), profile: profile) }
         #expect(throws: LoadResults.MergeError.self) { try LoadResults.merge(dirs + [dirs[0]], profile: profile) }

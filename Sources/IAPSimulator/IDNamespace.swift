@@ -1,11 +1,11 @@
 import Foundation
 import IAPModel
-import IAPSimulator
 
 /// Ids of their own for one run of a case against a validator that keeps its state (a backend without a `reset`
-/// route, docs/http-target.md#backends-without-a-reset-route): user ids and `appAccountToken`s, transaction,
-/// original-transaction and `webOrderLineItemId`s, `notificationUUID`s. State an earlier case or an earlier run
-/// left in the backend then never meets a new case, and a shrink's every attempt is a new purchase history.
+/// route, docs/http-target.md#backends-without-a-reset-route), and for each history of a load run's pool: user ids
+/// and `appAccountToken`s, transaction, original-transaction and `webOrderLineItemId`s, `notificationUUID`s. State an
+/// earlier case or an earlier run left in the backend then never meets a new case, a shrink's every attempt is a new
+/// purchase history, and no two histories of a load pool share an id.
 ///
 /// Only the ids change: the case means the same (the timeline, the oracle's answer and every verdict are those of
 /// the case as generated). Ids keep Apple's shapes: a transaction id stays a 16-digit number below 2^53 (the size
@@ -135,28 +135,5 @@ public struct IDNamespace: Sendable, Hashable {
             r.inApp = l.inApp.map { $0.map(apply) }
             return .legacyReceipt(r)
         }
-    }
-
-    /// The case with every id in this namespace.
-    public func apply(_ c: GeneratedCase) -> GeneratedCase {
-        var out = c
-        out.persons = c.persons.map { p in
-            var q = p
-            q.accountId = uuid(p.accountId)
-            return q
-        }
-        out.steps = c.steps.map { step in
-            switch step {
-            case .deliver(let d):
-                var e = d
-                e.delivery = apply(d.delivery)
-                return .deliver(e)
-            case .query(let q):
-                var r = q
-                r.query.userId = uuid(q.query.userId)
-                return .query(r)
-            }
-        }
-        return out
     }
 }
