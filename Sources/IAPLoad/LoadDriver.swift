@@ -14,8 +14,15 @@ public final class LoadDriver: @unchecked Sendable {
     public struct WorkerResult: Sendable {
         public var corrected = LoadResults.latencyHistogram()
         public var uncorrected = LoadResults.latencyHistogram()
-        /// Per second of the run: requests, errors, latency (corrected).
+        /// Per second of the run: requests, errors, latency (corrected). A run keeps each finished second as its
+        /// recorded buckets only (`perSecondBuckets`, a few hundred bytes rather than a histogram's 20 KB, so memory
+        /// stays flat through an hours-long soak); `load merge` reads whole histograms back into `perSecond`.
         public var perSecond: [Histogram<UInt64>] = []
+        public var perSecondBuckets: [[Bucket]] = []
+        public struct Bucket: Sendable {
+            public var value: UInt64
+            public var count: UInt64
+        }
         public var errorsPerSecond: [Int] = []
         public var errors: [String: Int] = [:]
         public var sent = 0
@@ -60,6 +67,8 @@ public final class LoadDriver: @unchecked Sendable {
     public var periodicFault: (every: Double, action: @Sendable () -> Void)?
     /// How many times `periodicFault` fired in the last run.
     public private(set) var faultsInjected = 0
+    /// When each of them fired, seconds into the run.
+    public private(set) var faultTimes: [Double] = []
     /// Where in the pool the next run starts: past what the warm-up sent, so the measured run sends artifacts of its
     /// own (a backend that remembers what it saw would otherwise get the warm-up's again).
     public private(set) var nextItem = 0
@@ -71,45 +80,9 @@ public final class LoadDriver: @unchecked Sendable {
         self.makeValidator = makeValidator
     }
 
-    /// Intended send offsets (ns from the start) for the rate executors; nil for the closed executor.
-    public static func schedule(_ executor: LoadProfile.Executor, seconds: Double) -> [UInt64]? {
-        switch executor {
-        case .closed: return nil
-        case .findCapacity(let search, let w):
-            // Run as such (a warm-up): its first step's rate. The search runs its steps as constant-rate runs.
-            return schedule(.constantRate(rate: search.startRate, workers: w), seconds: seconds)
-        case .constantRate(let rate, _):
-            let n = Int(rate * seconds)
-            return (0..<n).map { UInt64(Double($0) / rate * 1e9) }
-        case .rampingRate(let stages, _):
-            var out: [UInt64] = []
-            var t = 0.0, stageStart = 0.0
-            var from = stages.first?.rate ?? 0
-            for s in stages {
-                let end = stageStart + s.seconds
-                while t < end {
-                    let rate = max(from + (s.rate - from) * (t - stageStart) / s.seconds, 0.5)
-                    if rate >= 1 { out.append(UInt64(t * 1e9)) }
-                    t += 1 / max(rate, 1)
-                }
-                from = s.rate
-                stageStart = end
-            }
-            return out
-        }
-    }
-
     /// The validators of the workers, made on the first run and kept for the next (a warm-up warms the validators
     /// that are then measured); stopped at the end of a recorded run.
     private var prepared: [Int: any Validator] = [:]
-
-    /// The workers a segment runs: all of a rate executor's (they share the segment's slice of the schedule); for
-    /// the closed executor, worker w belongs to segment w mod n, so n segments together run the profile's workers.
-    public static func workers(of executor: LoadProfile.Executor, segment: (index: Int, count: Int)) -> [Int] {
-        let all = Array(0..<executor.workers)
-        guard case .closed = executor else { return all }
-        return all.filter { $0 % segment.count == segment.index }
-    }
 
     public struct SegmentError: Error, CustomStringConvertible {
         public var description: String
@@ -173,15 +146,16 @@ public final class LoadDriver: @unchecked Sendable {
             }
         }
         if reporter != nil { progressThread.start() }
-        let injected = Locked(0)
+        let injected = Locked<[Double]>([])
         if record, let fault = periodicFault {
             Thread.detachNewThread {
                 var next = Date().addingTimeInterval(fault.every)
                 while done.value == 0 {
                     Thread.sleep(forTimeInterval: 0.05)
                     if Date() >= next && done.value == 0 {
+                        let at = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
                         fault.action()
-                        injected.add(1)
+                        injected.withLock { $0.append(at) }
                         next = Date().addingTimeInterval(fault.every)
                     }
                 }
@@ -206,7 +180,8 @@ public final class LoadDriver: @unchecked Sendable {
         }
         group.wait()
         done.add(1)
-        faultsInjected = injected.value
+        faultTimes = injected.value
+        faultsInjected = faultTimes.count
         // The next run starts past every position this one could have used: the whole schedule (every segment
         // computes the same), or for the closed executor the next multiple of the workers past the furthest used.
         if let full = Self.schedule(executor, seconds: seconds) {
@@ -278,6 +253,17 @@ public final class LoadDriver: @unchecked Sendable {
                 return OperationResult.classify(error)
             }
         }
+        // The second being recorded, whole; finished ones are kept as their buckets.
+        var current = LoadResults.perSecondHistogram()
+        var currentSecond = 0
+        func closeSecond() {
+            while r.perSecondBuckets.count <= currentSecond { r.perSecondBuckets.append([]) }
+            guard current.totalCount > 0 else { return }
+            r.perSecondBuckets[currentSecond] += current.recordedValues().map {
+                .init(value: $0.value, count: UInt64($0.count))
+            }
+            current.reset()
+        }
         var batch: [UInt64] = []
         batch.reserveCapacity(64)
         var batchErrors = 0
@@ -300,12 +286,18 @@ public final class LoadDriver: @unchecked Sendable {
             _ = r.corrected.record(min(us, 120_000_000))
             _ = r.uncorrected.record(min(uus, 120_000_000))
             let second = Int((at - start) / 1_000_000_000)
-            while r.perSecond.count <= second {
-                r.perSecond.append(
-                    LoadResults.perSecondHistogram())
-                r.errorsPerSecond.append(0)
+            while r.errorsPerSecond.count <= second { r.errorsPerSecond.append(0) }
+            if second > currentSecond {
+                closeSecond()
+                currentSecond = second
             }
-            _ = r.perSecond[second].record(min(us, 120_000_000))
+            if second == currentSecond {
+                _ = current.record(min(us, 120_000_000))
+            } else {
+                // A worker's seconds only move forward (it sends in schedule order); kept exact all the same.
+                while r.perSecondBuckets.count <= second { r.perSecondBuckets.append([]) }
+                r.perSecondBuckets[second].append(.init(value: min(us, 120_000_000), count: 1))
+            }
             let o = item.operation.index
             _ = r.operations[o].corrected.record(min(us, 120_000_000))
             r.operations[o].requests += 1
@@ -372,6 +364,7 @@ public final class LoadDriver: @unchecked Sendable {
             }
         }
         publish()
+        closeSecond()
         return r
     }
 }

@@ -12,7 +12,7 @@ enum LoadReportHTML {
     static func chart(
         title: String, series: [(name: String, color: String, points: [(Double, Double)])], xLabel: String,
         yLabel: String,
-        logX: Bool = false, xTicks: [(Double, String)] = []
+        logX: Bool = false, xTicks: [(Double, String)] = [], marks: [(x: Double, label: String)] = []
     ) -> String {
         let w = 900.0, h = 260.0, left = 70.0, bottom = 40.0, top = 20.0, right = 20.0
         let all = series.flatMap(\.points)
@@ -37,6 +37,15 @@ enum LoadReportHTML {
             "<text x=\"\((left + w) / 2)\" y=\"\(h - 4)\" font-size=\"12\" text-anchor=\"middle\" fill=\"#333\">\(esc(xLabel))</text>"
         svg +=
             "<text x=\"14\" y=\"\((top + h - bottom) / 2)\" font-size=\"12\" text-anchor=\"middle\" fill=\"#333\" transform=\"rotate(-90 14 \((top + h - bottom) / 2))\">\(esc(yLabel))</text>"
+        // Events on the x axis (a backend restart): a dashed line each, labelled once.
+        for (i, m) in marks.enumerated() {
+            svg +=
+                "<line x1=\"\(px(m.x))\" y1=\"\(top)\" x2=\"\(px(m.x))\" y2=\"\(h - bottom)\" stroke=\"#9467bd\" stroke-dasharray=\"4 3\"/>"
+            if i == 0 {
+                svg +=
+                    "<text x=\"\(px(m.x) + 4)\" y=\"\(top + 10)\" font-size=\"11\" fill=\"#9467bd\">\(esc(m.label))</text>"
+            }
+        }
         for (i, s) in series.enumerated() {
             let pts = s.points.map { "\(String(format: "%.1f", px($0.0))),\(String(format: "%.1f", py($0.1)))" }.joined(
                 separator: " ")
@@ -87,6 +96,7 @@ enum LoadReportHTML {
     static func render(_ r: LoadResults) -> String {
         let s = r.summary
         let seconds = s.perSecond
+        let restarts = (s.faultSeconds ?? []).map { (x: $0, label: "backend restarted (dashed)") }
         let secTicks = stride(from: 0, through: max(seconds.count - 1, 0), by: max(1, seconds.count / 10)).map {
             (Double($0), "\($0)s")
         }
@@ -96,14 +106,14 @@ enum LoadReportHTML {
                 ("p50", "#1f77b4", seconds.map { (Double($0.second), Double($0.p50Micros) / 1000) }),
                 ("p99", "#d62728", seconds.map { (Double($0.second), Double($0.p99Micros) / 1000) }),
             ],
-            xLabel: "second of the run", yLabel: "ms", xTicks: secTicks)
+            xLabel: "second of the run", yLabel: "ms", xTicks: secTicks, marks: restarts)
         let throughput = chart(
             title: "Throughput",
             series: [
                 ("requests/s", "#2ca02c", seconds.map { (Double($0.second), Double($0.requests)) }),
                 ("errors/s", "#ff7f0e", seconds.map { (Double($0.second), Double($0.errors)) }),
             ],
-            xLabel: "second of the run", yLabel: "per second", xTicks: secTicks)
+            xLabel: "second of the run", yLabel: "per second", xTicks: secTicks, marks: restarts)
         var spectrumC: [(Double, Double)] = [], spectrumU: [(Double, Double)] = []
         for p in [0.0, 50, 75, 90, 95, 99, 99.5, 99.9, 99.95, 99.99, 99.999] {
             let x = 1 / (1 - min(p, 99.9999) / 100)
@@ -156,6 +166,14 @@ enum LoadReportHTML {
             pool += "</p>"
         }
         let capacity = s.capacity.map(capacitySection) ?? ""
+        var memory = ""
+        if let a = s.rssStartBytes, let b = s.rssEndBytes, a > 0 {
+            memory = String(
+                format:
+                    "<p>iapcheck's memory (RSS): %.1f MB at the start of the measured run, %.1f MB at its end (%+.1f %%)%@</p>",
+                Double(a) / 1e6, Double(b) / 1e6, (Double(b) - Double(a)) / Double(a) * 100,
+                s.faultSeconds.map { " · backend restarted \($0.count) times (dashed lines)" } ?? "")
+        }
         let errs = s.errors.sorted { $0.key < $1.key }.map { "\(esc($0.key)): \($0.value)" }.joined(separator: ", ")
         return """
             <!doctype html><html lang="en"><head><meta charset="utf-8"><title>iapcheck load: \(esc(s.profile))</title>
@@ -165,6 +183,7 @@ enum LoadReportHTML {
             <h1>Load: \(esc(s.profile))</h1>
             <p>target <b>\(esc(s.target))</b> · \(esc(s.executor)) · \(String(format: "%.1f", s.durationSeconds)) s · iapcheck \(esc(s.environment["iapcheck"] ?? "")) · \(esc(s.environment["cores"] ?? "?")) cores\(s.faults.map { " · <b>faults: \(esc($0))</b>" } ?? "")\(s.interrupted == true ? " · <b>interrupted (Ctrl-C): partial run</b>" : "")</p>
             <p class=big><b>\(Int(s.throughputPerSecond))</b> requests/s · p99 <b>\(ms(s.latencyMicros["p99"] ?? 0))</b> · errors \(String(format: "%.3f", s.errorRate * 100)) % · dropped \(s.dropped) · <span class=\(s.passed ? "ok" : "bad")>\(s.passed ? "thresholds pass" : "thresholds FAIL")</span></p>
+            \(memory)
             \(capacity)
             \(latency)
             \(spectrum)

@@ -52,6 +52,22 @@ public struct LoadResults: Sendable {
         /// A `find-capacity` run's result: the rate found and every step; the run's other figures are those of the
         /// step at that rate (of the first step when none held).
         public var capacity: CapacitySearch.Result? = nil
+        /// iapcheck's own resident memory (bytes) when the measured run started and when it ended: a soak shows
+        /// whether it stays flat. Nil where the system does not say (read from /proc on Linux).
+        public var rssStartBytes: UInt64? = nil
+        public var rssEndBytes: UInt64? = nil
+        /// When an injected fault fired (the backend killed and restarted), seconds into the run.
+        public var faultSeconds: [Double]? = nil
+        /// Answer samples whose answer differed from the oracle's (each also a `wrong-answer` error).
+        public var answersWrong: Int? = nil
+    }
+
+    /// This process's resident set size in bytes (Linux: /proc/self/statm), nil elsewhere.
+    public static func residentBytes() -> UInt64? {
+        guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return nil }
+        let fields = text.split(separator: " ")
+        guard fields.count > 1, let pages = UInt64(fields[1]) else { return nil }
+        return pages * UInt64(sysconf(Int32(_SC_PAGESIZE)))
     }
 
     public struct ThresholdResult: Codable, Sendable {
@@ -143,14 +159,16 @@ public struct LoadResults: Sendable {
             for (k, v) in w.errors { errors[k, default: 0] += v }
             sent += w.sent
             dropped += w.dropped
-            for (i, h) in w.perSecond.enumerated() {
-                while perSecond.count <= i {
-                    perSecond.append(Self.perSecondHistogram())
-                    errorsPerSecond.append(0)
-                }
-                perSecond[i].add(h)
-                errorsPerSecond[i] += w.errorsPerSecond[i]
+            let secondsOfWorker = max(w.perSecond.count, w.perSecondBuckets.count, w.errorsPerSecond.count)
+            while perSecond.count < secondsOfWorker {
+                perSecond.append(Self.perSecondHistogram())
+                errorsPerSecond.append(0)
             }
+            for (i, h) in w.perSecond.enumerated() { perSecond[i].add(h) }
+            for (i, buckets) in w.perSecondBuckets.enumerated() {
+                for b in buckets { _ = perSecond[i].record(b.value, count: b.count) }
+            }
+            for (i, e) in w.errorsPerSecond.enumerated() { errorsPerSecond[i] += e }
         }
         let errorCount = errors.values.reduce(0, +)
         let throughput = Double(sent) / seconds

@@ -40,9 +40,13 @@ struct Load: ParsableCommand {
         ) var baseline: String?
         @Option(
             help: ArgumentHelp(
-                "Fault profile, as for check: kill (an http: target with a start command: the backend is killed and restarted every 5 s of the run), reset, webhook-5xx, slow-store.",
+                "Fault profile, as for check: kill (an http: target with a start command: the backend is killed and restarted every --kill-every seconds of the run), reset, webhook-5xx, slow-store.",
                 valueName: "LIST"))
         var faults: String?
+        @Option(
+            help:
+                "With --faults kill: seconds between a restart and the next kill (default 5; a soak takes longer, e.g. 30)."
+        ) var killEvery: Double = 5
         @Option(
             help:
                 "Run segment i of N (e.g. 0/4): every N-th intended send starting at i; merge the folders with `iapcheck load merge`."
@@ -65,6 +69,9 @@ struct Load: ParsableCommand {
             // Before the run: a baseline that cannot be read would fail it only at the end.
             if let baseline { _ = try Load.readBaseline(baseline, for: p, note: false) }
             let faultProfile = try parseFaults(faults)
+            guard killEvery >= 0.5 && killEvery <= 86_400 else {
+                throw fail("error: --kill-every takes 0.5 to 86400 seconds, not \(killEvery)", code: Exit.usage)
+            }
             // a bad target is a usage error before anything starts
             let first = try makeValidator(p.target, timeout: timeout, faults: faultProfile, forLoad: true)
             if faultProfile.kill && !(first is ManagedHTTPValidator) {
@@ -83,7 +90,7 @@ struct Load: ParsableCommand {
             }
             if faultProfile.kill, let backend = (first as? ManagedHTTPValidator)?.backend {
                 driver.periodicFault = (
-                    5,
+                    killEvery,
                     {
                         FileHandle.standardError.write(
                             Data("load \(p.name): killing the backend (fault profile kill)\n".utf8))
@@ -117,9 +124,11 @@ struct Load: ParsableCommand {
             Interrupt.install()
             var elapsed = p.durationSeconds
             var capacity: CapacitySearch.Result?
+            var rss: (start: UInt64?, end: UInt64?) = (nil, nil)
             do {
                 if p.warmupSeconds > 0 { _ = try driver.run(seconds: p.warmupSeconds, record: false, segment: seg) }
                 let started = Date()
+                rss.start = LoadResults.residentBytes()
                 if case .findCapacity(let search, _) = p.executor {
                     (capacity, workers) = try Load.findCapacity(
                         search, driver: driver, profile: p, segment: seg, quiet: quiet)
@@ -127,6 +136,7 @@ struct Load: ParsableCommand {
                 } else {
                     workers = try driver.run(seconds: p.durationSeconds, record: true, segment: seg)
                 }
+                rss.end = LoadResults.residentBytes()
                 if Interrupt.requested {
                     elapsed = max(0.001, min(elapsed, Date().timeIntervalSince(started)))
                 }
@@ -142,6 +152,9 @@ struct Load: ParsableCommand {
             var r = LoadResults(profile: p, workers: workers, seconds: elapsed)
             if Interrupt.requested { r.summary.interrupted = true }
             r.summary.capacity = capacity
+            (r.summary.rssStartBytes, r.summary.rssEndBytes) = rss
+            if r.summary.answersChecked ?? 0 > 0 { r.summary.answersWrong = r.summary.errors["wrong-answer"] ?? 0 }
+            if !driver.faultTimes.isEmpty { r.summary.faultSeconds = driver.faultTimes }
             r.summary.options = "faults \(faultProfile.isEmpty ? "none" : faults ?? "none"); timeout \(timeout) s"
             r.summary.runId = String(pool.runId)
             r.summary.poolItems = pool.items.count
@@ -154,7 +167,8 @@ struct Load: ParsableCommand {
             if !faultProfile.isEmpty {
                 r.summary.faults =
                     "\(faultProfile)"
-                    + (driver.faultsInjected > 0 ? "; backend killed \(driver.faultsInjected) times" : "")
+                    + (driver.faultsInjected > 0
+                        ? "; backend killed \(driver.faultsInjected) times, \(killEvery) s after each restart" : "")
             }
             let stamp = CivilTime.iso8601(Millis(Date().timeIntervalSince1970 * 1000)).replacingOccurrences(
                 of: ":", with: ""
@@ -220,6 +234,18 @@ struct Load: ParsableCommand {
             }
         }
         if let c = s.capacity { printCapacity(c) }
+        if let a = s.rssStartBytes, let b = s.rssEndBytes, a > 0 {
+            print(
+                String(
+                    format:
+                        "  memory: iapcheck's RSS %.1f MB at the start of the measured run, %.1f MB at its end (%+.1f%%)",
+                    Double(a) / 1e6, Double(b) / 1e6, (Double(b) - Double(a)) / Double(a) * 100))
+        }
+        if let wrong = s.answersWrong, let restarts = s.faultSeconds?.count {
+            print(
+                "  acknowledged deliveries: \(s.answersChecked ?? 0) answer samples checked against the oracle across \(restarts) restarts of the backend, \(wrong) disagreeing"
+            )
+        }
         for line in s.notSent ?? [] { print("  not sent: \(line)") }
         if let samples = s.answerSamples { print("  answer samples: \(samples)") }
         for t in s.thresholds {

@@ -101,6 +101,39 @@ import Testing
         #expect(html.contains("Knee: latency against offered rate") && html.contains("Capacity: <b>\(Int(rate))/s"))
     }
 
+    /// Two segments search with half of every rate each; `load merge` gives the combined capacity and steps.
+    @Test func segmentedSearchesMerge() throws {
+        let profile = try LoadProfile.decode(
+            Data(
+                #"""
+                {"name":"cap-seg","mix":{"appTransaction":100},"pool":{"size":400},
+                 "executor":{"type":"find-capacity","workers":1,"startRate":40,"stepSeconds":1},
+                 "warmupSeconds":0,"durationSeconds":2,"thresholds":["errors < 1%"]}
+                """#.utf8), file: "cap-seg.json")
+        guard case .findCapacity(let search, _) = profile.executor else { return }
+        let pool = ArtifactPool.build(profile)
+        var dirs: [String] = []
+        for i in 0..<2 {
+            let driver = LoadDriver(profile: profile, pool: pool) { ReferenceValidator() }
+            let (result, workers) = try search.run(driver, profile: profile, segment: (i, 2))
+            // Two steps in the budget: 40/s and 80/s of the whole profile, 20/s and 40/s of this segment.
+            #expect(result.steps.map(\.offeredRate) == [40, 80])
+            #expect(result.ratePerSecond == 80, "\(result.steps)")
+            var r = LoadResults(profile: profile, workers: workers, seconds: 1)
+            r.summary.capacity = result
+            r.summary.segment = "\(i)/2"
+            let dir = Scratch.directory + "iapcheck-capseg-\(UUID().uuidString)"
+            try r.write(to: dir)
+            dirs.append(dir)
+        }
+        let merged = try LoadResults.merge(dirs, profile: profile)
+        let c = try #require(merged.summary.capacity)
+        #expect(c.segments == 2 && c.ratePerSecond == 80)
+        #expect(c.steps.map(\.offeredRate) == [40, 80])
+        // Each segment sent half of each step: together about the whole rate.
+        #expect(c.steps.last.map { $0.requests >= 70 && $0.requests <= 82 } == true, "\(c.steps)")
+    }
+
     @Test func profileKeysAreCheckedAndOnlyForTheSearch() {
         #expect(throws: ConfigError.self) {
             try LoadProfile.decode(
