@@ -27,6 +27,23 @@ public struct Discrepancy: Codable, Hashable, Sendable {
     /// For a wrong answer: what differs, as `subject/field` (`product pro.monthly/active`), so that shrinking keeps
     /// the same defect rather than any wrong answer.
     public var differenceKeys: [String]?
+
+    /// What the comparison found, said before the property the case ran under (which only says how the case was
+    /// delivered): `entitlement disagreement (product pro.monthly/active)`, `refused a genuine artifact`,
+    /// `accepted a forged artifact (alg-none)`, `accepted an artifact Apple's rules refuse (…)`.
+    public var finding: String {
+        switch kind {
+        case .answer:
+            return "entitlement disagreement" + (differenceKeys?.first.map { " (\($0))" } ?? "")
+        case .verdict:
+            if expected == "accepted" { return "refused a genuine artifact" }
+            let forged = "rejected (forged: "
+            if expected.hasPrefix(forged) {
+                return "accepted a forged artifact (\(expected.dropFirst(forged.count).dropLast()))"
+            }
+            return "accepted an artifact Apple's rules refuse " + expected.dropFirst("rejected ".count)
+        }
+    }
 }
 
 public enum CaseOutcome: Sendable {

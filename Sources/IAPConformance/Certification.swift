@@ -46,6 +46,8 @@ public enum CertificationSuite {
         public var reason: String?
         /// Set when the validator failed as a program (crash, timeout, malformed reply) during this probe.
         public var validatorFailure: String?
+        /// Set when the class's genuine twin was refused (its reason): the forgery's refusal is then not credited.
+        public var genuineRefused: String?
     }
 
     /// The catalog the suite ran on, so a report says what it certifies and can be reproduced.
@@ -197,7 +199,8 @@ public enum CertificationSuite {
         scale: Double = 1,
         knownDivergences: Set<String> = [], faults: String? = nil, durableAck: Bool = false,
         catalogRecord: CatalogRecord? = nil, jobs: Int = 1, makeWorker: (() throws -> any Validator)? = nil,
-        maxSize: Int = HistoryGenerator.defaultMaxSize, progress: ((String) -> Void)? = nil
+        maxSize: Int = HistoryGenerator.defaultMaxSize, progress: ((String) -> Void)? = nil,
+        caseProgress: ((_ property: String, _ done: Int, _ total: Int) -> Void)? = nil
     ) -> Report {
         let record = catalogRecord ?? .builtIn(catalog)
         let faultArgs = (faults.map { " --faults \(Shell.quote($0))" } ?? "") + record.arguments
@@ -216,6 +219,10 @@ public enum CertificationSuite {
             o.jobs = jobs
             var checker = Checker(options: o, validator: validator)
             checker.makeWorker = makeWorker
+            if let caseProgress {
+                let name = e.property.rawValue
+                checker.progress = { caseProgress(name, $0, $1) }
+            }
             let r = checker.run()
             var cx: Reports.DiscrepancySummary?
             var vf: Reports.ValidatorFailureSummary?
@@ -236,6 +243,7 @@ public enum CertificationSuite {
                         replay:
                             "iapcheck check --validator \(Shell.quote(spec)) --property \(e.property.rawValue) --seed \(e.seed) --case \(f.caseIndex)\(faultArgs)"
                     )
+                    cx?.finding = d.finding
                 } else if let failure = f.validatorFailure {
                     vf = Reports.ValidatorFailureSummary(
                         kind: failure.kind.rawValue, message: failure.message, caseIndex: f.caseIndex,
@@ -272,8 +280,9 @@ public enum CertificationSuite {
             let declared =
                 knownDivergences.contains(p.property) || p.forgeryClass.map(knownDivergences.contains) == true
             let detail =
-                p.counterexample.map { $0.differences.first ?? "observed \($0.observed)" } ?? p.validatorFailure?
-                .message ?? ""
+                p.counterexample.map {
+                    ($0.finding.map { $0 + ": " } ?? "") + ($0.differences.first ?? "observed \($0.observed)")
+                } ?? p.validatorFailure.map { "validator failure: " + $0.message } ?? ""
             report.divergences.append(
                 Divergence(
                     kind: .property, name: p.property, declared: declared,
@@ -286,93 +295,5 @@ public enum CertificationSuite {
         }
         report.declaredButNotObserved = knownDivergences.subtracting(report.divergences.map(\.name)).sorted()
         return report
-    }
-
-    /// Each forgery class on its own: a genuine purchase is delivered, then the forged artifact; it must be rejected
-    /// (a replayed notification UUID may be acknowledged) and must not change the user's answer.
-    /// Classes the probe would send on a channel the validator does not take (its profile) are not probed.
-    public static func probeForgeries(_ v: any Validator, catalog: Catalog, policy: Policy) -> [ForgeryResult] {
-        let pki = TestPKI.harness
-        try? v.prepare()  // a subprocess's profile is known once it said hello
-        let profile = v.profile
-        let catalog = profile.answersEntitlements ? catalog.withEntitlements() : catalog
-        let t: Millis = CivilTime.days(fromCivil: 2026, 3, 1) * CivilTime.msPerDay
-        let user = "a1b2c3d4-0000-4000-8000-000000000001"
-        guard let product = catalog.probeProduct else {
-            return ForgeryClass.allCases.map {
-                ForgeryResult(name: $0.rawValue, rejected: false, reason: "not probed: the catalog has no product")
-            }
-        }
-        var tx = catalog.probeTransaction(of: product, at: t, user: user)
-        tx.revocationDate = t + 1000
-        tx.revocationReason = .refundedDueToIssue
-        tx.signedDate = t + 1000
-        let notification = ResponseBodyV2DecodedPayload(
-            notificationType: .refund, subtype: nil, notificationUUID: "5e1f0000-0000-4000-9000-000000000001",
-            signedDate: t + 1000,
-            data: NotificationData(
-                appAppleId: catalog.appAppleId, bundleId: catalog.bundleId, environment: catalog.environment,
-                transactionInfo: tx, renewalInfo: nil,
-                status: product.kind == .autoRenewable ? .revoked : nil))
-        var tempting = ForgeryClass.tempting(tx)
-        tempting.signedDate = t + 2000
-        var config = ValidatorConfig(catalog: catalog, policy: policy)
-        config.trustedRoots = pki.trustedRoots
-        let renderer = ArtifactRenderer(pki: pki, appAppleId: catalog.appAppleId)
-        let kit = ForgeryKit(pki: pki)
-        let probed = ForgeryClass.allCases.filter {
-            $0.applies(in: catalog.environment) && profile.accepts(probeChannel($0))
-        }
-        return probed.map { f in
-            // A validator that keeps its state meets every probe under ids of its own (docs/http-target.md).
-            let ns = v.isolation == .namespace ? IDNamespace.next() : nil
-            let user = ns.map { $0.uuid(user) } ?? user
-            let tx = ns.map { $0.apply(tx) } ?? tx
-            let notification = ns.map { $0.apply(notification) } ?? notification
-            let tempting = ns.map { $0.apply(tempting) } ?? tempting
-            var genuine = tx
-            genuine.revocationDate = nil
-            genuine.revocationReason = nil
-            genuine.signedDate = t
-            do {
-                try v.reset(config)
-                if profile.accepts(.app) {
-                    _ = try v.deliver(
-                        .appTransaction(
-                            userId: user, signedTransaction: renderer.transaction(genuine), deviceTime: nil),
-                        now: t)
-                }
-                if profile.accepts(.notification) {
-                    _ = try v.deliver(renderer.render(.notification(notification)), now: t + 1000)
-                }
-                let before = try v.entitlements(EntitlementQuery(userId: user, at: t + 3000))
-                // An oversized token carries the genuine purchase as the validator already has it (the app's version,
-                // or the notification it was sent).
-                let forged =
-                    f.isHardeningOnly && profile.accepts(.app)
-                    ? Delivery.appTransaction(
-                        AppTransactionSubmission(userId: user, transaction: genuine, deviceTime: nil))
-                    : ForgeryKit.delivery(f, tempting: tempting, notification: notification, userId: user)
-                let verdict = try v.deliver(kit.render(f, forged), now: t + 2000)
-                let after = try v.entitlements(EntitlementQuery(userId: user, at: t + 3000))
-                let changed = after.answerDifferences(from: before).filter { profile.compares($0.key) }.map(\.text)
-                // An oversized token of genuine content may be accepted unless the policy sets a size limit.
-                let allowed = f.mayBeAcknowledged || (f.isHardeningOnly && policy.tokenSizeLimit == nil)
-                let ok = (!verdict.isAccepted || allowed) && changed.isEmpty
-                var reason: String?
-                if verdict.isAccepted && !allowed { reason = "accepted" }
-                if verdict.isAccepted && f.isHardeningOnly && allowed {
-                    reason = "accepted, as it may be without policy tokenSizeLimit (genuine content)"
-                }
-                if !changed.isEmpty {
-                    reason = (reason.map { $0 + "; " } ?? "") + "changed the answer: " + changed.joined(separator: "; ")
-                }
-                return ForgeryResult(name: f.rawValue, rejected: ok, reason: reason)
-            } catch {
-                return ForgeryResult(
-                    name: f.rawValue, rejected: false, reason: "validator failure: \(error)",
-                    validatorFailure: "\(error)")
-            }
-        }
     }
 }

@@ -10,13 +10,13 @@ public enum CertificationHTML {
         var rows = ""
         for p in r.properties {
             rows +=
-                "<tr><td>\(esc(p.property))</td><td>\(p.passed ? ok : bad)</td><td>\(p.casesRun)/\(p.cases)</td><td>\(p.seed)</td><td>\(esc(p.counterexample.map { $0.differences.first ?? "expected \($0.expected), observed \($0.observed)" } ?? p.validatorFailure?.message ?? ""))</td></tr>\n"
+                "<tr><td>\(esc(p.property))</td><td>\(p.passed ? ok : bad)</td><td>\(p.casesRun)/\(p.cases)</td><td>\(p.seed)</td><td>\(esc(p.counterexample.map { ($0.finding.map { $0 + ": " } ?? "") + ($0.differences.first ?? "expected \($0.expected), observed \($0.observed)") } ?? p.validatorFailure.map { "validator failure: " + $0.message } ?? ""))</td></tr>\n"
         }
         var details = ""
         for p in r.properties {
             if let c = p.counterexample {
                 details +=
-                    "<h3>\(esc(p.property)): counterexample (\(c.shrunkEvents) actions)</h3><pre>\(esc(c.timeline))\n\nexpected: \(esc(c.expected))\nobserved: \(esc(c.observed))\n\(c.differences.map { "  - " + esc($0) }.joined(separator: "\n"))\n\nreplay: \(esc(c.replay))</pre>\n"
+                    "<h3>\(esc(c.finding ?? "counterexample")) — under property \(esc(p.property)) (\(c.shrunkEvents) actions)</h3><pre>\(esc(c.timeline))\n\nexpected: \(esc(c.expected))\nobserved: \(esc(c.observed))\n\(c.differences.map { "  - " + esc($0) }.joined(separator: "\n"))\n\nreplay: \(esc(c.replay))</pre>\n"
             }
             if let f = p.validatorFailure {
                 details +=

@@ -76,7 +76,9 @@ public struct CheckRun {
                         of: d, testCase, caseIndex: nil, corpusFile: file,
                         replay: "iapcheck replay \(Shell.quote(file)) --validator \(Shell.quote(validatorSpec))")
                     corpusFailures.append(s)
-                    emit(TextReport.discrepancy(s, headline: "FAIL \(d.property.rawValue) (corpus \(file))"))
+                    emit(
+                        TextReport.discrepancy(
+                            s, headline: "FAIL \(d.finding) — property \(d.property.rawValue) (corpus \(file))"))
                 case .validatorFailed(let f, _):
                     failures.append(.init(f, caseIndex: nil))
                     emit("VALIDATOR FAILURE \(f) (corpus \(file))")
@@ -112,7 +114,7 @@ public struct CheckRun {
                     ?? rerunCase
                 var s = Reports.summary(of: d, f.shrunk, caseIndex: f.caseIndex, corpusFile: file, replay: replay)
                 s.headline =
-                    "FAIL \(f.property.rawValue): \(v.name) disagrees with the oracle (case \(f.caseIndex) of seed \(options.seed); shrunk from \(f.originalActions) to \(f.shrunk.actionCount) actions in \(f.shrinkAttempts) attempts\(f.shrinkStopped ? ", stopped by Ctrl-C: a whole shrink may give a smaller case" : ""))"
+                    "FAIL \(d.finding) — under property \(f.property.rawValue): \(v.name) disagrees with the oracle (case \(f.caseIndex) of seed \(options.seed); shrunk from \(f.originalActions) to \(f.shrunk.actionCount) actions in \(f.shrinkAttempts) attempts\(f.shrinkStopped ? ", stopped by Ctrl-C: a whole shrink may give a smaller case" : ""))"
                     + (d.property != f.property
                         ? "\n  (the difference shows before any of this property's perturbations: plain \(d.property.rawValue))"
                         : "")

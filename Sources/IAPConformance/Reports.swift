@@ -112,6 +112,8 @@ public enum Reports {
         public var rerun: String?
         /// Set when replaying the shrunk case gave different outcomes (`check` printed FLAKY above the failure).
         public var flaky: FlakySummary?
+        /// What the comparison found (``Discrepancy/finding``), first in every report; the property comes second.
+        public var finding: String?
 
         public init(
             property: String, caseIndex: Int? = nil, corpusFile: String? = nil, shrunkEvents: Int, expected: String,
@@ -223,10 +225,12 @@ public enum Reports {
     public static func summary(
         of d: Discrepancy, _ c: GeneratedCase, caseIndex: Int?, corpusFile: String?, replay: String
     ) -> DiscrepancySummary {
-        DiscrepancySummary(
+        var s = DiscrepancySummary(
             property: d.property.rawValue, caseIndex: caseIndex, corpusFile: corpusFile, shrunkEvents: c.actionCount,
             expected: d.expected, observed: d.observed, differences: d.differences,
             timeline: Timeline.render(c, failingStep: d.step), replay: replay)
+        s.finding = d.finding
+        return s
     }
 
     /// JUnit XML: one test case per property (and one for the corpus replay), failed with the discrepancy's text.
@@ -245,7 +249,7 @@ public enum Reports {
                     (d.flaky.map { TextReport.flaky($0) + "\n\n" } ?? "")
                     + "expected: \(d.expected)\nobserved: \(d.observed)\n\(d.differences.joined(separator: "\n"))\n\n\(d.timeline)\n\nreplay: \(d.replay)"
                 cases.append(
-                    "    <testcase classname=\"iapcheck.\(esc(s.validator))\" name=\"\(p)\"><failure message=\"\(esc(d.differences.first ?? d.observed))\">\(esc(body))</failure></testcase>"
+                    "    <testcase classname=\"iapcheck.\(esc(s.validator))\" name=\"\(p)\"><failure message=\"\(esc((d.finding.map { $0 + ": " } ?? "") + (d.differences.first ?? d.observed)))\">\(esc(body))</failure></testcase>"
                 )
             } else {
                 cases.append("    <testcase classname=\"iapcheck.\(esc(s.validator))\" name=\"\(p)\"/>")

@@ -63,6 +63,22 @@ public struct ForgeryKit: Sendable {
         }
     }
 
+    /// The forgery's genuine twin: an artifact on the class's channel, correctly signed for the app, that any correct
+    /// validator accepts — the probe's own genuine facts again (`genuine`: the refunded transaction as Apple signs
+    /// it after the refund; `notification`: the refund notification, sent again as Apple retries it). A validator
+    /// that refuses the twin too has not shown it rejects the forgery for what is forged. Nil for a hardening-only
+    /// class: its content is already genuine (its twin is that content at an ordinary size).
+    public static func genuineTwin(
+        _ f: ForgeryClass, genuine: JWSTransactionDecodedPayload, notification: ResponseBodyV2DecodedPayload,
+        userId: String
+    ) -> Delivery? {
+        if f.isHardeningOnly { return nil }
+        // A legacy answer with status 0 listing the transaction as it stands; the class's fault lives in the body.
+        if f.isLegacyOnly { return delivery(f, tempting: genuine, notification: notification, userId: userId) }
+        if f.notificationOnly { return .notification(notification) }
+        return .appTransaction(AppTransactionSubmission(userId: userId, transaction: genuine, deviceTime: nil))
+    }
+
     /// The `verifyReceipt` answer of a legacy class: a non-zero `status` (one of 21002, 21003, 21010, 21199 by the
     /// request date) or none, the first half of the answer, or an outage's HTML page; any other class's answer is
     /// the receipt as rendered (its content carries the class).

@@ -55,28 +55,41 @@ struct Certify: ParsableCommand {
                 "--known-divergences: \"\(unknown)\" is neither a certified property nor a forgery class")
         }
         let record = try catalogRecord(catalog)
+        // Cases of the whole suite, for the rate and the time left: the properties' counts at this scale.
+        let suite = CertificationSuite.entries + (faultProfile.kill ? [CertificationSuite.durableAckEntry] : [])
+        let totals = suite.map { ($0.property.rawValue, max(1, Int(Double($0.cases) * scale))) }
+        let overall = Progress("certify", quiet: false)
+        let caseProgress: (String, Int, Int) -> Void = { property, done, _ in
+            guard let i = totals.firstIndex(where: { $0.0 == property }) else { return }
+            let before = totals.prefix(i).map(\.1).reduce(0, +)
+            overall.label = "certify (\(property), property \(i + 1) of \(totals.count))"
+            overall.update(before + done, totals.map(\.1).reduce(0, +))
+        }
         let report = CertificationSuite.run(
             v, spec: validator, catalog: catalog, policy: policy, scale: scale, knownDivergences: known,
             faults: faultProfile.isEmpty ? nil : faults, durableAck: faultProfile.kill, catalogRecord: record,
             jobs: jobCount,
             makeWorker: workerFactory(validator, timeout: timeout, faults: faultProfile, jobs: jobCount),
-            maxSize: options.maxSize
-        ) { line in
-            FileHandle.standardError.write(Data("certify: \(line)\n".utf8))
-        }
+            maxSize: options.maxSize,
+            progress: { line in FileHandle.standardError.write(Data("certify: \(line)\n".utf8)) },
+            caseProgress: caseProgress)
         let stamp = report.date.replacingOccurrences(of: ":", with: "").replacingOccurrences(of: ".", with: "")
         let slug = (report.hello ?? v.name).map { $0.isLetter || $0.isNumber || $0 == "-" ? $0 : "_" }
         let dir = (results as NSString).appendingPathComponent("certify-\(String(slug))-\(stamp)")
         for p in report.properties {
             print(
-                "\(p.property.padding(toLength: 24, withPad: " ", startingAt: 0)) \(p.passed ? "pass" : "FAIL")  \(p.casesRun)/\(p.cases) cases\(p.counterexample.map { "  " + ($0.differences.first ?? $0.observed) } ?? "")\(p.validatorFailure.map { "  validator failure: " + $0.message } ?? "")"
+                "\(p.property.padding(toLength: 24, withPad: " ", startingAt: 0)) \(p.passed ? "pass" : "FAIL")  \(p.casesRun)/\(p.cases) cases\(p.counterexample.map { "  " + ($0.finding.map { $0 + ": " } ?? "") + ($0.differences.first ?? $0.observed) } ?? "")\(p.validatorFailure.map { "  validator failure: " + $0.message } ?? "")"
             )
         }
         let rejected = report.forgeries.filter(\.rejected).count
+        let uncredited = report.forgeries.filter { $0.genuineRefused != nil }.map(\.name)
+        let accepted = report.forgeries.filter { !$0.rejected && $0.genuineRefused == nil }.map(\.name)
         print(
             "forgeries: \(rejected)/\(report.forgeries.count) classes rejected"
-                + (rejected < report.forgeries.count
-                    ? "; not: " + report.forgeries.filter { !$0.rejected }.map(\.name).joined(separator: ", ") : ""))
+                + (accepted.isEmpty ? "" : "; not: " + accepted.joined(separator: ", "))
+                + (uncredited.isEmpty
+                    ? ""
+                    : "; not credited, the genuine twin was refused too: " + uncredited.joined(separator: ", ")))
         for d in report.divergences {
             print("divergence (\(d.declared ? "declared" : "UNEXPECTED")): \(d.kind) \(d.name): \(d.detail)")
         }

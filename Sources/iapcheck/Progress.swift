@@ -3,7 +3,7 @@ import IAPConformance
 
 /// Progress on standard error for runs longer than a moment.
 final class Progress {
-    let label: String
+    var label: String
     var last = Date()
     var started = Date()
     let quiet: Bool

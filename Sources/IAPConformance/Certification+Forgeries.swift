@@ -1,0 +1,135 @@
+import Foundation
+import IAPModel
+import IAPSigning
+import IAPSimulator
+import IAPValidatorAPI
+
+extension CertificationSuite {
+    /// Each forgery class on its own: a genuine purchase is delivered, then the forged artifact; it must be rejected
+    /// (a replayed notification UUID may be acknowledged) and must not change the user's answer. A rejection counts
+    /// only when the class's genuine twin — an artifact on the same channel, correctly signed for the app, that any
+    /// correct validator accepts (``ForgeryKit/genuineTwin(_:genuine:notification:userId:)``) — was accepted in a probe
+    /// of its own: a validator that refuses genuine artifacts has not shown it rejects what
+    /// is forged, and the result says it refused the genuine twin.
+    /// Classes the probe would send on a channel the validator does not take (its profile) are not probed.
+    public static func probeForgeries(_ v: any Validator, catalog: Catalog, policy: Policy) -> [ForgeryResult] {
+        let pki = TestPKI.harness
+        try? v.prepare()  // a subprocess's profile is known once it said hello
+        let profile = v.profile
+        let catalog = profile.answersEntitlements ? catalog.withEntitlements() : catalog
+        let t: Millis = CivilTime.days(fromCivil: 2026, 3, 1) * CivilTime.msPerDay
+        let user = "a1b2c3d4-0000-4000-8000-000000000001"
+        guard let product = catalog.probeProduct else {
+            return ForgeryClass.allCases.map {
+                ForgeryResult(name: $0.rawValue, rejected: false, reason: "not probed: the catalog has no product")
+            }
+        }
+        var tx = catalog.probeTransaction(of: product, at: t, user: user)
+        tx.revocationDate = t + 1000
+        tx.revocationReason = .refundedDueToIssue
+        tx.signedDate = t + 1000
+        let notification = ResponseBodyV2DecodedPayload(
+            notificationType: .refund, subtype: nil, notificationUUID: "5e1f0000-0000-4000-9000-000000000001",
+            signedDate: t + 1000,
+            data: NotificationData(
+                appAppleId: catalog.appAppleId, bundleId: catalog.bundleId, environment: catalog.environment,
+                transactionInfo: tx, renewalInfo: nil,
+                status: product.kind == .autoRenewable ? .revoked : nil))
+        var tempting = ForgeryClass.tempting(tx)
+        tempting.signedDate = t + 2000
+        var config = ValidatorConfig(catalog: catalog, policy: policy)
+        config.trustedRoots = pki.trustedRoots
+        let renderer = ArtifactRenderer(pki: pki, appAppleId: catalog.appAppleId)
+        let kit = ForgeryKit(pki: pki)
+        let probed = ForgeryClass.allCases.filter {
+            $0.applies(in: catalog.environment) && profile.accepts(probeChannel($0))
+        }
+
+        /// One probe's world: the validator reset, a genuine purchase and its refund delivered under ids of the
+        /// probe's own (a validator that keeps its state meets every probe under a fresh namespace,
+        /// docs/http-target.md). Returns the user and the ids' mapping.
+        struct World {
+            var user: String
+            var tx: JWSTransactionDecodedPayload
+            var notification: ResponseBodyV2DecodedPayload
+            var tempting: JWSTransactionDecodedPayload
+            var genuine: JWSTransactionDecodedPayload
+        }
+        func setUp() throws(ValidatorFailure) -> World {
+            let ns = v.isolation == .namespace ? IDNamespace.next() : nil
+            var w = World(
+                user: ns.map { $0.uuid(user) } ?? user, tx: ns.map { $0.apply(tx) } ?? tx,
+                notification: ns.map { $0.apply(notification) } ?? notification,
+                tempting: ns.map { $0.apply(tempting) } ?? tempting, genuine: tx)
+            w.genuine = w.tx
+            w.genuine.revocationDate = nil
+            w.genuine.revocationReason = nil
+            w.genuine.signedDate = t
+            try v.reset(config)
+            if profile.accepts(.app) {
+                _ = try v.deliver(
+                    .appTransaction(
+                        userId: w.user, signedTransaction: renderer.transaction(w.genuine), deviceTime: nil),
+                    now: t)
+            }
+            if profile.accepts(.notification) {
+                _ = try v.deliver(renderer.render(.notification(w.notification)), now: t + 1000)
+            }
+            return w
+        }
+
+        /// What the probe sends for class `f` (before the kit forges it).
+        func content(_ f: ForgeryClass, _ w: World) -> Delivery {
+            // An oversized token carries the genuine purchase as the validator already has it (the app's version,
+            // or the notification it was sent).
+            f.isHardeningOnly && profile.accepts(.app)
+                ? Delivery.appTransaction(
+                    AppTransactionSubmission(userId: w.user, transaction: w.genuine, deviceTime: nil))
+                : ForgeryKit.delivery(f, tempting: w.tempting, notification: w.notification, userId: w.user)
+        }
+
+        /// The twin's verdict: nil when accepted, else why it was refused. An oversized token's twin is its own
+        /// content at its ordinary size.
+        func twinRefusal(_ f: ForgeryClass) throws(ValidatorFailure) -> String? {
+            let w = try setUp()
+            let twin =
+                ForgeryKit.genuineTwin(f, genuine: w.tx, notification: w.notification, userId: w.user)
+                ?? content(f, w)
+            if case .rejected(let why) = try v.deliver(renderer.render(twin), now: t + 2000) { return why }
+            return nil
+        }
+
+        return probed.map { f in
+            do {
+                if let why = try twinRefusal(f) {
+                    return ForgeryResult(
+                        name: f.rawValue, rejected: false,
+                        reason:
+                            "not credited: its genuine twin (the same content, correctly signed for the app) was refused too: \(why)",
+                        genuineRefused: why)
+                }
+                let w = try setUp()
+                let before = try v.entitlements(EntitlementQuery(userId: w.user, at: t + 3000))
+                let verdict = try v.deliver(kit.render(f, content(f, w)), now: t + 2000)
+                let after = try v.entitlements(EntitlementQuery(userId: w.user, at: t + 3000))
+                let changed = after.answerDifferences(from: before).filter { profile.compares($0.key) }.map(\.text)
+                // An oversized token of genuine content may be accepted unless the policy sets a size limit.
+                let allowed = f.mayBeAcknowledged || (f.isHardeningOnly && policy.tokenSizeLimit == nil)
+                let ok = (!verdict.isAccepted || allowed) && changed.isEmpty
+                var reason: String?
+                if verdict.isAccepted && !allowed { reason = "accepted" }
+                if verdict.isAccepted && f.isHardeningOnly && allowed {
+                    reason = "accepted, as it may be without policy tokenSizeLimit (genuine content)"
+                }
+                if !changed.isEmpty {
+                    reason = (reason.map { $0 + "; " } ?? "") + "changed the answer: " + changed.joined(separator: "; ")
+                }
+                return ForgeryResult(name: f.rawValue, rejected: ok, reason: reason)
+            } catch {
+                return ForgeryResult(
+                    name: f.rawValue, rejected: false, reason: "validator failure: \(error)",
+                    validatorFailure: "\(error)")
+            }
+        }
+    }
+}
