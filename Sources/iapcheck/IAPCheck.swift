@@ -25,7 +25,7 @@ struct IAPCheck: ParsableCommand {
             3 the validator failed as a program (crash, timeout, malformed answer); 4 a load threshold failed; \
             5 merge-reports found a shard missing or interrupted; 130 interrupted (Ctrl-C), after printing what the run had found.
             """,
-        version: IAPCheckVersion.current,
+        version: IAPCheckVersion.current + (buildCommit.map { " (commit \($0))" } ?? " (built from source)"),
         subcommands: [
             Check.self, DoctorCommand.self, MutantsCommand.self, Replay.self, Certify.self, Load.self, Store.self,
             PKI.self, Bench.self,
