@@ -55,7 +55,11 @@ echo "release-in-debian: the packed binary ran check, certify, pki export and lo
 command -v podman > /dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq podman; }
 umount "$root/proc" 2> /dev/null || true
 tar -C "$root" --exclude=./proc -c . | podman import - localhost/iapcheck-ci-base:bookworm > /dev/null
-rel=$(realpath --relative-to=. "$pack")
+# The build context is the repository: the pack goes into its Release/ folder (ignored by git).
+rel=Release/ci-pack
+rm -rf "$rel"
+mkdir -p Release
+cp -r "$pack" "$rel"
 podman build -q -f Containerfile --build-arg BASE=localhost/iapcheck-ci-base:bookworm --build-arg PACK="$rel" \
     -t localhost/iapcheck:ci . > /dev/null
 if podman run --rm localhost/iapcheck:ci --version > "$out/podman-run.txt" 2>&1; then
