@@ -34,19 +34,19 @@ if grep -qi swift "$out/ldd.txt"; then
 fi
 
 # The binary alone, plus one load profile file; a fresh working directory without the repository.
-rm -rf "$root/opt/iapcheck" "$root/work"
-mkdir -p "$root/opt/iapcheck" "$root/work"
+rm -rf "$root/opt/iapcheck" "$root/job"
+mkdir -p "$root/opt/iapcheck" "$root/job"
 cp "$pack/iapcheck" "$root/opt/iapcheck/iapcheck"
-cp "$pack/profiles/smoke.json" "$root/work/smoke.json"
+cp "$pack/profiles/smoke.json" "$root/job/smoke.json"
 mountpoint -q "$root/proc" || mount -t proc proc "$root/proc"
 trap 'umount "$root/proc" 2> /dev/null || true' EXIT
-run() { chroot "$root" /bin/sh -c "cd /work && $*"; }
+run() { chroot "$root" /bin/sh -c "cd /job && $*"; }
 run /opt/iapcheck/iapcheck --version
 run /opt/iapcheck/iapcheck check --cases 200 --quiet
 run "/opt/iapcheck/iapcheck certify --validator exec:'/opt/iapcheck/iapcheck serve' --scale 0.05"
-run /opt/iapcheck/iapcheck pki export /work/pki
-run ls /work/pki
-run /opt/iapcheck/iapcheck load /work/smoke.json --quiet
+run /opt/iapcheck/iapcheck pki export /job/pki
+run ls /job/pki
+run /opt/iapcheck/iapcheck load /job/smoke.json --quiet
 echo "release-in-debian: the packed binary ran check, certify, pki export and load in a Debian root without Swift"
 
 # The container recipe: built from the same minimal root (a registry may be out of reach) with podman. The image is
@@ -71,8 +71,8 @@ else
   c=$(podman create localhost/iapcheck:ci)
   podman export "$c" | tar -C "$img" -x
   podman rm "$c" > /dev/null
-  mkdir -p "$img/proc" "$img/work"
+  mkdir -p "$img/proc" "$img/job"
   mount -t proc proc "$img/proc"
-  chroot "$img" /bin/sh -c "cd /work && /usr/local/bin/iapcheck --version && /usr/local/bin/iapcheck check --cases 100 --quiet"
+  chroot "$img" /bin/sh -c "cd /job && /usr/local/bin/iapcheck --version && /usr/local/bin/iapcheck check --cases 100 --quiet"
   umount "$img/proc"
 fi
