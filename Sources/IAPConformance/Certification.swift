@@ -38,7 +38,20 @@ public enum CertificationSuite {
         public var coverage: Coverage
         /// The forgery class of the forged artifact the counterexample turns on, if it turns on one.
         public var forgeryClass: String?
+        /// Distinct failures after the first (another signature), each shrunk: a second bug found in the same run.
+        public var moreFailures: [FailureSummary]?
     }
+
+    /// A distinct failure of a property beyond its first, as the report lists it.
+    public struct FailureSummary: Codable, Sendable {
+        public var signature: String
+        public var counterexample: Reports.DiscrepancySummary?
+        public var validatorFailure: Reports.ValidatorFailureSummary?
+        public var forgeryClass: String?
+    }
+
+    /// How many distinct failures each property looks for before it stops.
+    public static let distinctFailuresPerProperty = 3
 
     public struct ForgeryResult: Codable, Sendable {
         public var name: String
@@ -184,6 +197,10 @@ public enum CertificationSuite {
         public var name: String
         public var declared: Bool
         public var detail: String
+        /// Every property the failure was seen under (the same signature), `name` first; nil for a forgery class.
+        public var seenUnder: [String]?
+        /// What makes a failure this one (``FailureSignature``); nil for a forgery class.
+        public var signature: String?
 
         /// What diverged: a property that failed, or a forgery class that was accepted.
         public enum Kind: String, Codable, Sendable, Hashable, CustomStringConvertible {
@@ -205,6 +222,7 @@ public enum CertificationSuite {
         let record = catalogRecord ?? .builtIn(catalog)
         let faultArgs = (faults.map { " --faults \(Shell.quote($0))" } ?? "") + record.arguments
         var results: [PropertyResult] = []
+        var findings: [(Finding, String)] = []
         for e in entries + (durableAck ? [durableAckEntry] : []) {
             progress?("\(e.property.rawValue): \(max(1, Int(Double(e.cases) * scale))) cases, seed \(e.seed)")
             var o = CheckOptions()
@@ -217,6 +235,9 @@ public enum CertificationSuite {
             o.policy = policy
             o.shrinkBudget = .init(maxAttempts: 300)  // attempts only: the report is the same on any machine
             o.jobs = jobs
+            // Past the first failure: a second bug shows in the same run, not after the first is fixed.
+            o.keepGoing = distinctFailuresPerProperty
+            o.shrinkLimit = distinctFailuresPerProperty + 1
             var checker = Checker(options: o, validator: validator)
             checker.makeWorker = makeWorker
             if let caseProgress {
@@ -224,37 +245,23 @@ public enum CertificationSuite {
                 checker.progress = { caseProgress(name, $0, $1) }
             }
             let r = checker.run()
-            var cx: Reports.DiscrepancySummary?
-            var vf: Reports.ValidatorFailureSummary?
-            var forgeryClass: String?
-            if let f = r.failure {
-                if let d = f.discrepancy {
-                    // The forged artifact at the failing step, or the last one before it.
-                    for step in f.shrunk.steps.prefix(d.step + 1).reversed() {
-                        if case .deliver(let pd) = step, let fc = pd.forgery {
-                            forgeryClass = fc.rawValue
-                            break
-                        }
-                    }
-                    cx = Reports.DiscrepancySummary(
-                        property: d.property.rawValue, caseIndex: f.caseIndex, shrunkEvents: f.shrunk.actionCount,
-                        expected: d.expected, observed: d.observed, differences: d.differences,
-                        timeline: Timeline.render(f.shrunk, failingStep: d.step),
+            var found: [Finding] = []
+            for f in r.failures {
+                found.append(
+                    finding(
+                        f,
                         replay:
                             "iapcheck check --validator \(Shell.quote(spec)) --property \(e.property.rawValue) --seed \(e.seed) --case \(f.caseIndex)\(faultArgs)"
-                    )
-                    cx?.finding = d.finding
-                } else if let failure = f.validatorFailure {
-                    vf = Reports.ValidatorFailureSummary(
-                        kind: failure.kind.rawValue, message: failure.message, caseIndex: f.caseIndex,
-                        transcript: failure.transcript)
-                }
+                    ))
             }
-            results.append(
-                PropertyResult(
-                    property: e.property.rawValue, seed: e.seed, cases: o.cases, passed: r.failure == nil,
-                    casesRun: r.cases, counterexample: cx, validatorFailure: vf, coverage: r.coverage,
-                    forgeryClass: forgeryClass))
+            var result = PropertyResult(
+                property: e.property.rawValue, seed: e.seed, cases: o.cases, passed: r.failure == nil,
+                casesRun: r.cases, counterexample: found.first?.counterexample,
+                validatorFailure: found.first?.validatorFailure, coverage: r.coverage,
+                forgeryClass: found.first?.forgeryClass)
+            if found.count > 1 { result.moreFailures = found.dropFirst().map(\.summary) }
+            results.append(result)
+            findings += found.map { ($0, e.property.rawValue) }
         }
         let probed = ForgeryClass.allCases.filter {
             $0.applies(in: catalog.environment) && validator.profile.accepts(probeChannel($0))
@@ -275,25 +282,36 @@ public enum CertificationSuite {
             let skipped = notChecked(by: profile)
             if !skipped.isEmpty { report.notChecked = skipped }
         }
-        for p in results where !p.passed {
-            // A property failing on a forged artifact of a declared class is that declared divergence, seen again.
+        // One row per distinct failure (its signature), listing every property it was seen under.
+        var order: [String] = []
+        var groups: [String: [(Finding, String)]] = [:]
+        for (f, property) in findings {
+            if groups[f.signature] == nil { order.append(f.signature) }
+            groups[f.signature, default: []].append((f, property))
+        }
+        for signature in order {
+            let seen = groups[signature]!
+            let (first, property) = seen[0]
+            let properties = seen.map(\.1)
+            // A failure on a forged artifact of a declared class is that declared divergence, seen again.
             let declared =
-                knownDivergences.contains(p.property) || p.forgeryClass.map(knownDivergences.contains) == true
-            let detail =
-                p.counterexample.map {
-                    ($0.finding.map { $0 + ": " } ?? "") + ($0.differences.first ?? "observed \($0.observed)")
-                } ?? p.validatorFailure.map { "validator failure: " + $0.message } ?? ""
-            report.divergences.append(
-                Divergence(
-                    kind: .property, name: p.property, declared: declared,
-                    detail: p.forgeryClass.map { "\(detail) (forged artifact: \($0))" } ?? detail))
+                properties.contains(where: knownDivergences.contains)
+                || first.forgeryClass.map(knownDivergences.contains) == true
+            var d = Divergence(
+                kind: .property, name: property, declared: declared,
+                detail: first.forgeryClass.map { "\(first.detail) (forged artifact: \($0))" } ?? first.detail)
+            d.seenUnder = properties
+            d.signature = signature
+            report.divergences.append(d)
         }
         for f in forgeries where !f.rejected {
             report.divergences.append(
                 Divergence(
                     kind: .forgery, name: f.name, declared: knownDivergences.contains(f.name), detail: f.reason ?? ""))
         }
-        report.declaredButNotObserved = knownDivergences.subtracting(report.divergences.map(\.name)).sorted()
+        report.declaredButNotObserved = knownDivergences.subtracting(
+            report.divergences.flatMap { [$0.name] + ($0.seenUnder ?? []) }
+        ).sorted()
         return report
     }
 }

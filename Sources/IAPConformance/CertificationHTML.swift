@@ -14,13 +14,18 @@ public enum CertificationHTML {
         }
         var details = ""
         for p in r.properties {
-            if let c = p.counterexample {
-                details +=
-                    "<h3>\(esc(c.finding ?? "counterexample")) — under property \(esc(p.property)) (\(c.shrunkEvents) actions)</h3><pre>\(esc(c.timeline))\n\nexpected: \(esc(c.expected))\nobserved: \(esc(c.observed))\n\(c.differences.map { "  - " + esc($0) }.joined(separator: "\n"))\n\nreplay: \(esc(c.replay))</pre>\n"
-            }
-            if let f = p.validatorFailure {
-                details +=
-                    "<h3>\(esc(p.property)): validator failure (\(esc(f.kind)))</h3><pre>\(esc(f.message))\n\n\(f.transcript.map(esc).joined(separator: "\n"))</pre>\n"
+            let more = p.moreFailures ?? []
+            for (c, f) in [(p.counterexample, p.validatorFailure)]
+                + more.map({ ($0.counterexample, $0.validatorFailure) })
+            {
+                if let c {
+                    details +=
+                        "<h3>\(esc(c.finding ?? "counterexample")) — under property \(esc(p.property)) (\(c.shrunkEvents) actions)</h3><pre>\(esc(c.timeline))\n\nexpected: \(esc(c.expected))\nobserved: \(esc(c.observed))\n\(c.differences.map { "  - " + esc($0) }.joined(separator: "\n"))\n\nreplay: \(esc(c.replay))</pre>\n"
+                }
+                if let f {
+                    details +=
+                        "<h3>\(esc(p.property)): validator failure (\(esc(f.kind)))</h3><pre>\(esc(f.message))\n\n\(f.transcript.map(esc).joined(separator: "\n"))</pre>\n"
+                }
             }
         }
         let forgeryRows = r.forgeries.map {
@@ -101,7 +106,7 @@ public enum CertificationHTML {
     static func divergenceSection(_ r: CertificationSuite.Report) -> String {
         guard !r.divergences.isEmpty || !r.declaredButNotObserved.isEmpty else { return "" }
         let rows = r.divergences.map {
-            "<tr><td>\($0.kind)</td><td>\(esc($0.name))</td><td>\($0.declared ? "declared (known)" : "<b>unexpected</b>")</td><td>\(esc($0.detail))</td></tr>"
+            "<tr><td>\($0.kind)</td><td>\(esc(($0.seenUnder ?? [$0.name]).joined(separator: ", ")))</td><td>\($0.declared ? "declared (known)" : "<b>unexpected</b>")</td><td>\(esc($0.detail))</td></tr>"
         }.joined(separator: "\n")
         let unused =
             r.declaredButNotObserved.isEmpty
@@ -109,7 +114,8 @@ public enum CertificationHTML {
         return """
             <h2>Divergences from the reference</h2>
             <p>\(r.passedWithDeclaredDivergences ? "Every divergence was declared in advance." : "Some divergences were not declared.")</p>
-            <table><tr><th>kind</th><th>name</th><th>status</th><th>detail</th></tr>
+            <p>One row per distinct failure: failures whose shrunk cases differ in the same way are one, whichever properties they were seen under.</p>
+            <table><tr><th>kind</th><th>name (seen under)</th><th>status</th><th>detail</th></tr>
             \(rows)
             </table>
             \(unused)

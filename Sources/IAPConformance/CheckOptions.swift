@@ -19,6 +19,10 @@ public struct CheckOptions: Sendable {
     /// one "time passes" action, purchases in one spree (`--max-size`).
     public var maxSize = HistoryGenerator.defaultMaxSize
     public var shrinkBudget = Shrinker.Budget()
+    /// The validator is a program or a backend (`exec:`, `http:`): each shrinking attempt is a round trip, so
+    /// shrinking is bounded by `shrinkBudget` as given (the command line adds a time budget) rather than by the
+    /// 400 attempts of a signed in-process shrink.
+    public var outOfProcess = false
     /// Run only this case index (reproduces one case of a seeded run).
     public var onlyCase: Int?
     /// How many times a shrunk counterexample is replayed to tell a real failure from a flaky one.
@@ -37,6 +41,14 @@ public struct CheckOptions: Sendable {
     /// Properties the validator is known to fail on purpose (`--known-divergences`): not run, their corpus cases
     /// skipped, and the report says they were not checked.
     public var knownDivergentProperties: Set<PropertyName> = []
+    /// Distinct failures to find before the run stops (`--keep-going[=N]`): 1 stops at the first, as a plain run
+    /// does; more go on past failures, shrink each new one and fold repeats of a known one into it.
+    public var keepGoing = 1
+    /// The most failures a `--keep-going` run shrinks: a failing case whose unshrunk signature is new after that is
+    /// counted, not shrunk (a validator that fails everything cannot make the run shrink for ever).
+    public var maxShrinks: Int { shrinkLimit ?? (keepGoing == 1 ? 1 : keepGoing * 3) }
+    /// Sets ``maxShrinks`` (certify shrinks fewer, since it runs six properties).
+    public var shrinkLimit: Int?
     public init() {}
 
     /// The case indices this run generates.

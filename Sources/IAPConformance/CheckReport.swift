@@ -19,6 +19,15 @@ public struct FailureReport: Sendable {
     /// Ctrl-C stopped the shrinking: `shrunk` is the simplest failing case found by then, not the one an
     /// uninterrupted run reports.
     public var shrinkStopped = false
+    /// The shrink's time budget (`--shrink-seconds`) ended it: a longer one, or a faster validator, may shrink further.
+    public var shrinkTimedOut = false
+    /// Wall-clock seconds spent shrinking (and replaying the result).
+    public var shrinkSeconds = 0.0
+    /// Failing cases of the run with this failure's signature (`--keep-going`), this one included.
+    public var occurrences = 1
+
+    /// What makes another failure the same bug as this one.
+    public var signature: FailureSignature { .of(outcome, in: shrunk) }
 
     public var discrepancy: Discrepancy? { if case .discrepancy(let d) = outcome { d } else { nil } }
 
@@ -50,11 +59,32 @@ public struct CheckReport: Sendable {
     public var cases: Int
     public var passed: Int
     public var questions: Int
-    public var failure: FailureReport?
+    /// The distinct failures found, shrunk, in the order their first cases came (one unless `--keep-going`).
+    public var failures: [FailureReport]
+    /// The first failure: the only one of a run without `--keep-going`.
+    public var failure: FailureReport? { failures.first }
+    /// Failing cases left unshrunk, hence unclassified, because the run had shrunk as many failures as it allows
+    /// (``CheckOptions/maxShrinks``).
+    public var unshrunkFailures = 0
     public var coverage: Coverage
     public var seconds: Double
     /// Forged artifacts sent and rejected, per class.
     public var forgeries = ForgeryTally()
     /// The run was stopped early (`cases` says how far it got).
     public var interrupted = false
+
+    public init(
+        validator: String, cases: Int, passed: Int, questions: Int, failures: [FailureReport], coverage: Coverage,
+        seconds: Double, forgeries: ForgeryTally = ForgeryTally(), interrupted: Bool = false
+    ) {
+        self.validator = validator
+        self.cases = cases
+        self.passed = passed
+        self.questions = questions
+        self.failures = failures
+        self.coverage = coverage
+        self.seconds = seconds
+        self.forgeries = forgeries
+        self.interrupted = interrupted
+    }
 }

@@ -90,16 +90,19 @@ public struct CheckRun {
         willRunCases?()
         let report = checker.run()
         var discrepancies = corpusFailures
-        let flaky = report.failure.flatMap { f in
-            f.flaky.map { Reports.FlakySummary(property: f.property.rawValue, runs: $0.runs, outcomes: $0.outcomes) }
-        }
-        if let flaky { emit(TextReport.flaky(flaky)) }
         if report.interrupted && report.failure == nil {
             emit(
                 "INTERRUPTED after \(report.cases) of \(options.caseRange.count) cases, all passed; the same run again: iapcheck check --validator \(Shell.quote(validatorSpec)) --seed \(options.seed) --cases \(options.cases)\(selectionArguments)\(options.shard.map { " --shard \($0)" } ?? "")"
             )
         }
-        if let f = report.failure {
+        for f in report.failures {
+            let flaky = f.flaky.map {
+                Reports.FlakySummary(property: f.property.rawValue, runs: $0.runs, outcomes: $0.outcomes)
+            }
+            if let flaky { emit(TextReport.flaky(flaky)) }
+            // With --keep-going: which of the distinct failures this is, and how many failing cases share it.
+            let tally =
+                options.keepGoing > 1 ? "\n" + TextReport.signatureLine(f.signature.description, f.occurrences) : ""
             let rerunCase = "\(rerun) --case \(f.caseIndex)\(selectionArguments)"
             if let d = f.discrepancy {
                 var file: String?
@@ -114,27 +117,36 @@ public struct CheckRun {
                     ?? rerunCase
                 var s = Reports.summary(of: d, f.shrunk, caseIndex: f.caseIndex, corpusFile: file, replay: replay)
                 s.headline =
-                    "FAIL \(d.finding) — under property \(f.property.rawValue): \(v.name) disagrees with the oracle (case \(f.caseIndex) of seed \(options.seed); shrunk from \(f.originalActions) to \(f.shrunk.actionCount) actions in \(f.shrinkAttempts) attempts\(f.shrinkStopped ? ", stopped by Ctrl-C: a whole shrink may give a smaller case" : ""))"
+                    "FAIL \(d.finding) — under property \(f.property.rawValue): \(v.name) disagrees with the oracle (case \(f.caseIndex) of seed \(options.seed); shrunk from \(f.originalActions) to \(f.shrunk.actionCount) actions in \(f.shrinkAttempts) attempts\(options.outOfProcess ? String(format: ", %.1f s", f.shrinkSeconds) : "")\(f.shrinkStopped ? ", stopped by Ctrl-C: a whole shrink may give a smaller case" : f.shrinkTimedOut ? ", stopped by the \(Int(options.shrinkBudget.maxSeconds)) s shrink budget: a longer --shrink-seconds may give a smaller case" : ""))"
                     + (d.property != f.property
                         ? "\n  (the difference shows before any of this property's perturbations: plain \(d.property.rawValue))"
                         : "")
                 if file != nil { s.rerun = "\(rerunCase)  (the unshrunk case)" }
                 s.flaky = flaky
+                if options.keepGoing > 1 {
+                    s.signature = f.signature.description
+                    s.occurrences = f.occurrences
+                }
                 discrepancies.append(s)
                 emit(TextReport.discrepancy(s, headline: s.headline!))
                 if let r = s.rerun { emit("  rerun:    \(r)") }
             } else if let vf = f.validatorFailure {
                 var s = Reports.ValidatorFailureSummary(vf, caseIndex: f.caseIndex)
                 s.headline =
-                    vf.kind == .misconfigured
-                    ? "CONFIGURATION ERROR in case \(f.caseIndex): \(vf.message)\n  (the target file does not describe the backend's answers: fix the file)"
-                    : "VALIDATOR FAILURE \(vf) in case \(f.caseIndex)"
+                    (vf.kind == .misconfigured
+                        ? "CONFIGURATION ERROR in case \(f.caseIndex): \(vf.message)\n  (the target file does not describe the backend's answers: fix the file)"
+                        : "VALIDATOR FAILURE \(vf) in case \(f.caseIndex)") + tally
                 s.timeline = Timeline.render(f.shrunk, failingStep: f.failingStep)
                 s.rerun = rerunCase
                 s.flaky = flaky
                 failures.append(s)
                 emit(TextReport.validatorFailure(s))
             }
+        }
+        if report.unshrunkFailures > 0 {
+            emit(
+                "\(report.unshrunkFailures) more failing case\(report.unshrunkFailures == 1 ? "" : "s") not shrunk: the run shrank \(options.maxShrinks) failures, the most --keep-going=\(options.keepGoing) shrinks; fix the failures above and run again"
+            )
         }
 
         var summary = Reports.CheckSummary(

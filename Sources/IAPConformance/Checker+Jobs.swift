@@ -8,9 +8,10 @@ import PropertyEngine
 ///
 /// Cases are independent (each is generated from `seed` and its index, and the validator is reset before it), so
 /// they can run anywhere in any order. What must not depend on N is the report: the lowest failing index wins
-/// (workers stop taking indices above a known failure, and finish those below it), the counts, coverage and
-/// forgery tallies are summed over the indices up to that one in index order, and the failure is shrunk on the
-/// first validator, alone, exactly as a single job would.
+/// (workers stop taking indices above a known failure, and finish those below it; with `--keep-going` they run every
+/// index and the failures are picked in index order after the join), the counts, coverage and
+/// forgery tallies are summed over the indices up to that one in index order, and the failure is shrunk as a single
+/// job would shrink it (its candidates tried side by side on the N validators: the same counterexample, sooner).
 extension Checker {
     /// What one case left behind, kept until the run knows which cases count.
     ///
@@ -48,8 +49,10 @@ extension Checker {
                     let (i, take) = board.withLock { board in
                         if !board.stopped && checker.options.shouldStop() { board.stopped = true }
                         let i = board.next
+                        // With --keep-going every index runs: which failures count is decided after the join.
                         let take =
-                            !board.stopped && i < range.upperBound && (board.lowestFailure.map { i < $0 } ?? true)
+                            !board.stopped && i < range.upperBound
+                            && (checker.options.keepGoing > 1 || (board.lowestFailure.map { i < $0 } ?? true))
                         if take { board.next += 1 }
                         return (i, take)
                     }
@@ -73,28 +76,33 @@ extension Checker {
         group.wait()
         let results = board.withLock { $0.results }
 
-        // The cases that count: up to the lowest failure; when stopped early, the unbroken prefix that finished.
+        // The cases that count: up to the failure that ends the run; when stopped early, the unbroken prefix that
+        // finished. Failures are shrunk in index order on the first validator, as a single job would.
         var counted = 0
         var coverage = Coverage(), forgeries = ForgeryTally()
         var passed = 0, questions = 0
-        while counted < total, let r = results[range.lowerBound + counted] {
+        var found = FailureCollector(options: options)
+        while counted < total, !found.isDone, let r = results[range.lowerBound + counted] {
             coverage.merge(r.coverage)
             forgeries.merge(r.tally)
             counted += 1
             if let (c, src, outcome) = r.failure {
-                let failure = shrink(
-                    caseIndex: range.lowerBound + counted - 1, original: c, source: src, outcome: outcome)
-                return CheckReport(
-                    validator: validator.name, cases: counted, passed: passed, questions: questions,
-                    failure: failure, coverage: coverage, seconds: Self.seconds(since: start), forgeries: forgeries,
-                    interrupted: failure.shrinkStopped)
+                let i = range.lowerBound + counted - 1
+                found.add(c, outcome) {
+                    shrink(
+                        caseIndex: i, original: c, source: src, outcome: outcome, helpers: Array(workers.dropFirst()))
+                }
+            } else {
+                passed += 1
+                questions += r.questions
             }
-            passed += 1
-            questions += r.questions
         }
-        return CheckReport(
-            validator: validator.name, cases: counted, passed: passed, questions: questions, failure: nil,
-            coverage: coverage, seconds: Self.seconds(since: start), forgeries: forgeries, interrupted: counted < total)
+        var report = CheckReport(
+            validator: validator.name, cases: counted, passed: passed, questions: questions, failures: found.failures,
+            coverage: coverage, seconds: Self.seconds(since: start), forgeries: forgeries,
+            interrupted: found.shrinkStopped || (counted < total && !found.isDone))
+        report.unshrunkFailures = found.unshrunk
+        return report
     }
 }
 

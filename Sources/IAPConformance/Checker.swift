@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 import IAPModel
 import IAPSimulator
 import IAPValidatorAPI
@@ -42,7 +43,7 @@ public struct Checker {
         return (c, src)
     }
 
-    /// Runs the cases; stops at the first failure, which it shrinks.
+    /// Runs the cases; stops at the first failure, which it shrinks (with `keepGoing`, at that many distinct ones).
     public func run() -> CheckReport {
         let start = DispatchTime.now().uptimeNanoseconds
         // The profile decides what the cases deliver; a validator that cannot start fails the first case instead.
@@ -57,31 +58,54 @@ public struct Checker {
         }
         // A range, never an array of indices: `--cases` may be as large as a user likes.
         let indices: Range<Int> = options.onlyCase.map { $0..<($0 + 1) } ?? options.caseRange
+        var found = FailureCollector(options: options)
+        func report(cases: Int, interrupted: Bool = false) -> CheckReport {
+            var r = CheckReport(
+                validator: validator.name, cases: cases, passed: passed, questions: questions,
+                failures: found.failures, coverage: coverage, seconds: Self.seconds(since: start),
+                forgeries: forgeries, interrupted: interrupted || found.shrinkStopped)
+            r.unshrunkFailures = found.unshrunk
+            return r
+        }
         for (n, i) in indices.enumerated() {
-            if options.shouldStop() {
-                return CheckReport(
-                    validator: validator.name, cases: n, passed: passed, questions: questions,
-                    failure: nil, coverage: coverage, seconds: Self.seconds(since: start), forgeries: forgeries,
-                    interrupted: true)
-            }
+            if options.shouldStop() { return report(cases: n, interrupted: true) }
             let (c, src) = generate(caseIndex: i)
             coverage.add(c)
             let outcome = CaseRunner.run(c, against: validator, signed: options.signed, tally: &forgeries)
             if case .passed(let q) = outcome {
                 passed += 1
                 questions += q
-                progress?(n + 1, indices.count)
-                continue
+            } else {
+                found.add(c, outcome) { shrink(caseIndex: i, original: c, source: src, outcome: outcome) }
+                if found.isDone { return report(cases: n + 1) }
             }
-            let failure = shrink(caseIndex: i, original: c, source: src, outcome: outcome)
-            return CheckReport(
-                validator: validator.name, cases: n + 1, passed: passed, questions: questions,
-                failure: failure, coverage: coverage, seconds: Self.seconds(since: start), forgeries: forgeries,
-                interrupted: failure.shrinkStopped)
+            progress?(n + 1, indices.count)
         }
-        return CheckReport(
-            validator: validator.name, cases: indices.count, passed: passed, questions: questions,
-            failure: nil, coverage: coverage, seconds: Self.seconds(since: start), forgeries: forgeries)
+        return report(cases: indices.count)
+    }
+
+    /// Runs `attempt` on each candidate, candidate j on validator j, each on a thread of its own.
+    static func sideBySide(
+        _ batch: [[UInt64]], on validators: [any Validator],
+        _ attempt: @escaping (_ candidate: [UInt64], _ on: any Validator) -> Shrinker.Outcome
+    ) -> [Shrinker.Outcome] {
+        let results = Locked([Shrinker.Outcome?](repeating: nil, count: batch.count))
+        // Safe: each thread calls its own validator; `attempt` only reads the checker's values and a lock.
+        nonisolated(unsafe) let run = attempt
+        let group = DispatchGroup()
+        for (j, candidate) in batch.enumerated() {
+            nonisolated(unsafe) let v = validators[j]
+            group.enter()
+            let thread = Thread {
+                let o = run(candidate, v)
+                results.withLock { $0[j] = o }
+                group.leave()
+            }
+            thread.stackSize = 8 << 20
+            thread.start()
+        }
+        group.wait()
+        return results.value.map { $0! }
     }
 
     static func seconds(since start: UInt64) -> Double { Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9 }
@@ -113,9 +137,14 @@ public struct Checker {
     }
 
     /// Shrinks a failing case on its choice sequence, keeping the same kind of failure.
-    public func shrink(caseIndex i: Int, original: GeneratedCase, source: ChoiceSource, outcome: CaseOutcome)
-        -> FailureReport
-    {
+    ///
+    /// With `helpers` (the other validators of a `--jobs` run), candidates are tried side by side, one per
+    /// validator; the counterexample is the same as with none (``Shrinker/shrink(_:spans:width:testBatch:)``).
+    public func shrink(
+        caseIndex i: Int, original: GeneratedCase, source: ChoiceSource, outcome: CaseOutcome,
+        helpers: [any Validator] = []
+    ) -> FailureReport {
+        let shrinkStart = DispatchTime.now().uptimeNanoseconds
         let property = original.property
         let generator = generator(forCase: i)
         // Shrink without cryptography when the failure shows there too (entitlement bugs): thousands of attempts
@@ -124,27 +153,37 @@ public struct Checker {
             options.signed && validator is any DecodedDeliveryValidator
             && Self.sameFailure(CaseRunner.run(original, against: validator, signed: false), outcome)
         // Candidates that hang cost --timeout each: after a few, stop trying (the rest are refused unrun).
-        var hangs = 0
+        let hangs = Locked(0)
+        let validators = [validator] + helpers
         func shrunk(signed: Bool) -> Shrinker.Result {
             var budget = options.shrinkBudget
             budget.shouldStop = options.shouldStop
-            if signed { budget.maxAttempts = min(budget.maxAttempts, 400) }
+            // In process, a signed attempt signs its artifacts: 400 at most. A program or a backend spends the
+            // time budget it was given instead (CheckOptions.outOfProcess).
+            if signed && !options.outOfProcess { budget.maxAttempts = min(budget.maxAttempts, 400) }
             // A validator that fails as a program (a hang, a crash, garbage) costs up to --timeout per attempt, and
             // its failure rarely depends on the history's details: a few attempts, still deterministic.
             if case .validatorFailed(let f, _) = outcome {
                 budget.maxAttempts = min(
                     budget.maxAttempts, f.kind == .timedOut ? 8 : f.kind == .misconfigured ? 1 : 40)
             }
-            return Shrinker(budget: budget, zeroOnlyLabels: ["entropy"]).shrink(source.choices, spans: source.spans) {
-                candidate in
+            func attempt(_ candidate: [UInt64], on v: any Validator) -> Shrinker.Outcome {
                 let src = ChoiceSource(replaying: candidate)
-                guard hangs < 4 else { return Shrinker.Outcome(failing: false, spans: [], consumed: candidate) }
+                guard hangs.value < 4 else { return Shrinker.Outcome(failing: false, spans: [], consumed: candidate) }
                 let (c, _) = generator.generate(property, src)
-                let run = CaseRunner.run(c, against: validator, signed: signed)
-                if case .validatorFailed(let f, _) = run, f.kind == .timedOut { hangs += 1 }
-                let failing = Self.sameFailure(run, outcome)
+                let run = CaseRunner.run(c, against: v, signed: signed)
+                if case .validatorFailed(let f, _) = run, f.kind == .timedOut { hangs.withLock { $0 += 1 } }
                 return Shrinker.Outcome(
-                    failing: failing, spans: src.spans, consumed: Array(src.choices.prefix(src.drawCount)))
+                    failing: Self.sameFailure(run, outcome), spans: src.spans,
+                    consumed: Array(src.choices.prefix(src.drawCount)))
+            }
+            let shrinker = Shrinker(budget: budget, zeroOnlyLabels: ["entropy"])
+            // Decoded attempts cost microseconds: side by side only when signed.
+            guard validators.count > 1, signed else {
+                return shrinker.shrink(source.choices, spans: source.spans) { attempt($0, on: validator) }
+            }
+            return shrinker.shrink(source.choices, spans: source.spans, width: validators.count) { batch in
+                Self.sideBySide(batch, on: validators, attempt)
             }
         }
         // Regenerate from the final sequence and confirm the failure with signed artifacts, as the run saw it.
@@ -178,6 +217,8 @@ public struct Checker {
             caseIndex: i, seed: options.seed, property: property, originalActions: original.actionCount,
             shrunk: bestCase.0, outcome: bestCase.1, shrinkAttempts: result.attempts, failingStep: step, flaky: flaky)
         report.shrinkStopped = result.stopped
+        report.shrinkTimedOut = result.timedOut
+        report.shrinkSeconds = Self.seconds(since: shrinkStart)
         return report
     }
 }

@@ -114,6 +114,10 @@ public enum Reports {
         public var flaky: FlakySummary?
         /// What the comparison found (``Discrepancy/finding``), first in every report; the property comes second.
         public var finding: String?
+        /// With `--keep-going`: what makes another failure the same bug (``FailureSignature``), and how many failing
+        /// cases of the run had it.
+        public var signature: String?
+        public var occurrences: Int?
 
         public init(
             property: String, caseIndex: Int? = nil, corpusFile: String? = nil, shrunkEvents: Int, expected: String,
@@ -243,15 +247,19 @@ public enum Reports {
         let checked = s.coverage.properties.keys.sorted()
         for p in PropertyName.allCases.map(\.rawValue)
         where checked.contains(p) || s.discrepancies.contains(where: { $0.property == p }) {
-            if let d = s.discrepancies.first(where: { $0.property == p }) {
+            let found = s.discrepancies.filter { $0.property == p }
+            // One test case per distinct failure (`--keep-going` finds several under one property).
+            for (k, d) in found.enumerated() {
                 failures += 1
                 let body =
                     (d.flaky.map { TextReport.flaky($0) + "\n\n" } ?? "")
                     + "expected: \(d.expected)\nobserved: \(d.observed)\n\(d.differences.joined(separator: "\n"))\n\n\(d.timeline)\n\nreplay: \(d.replay)"
+                let name = found.count == 1 ? p : "\(p) #\(k + 1)" + (d.signature.map { " (\($0))" } ?? "")
                 cases.append(
-                    "    <testcase classname=\"iapcheck.\(esc(s.validator))\" name=\"\(p)\"><failure message=\"\(esc((d.finding.map { $0 + ": " } ?? "") + (d.differences.first ?? d.observed)))\">\(esc(body))</failure></testcase>"
+                    "    <testcase classname=\"iapcheck.\(esc(s.validator))\" name=\"\(esc(name))\"><failure message=\"\(esc((d.finding.map { $0 + ": " } ?? "") + (d.differences.first ?? d.observed)))\">\(esc(body))</failure></testcase>"
                 )
-            } else {
+            }
+            if found.isEmpty {
                 cases.append("    <testcase classname=\"iapcheck.\(esc(s.validator))\" name=\"\(p)\"/>")
             }
         }

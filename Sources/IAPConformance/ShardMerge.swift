@@ -177,9 +177,21 @@ public enum ShardMerge {
             tallies.append(s.forgeries)
             let found = s.discrepancies.filter { $0.caseIndex != nil },
                 crashed = s.validatorFailures.filter { $0.caseIndex != nil }
-            merged.discrepancies += found
             merged.validatorFailures += crashed
-            if !found.isEmpty || !crashed.isEmpty { break }
+            // Shards run with --keep-going name each failure's signature: every shard counts, and a failure seen
+            // in several shards is listed once (the lowest case), its failing cases summed.
+            let keptGoing = found.contains { $0.signature != nil }
+            for d in found {
+                if let sig = d.signature,
+                    let k = merged.discrepancies.firstIndex(where: { $0.caseIndex != nil && $0.signature == sig })
+                {
+                    merged.discrepancies[k].occurrences =
+                        (merged.discrepancies[k].occurrences ?? 1) + (d.occurrences ?? 1)
+                } else {
+                    merged.discrepancies.append(d)
+                }
+            }
+            if (!found.isEmpty && !keptGoing) || !crashed.isEmpty { break }
         }
         merged.forgeries = Reports.ForgerySummary.merge(tallies)
         return Result(summary: merged, missing: missing, interrupted: interrupted)

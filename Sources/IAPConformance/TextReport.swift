@@ -25,6 +25,11 @@ public enum TextReport {
         return lines.joined(separator: "\n")
     }
 
+    /// Under a failure of a `--keep-going` run: what makes another failure the same bug, and how many had it.
+    public static func signatureLine(_ signature: String, _ occurrences: Int) -> String {
+        "  same bug in \(occurrences) failing case\(occurrences == 1 ? "" : "s"): \(signature)"
+    }
+
     /// The lines above a failure whose shrunk case gave different outcomes on replay.
     public static func flaky(_ f: Reports.FlakySummary) -> String {
         (["FLAKY \(f.property): the shrunk case gave different outcomes in \(f.runs) replays:"]
@@ -33,7 +38,9 @@ public enum TextReport {
 
     /// A discrepancy under `headline`: the shrunk timeline, expected and observed answers, each difference, replay.
     public static func discrepancy(_ s: Reports.DiscrepancySummary, headline: String) -> String {
-        var lines = [headline, s.timeline, "  expected: \(s.expected)", "  observed: \(s.observed)"]
+        var lines = [headline]
+        if let sig = s.signature { lines.append(signatureLine(sig, s.occurrences ?? 1)) }
+        lines += [s.timeline, "  expected: \(s.expected)", "  observed: \(s.observed)"]
         lines += s.differences.map { "    - \($0)" }
         lines.append("  replay:   \(s.replay)")
         return lines.joined(separator: "\n")

@@ -22,7 +22,7 @@ public struct Shrinker {
         }
     }
 
-    public struct Outcome {
+    public struct Outcome: Sendable {
         /// True when the candidate still shows the failure being shrunk.
         public var failing: Bool
         /// The spans the generator marked while running the candidate.
@@ -43,6 +43,8 @@ public struct Shrinker {
         public var exhaustedBudget: Bool
         /// Stopped by ``Budget/shouldStop`` before the budget ran out.
         public var stopped = false
+        /// Stopped by ``Budget/maxSeconds``: a faster machine may shrink further.
+        public var timedOut = false
     }
 
     public var budget: Budget
@@ -61,108 +63,205 @@ public struct Shrinker {
         return false
     }
 
+    /// Shrinks `initial`, one candidate at a time.
     public func shrink(
         _ initial: [UInt64], spans initialSpans: [ChoiceSource.Span], test: ([UInt64]) -> Outcome
     ) -> Result {
-        var best = initial
-        var spans = initialSpans
+        shrink(initial, spans: initialSpans, width: 1) { batch in batch.map(test) }
+    }
+
+    /// Shrinks `initial`, handing `testBatch` up to `width` candidates at once (it may run them side by side).
+    ///
+    /// The batch is what a one-at-a-time shrink would try next if each attempt failed; the first failing candidate
+    /// of the batch is kept and the rest are dropped unread (and not counted as attempts). So the result, and the
+    /// attempt count, are the same for any width: width only buys time.
+    public func shrink(
+        _ initial: [UInt64], spans initialSpans: [ChoiceSource.Span], width: Int,
+        testBatch: ([[UInt64]]) -> [Outcome]
+    ) -> Result {
+        var state = ShrinkState(best: initial, spans: initialSpans, zeroOnly: zeroOnlyLabels)
         var attempts = 0
         var improvements = 0
         let deadline: UInt64? =
             budget.maxSeconds.isFinite
             ? DispatchTime.now().uptimeNanoseconds + UInt64(min(max(budget.maxSeconds, 0), 1e9) * 1e9) : nil
         var stopped = false
+        var timedOut = false
         var outOfBudget: Bool {
             if stopped || budget.shouldStop() {
                 stopped = true
                 return true
             }
-            return attempts >= budget.maxAttempts
-                || deadline.map { DispatchTime.now().uptimeNanoseconds > $0 } == true
+            if let deadline, DispatchTime.now().uptimeNanoseconds > deadline { timedOut = true }
+            return attempts >= budget.maxAttempts || timedOut
         }
-
-        /// Tries a candidate; keeps it when it is simpler and still failing.
-        func attempt(_ candidate: [UInt64]) -> Bool {
-            guard !outOfBudget, Self.simpler(candidate, than: best) else { return false }
-            attempts += 1
-            let outcome = test(candidate)
-            guard outcome.failing else { return false }
-            let kept = Self.simpler(outcome.consumed, than: candidate) ? outcome.consumed : candidate
-            best = kept
-            spans = outcome.spans
-            improvements += 1
-            return true
-        }
-
         var progress = true
+
+        /// Runs one pass to its end (or the budget's): batches of the candidates it would try next, walked in order.
+        func run<P: ShrinkPass>(_ pass: inout P) {
+            while !outOfBudget {
+                var ahead = pass
+                var batch: [[UInt64]] = []
+                while batch.count < min(max(width, 1), budget.maxAttempts - attempts), let c = ahead.candidate(state) {
+                    if Self.simpler(c, than: state.best) { batch.append(c) }
+                    ahead.failed(state)
+                }
+                if batch.isEmpty { return }
+                let outcomes = testBatch(batch)
+                var next = 0
+                while next < outcomes.count, let c = pass.candidate(state) {
+                    // A candidate no simpler than the best is passed over untried, as in the batch.
+                    guard Self.simpler(c, than: state.best) else {
+                        pass.failed(state)
+                        continue
+                    }
+                    attempts += 1
+                    let outcome = outcomes[next]
+                    next += 1
+                    guard outcome.failing else {
+                        pass.failed(state)
+                        continue
+                    }
+                    state.best = Self.simpler(outcome.consumed, than: c) ? outcome.consumed : c
+                    state.spans = outcome.spans
+                    improvements += 1
+                    progress = true
+                    pass.succeeded(state)
+                    break
+                }
+            }
+        }
+
         while progress && !outOfBudget {
             progress = false
-
-            // 1. Delete whole spans, largest first, in one sweep: after a success the list is rebuilt from the new
-            //    structure and the sweep goes on at the same position.
-            func deletable() -> [ChoiceSource.Span] {
-                spans.filter { $0.end <= best.count && !zeroOnlyLabels.contains($0.label) }
-                    .sorted { ($0.end - $0.start, $1.start) > ($1.end - $1.start, $0.start) }
-            }
-            var ordered = deletable()
-            var k = 0
-            while k < ordered.count && !outOfBudget {
-                var c = best
-                c.removeSubrange(ordered[k].start..<ordered[k].end)
-                if attempt(c) {
-                    progress = true
-                    ordered = deletable()
-                } else {
-                    k += 1
-                }
-            }
-
-            // 2. Zero whole spans (removes a perturbation or simplifies an action as a unit).
-            for s in spans where s.end <= best.count && !outOfBudget {
-                var c = best
-                for j in s.start..<s.end { c[j] = 0 }
-                if attempt(c) { progress = true }
-            }
-
-            // 3. Lower single values (outside zero-only spans): zero, then halve, then minus one.
-            let frozen = spans.filter { zeroOnlyLabels.contains($0.label) }
-            var i = 0
-            while i < best.count && !outOfBudget {
-                if let f = frozen.first(where: { $0.start <= i && i < $0.end }) {
-                    i = f.end
-                    continue
-                }
-                let v = best[i]
-                if v > 0 {
-                    for nv in [0, v / 2, v - 1] where nv < v {
-                        var c = best
-                        c[i] = nv
-                        if attempt(c) {
-                            progress = true
-                            break
-                        }
-                    }
-                }
-                i += 1
-            }
-
-            // 4. Delete small blocks anywhere (covers units the generator did not mark).
-            for k in [4, 2, 1] {
-                var i = 0
-                while i + k <= best.count && !outOfBudget {
-                    var c = best
-                    c.removeSubrange(i..<(i + k))
-                    if attempt(c) { progress = true } else { i += 1 }
-                }
-            }
-
+            var deleteSpans = DeleteSpans(state)
+            run(&deleteSpans)
+            var zeroSpans = ZeroSpans(state)
+            run(&zeroSpans)
+            var lowerValues = LowerValues(state)
+            run(&lowerValues)
+            var deleteBlocks = DeleteBlocks()
+            run(&deleteBlocks)
         }
         // Whether a stop cut the passes short, read before the last look at the budget: a Ctrl-C after the passes
         // ended does not make a finished shrink look cut.
         let cut = stopped
+        let cutByTime = timedOut
         let exhausted = outOfBudget
-        var result = Result(choices: best, attempts: attempts, improvements: improvements, exhaustedBudget: exhausted)
+        var result = Result(
+            choices: state.best, attempts: attempts, improvements: improvements, exhaustedBudget: exhausted)
         result.stopped = cut
+        result.timedOut = cutByTime
         return result
     }
+}
+
+/// What the passes read: the simplest failing sequence so far and the spans its run marked.
+struct ShrinkState {
+    var best: [UInt64]
+    var spans: [ChoiceSource.Span]
+    let zeroOnly: Set<String>
+}
+
+/// A pass of the shrinker as a cursor over the candidates it tries: `candidate` is the next one from the state
+/// (nil: the pass is over), `failed` moves past it, `succeeded` follows its acceptance (the state then holds it).
+protocol ShrinkPass {
+    mutating func candidate(_ s: ShrinkState) -> [UInt64]?
+    mutating func failed(_ s: ShrinkState)
+    mutating func succeeded(_ s: ShrinkState)
+}
+
+/// 1. Delete whole spans, largest first, in one sweep: after a success the list is rebuilt from the new structure and
+///    the sweep goes on at the same position.
+struct DeleteSpans: ShrinkPass {
+    var ordered: [ChoiceSource.Span]
+    var k = 0
+    init(_ s: ShrinkState) { ordered = Self.deletable(s) }
+    static func deletable(_ s: ShrinkState) -> [ChoiceSource.Span] {
+        s.spans.filter { $0.end <= s.best.count && !s.zeroOnly.contains($0.label) }
+            .sorted { ($0.end - $0.start, $1.start) > ($1.end - $1.start, $0.start) }
+    }
+    func candidate(_ s: ShrinkState) -> [UInt64]? {
+        guard k < ordered.count else { return nil }
+        var c = s.best
+        c.removeSubrange(ordered[k].start..<ordered[k].end)
+        return c
+    }
+    mutating func failed(_ s: ShrinkState) { k += 1 }
+    mutating func succeeded(_ s: ShrinkState) { ordered = Self.deletable(s) }
+}
+
+/// 2. Zero whole spans (removes a perturbation or simplifies an action as a unit), over the spans the pass began with.
+struct ZeroSpans: ShrinkPass {
+    let spans: [ChoiceSource.Span]
+    var k = 0
+    init(_ s: ShrinkState) { spans = s.spans }
+    mutating func candidate(_ s: ShrinkState) -> [UInt64]? {
+        while k < spans.count && spans[k].end > s.best.count { k += 1 }
+        guard k < spans.count else { return nil }
+        var c = s.best
+        for j in spans[k].start..<spans[k].end { c[j] = 0 }
+        return c
+    }
+    mutating func failed(_ s: ShrinkState) { k += 1 }
+    mutating func succeeded(_ s: ShrinkState) { k += 1 }
+}
+
+/// 3. Lower single values (outside zero-only spans): zero, then halve, then minus one.
+struct LowerValues: ShrinkPass {
+    let frozen: [ChoiceSource.Span]
+    var i = 0
+    var option = 0
+    init(_ s: ShrinkState) { frozen = s.spans.filter { s.zeroOnly.contains($0.label) } }
+    /// The lower values tried for `v`, each once.
+    static func options(_ v: UInt64) -> [UInt64] {
+        var out: [UInt64] = []
+        for nv in [0, v / 2, v &- 1] where nv < v && !out.contains(nv) { out.append(nv) }
+        return out
+    }
+    mutating func candidate(_ s: ShrinkState) -> [UInt64]? {
+        while i < s.best.count {
+            if let f = frozen.first(where: { $0.start <= i && i < $0.end }) {
+                i = f.end
+                option = 0
+                continue
+            }
+            let options = Self.options(s.best[i])
+            if option < options.count {
+                var c = s.best
+                c[i] = options[option]
+                return c
+            }
+            i += 1
+            option = 0
+        }
+        return nil
+    }
+    mutating func failed(_ s: ShrinkState) { option += 1 }
+    mutating func succeeded(_ s: ShrinkState) {
+        i += 1
+        option = 0
+    }
+}
+
+/// 4. Delete small blocks anywhere (covers units the generator did not mark).
+struct DeleteBlocks: ShrinkPass {
+    static let sizes = [4, 2, 1]
+    var size = 0
+    var i = 0
+    mutating func candidate(_ s: ShrinkState) -> [UInt64]? {
+        while size < Self.sizes.count {
+            let k = Self.sizes[size]
+            if i + k <= s.best.count {
+                var c = s.best
+                c.removeSubrange(i..<(i + k))
+                return c
+            }
+            size += 1
+            i = 0
+        }
+        return nil
+    }
+    mutating func failed(_ s: ShrinkState) { i += 1 }
+    mutating func succeeded(_ s: ShrinkState) {}
 }

@@ -78,7 +78,7 @@ struct Certify: ParsableCommand {
         let dir = (results as NSString).appendingPathComponent("certify-\(String(slug))-\(stamp)")
         for p in report.properties {
             print(
-                "\(p.property.padding(toLength: 24, withPad: " ", startingAt: 0)) \(p.passed ? "pass" : "FAIL")  \(p.casesRun)/\(p.cases) cases\(p.counterexample.map { "  " + ($0.finding.map { $0 + ": " } ?? "") + ($0.differences.first ?? $0.observed) } ?? "")\(p.validatorFailure.map { "  validator failure: " + $0.message } ?? "")"
+                "\(p.property.padding(toLength: 24, withPad: " ", startingAt: 0)) \(p.passed ? "pass" : "FAIL")  \(p.casesRun)/\(p.cases) cases\(p.counterexample.map { "  " + ($0.finding.map { $0 + ": " } ?? "") + ($0.differences.first ?? $0.observed) } ?? "")\(p.validatorFailure.map { "  validator failure: " + $0.message } ?? "")\(p.moreFailures.map { " (+\($0.count) more distinct)" } ?? "")"
             )
         }
         let rejected = report.forgeries.filter(\.rejected).count
@@ -91,7 +91,8 @@ struct Certify: ParsableCommand {
                     ? ""
                     : "; not credited, the genuine twin was refused too: " + uncredited.joined(separator: ", ")))
         for d in report.divergences {
-            print("divergence (\(d.declared ? "declared" : "UNEXPECTED")): \(d.kind) \(d.name): \(d.detail)")
+            let under = d.seenUnder.map { $0.count > 1 ? " (seen under \($0.joined(separator: ", ")))" : "" } ?? ""
+            print("divergence (\(d.declared ? "declared" : "UNEXPECTED")): \(d.kind) \(d.name): \(d.detail)\(under)")
         }
         if !report.declaredButNotObserved.isEmpty {
             print("declared but not observed: \(report.declaredButNotObserved.joined(separator: ", "))")

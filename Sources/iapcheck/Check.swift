@@ -70,15 +70,22 @@ struct Check: ParsableCommand {
 
     @Option(
         help:
-            "Shrinking attempts per failure (deterministic: the same seed gives the same counterexample on any machine). A failure that must shrink signed (one that depends on signatures, and every exec: or http: validator's) takes at most 400, since each attempt signs its artifacts; a validator failure (crash, garbage) at most 40, a timeout 8."
+            "Shrinking attempts per failure (deterministic: the same seed gives the same counterexample on any machine). An in-process failure that must shrink signed (one that depends on signatures) takes at most 400, since each attempt signs its artifacts; a validator failure (crash, garbage) at most 40, a timeout 8. exec: and http: validators also stop at --shrink-seconds."
     )
     var shrinkAttempts: Int = 2000
 
     @Option(
         help:
-            "Optional wall-clock cap on shrinking, in seconds, for very slow validators; with it the shrunk case may depend on the machine's speed."
+            "Wall-clock cap on shrinking one failure, in seconds (default: none in process; 60 for exec: and http: validators, whose candidates are tried side by side on the --jobs copies). When the cap ends a shrink the FAIL line says so, and the shrunk case may depend on the machine's speed."
     )
     var shrinkSeconds: Double?
+
+    @Option(
+        name: .customLong("keep-going"),
+        help: ArgumentHelp(
+            "Go on after a failure: find up to N distinct failures (\(KeepGoing.defaultLimit) when --keep-going has no value), each shrunk; failures that differ in the same way (same kind of difference, field, product kind, channel and event) count as one. See docs/check.md#distinct-failures.",
+            valueName: "N"))
+    var keepGoing: Int?
 
     @Flag(help: "No progress lines.")
     var quiet = false
@@ -118,6 +125,9 @@ struct Check: ParsableCommand {
             "Run only slice INDEX of COUNT of the case indices (0/4 … 3/4), to split one seeded run over several machines; join the --json summaries with `iapcheck merge-reports`. Each shard replays the corpus.",
             valueName: "INDEX/COUNT"))
     var shard: String?
+
+    /// `--shrink-seconds` of a program or a backend when none is given.
+    static let outOfProcessShrinkSeconds = 60.0
 
     func run() throws {
         let slice = try shard.map { text throws -> Shard in
@@ -201,10 +211,16 @@ struct Check: ParsableCommand {
         if let problem = faultProfile.problem(with: v) { throw ValidationError(problem) }
         if faultProfile.kill && props.isEmpty { opts.properties = PropertyName.standard + [.durableAck] }
         opts.onlyCase = caseIndex
+        if let keepGoing {
+            guard keepGoing >= 1 else { throw ValidationError("--keep-going=\(keepGoing): N must be at least 1") }
+            opts.keepGoing = keepGoing
+        }
         opts.shard = slice
         opts.signed = !unsigned
         opts.shrinkBudget.maxAttempts = shrinkAttempts
-        opts.shrinkBudget.maxSeconds = shrinkSeconds ?? .infinity
+        // A program or a backend answers in milliseconds, not microseconds: its shrinking spends a time budget.
+        opts.outOfProcess = validator.hasPrefix("exec:") || validator.hasPrefix("http:")
+        opts.shrinkBudget.maxSeconds = shrinkSeconds ?? (opts.outOfProcess ? Self.outOfProcessShrinkSeconds : .infinity)
         opts.shouldStop = { Interrupt.requested }
         Interrupt.install()
         opts.jobs = jobCount

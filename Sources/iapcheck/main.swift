@@ -26,7 +26,7 @@ ChildProcesses.installSignalHandlers()
 // ArgumentParser exits 64 on a usage error; iapcheck documents 2 for every usage or configuration error (README,
 // `--help`), so a CI gate can tell "the command was wrong" from "the validator failed" with one code.
 do {
-    var command = try IAPCheck.parseAsRoot()
+    var command = try IAPCheck.parseAsRoot(KeepGoing.expand(Array(CommandLine.arguments.dropFirst())))
     try command.run()
 } catch {
     if IAPCheck.exitCode(for: error) == .validationFailure {

@@ -94,4 +94,39 @@ import Testing
         }
         #expect(!whole.stopped && whole.attempts > result.attempts)
     }
+
+    /// Candidates tried side by side (`width` > 1) give the counterexample, and the attempt count, of one at a time;
+    /// only the batches are fewer.
+    @Test(arguments: [2, 3, 8])
+    func shrinkingSideBySideGivesTheSameResult(width: Int) {
+        for seed: UInt64 in 0..<40 {
+            let src = ChoiceSource(seed: seed)
+            guard Self.sumOfList(src).reduce(0, +) > 100 else { continue }
+            func test(_ candidate: [UInt64]) -> Shrinker.Outcome {
+                let s = ChoiceSource(replaying: candidate)
+                let failing = Self.sumOfList(s).reduce(0, +) > 100
+                return Shrinker.Outcome(
+                    failing: failing, spans: s.spans, consumed: Array(s.choices.prefix(s.drawCount)))
+            }
+            let one = Shrinker().shrink(src.choices, spans: src.spans, test: test)
+            var batches = 0
+            let wide = Shrinker().shrink(src.choices, spans: src.spans, width: width) { batch in
+                #expect(batch.count <= width)
+                batches += 1
+                return batch.map(test)
+            }
+            #expect(wide.choices == one.choices, "seed \(seed)")
+            #expect(wide.attempts == one.attempts, "seed \(seed)")
+            #expect(batches < one.attempts, "seed \(seed): \(batches) batches for \(one.attempts) attempts")
+        }
+    }
+
+    /// A budget of attempts is kept exactly with batches too.
+    @Test func sideBySideKeepsTheAttemptBudget() {
+        let start = Array(repeating: UInt64(999), count: 200)
+        let result = Shrinker(budget: .init(maxAttempts: 10)).shrink(start, spans: [], width: 4) { batch in
+            batch.map { Shrinker.Outcome(failing: $0.reduce(0, +) > 5000, spans: [], consumed: $0) }
+        }
+        #expect(result.attempts == 10 && result.exhaustedBudget)
+    }
 }

@@ -1,0 +1,140 @@
+import IAPModel
+import IAPSimulator
+
+/// What makes two failures the same bug (docs/check.md#distinct-failures): their shrunk cases differ in the same
+/// way — the same kind of difference, about the same field of the same kind of product, shown after the same kind
+/// of delivery. Ids, instants and values are left out: two refunds of two products read from the wrong field are
+/// one bug.
+public struct FailureSignature: Codable, Hashable, Sendable, CustomStringConvertible {
+    /// What the comparison found, without ids: `entitlement disagreement`, `refused a genuine artifact`,
+    /// `accepted a forged artifact (alg-none)`, `validator failure (crashed)`.
+    public var difference: String
+    /// The answer field that differs first (`active`, `expiresDate`, `balance`…); nil for a verdict or a failure.
+    public var field: String?
+    /// The kind of what differs or was delivered: a catalog product kind (`auto-renewable`), `subscription group`,
+    /// `entitlement`.
+    public var productKind: String?
+    /// The channel of the delivery the failure follows (at or before the failing step).
+    public var channel: String?
+    /// That delivery's event: a notification's type/subtype, an app submission's transaction reason, `API
+    /// snapshot`, `verifyReceipt`.
+    public var event: String?
+
+    public var description: String {
+        var parts = [difference]
+        if let field { parts.append("field " + field) }
+        if let productKind { parts.append(productKind) }
+        if let event { parts.append("after " + event + (channel.map { " (\($0))" } ?? "")) }
+        return parts.joined(separator: ", ")
+    }
+
+    /// The signature of `outcome`, a failure of case `c`.
+    public static func of(_ outcome: CaseOutcome, in c: GeneratedCase) -> FailureSignature {
+        let step: Int
+        var s: FailureSignature
+        switch outcome {
+        case .passed:
+            return FailureSignature(difference: "passed")
+        case .discrepancy(let d):
+            step = d.step
+            s = FailureSignature(difference: d.kind == .answer ? "entitlement disagreement" : d.finding)
+            if d.kind == .answer, let key = d.differenceKeys?.first, let slash = key.lastIndex(of: "/") {
+                s.field = String(key[key.index(after: slash)...])
+                s.productKind = kind(ofSubject: String(key[..<slash]), catalog: c.config.catalog)
+            }
+        case .validatorFailed(let f, let at):
+            step = at
+            s = FailureSignature(difference: "validator failure (\(f.kind.rawValue))")
+        }
+        if let d = trigger(of: c, atOrBefore: step) {
+            s.channel = d.delivery.channel.protocolName
+            s.event = event(of: d.delivery)
+            if s.productKind == nil, s.field == nil {
+                s.productKind = productId(of: d.delivery).flatMap { c.config.catalog.product($0)?.kind.rawValue }
+            }
+        }
+        return s
+    }
+
+    init(difference: String) { self.difference = difference }
+
+    /// `product pro.monthly` → `auto-renewable`; groups, consumables and entitlements by what they are.
+    static func kind(ofSubject subject: String, catalog: Catalog) -> String? {
+        let parts = subject.split(separator: " ", maxSplits: 1).map(String.init)
+        guard parts.count == 2 else { return nil }
+        switch parts[0] {
+        case "product", "consumable": return catalog.product(parts[1])?.kind.rawValue ?? parts[0]
+        case "group": return "subscription group"
+        default: return parts[0]
+        }
+    }
+
+    /// The delivery at `step`, or the last one before it (a question's answer follows what was delivered).
+    static func trigger(of c: GeneratedCase, atOrBefore step: Int) -> PlannedDelivery? {
+        guard !c.steps.isEmpty else { return nil }
+        for s in c.steps.prefix(min(max(step, 0), c.steps.count - 1) + 1).reversed() {
+            if case .deliver(let d) = s { return d }
+        }
+        return nil
+    }
+
+    static func event(of d: Delivery) -> String {
+        switch d {
+        case .appTransaction(let a):
+            "app transaction " + (a.transaction.transactionReason?.rawValue ?? "without reason")
+        case .notification(let n): n.notificationType.rawValue + (n.subtype.map { "/" + $0.rawValue } ?? "")
+        case .apiSnapshot: "API snapshot"
+        case .legacyReceipt: "verifyReceipt"
+        }
+    }
+
+    static func productId(of d: Delivery) -> String? {
+        switch d {
+        case .appTransaction(let a): a.transaction.productId
+        case .notification(let n): n.data?.transactionInfo?.productId
+        case .apiSnapshot(let s): s.transactions.first?.productId
+        case .legacyReceipt: nil
+        }
+    }
+}
+
+/// What a run keeps of its failures: each failure with a new signature shrunk, and repeats of a known one counted
+/// into it (`--keep-going`). Without `--keep-going` the first failure ends the run.
+struct FailureCollector {
+    let options: CheckOptions
+    private(set) var failures: [FailureReport] = []
+    /// Unshrunk signatures met so far, each with the failure its shrinking led to: a repeat is not shrunk again.
+    private var seen: [FailureSignature: Int] = [:]
+    private var shrinks = 0
+    /// Failing cases not shrunk because ``CheckOptions/maxShrinks`` was reached.
+    private(set) var unshrunk = 0
+
+    init(options: CheckOptions) { self.options = options }
+
+    var shrinkStopped: Bool { failures.contains { $0.shrinkStopped } }
+    /// The run has what it came for: enough distinct failures, or Ctrl-C stopped a shrink.
+    var isDone: Bool { failures.count >= options.keepGoing || shrinkStopped }
+
+    /// A failing case: counted into the failure its signature (unshrunk, then shrunk) matches, or shrunk and kept.
+    mutating func add(_ c: GeneratedCase, _ outcome: CaseOutcome, shrink: () -> FailureReport) {
+        let raw = FailureSignature.of(outcome, in: c)
+        if let k = seen[raw] {
+            failures[k].occurrences += 1
+            return
+        }
+        guard shrinks < options.maxShrinks else {
+            unshrunk += 1
+            return
+        }
+        shrinks += 1
+        let f = shrink()
+        let signature = f.signature
+        if let k = failures.firstIndex(where: { $0.signature == signature }) {
+            failures[k].occurrences += 1
+            seen[raw] = k
+        } else {
+            failures.append(f)
+            seen[raw] = failures.count - 1
+        }
+    }
+}

@@ -1,0 +1,121 @@
+import Foundation
+import IAPConformance
+import IAPModel
+import IAPReference
+import IAPValidatorAPI
+import Testing
+
+/// `--keep-going` and certify find every distinct bug in one run, each shrunk once, repeats counted into it.
+@Suite struct DistinctFailuresTests {
+    /// Two independent mistakes: grace periods ignored (docs/mistakes.md J5) and every delivery of a consumable
+    /// credited (J9).
+    final class TwoBugs: ReferenceValidator, @unchecked Sendable {
+        var deliveries = 0
+        override func graceEnd(_ renewal: JWSRenewalInfoDecodedPayload?, latest: JWSTransactionDecodedPayload)
+            -> Millis?
+        { nil }
+        override func reset(_ config: ValidatorConfig) throws(ValidatorFailure) {
+            try super.reset(config)
+            deliveries = 0
+        }
+        override func creditConsumable(_ tx: JWSTransactionDecodedPayload, via channel: DeliveryChannel) {
+            deliveries += 1
+            var copy = tx
+            copy.transactionId += "#\(deliveries)"
+            super.creditConsumable(copy, via: channel)
+        }
+    }
+
+    static func isGrace(_ s: FailureSignature) -> Bool {
+        s.productKind == "auto-renewable" && ["active", "state", "expiresDate"].contains(s.field ?? "")
+    }
+    static func isDoubleCredit(_ s: FailureSignature) -> Bool { s.field == "balance" && s.productKind == "consumable" }
+
+    func options(keepGoing: Int) -> CheckOptions {
+        var o = CheckOptions()
+        o.cases = 200
+        o.seed = 7
+        o.keepGoing = keepGoing
+        o.shrinkBudget.maxAttempts = 300
+        return o
+    }
+
+    @Test func keepGoingReportsBothBugsEachOnce() {
+        let report = Checker(options: options(keepGoing: 5), validator: TwoBugs()).run()
+        let signatures = report.failures.map(\.signature)
+        #expect(signatures.contains(where: Self.isGrace), "\(signatures)")
+        #expect(signatures.contains(where: Self.isDoubleCredit), "\(signatures)")
+        #expect(Set(signatures).count == signatures.count, "a signature listed twice: \(signatures)")
+        // Repeats are counted into the failure they match, not shrunk again.
+        #expect(
+            report.failures.map(\.occurrences).reduce(0, +) + report.unshrunkFailures == report.cases - report.passed)
+        #expect(report.failures.map(\.occurrences).reduce(0, +) > report.failures.count)
+    }
+
+    @Test func withoutKeepGoingTheFirstFailureEndsTheRun() {
+        let report = Checker(options: options(keepGoing: 1), validator: TwoBugs()).run()
+        #expect(report.failures.count == 1)
+        #expect(report.cases == report.passed + 1)
+    }
+
+    /// With `--jobs`, failures are picked in index order and shrunk side by side on every validator.
+    @Test func jobsFindTheSameFailures() {
+        var o = options(keepGoing: 3)
+        o.jobs = 2
+        var checker = Checker(options: o, validator: TwoBugs())
+        checker.makeWorker = { TwoBugs() }
+        let parallel = checker.run()
+        let single = Checker(options: options(keepGoing: 3), validator: TwoBugs()).run()
+        #expect(parallel.failures.map(\.caseIndex) == single.failures.map(\.caseIndex))
+        #expect(parallel.failures.map(\.signature) == single.failures.map(\.signature))
+        #expect(parallel.failures.map(\.occurrences) == single.failures.map(\.occurrences))
+        // Shrunk side by side on both validators: the same counterexample in the same number of attempts.
+        #expect(parallel.failures.map(\.shrunk) == single.failures.map(\.shrunk))
+        #expect(parallel.failures.map(\.shrinkAttempts) == single.failures.map(\.shrinkAttempts))
+        #expect(parallel.cases == single.cases && parallel.passed == single.passed)
+    }
+
+    @Test func certifyGroupsEachBugOnceWithThePropertiesItWasSeenUnder() {
+        let r = CertificationSuite.run(TwoBugs(), scale: 0.2)
+        let divergences = r.divergences.filter { $0.kind == .property }
+        #expect(Set(divergences.compactMap(\.signature)).count == divergences.count, "\(divergences)")
+        let grace = divergences.filter { $0.signature?.contains("auto-renewable") == true }
+        let credit = divergences.filter { $0.signature?.contains("field balance, consumable") == true }
+        #expect(!grace.isEmpty && !credit.isEmpty, "\(divergences.map { $0.signature ?? "" })")
+        // The grace bug shows under several properties: one row lists them all.
+        #expect(grace.contains { ($0.seenUnder?.count ?? 0) > 1 }, "\(grace.map { $0.seenUnder ?? [] })")
+        let failedProperties = r.properties.filter { !$0.passed }.count
+        #expect(divergences.count < failedProperties + r.properties.compactMap(\.moreFailures).joined().count)
+    }
+
+    static let binary = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent(".build/debug/iapcheck").path
+
+    /// `--keep-going` with no value, with a value after `=` and after a space; each JSON failure names its signature.
+    @Test(
+        .enabled(if: FileManager.default.isExecutableFile(atPath: binary), "iapcheck is not built"),
+        arguments: [(["--keep-going"], 5), (["--keep-going=2"], 2), (["--keep-going", "2"], 2), ([], 1)])
+    func theCommandLineTakesKeepGoingWithOrWithoutAValue(arguments: [String], limit: Int) throws {
+        let json = FileManager.default.temporaryDirectory.appendingPathComponent("kg-\(UUID().uuidString).json").path
+        defer { try? FileManager.default.removeItem(atPath: json) }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: Self.binary)
+        p.arguments =
+            [
+                "check", "--validator", "mutant:ignore-revocation", "--no-corpus", "--cases", "80", "--quiet", "--json",
+                json,
+            ]
+            + arguments
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 1)
+        let summary = try JSONDecoder().decode(
+            Reports.CheckSummary.self, from: Data(contentsOf: URL(fileURLWithPath: json)))
+        let found = summary.discrepancies.filter { $0.caseIndex != nil }
+        // This mutant shows in more than five ways within 80 cases (docs/check.md#distinct-failures).
+        #expect(found.count == limit, "\(found.map { $0.signature ?? "-" })")
+        #expect(found.allSatisfy { limit == 1 ? $0.signature == nil : $0.signature != nil })
+    }
+}
