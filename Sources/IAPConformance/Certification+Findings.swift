@@ -34,6 +34,8 @@ extension CertificationSuite {
                 expected: d.expected, observed: d.observed, differences: d.differences,
                 timeline: Timeline.render(f.shrunk, failingStep: d.step), replay: replay)
             cx.finding = d.finding
+            let why = Explanation.lines(d, in: f.shrunk)
+            if !why.isEmpty { cx.explanation = why }
             found.counterexample = cx
             found.detail = d.finding + ": " + (d.differences.first ?? "observed \(d.observed)")
         } else if let failure = f.validatorFailure {

@@ -20,7 +20,7 @@ public enum CertificationHTML {
             {
                 if let c {
                     details +=
-                        "<h3>\(esc(c.finding ?? "counterexample")) — under property \(esc(p.property)) (\(c.shrunkEvents) actions)</h3><pre>\(esc(c.timeline))\n\nexpected: \(esc(c.expected))\nobserved: \(esc(c.observed))\n\(c.differences.map { "  - " + esc($0) }.joined(separator: "\n"))\n\nreplay: \(esc(c.replay))</pre>\n"
+                        "<h3>\(esc(c.finding ?? "counterexample")) — under property \(esc(p.property)) (\(c.shrunkEvents) actions)</h3><pre>\(esc(c.timeline))\n\nexpected: \(esc(c.expected))\nobserved: \(esc(c.observed))\n\(c.differences.map { "  - " + esc($0) }.joined(separator: "\n"))\n\((c.explanation ?? []).map(esc).joined(separator: "\n"))\n\nreplay: \(esc(c.replay))</pre>\n"
                 }
                 if let f {
                     details +=

@@ -22,6 +22,8 @@ public struct CheckRun {
     public var savesCounterexamples = true
     /// `--faults` as the user gave it, recorded in the summary's run identity so shards under other faults do not merge.
     public var faults: String?
+    /// `--explain`: under each failure, what each delivery of the shrunk case changed (``Explanation/deliveries(_:upTo:)``).
+    public var explain = false
     /// Called once the corpus is replayed, just before the first generated case (progress lines start here).
     public var willRunCases: (() -> Void)?
     public var checker: Checker
@@ -123,6 +125,7 @@ public struct CheckRun {
                         : "")
                 if file != nil { s.rerun = "\(rerunCase)  (the unshrunk case)" }
                 s.flaky = flaky
+                if explain { s.deliveries = Explanation.deliveries(f.shrunk, upTo: d.step) }
                 if options.keepGoing > 1 {
                     s.signature = f.signature.description
                     s.occurrences = f.occurrences

@@ -118,6 +118,10 @@ public enum Reports {
         /// cases of the run had it.
         public var signature: String?
         public var occurrences: Int?
+        /// The facts the oracle's expectation rests on (``Explanation``): the fields to look at first.
+        public var explanation: [String]?
+        /// With `--explain`: per delivery of the shrunk case, the decoded fields that changed (``Explanation/deliveries(_:upTo:)``).
+        public var deliveries: [String]?
 
         public init(
             property: String, caseIndex: Int? = nil, corpusFile: String? = nil, shrunkEvents: Int, expected: String,
@@ -234,6 +238,8 @@ public enum Reports {
             expected: d.expected, observed: d.observed, differences: d.differences,
             timeline: Timeline.render(c, failingStep: d.step), replay: replay)
         s.finding = d.finding
+        let why = Explanation.lines(d, in: c)
+        if !why.isEmpty { s.explanation = why }
         return s
     }
 
@@ -253,7 +259,7 @@ public enum Reports {
                 failures += 1
                 let body =
                     (d.flaky.map { TextReport.flaky($0) + "\n\n" } ?? "")
-                    + "expected: \(d.expected)\nobserved: \(d.observed)\n\(d.differences.joined(separator: "\n"))\n\n\(d.timeline)\n\nreplay: \(d.replay)"
+                    + "expected: \(d.expected)\nobserved: \(d.observed)\n\(d.differences.joined(separator: "\n"))\n\((d.explanation ?? []).joined(separator: "\n"))\n\n\(d.timeline)\n\nreplay: \(d.replay)"
                 let name = found.count == 1 ? p : "\(p) #\(k + 1)" + (d.signature.map { " (\($0))" } ?? "")
                 cases.append(
                     "    <testcase classname=\"iapcheck.\(esc(s.validator))\" name=\"\(esc(name))\"><failure message=\"\(esc((d.finding.map { $0 + ": " } ?? "") + (d.differences.first ?? d.observed)))\">\(esc(body))</failure></testcase>"

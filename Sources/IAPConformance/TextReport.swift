@@ -42,6 +42,8 @@ public enum TextReport {
         if let sig = s.signature { lines.append(signatureLine(sig, s.occurrences ?? 1)) }
         lines += [s.timeline, "  expected: \(s.expected)", "  observed: \(s.observed)"]
         lines += s.differences.map { "    - \($0)" }
+        lines += s.explanation ?? []
+        if let d = s.deliveries { lines += ["  what each delivery changed (--explain):"] + d }
         lines.append("  replay:   \(s.replay)")
         return lines.joined(separator: "\n")
     }

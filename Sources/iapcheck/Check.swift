@@ -87,6 +87,12 @@ struct Check: ParsableCommand {
             valueName: "N"))
     var keepGoing: Int?
 
+    @Flag(
+        help:
+            "Under each failure, print per delivery of the shrunk case the decoded fields of each signed artifact (transaction, renewal info, notification, receipt entries) that changed from the previous artifact of its chain. See docs/check.md#reading-an-explanation."
+    )
+    var explain = false
+
     @Flag(help: "No progress lines.")
     var quiet = false
 
@@ -231,6 +237,7 @@ struct Check: ParsableCommand {
             quiet: quiet)
         checker.progress = { progress.update($0, $1) }
         var run = CheckRun(validatorSpec: validator, checker: checker)
+        run.explain = explain
         run.selectionArguments = catalogArgs
         if noCorpus {
             run.corpus = nil

@@ -24,6 +24,9 @@ struct Replay: ParsableCommand {
     @Flag(help: "Expect every case to fail.")
     var expectFail = false
 
+    @Flag(help: "Under a failure, what each delivery changed (as check --explain).")
+    var explain = false
+
     func run() throws {
         let v = try makeValidator(validator)
         var paths: [String] = []
@@ -52,9 +55,10 @@ struct Replay: ParsableCommand {
                 print("\(expectFail ? "fails as expected" : "FAIL") \(path): \(d.property.rawValue)")
                 if !expectFail {
                     unexpected += 1
-                    let s = Reports.summary(
+                    var s = Reports.summary(
                         of: d, saved.testCase, caseIndex: saved.caseIndex, corpusFile: path,
                         replay: "iapcheck replay \(Shell.quote(path)) --validator \(Shell.quote(validator))")
+                    if explain { s.deliveries = Explanation.deliveries(saved.testCase, upTo: d.step) }
                     print(TextReport.discrepancy(s, headline: "  \(v.name) disagrees with the oracle"))
                 }
             case .validatorFailed(let f, _):

@@ -1,0 +1,87 @@
+import Foundation
+import IAPModel
+import IAPSimulator
+
+extension Explanation {
+    /// `--explain`: per delivery of a case up to `step`, the decoded fields of each signed artifact it carries that
+    /// changed from the previous artifact of that chain (all fields for a chain's first). Dates are relative to the
+    /// first purchase, as in the timeline; a forged artifact says what was forged.
+    public static func deliveries(_ c: GeneratedCase, upTo step: Int) -> [String] {
+        let rel = { (t: Millis) in CivilTime.relative(t - c.origin) }
+        let names = Dictionary(c.persons.map { ($0.accountId, $0.name) }, uniquingKeysWith: { a, _ in a })
+        var lastTransaction: [String: [String: String]] = [:]  // by originalTransactionId
+        var lastRenewal: [String: [String: String]] = [:]
+        var out: [String] = []
+        func diff(_ label: String, _ fields: [String: String], against previous: [String: String]?) -> [String] {
+            let changed = fields.keys.sorted().filter { previous?[$0] != fields[$0] }
+            let gone = (previous ?? [:]).keys.sorted().filter { fields[$0] == nil }
+            guard !changed.isEmpty || !gone.isEmpty else { return ["      \(label): nothing changed"] }
+            let what =
+                changed.map { k in previous?[k].map { "\(k) \($0) → \(fields[k]!)" } ?? "\(k) \(fields[k]!)" }
+                + gone.map { "\($0) \(previous![$0]!) → absent" }
+            return ["      \(label)\(previous == nil ? " (first of its chain)" : ""): " + what.joined(separator: ", ")]
+        }
+        func transaction(_ t: JWSTransactionDecodedPayload) -> [String] {
+            let f = fields(t, rel: rel)
+            defer { lastTransaction[t.originalTransactionId] = f }
+            return diff(
+                "transaction …\(t.transactionId.suffix(4))", f, against: lastTransaction[t.originalTransactionId])
+        }
+        func renewal(_ r: JWSRenewalInfoDecodedPayload) -> [String] {
+            let f = fields(r, rel: rel)
+            defer { lastRenewal[r.originalTransactionId] = f }
+            return diff(
+                "renewal info of …\(r.originalTransactionId.suffix(4))", f,
+                against: lastRenewal[r.originalTransactionId])
+        }
+        for (i, s) in c.steps.enumerated() where i <= step {
+            guard case .deliver(let d) = s else {
+                if case .query(let q) = s, i == step {
+                    out.append("    \(rel(q.appleTime)) the question: \(names[q.query.userId] ?? q.query.userId)")
+                }
+                continue
+            }
+            out.append("    \(rel(d.arrival)) \(Timeline.describe(d, names: names))")
+            if let f = d.forgery { out.append("      forged (\(f.rawValue)): \(forgedPart(f))") }
+            switch d.delivery {
+            case .appTransaction(let a): out += transaction(a.transaction)
+            case .notification(let n):
+                out.append("      notificationUUID …\(n.notificationUUID.suffix(4)), signedDate \(rel(n.signedDate))")
+                if let t = n.data?.transactionInfo { out += transaction(t) }
+                if let r = n.data?.renewalInfo { out += renewal(r) }
+            case .apiSnapshot(let a):
+                for t in a.transactions.sorted(by: { $0.purchaseDate < $1.purchaseDate }) { out += transaction(t) }
+                for r in a.renewalInfos { out += renewal(r) }
+            case .legacyReceipt(let l):
+                for chain in l.chains {
+                    for t in chain.transactions.sorted(by: { $0.purchaseDate < $1.purchaseDate }) {
+                        out += transaction(t)
+                    }
+                    for r in chain.renewalInfos { out += renewal(r) }
+                }
+            }
+        }
+        return out
+    }
+
+    /// Apple's boolean fields of transactions and renewal infos.
+    static let booleans: Set<String> = ["isInBillingRetryPeriod", "isUpgraded"]
+
+    /// An artifact's decoded fields in Apple's names, dates relative to the case's first purchase.
+    static func fields<T: Encodable>(_ value: T, rel: (Millis) -> String) -> [String: String] {
+        guard let data = try? JSONFormat.compact().encode(value),
+            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+        else { return [:] }
+        var out: [String: String] = [:]
+        for (k, v) in object {
+            if k.hasSuffix("Date"), let n = v as? NSNumber {
+                out[k] = rel(n.int64Value)
+            } else if booleans.contains(k), let n = v as? NSNumber {
+                out[k] = n.boolValue ? "true" : "false"  // JSONSerialization reads JSON booleans as numbers here
+            } else {
+                out[k] = "\(v)"
+            }
+        }
+        return out
+    }
+}
