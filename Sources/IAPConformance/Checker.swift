@@ -11,6 +11,9 @@ public struct Checker {
     public var validator: any Validator
     /// Called after every case with (cases done, total) so long runs can show progress.
     public var progress: ((Int, Int) -> Void)?
+    /// Called when a failing case is about to be shrunk, with its index and what failed (shrinking a program or a
+    /// backend can take a minute: the command line says so).
+    public var willShrink: ((_ caseIndex: Int, _ what: String) -> Void)?
     /// Makes the validator of each further job (`options.jobs` > 1): another instance, or process, of the same.
     public var makeWorker: (() throws -> any Validator)?
 
@@ -76,7 +79,10 @@ public struct Checker {
                 passed += 1
                 questions += q
             } else {
-                found.add(c, outcome) { shrink(caseIndex: i, original: c, source: src, outcome: outcome) }
+                found.add(c, outcome) {
+                    willShrink?(i, Self.finding(outcome))
+                    return shrink(caseIndex: i, original: c, source: src, outcome: outcome)
+                }
                 if found.isDone { return report(cases: n + 1) }
             }
             progress?(n + 1, indices.count)
@@ -117,6 +123,15 @@ public struct Checker {
         case .discrepancy(let d): "step \(d.step): \(d.kind.rawValue) expected \(d.expected), observed \(d.observed)"
         // Kind and step only: messages carry pids and stderr tails that differ between identical failures.
         case .validatorFailed(let f, let step): "step \(step): \(f.kind.rawValue)"
+        }
+    }
+
+    /// What a failing outcome found, as headlines say it.
+    static func finding(_ o: CaseOutcome) -> String {
+        switch o {
+        case .passed: "passed"
+        case .discrepancy(let d): d.finding
+        case .validatorFailed(let f, _): "validator failure: \(f.kind.rawValue)"
         }
     }
 

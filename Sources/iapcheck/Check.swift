@@ -235,7 +235,21 @@ struct Check: ParsableCommand {
         let progress = Progress(
             "check \(v.name)\(slice.map { " (\($0.describe(of: opts.cases)))" } ?? "")",
             quiet: quiet)
-        checker.progress = { progress.update($0, $1) }
+        let firstCase = opts.caseRange.lowerBound
+        checker.progress = { [checker] done, total in
+            // Properties take turns case by case: the one of the next case.
+            if done < total { progress.detail = "next \(checker.property(ofCase: firstCase + done).rawValue)" }
+            progress.update(done, total)
+        }
+        let budget = opts.shrinkBudget
+        checker.willShrink = { i, what in
+            guard !quiet else { return }
+            let limit = budget.maxSeconds.isFinite ? " or \(Int(budget.maxSeconds)) s" : ""
+            FileHandle.standardError.write(
+                Data(
+                    "check: case \(i) failed (\(what)); shrinking it, up to \(budget.maxAttempts) attempts\(limit)\n"
+                        .utf8))
+        }
         var run = CheckRun(validatorSpec: validator, checker: checker)
         run.explain = explain
         run.selectionArguments = catalogArgs

@@ -4,6 +4,8 @@ import IAPConformance
 /// Progress on standard error for runs longer than a moment.
 final class Progress {
     var label: String
+    /// Said after the counts (`next entitlement-agreement`).
+    var detail: String?
     var last = Date()
     var started = Date()
     let quiet: Bool
@@ -18,6 +20,7 @@ final class Progress {
         let rate = Double(done) / seconds
         var line = "\(label): \(done)/\(total) cases, \(TextReport.rate(Double(done), seconds: seconds))"
         if rate > 0 && done < total { line += ", about \(Self.duration(Double(total - done) / rate)) left" }
+        if let detail { line += " (\(detail))" }
         FileHandle.standardError.write(Data((line + "\n").utf8))
     }
 
