@@ -69,14 +69,13 @@ let package = Package(
         .target(name: "IAPSubprocess", dependencies: ["IAPModel", "IAPValidatorAPI", "IAPProcess"]),
         // The HTTP transport (`http:`): target files, backends iapcheck starts, the loopback client, the store bridge.
         .target(name: "IAPHTTP", dependencies: ["IAPModel", "IAPValidatorAPI", "IAPProcess"]),
-        // The mock App Store (Server API with JWT auth, verifyReceipt, webhook posts with Apple's retries) on loopback.
+        // The mock App Store (Server API with JWT auth, verifyReceipt, webhook posts with Apple's retries) on loopback,
+        // served by IAPHTTP's own small server: iapcheck itself needs no server framework (the example backend does).
         .target(
             name: "IAPStore",
             dependencies: [
                 "IAPModel", "IAPValidatorAPI", "IAPHTTP",
                 .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "Logging", package: "swift-log"),
             ]),
         // Properties, the case runner, corpus, coverage and reports.
         .target(
@@ -97,8 +96,6 @@ let package = Package(
                 "IAPModel", "IAPValidatorAPI", "IAPVerification", "IAPReference", "IAPSigning", "IAPConformance",
                 "IAPLoad", "IAPHTTP", "IAPProcess", "PropertyEngine", "CAffinity",
                 .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "Logging", package: "swift-log"),
             ]),
         // The command line: argument parsing and wiring only.
         .executableTarget(

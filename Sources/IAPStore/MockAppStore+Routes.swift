@@ -1,94 +1,91 @@
 import Crypto
 import Foundation
-import Hummingbird
 import IAPHTTP
 import IAPModel
 
 extension MockAppStore {
     static let encoder: JSONEncoder = JSONFormat.compact()
 
-    static func json<T: Encodable>(_ value: T, status: HTTPResponse.Status = .ok) -> Response {
-        let data = (try? encoder.encode(value)) ?? Data("{}".utf8)
-        return Response(
-            status: status, headers: [.contentType: "application/json"],
-            body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    typealias Request = LoopbackHTTPServer.Request
+    typealias Response = LoopbackHTTPServer.Response
+
+    static func json<T: Encodable>(_ value: T, status: Int = 200) -> Response {
+        Response(status: status, body: (try? encoder.encode(value)) ?? Data("{}".utf8))
     }
 
     /// Apple's error body (`errorCode`, `errorMessage`).
     struct APIError: Encodable { let errorCode: Int; let errorMessage: String }
-    static func apiError(_ status: HTTPResponse.Status, _ code: Int, _ message: String) -> Response {
+    static func apiError(_ status: Int, _ code: Int, _ message: String) -> Response {
         json(APIError(errorCode: code, errorMessage: message), status: status)
     }
 
     /// One page of a paged answer for the customer of `:transactionId`: the first, or the one after the page whose
     /// `revision` the request carries.
     func page<Page: Encodable & Sendable>(
-        _ request: Request, _ context: BasicRequestContext, _ pages: @escaping @Sendable (Chain) -> [Page]
-    ) async -> Response
+        _ request: Request, _ parameters: [String: String], _ pages: (Chain) -> [Page]
+    ) -> Response
     where Page: RevisionedPage {
-        await pause()
+        pause()
         if let denied = authorize(request) { return denied }
-        let id = context.parameters.get("transactionId") ?? ""
+        let id = parameters["transactionId"] ?? ""
         guard let chain = state.withLock({ $0.chains[id] }) else {
-            return Self.apiError(.notFound, 4040010, "Transaction id not found.")
+            return Self.apiError(404, 4040010, "Transaction id not found.")
         }
         let all = pages(chain)
         var index = 0
-        if let revision = request.uri.queryParameters.get("revision") {
+        if let revision = request.query["revision"] {
             guard let i = all.firstIndex(where: { $0.revision == revision }), i + 1 < all.count else {
-                return Self.apiError(.badRequest, 4000005, "Invalid revision.")
+                return Self.apiError(400, 4000005, "Invalid revision.")
             }
             index = i + 1
         }
-        guard index < all.count else { return Self.apiError(.notFound, 4040010, "Transaction id not found.") }
+        guard index < all.count else { return Self.apiError(404, 4040010, "Transaction id not found.") }
         return Self.json(all[index])
     }
 
-    func makeRouter() -> Router<BasicRequestContext> {
-        let router = Router()
-        let api = router.group("inApps")
-        api.get("v2/history/:transactionId") { request, context in
+    func makeRoutes() -> Routes {
+        var api = Routes()
+        api.get("/inApps/v2/history/:transactionId") { request, parameters in
             self.count("history")
-            return await self.page(request, context) { $0.history }
+            return self.page(request, parameters) { $0.history }
         }
-        api.get("v2/refund/lookup/:transactionId") { request, context in
+        api.get("/inApps/v2/refund/lookup/:transactionId") { request, parameters in
             self.count("refunds")
-            return await self.page(request, context) { $0.refunds }
+            return self.page(request, parameters) { $0.refunds }
         }
-        api.get("v1/subscriptions/:transactionId") { request, context in
+        api.get("/inApps/v1/subscriptions/:transactionId") { request, parameters in
             self.count("statuses")
-            await self.pause()
+            self.pause()
             if let denied = self.authorize(request) { return denied }
-            let id = context.parameters.get("transactionId") ?? ""
+            let id = parameters["transactionId"] ?? ""
             guard let chain = self.state.withLock({ $0.chains[id] }), let statuses = chain.statuses else {
-                return Self.apiError(.notFound, 4040010, "Transaction id not found.")
+                return Self.apiError(404, 4040010, "Transaction id not found.")
             }
             return Self.json(statuses)
         }
-        api.get("v1/transactions/:transactionId") { request, context in
+        api.get("/inApps/v1/transactions/:transactionId") { request, parameters in
             self.count("transaction")
-            await self.pause()
+            self.pause()
             if let denied = self.authorize(request) { return denied }
-            let id = context.parameters.get("transactionId") ?? ""
+            let id = parameters["transactionId"] ?? ""
             guard let jws = self.state.withLock({ $0.signedTransactions[id] }) else {
-                return Self.apiError(.notFound, 4040010, "Transaction id not found.")
+                return Self.apiError(404, 4040010, "Transaction id not found.")
             }
             return Self.json(TransactionInfoResponse(signedTransactionInfo: jws))
         }
-        api.post("v1/notifications/history") { request, _ in
+        api.post("/inApps/v1/notifications/history") { request, _ in
             self.count("notification-history")
-            await self.pause()
+            self.pause()
             if let denied = self.authorize(request) { return denied }
-            let body = try await request.body.collect(upTo: 1 << 20)
-            guard let q = try? JSONDecoder().decode(NotificationHistoryRequest.self, from: Data(buffer: body)) else {
-                return Self.apiError(.badRequest, 4000015, "Invalid request: startDate and endDate are required.")
+            guard let q = try? JSONDecoder().decode(NotificationHistoryRequest.self, from: request.body) else {
+                return Self.apiError(400, 4000015, "Invalid request: startDate and endDate are required.")
             }
             guard q.endDate > q.startDate, q.endDate - q.startDate <= 180 * 86_400_000 else {
-                return Self.apiError(.badRequest, 4000016, "Invalid start and end dates.")
+                return Self.apiError(400, 4000016, "Invalid start and end dates.")
             }
             if q.notificationType != nil && q.transactionId != nil {
                 return Self.apiError(
-                    .badRequest, 4000018, "Invalid request: filter by notificationType or transactionId, not both.")
+                    400, 4000018, "Invalid request: filter by notificationType or transactionId, not both.")
             }
             // Any transaction of the customer's chain names it (the store knows the chains it published).
             let wanted: Set<String>? = q.transactionId.map { id in
@@ -105,7 +102,7 @@ extension MockAppStore {
                 return ids
             }
             let page =
-                request.uri.queryParameters.get("paginationToken").flatMap { Int($0.dropFirst("page-".count)) } ?? 0
+                request.query["paginationToken"].flatMap { Int($0.dropFirst("page-".count)) } ?? 0
             let matching = self.state.withLock { $0.notifications }.filter {
                 $0.signedDate >= q.startDate && $0.signedDate < q.endDate
                     && (q.notificationType == nil || $0.notificationType == q.notificationType)
@@ -124,15 +121,15 @@ extension MockAppStore {
                             signedPayload: $0.signedPayload, sendAttempts: Array($0.attempts.prefix(6)))
                     }))
         }
-        api.post("v1/notifications/test") { request, _ in
+        api.post("/inApps/v1/notifications/test") { request, _ in
             self.count("test")
-            await self.pause()
+            self.pause()
             if let denied = self.authorize(request) { return denied }
             guard let sign = self.testNotificationSigner, let hook = self.webhook,
                 let catalog = self.state.withLock({ $0.catalog })
             else {
                 return Self.apiError(
-                    .internalServerError, 5000000,
+                    500, 5000000,
                     "This mock App Store has no webhook or signer for test notifications.")
             }
             let now = Millis(Date().timeIntervalSince1970 * 1000)
@@ -165,23 +162,21 @@ extension MockAppStore {
             }
             return Self.json(["testNotificationToken": token])
         }
-        api.get("v1/notifications/test/:token") { request, context in
+        api.get("/inApps/v1/notifications/test/:token") { request, parameters in
             if let denied = self.authorize(request) { return denied }
-            let token = context.parameters.get("token") ?? ""
+            let token = parameters["token"] ?? ""
             guard
                 let n = self.state.withLock({ state in
                     state.testTokens[token].flatMap { $0 < state.notifications.count ? state.notifications[$0] : nil }
                 })
             else {
-                return Self.apiError(.notFound, 4040008, "Test notification not found.")
+                return Self.apiError(404, 4040008, "Test notification not found.")
             }
             return Self.json(CheckTestNotificationResponse(signedPayload: n.signedPayload, sendAttempts: n.attempts))
         }
-        router.post("verifyReceipt") { request, _ in try await self.verifyReceipt(request, sandboxEndpoint: false) }
-        router.post("sandbox/verifyReceipt") { request, _ in
-            try await self.verifyReceipt(request, sandboxEndpoint: true)
-        }
-        return router
+        api.post("/verifyReceipt") { request, _ in self.verifyReceipt(request, sandboxEndpoint: false) }
+        api.post("/sandbox/verifyReceipt") { request, _ in self.verifyReceipt(request, sandboxEndpoint: true) }
+        return api
     }
 
     struct NotificationHistoryRequest: Decodable {
@@ -207,15 +202,14 @@ extension MockAppStore {
     }
 
     /// verifyReceipt: always HTTP 200, the outcome in `status` (Apple's codes).
-    func verifyReceipt(_ request: Request, sandboxEndpoint: Bool) async throws -> Response {
+    func verifyReceipt(_ request: Request, sandboxEndpoint: Bool) -> Response {
         count(sandboxEndpoint ? "sandbox/verifyReceipt" : "verifyReceipt")
-        await pause()
+        pause()
         func status(_ code: Int) -> Response {
             let environment = sandboxEndpoint ? "Sandbox" : "Production"
             return Self.json(["status": AnyEncodable(code), "environment": AnyEncodable(environment)])
         }
-        let body = try await request.body.collect(upTo: 4 << 20)
-        guard let r = try? JSONDecoder().decode(VerifyReceiptRequest.self, from: Data(buffer: body)),
+        guard let r = try? JSONDecoder().decode(VerifyReceiptRequest.self, from: request.body),
             let data = r.receiptData
         else {
             return status(21002)
@@ -226,28 +220,22 @@ extension MockAppStore {
         if let secret = settings.sharedSecret, r.password != secret { return status(21004) }
         if !receipt.body.hasPrefix("{") {
             // An outage's page (forgery class legacy-non-json-body): served as the proxy in front would serve it.
-            return Response(
-                status: .serviceUnavailable, headers: [.contentType: "text/html"],
-                body: .init(byteBuffer: ByteBuffer(string: receipt.body)))
+            return Response(status: 503, text: receipt.body, contentType: "text/html")
         }
-        return Response(
-            status: .ok, headers: [.contentType: "application/json"],
-            body: .init(byteBuffer: ByteBuffer(string: receipt.body)))
+        return Response(status: 200, text: receipt.body, contentType: "application/json")
     }
 
     /// Fault `slow-store`: every answer this much late.
-    func pause() async {
-        if let ms = faults.storeDelayMillis, ms > 0 { try? await Task.sleep(nanoseconds: UInt64(ms) * 1_000_000) }
+    func pause() {
+        if let ms = faults.storeDelayMillis, ms > 0 { usleep(UInt32(ms) * 1000) }
     }
 
     /// The App Store Server API's token check; nil when the request may proceed, else Apple's 401.
     func authorize(_ request: Request) -> Response? {
         guard let key = apiKey, let k = settings.apiKey else { return nil }
         count("checked-token")
-        let unauthorized = Response(
-            status: .unauthorized, headers: [.contentType: "text/plain"],
-            body: .init(byteBuffer: ByteBuffer(string: "Unauthenticated\n")))
-        guard let auth = request.headers[.authorization], auth.hasPrefix("Bearer ") else { return unauthorized }
+        let unauthorized = Response(status: 401, text: "Unauthenticated\n")
+        guard let auth = request.headers["authorization"], auth.hasPrefix("Bearer ") else { return unauthorized }
         let token = auth.dropFirst("Bearer ".count)
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3,

@@ -1,10 +1,8 @@
 import Crypto
 import Foundation
-import Hummingbird
 import IAPHTTP
 import IAPModel
 import IAPValidatorAPI
-import Logging
 
 /// A mock App Store on loopback, serving a scenario's data the way Apple's servers do (docs/mock-app-store.md):
 ///
@@ -100,7 +98,6 @@ public final class MockAppStore: AppStoreBridge, @unchecked Sendable {
         }
     }
 
-    static let executor = QueueTaskExecutor()
     /// The stores started in this process, by port.
     static let running = Locked<[Int: MockAppStore]>([:])
 
@@ -118,35 +115,15 @@ public final class MockAppStore: AppStoreBridge, @unchecked Sendable {
 
     /// Starts listening (port 0 picks a free one; see `port`) and returns once the socket is bound.
     public func start() throws {
-        let ready = DispatchSemaphore(value: 0)
-        let box = Locked<(port: Int, error: String?)>((0, nil))
-        let app = Application(
-            router: makeRouter(),
-            configuration: .init(
-                address: .hostname("127.0.0.1", port: settings.port), serverName: "iapcheck-mock-app-store"),
-            onServerRunning: { channel in
-                box.withLock { $0.port = channel.localAddress?.port ?? 0 }
-                ready.signal()
-            },
-            logger: {
-                var l = Logger(label: "iapcheck-mock-app-store")
-                l.logLevel = .warning
-                return l
-            }())
-        // On threads of its own: the harness blocks threads of the cooperative pool while it waits for a backend,
-        // and the backend waits for this store.
-        Task.detached(executorPreference: Self.executor) {
-            do { try await app.run() } catch {
-                box.withLock { $0.error = "\(error)" }
-                ready.signal()
-            }
+        let routes = makeRoutes()
+        let server: LoopbackHTTPServer
+        do {
+            server = try LoopbackHTTPServer(port: settings.port) { request in routes.answer(request) }
+        } catch {
+            throw StartError.listen(settings.port, error.description)
         }
-        if ready.wait(timeout: .now() + 30) == .timedOut {
-            throw StartError.listen(settings.port, "no answer within 30 s")
-        }
-        let started = box.value
-        if let e = started.error { throw StartError.listen(settings.port, e) }
-        port = started.port
+        server.start()
+        port = server.port
     }
 
     // MARK: AppStoreBridge
@@ -329,16 +306,5 @@ public final class MockAppStore: AppStoreBridge, @unchecked Sendable {
         let parts = jws.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, let bytes = Base64URL.decode(parts[1]) else { return nil }
         return try? JSONDecoder().decode(T.self, from: Data(bytes))
-    }
-}
-
-/// Runs the store's tasks on an overcommitting dispatch queue instead of the cooperative pool.
-///
-/// Sendable: its only state is a concurrent DispatchQueue, which is thread-safe.
-final class QueueTaskExecutor: TaskExecutor, @unchecked Sendable {
-    let queue = DispatchQueue(label: "iapcheck.mock-app-store", attributes: .concurrent)
-    func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
-        queue.async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
     }
 }

@@ -9,7 +9,7 @@ extension Bench {
             abstract:
                 "iapcheck's HTTP driver and wrk in turn against the same trivial loopback endpoint, same connections; prints the ratio.",
             discussion: """
-                Starts `iapcheck bench endpoint` (Hummingbird, GET / → 200 "ok") as a separate process, runs the load driver \
+                Starts `iapcheck bench endpoint` (iapcheck's own loopback server, GET / → 200 "ok") as a separate process, runs the load driver \
                 (closed executor, one keep-alive connection per worker, latency into HdrHistograms exactly as `load` does) \
                 for --seconds, then wrk with the same connections, and prints both request rates and driver/wrk. \
                 Needs wrk (Debian: apt-get install wrk). Build with -c release.

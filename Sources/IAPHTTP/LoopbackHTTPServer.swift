@@ -1,0 +1,171 @@
+import Foundation
+import IAPModel
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The HTTP/1.1 server of what iapcheck serves itself on 127.0.0.1: the mock App Store a backend calls, and the
+/// trivial endpoint of `bench driver`. Keep-alive, `Content-Length` and chunked request bodies, `Expect:
+/// 100-continue`, pipelined requests; one thread per connection (loopback peers are few: a backend's HTTP client
+/// pool, a load driver's connections). Written here rather than taken from a server framework so that building
+/// iapcheck costs no event-loop library (docs/release.md#building-from-source).
+public final class LoopbackHTTPServer: @unchecked Sendable {
+    public struct Request: Sendable {
+        public var method: String
+        /// The path of the request target, without its query.
+        public var path: String
+        /// The query's parameters, percent-decoded (`+` as a space); the last of a repeated name.
+        public var query: [String: String]
+        /// Header names lowercased; a repeated header's values joined with ", ".
+        public var headers: [String: String]
+        public var body: Data
+    }
+
+    public struct Response: Sendable {
+        public var status: Int
+        public var contentType: String
+        public var body: Data
+        public init(status: Int = 200, contentType: String = "application/json", body: Data) {
+            self.status = status
+            self.contentType = contentType
+            self.body = body
+        }
+        public init(status: Int, text: String, contentType: String = "text/plain") {
+            self.init(status: status, contentType: contentType, body: Data(text.utf8))
+        }
+    }
+
+    public struct StartError: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// The port it listens on (the one the kernel picked when asked for 0).
+    public let port: Int
+    let listener: Int32
+    let handler: @Sendable (Request) -> Response
+    /// The largest request body taken; a larger one is answered 413.
+    let maxBody: Int
+    let stopped = Locked(false)
+
+    /// Binds 127.0.0.1:`port` (0: any free port) and listens; `start()` begins accepting.
+    public init(port: Int, maxBody: Int = 8 << 20, handler: @escaping @Sendable (Request) -> Response)
+        throws(StartError)
+    {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw StartError(description: "socket: \(String(cString: strerror(errno)))") }
+        var one: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = in_port_t(UInt16(clamping: port).bigEndian)
+        inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr)
+        let bound = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard bound == 0, listen(fd, 512) == 0 else {
+            let why = String(cString: strerror(errno))
+            close(fd)
+            throw StartError(description: "127.0.0.1:\(port): \(why)")
+        }
+        var actual = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &actual) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        self.port = Int(UInt16(bigEndian: actual.sin_port))
+        self.listener = fd
+        self.handler = handler
+        self.maxBody = maxBody
+    }
+
+    /// Accepts connections on a thread of its own until `stop()`.
+    public func start() {
+        let thread = Thread { [self] in
+            while !stopped.value {
+                let fd = accept(listener, nil, nil)
+                if fd < 0 {
+                    if stopped.value { return }
+                    if errno != EINTR { usleep(10_000) }  // out of descriptors: let connections finish
+                    continue
+                }
+                let connection = Thread { [self] in serve(fd) }
+                connection.stackSize = 4 << 20
+                connection.start()
+            }
+        }
+        thread.start()
+    }
+
+    /// Stops accepting; connections already open finish their request.
+    public func stop() {
+        stopped.withLock { $0 = true }
+        shutdown(listener, Int32(SHUT_RDWR))
+        close(listener)
+    }
+
+    /// One connection: requests in order until the peer closes, asks to, or idles for two minutes.
+    func serve(_ fd: Int32) {
+        defer { close(fd) }
+        var one: Int32 = 1
+        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        var idle = timeval(tv_sec: 120, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &idle, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &idle, socklen_t(MemoryLayout<timeval>.size))
+        var reader = RequestReader(fd: fd, maxBody: maxBody)
+        while true {
+            switch reader.next() {
+            case .closed: return
+            case .refused(let status, let why):
+                write(fd, Response(status: status, text: why + "\n"), keepAlive: false, head: false)
+                return
+            case .request(let request, let keepAlive):
+                let response = handler(request)
+                guard write(fd, response, keepAlive: keepAlive, head: request.method == "HEAD"), keepAlive else {
+                    return
+                }
+            }
+        }
+    }
+
+    @discardableResult
+    func write(_ fd: Int32, _ r: Response, keepAlive: Bool, head: Bool) -> Bool {
+        var out = Data(
+            ("HTTP/1.1 \(r.status) \(Self.reason(r.status))\r\nContent-Type: \(r.contentType)\r\n"
+                + "Content-Length: \(r.body.count)\r\nConnection: \(keepAlive ? "keep-alive" : "close")\r\n\r\n").utf8)
+        if !head { out.append(r.body) }
+        return Self.sendAll(fd, out)
+    }
+
+    static func sendAll(_ fd: Int32, _ data: Data) -> Bool {
+        data.withUnsafeBytes { raw in
+            var sent = 0
+            while sent < raw.count {
+                let n = send(fd, raw.baseAddress! + sent, raw.count - sent, Int32(MSG_NOSIGNAL))
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { return false }
+                sent += n
+            }
+            return true
+        }
+    }
+
+    static func reason(_ status: Int) -> String {
+        switch status {
+        case 100: "Continue"
+        case 200: "OK"
+        case 400: "Bad Request"
+        case 401: "Unauthorized"
+        case 404: "Not Found"
+        case 405: "Method Not Allowed"
+        case 413: "Content Too Large"
+        case 431: "Request Header Fields Too Large"
+        case 500: "Internal Server Error"
+        case 501: "Not Implemented"
+        case 503: "Service Unavailable"
+        default: "Status \(status)"
+        }
+    }
+}

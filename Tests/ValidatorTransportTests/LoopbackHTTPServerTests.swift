@@ -1,0 +1,143 @@
+import Foundation
+import IAPHTTP
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// iapcheck's own HTTP server (the mock App Store's, the bench endpoint's) against what real clients send: chunked
+/// bodies, `Expect: 100-continue`, pipelined keep-alive requests, HTTP/1.0, and what it must refuse.
+@Suite struct LoopbackHTTPServerTests {
+    /// Echoes what it read: method, path, the query's `q`, a header and the body's length and text.
+    static func echo() throws -> LoopbackHTTPServer {
+        let server = try LoopbackHTTPServer(port: 0, maxBody: 1 << 16) { r in
+            let text =
+                "\(r.method) \(r.path) q=\(r.query["q"] ?? "-") x=\(r.headers["x-thing"] ?? "-") \(r.body.count):\(String(decoding: r.body, as: UTF8.self))"
+            return .init(status: 200, text: text)
+        }
+        server.start()
+        return server
+    }
+
+    /// Sends raw bytes and reads until the peer closes or `timeout` passes.
+    static func exchange(_ port: Int, _ parts: [String], pause: useconds_t = 0, timeout: Int = 2) -> String {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var tv = timeval(tv_sec: timeout, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = in_port_t(UInt16(port).bigEndian)
+        inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr)
+        _ = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        for p in parts {
+            _ = p.utf8CString.withUnsafeBufferPointer { send(fd, $0.baseAddress, $0.count - 1, Int32(MSG_NOSIGNAL)) }
+            if pause > 0 { usleep(pause) }
+        }
+        var out = [UInt8]()
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n <= 0 { break }
+            out += chunk[..<n]
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    @Test func pipelinedKeepAliveRequestsAreAnsweredInOrder() throws {
+        let s = try Self.echo()
+        defer { s.stop() }
+        let reply = Self.exchange(
+            s.port,
+            [
+                "GET /a?q=one%20two+three HTTP/1.1\r\nHost: x\r\nX-Thing: 1\r\n\r\n"
+                    + "POST /b HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello"
+                    + "GET /c HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+            ])
+        let bodies = reply.components(separatedBy: "\r\n\r\n").dropFirst().map { $0.prefix(while: { $0 != "H" }) }
+        #expect(reply.components(separatedBy: "HTTP/1.1 200 OK").count == 4, "\(reply)")
+        #expect(reply.contains("GET /a q=one two three x=1 0:"))
+        #expect(reply.contains("POST /b q=- x=- 5:hello"))
+        #expect(reply.contains("GET /c q=- x=- 0:"))
+        #expect(reply.hasSuffix("GET /c q=- x=- 0:"), "the connection closes after Connection: close (\(bodies))")
+    }
+
+    @Test func aChunkedBodyArrivingInPiecesIsReadWhole() throws {
+        let s = try Self.echo()
+        defer { s.stop() }
+        let reply = Self.exchange(
+            s.port,
+            [
+                "POST /p HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n",
+                "5;ext=1\r\nhello\r\n", "6\r\n world\r\n", "0\r\nTrailer: t\r\n\r\n",
+            ], pause: 20_000)
+        #expect(reply.contains("POST /p q=- x=- 11:hello world"), "\(reply)")
+    }
+
+    @Test func expectContinueGetsAnInterimAnswerFirst() throws {
+        let s = try Self.echo()
+        defer { s.stop() }
+        let reply = Self.exchange(
+            s.port,
+            [
+                "POST /e HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 3\r\nConnection: close\r\n\r\n",
+                "abc",
+            ],
+            pause: 50_000)
+        #expect(reply.hasPrefix("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK"), "\(reply)")
+        #expect(reply.contains("3:abc"))
+    }
+
+    @Test func http10ClosesAfterTheAnswer() throws {
+        let s = try Self.echo()
+        defer { s.stop() }
+        let reply = Self.exchange(s.port, ["GET /old HTTP/1.0\r\n\r\n"], timeout: 5)
+        #expect(reply.contains("Connection: close") && reply.hasSuffix("GET /old q=- x=- 0:"), "\(reply)")
+    }
+
+    @Test func whatCannotBeServedIsRefusedWithAStatus() throws {
+        let s = try Self.echo()
+        defer { s.stop() }
+        #expect(Self.exchange(s.port, ["NONSENSE\r\n\r\n"]).hasPrefix("HTTP/1.1 400 "))
+        #expect(Self.exchange(s.port, ["POST / HTTP/1.1\r\nContent-Length: 999999\r\n\r\n"]).hasPrefix("HTTP/1.1 413 "))
+        #expect(Self.exchange(s.port, ["POST / HTTP/1.1\r\nContent-Length: -4\r\n\r\n"]).hasPrefix("HTTP/1.1 400 "))
+        #expect(
+            Self.exchange(s.port, ["POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"]).hasPrefix(
+                "HTTP/1.1 400 "))
+        let huge =
+            "GET / HTTP/1.1\r\n"
+            + String(repeating: "X-Pad: " + String(repeating: "a", count: 1000) + "\r\n", count: 80)
+        #expect(Self.exchange(s.port, [huge]).hasPrefix("HTTP/1.1 431 "))
+        // A client that goes away mid-request costs nothing: the next one is served.
+        _ = Self.exchange(s.port, ["POST / HTTP/1.1\r\nContent-Length: 10\r\n\r\nabc"], timeout: 1)
+        #expect(Self.exchange(s.port, ["GET /next HTTP/1.1\r\nConnection: close\r\n\r\n"]).contains("GET /next"))
+    }
+
+    /// A real client: curl sends `Expect: 100-continue` for a large body and reuses one connection for two URLs.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/curl"), "no curl"))
+    func curlIsServed() throws {
+        let s = try Self.echo()
+        defer { s.stop() }
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("big-\(UUID().uuidString)")
+        try Data(repeating: 0x61, count: 4000).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+        p.arguments = [
+            "-s", "--data-binary", "@\(file.path)", "http://127.0.0.1:\(s.port)/up", "--next", "-s",
+            "http://127.0.0.1:\(s.port)/again?q=2",
+        ]
+        let out = Pipe()
+        p.standardOutput = out
+        try p.run()
+        p.waitUntilExit()
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(text.contains("POST /up q=- x=- 4000:aaaa"), "\(text.prefix(200))")
+        #expect(text.contains("GET /again q=2"))
+    }
+}
