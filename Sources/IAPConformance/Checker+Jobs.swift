@@ -28,6 +28,8 @@ extension Checker {
     struct JobBoard {
         var next: Int
         var lowestFailure: Int?
+        /// The lowest index whose failure ends the run whatever `--keep-going` says (a hang, a backend gone).
+        var lowestEnd: Int?
         var stopped = false
         var results: [Int: CaseResult] = [:]
         var done = 0
@@ -52,7 +54,9 @@ extension Checker {
                         // With --keep-going every index runs: which failures count is decided after the join.
                         let take =
                             !board.stopped && i < range.upperBound
-                            && (checker.options.keepGoing > 1 || (board.lowestFailure.map { i < $0 } ?? true))
+                            && (checker.options.keepGoing > 1
+                                ? (board.lowestEnd.map { i < $0 } ?? true)
+                                : (board.lowestFailure.map { i < $0 } ?? true))
                         if take { board.next += 1 }
                         return (i, take)
                     }
@@ -65,6 +69,9 @@ extension Checker {
                     board.withLock { board in
                         board.results[i] = r
                         if r.failure != nil { board.lowestFailure = min(board.lowestFailure ?? i, i) }
+                        if case .validatorFailed(let f, _)? = r.failure?.2, FailureCollector.endsTheRun(f) {
+                            board.lowestEnd = min(board.lowestEnd ?? i, i)
+                        }
                         board.done += 1
                         checker.progress?(board.done, total)
                     }

@@ -1,5 +1,6 @@
 import IAPModel
 import IAPSimulator
+import IAPValidatorAPI
 
 /// What makes two failures the same bug (docs/check.md#distinct-failures): their shrunk cases differ in the same
 /// way — the same kind of difference, about the same field of the same kind of product, shown after the same kind
@@ -112,8 +113,17 @@ struct FailureCollector {
     init(options: CheckOptions) { self.options = options }
 
     var shrinkStopped: Bool { failures.contains { $0.shrinkStopped } }
-    /// The run has what it came for: enough distinct failures, or Ctrl-C stopped a shrink.
-    var isDone: Bool { failures.count >= options.keepGoing || shrinkStopped }
+    /// The run has what it came for: enough distinct failures, Ctrl-C stopped a shrink, or the validator cannot
+    /// go on (a hang, a backend gone, a wrong target file: every further case would wait or fail the same way).
+    var isDone: Bool {
+        failures.count >= options.keepGoing || shrinkStopped
+            || failures.contains { $0.validatorFailure.map(FailureCollector.endsTheRun) ?? false }
+    }
+
+    /// A failure after which no further case is run, `--keep-going` or not.
+    static func endsTheRun(_ f: ValidatorFailure) -> Bool {
+        f.kind == .timedOut || f.kind == .unavailable || f.kind == .misconfigured
+    }
 
     /// A failing case: counted into the failure its signature (unshrunk, then shrunk) matches, or shrunk and kept.
     mutating func add(_ c: GeneratedCase, _ outcome: CaseOutcome, shrink: () -> FailureReport) {

@@ -52,6 +52,32 @@ import Testing
         #expect(report.failures.map(\.occurrences).reduce(0, +) > report.failures.count)
     }
 
+    /// Answers as if it had hung: every delivery "times out".
+    final class TimesOut: Validator {
+        let inner = ReferenceValidator()
+        var name: String { "times-out" }
+        func reset(_ config: ValidatorConfig) throws(ValidatorFailure) { try inner.reset(config) }
+        func deliver(_ delivery: SignedDelivery, now: Millis) throws(ValidatorFailure) -> DeliveryVerdict {
+            throw ValidatorFailure(.timedOut, "no reply within 0 s")
+        }
+        func entitlements(_ query: EntitlementQuery) throws(ValidatorFailure) -> EntitlementAnswer {
+            try inner.entitlements(query)
+        }
+    }
+
+    /// A hang ends the run at once, `--keep-going` or not, on one job or several: no case waits on it again.
+    @Test(arguments: [1, 2])
+    func aHangEndsAKeepGoingRun(jobs: Int) {
+        var o = options(keepGoing: 5)
+        o.cases = 60
+        o.jobs = jobs
+        var checker = Checker(options: o, validator: TimesOut())
+        checker.makeWorker = { TimesOut() }
+        let report = checker.run()
+        #expect(report.failures.count == 1 && report.failure?.validatorFailure?.kind == .timedOut)
+        #expect(report.cases == report.passed + 1, "\(report.cases - report.passed - 1) cases run after a hang")
+    }
+
     @Test func withoutKeepGoingTheFirstFailureEndsTheRun() {
         let report = Checker(options: options(keepGoing: 1), validator: TwoBugs()).run()
         #expect(report.failures.count == 1)
