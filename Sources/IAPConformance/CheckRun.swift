@@ -146,6 +146,11 @@ public struct CheckRun {
                 emit(TextReport.validatorFailure(s))
             }
         }
+        if options.keepGoing > 1, report.failures.count >= options.keepGoing, report.cases < options.caseRange.count {
+            emit(
+                "stopped after \(report.failures.count) distinct failures, at case \(report.cases) of \(options.caseRange.count) (--keep-going=\(options.keepGoing)): more may remain; a larger N goes on"
+            )
+        }
         if report.unshrunkFailures > 0 {
             emit(
                 "\(report.unshrunkFailures) more failing case\(report.unshrunkFailures == 1 ? "" : "s") not shrunk: the run shrank \(options.maxShrinks) failures, the most --keep-going=\(options.keepGoing) shrinks; fix the failures above and run again"

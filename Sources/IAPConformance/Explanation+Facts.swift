@@ -2,7 +2,8 @@ import IAPModel
 import IAPSimulator
 
 extension Explanation {
-    /// What the validator was given before a step: genuine artifacts only (a forged one counts for nothing).
+    /// What the validator was given before a step about one person: genuine artifacts only (a forged one counts for
+    /// nothing), each delivery taken as the person it was made for (a family member's share is theirs).
     struct Facts {
         struct Known {
             var tx: JWSTransactionDecodedPayload
@@ -14,8 +15,10 @@ extension Explanation {
         var byId: [String: Known] = [:]
         /// By originalTransactionId: the renewal info signed last.
         var renewals: [String: JWSRenewalInfoDecodedPayload] = [:]
-        /// Notifications as (chain, product, type/subtype), in delivery order.
-        var notes: [(chain: String, product: String?, kind: String)] = []
+        /// Notifications as (chain, product, type/subtype, notificationUUID), in delivery order.
+        var notes: [(chain: String, product: String?, kind: String, uuid: String)] = []
+        /// Chains with a delivery for another person (their notifications are not this person's).
+        var othersChains: Set<String> = []
         /// Deliveries per notificationUUID.
         var uuidCount: [String: Int] = [:]
         /// transactionId → the user an app submission linked it to.
@@ -29,10 +32,14 @@ extension Explanation {
         /// verifyReceipt answers: when Apple answered, and when the receipt the app sent was made (if earlier).
         var receipts: [(user: String, requestDate: Millis, creation: Millis?)] = []
 
-        init(_ c: GeneratedCase, before step: Int) {
+        init(_ c: GeneratedCase, before step: Int, person: Int?) {
             let names = Dictionary(c.persons.map { ($0.accountId, $0.name) }, uniquingKeysWith: { a, _ in a })
             for s in c.steps.prefix(max(0, step)) {
                 guard case .deliver(let d) = s else { continue }
+                if let person, d.person != person {
+                    if d.forgery == nil, let chain = Self.chain(of: d.delivery) { othersChains.insert(chain) }
+                    continue
+                }
                 if let f = d.forgery {
                     forged.append((f, Self.chain(of: d.delivery), Timeline.describe(d, names: names)))
                 } else {
@@ -53,7 +60,7 @@ extension Explanation {
                 if let r { renew(r) }
                 if let chain = tx?.originalTransactionId ?? r?.originalTransactionId {
                     let kind = n.notificationType.rawValue + (n.subtype.map { "/" + $0.rawValue } ?? "")
-                    notes.append((chain, tx?.productId ?? r?.productId, kind))
+                    notes.append((chain, tx?.productId ?? r?.productId, kind, n.notificationUUID))
                 }
             case .apiSnapshot(let s):
                 let pages = HistoryResponse.pages(forTransactions: s.transactions.count)
@@ -84,10 +91,10 @@ extension Explanation {
             }
         }
 
-        /// Notification kinds about the user's other chains (what a validator may wrongly apply to this one).
-        func notifications(otherThan chain: String, user: String) -> [String] {
+        /// Notification kinds about the person's other chains (what a validator may wrongly apply to this one).
+        func notifications(otherThan chain: String) -> [String] {
             var kinds: [String] = []
-            for n in notes where n.chain != chain && (chainUser[n.chain] == user || chainUser[n.chain] == nil) {
+            for n in notes where n.chain != chain && !othersChains.contains(n.chain) {
                 let about = "\(n.kind) about \(n.product ?? "another chain")"
                 if !kinds.contains(about) { kinds.append(about) }
             }
@@ -107,14 +114,11 @@ extension Explanation {
             renewals[r.originalTransactionId] = r
         }
 
-        /// The user's transactions of a product, by purchaseDate: those whose chain an app submission or receipt
-        /// linked to the user, or whose appAccountToken is the user (family shares carry the member's).
-        func transactions(of product: String, user: String) -> [Known] {
-            byId.values.filter { k in
-                k.tx.productId == product
-                    && (chainUser[k.tx.originalTransactionId] == user || k.tx.appAccountToken == user
-                        || (chainUser[k.tx.originalTransactionId] == nil && k.tx.appAccountToken == nil))
-            }.sorted { ($0.tx.purchaseDate, $0.tx.transactionId) < ($1.tx.purchaseDate, $1.tx.transactionId) }
+        /// The person's transactions of a product, by purchaseDate.
+        func transactions(of product: String) -> [Known] {
+            byId.values.filter { $0.tx.productId == product }.sorted {
+                ($0.tx.purchaseDate, $0.tx.transactionId) < ($1.tx.purchaseDate, $1.tx.transactionId)
+            }
         }
 
         func chain(_ otid: String) -> [Known] {
@@ -123,17 +127,23 @@ extension Explanation {
             }
         }
 
-        /// Notification kinds about a chain or a product, each once with a count when repeated.
-        func notifications(about chain: String, product: String) -> [String] {
-            var counts: [(String, Int)] = []
-            for n in notes where n.chain == chain || n.product == product {
-                if let i = counts.firstIndex(where: { $0.0 == n.kind }) {
-                    counts[i].1 += 1
+        /// Notification kinds about a chain, in order, each once: `×2` for two notifications of the kind, and how
+        /// often one notificationUUID came again (a retry or a duplicate).
+        func notifications(about chain: String) -> [String] {
+            var kinds: [(kind: String, uuids: [String], deliveries: Int)] = []
+            for n in notes where n.chain == chain {
+                if let i = kinds.firstIndex(where: { $0.kind == n.kind }) {
+                    if !kinds[i].uuids.contains(n.uuid) { kinds[i].uuids.append(n.uuid) }
+                    kinds[i].deliveries += 1
                 } else {
-                    counts.append((n.kind, 1))
+                    kinds.append((n.kind, [n.uuid], 1))
                 }
             }
-            return counts.map { $0.1 > 1 ? "\($0.0) ×\($0.1) (notificationUUIDs as delivered)" : $0.0 }
+            return kinds.map { k in
+                let many = k.uuids.count > 1 ? " ×\(k.uuids.count)" : ""
+                let again = k.deliveries - k.uuids.count
+                return k.kind + many + (again > 0 ? " (a notificationUUID delivered again \(again)×)" : "")
+            }
         }
 
         /// A transaction's deciding fields, in Apple's names.

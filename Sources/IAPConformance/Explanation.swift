@@ -8,7 +8,9 @@ import IAPSimulator
 public enum Explanation {
     /// Lines under a discrepancy: one block per differing subject (at most three), or the verdict's artifact.
     public static func lines(_ d: Discrepancy, in c: GeneratedCase) -> [String] {
-        let known = Facts(c, before: d.step)
+        let person: Int? =
+            if c.steps.indices.contains(d.step), case .query(let q) = c.steps[d.step] { q.person } else { nil }
+        let known = Facts(c, before: d.step, person: person)
         switch d.kind {
         case .verdict:
             guard c.steps.indices.contains(d.step), case .deliver(let delivery) = c.steps[d.step] else { return [] }
@@ -45,15 +47,14 @@ public enum Explanation {
         }
         let rel = { (t: Millis) in CivilTime.relative(t - c.origin) }
         var out = ["  why the oracle expects this (\(subject), \(field), asked at \(rel(q.query.at))):"]
-        if let device = q.query.deviceTime, device != q.query.at {
+        if let device = q.query.deviceTime, device != q.query.at, explained.isEmpty {
             out.append(
                 "    - the question's deviceTime says \(rel(device)), Apple's time is \(rel(q.query.at)): a device's clock decides nothing"
             )
         }
-        let user = q.query.userId
         var any = false
         for id in products {
-            let lines = productFacts(id, user: user, at: q.query.at, known, catalog: catalog, rel: rel)
+            let lines = productFacts(id, at: q.query.at, known, catalog: catalog, rel: rel)
             if !lines.isEmpty { any = true }
             if lines.isEmpty || explained.insert(id).inserted {
                 out += lines
@@ -62,7 +63,7 @@ public enum Explanation {
             }
         }
         if !any {
-            let later = products.flatMap { known.transactions(of: $0, user: user) }.filter {
+            let later = products.flatMap { known.transactions(of: $0) }.filter {
                 $0.tx.purchaseDate > q.query.at
             }
             out.append(
@@ -73,13 +74,13 @@ public enum Explanation {
                     }
                     .joined(separator: "\n"))
         }
-        let chains = Set(products.flatMap { known.transactions(of: $0, user: user) }.map(\.tx.originalTransactionId))
-        let others = chains.count == 1 ? known.notifications(otherThan: chains.first!, user: user) : []
+        let chains = Set(products.flatMap { known.transactions(of: $0) }.map(\.tx.originalTransactionId))
+        let others = chains.count == 1 ? known.notifications(otherThan: chains.first!) : []
         if !others.isEmpty { out.append("    - the user's other chains got: " + others.joined(separator: ", ")) }
         for f in known.forged where f.chain.map(chains.contains) ?? true {
             out.append("    - ignored, forged (\(f.forgery.rawValue)): \(f.what): \(forgedPart(f.forgery))")
         }
-        for r in known.receipts where r.user == user {
+        for r in known.receipts {
             out.append(
                 "    - verifyReceipt answered at \(rel(r.requestDate)): latest_receipt_info and pending_renewal_info are as of then"
                     + (r.creation.map { "; the receipt's own in_app was made at \(rel($0)), before what came since" }
@@ -90,9 +91,9 @@ public enum Explanation {
 
     /// A product's transactions (the latest by purchaseDate in full), its chain's renewal info and notifications.
     static func productFacts(
-        _ id: String, user: String, at t: Millis, _ known: Facts, catalog: Catalog, rel: (Millis) -> String
+        _ id: String, at t: Millis, _ known: Facts, catalog: Catalog, rel: (Millis) -> String
     ) -> [String] {
-        let txs = known.transactions(of: id, user: user).filter { $0.tx.purchaseDate <= t }
+        let txs = known.transactions(of: id).filter { $0.tx.purchaseDate <= t }
         guard let latest = txs.last else { return [] }
         let kind = catalog.product(id)?.kind
         var out: [String] = []
@@ -100,7 +101,7 @@ public enum Explanation {
             for x in txs.suffix(6) { out.append("    - \(id) " + known.describe(x, rel: rel)) }
             if txs.count > 6 { out.append("    - and \(txs.count - 6) earlier transactions of \(id)") }
             let all = known.byId.values.filter {
-                $0.tx.purchaseDate <= t && known.chainUser[$0.tx.originalTransactionId] == user
+                $0.tx.purchaseDate <= t
             }
             if all.count > txs.count {
                 out.append(
@@ -115,7 +116,9 @@ public enum Explanation {
         }
         let chain = latest.tx.originalTransactionId
         for x in known.chain(chain)
-        where x.tx.transactionId != latest.tx.transactionId && x.tx.revocationDate != nil && x.tx.purchaseDate <= t {
+        where x.tx.transactionId != latest.tx.transactionId && x.tx.revocationDate != nil
+            && x.tx.purchaseDate < latest.tx.purchaseDate
+        {
             out.append("    - refunded earlier in the chain: \(x.tx.productId) " + known.describe(x, rel: rel))
         }
         for x in known.chain(chain) where x.tx.productId != id && x.tx.purchaseDate > latest.tx.purchaseDate {
@@ -129,7 +132,7 @@ public enum Explanation {
         if let pages = known.historyPages[chain], pages > 1 {
             out.append("    - the API's transaction history of this chain came in \(pages) pages (hasMore, revision)")
         }
-        let about = known.notifications(about: chain, product: id)
+        let about = known.notifications(about: chain)
         if !about.isEmpty { out.append("    - notifications about it: " + about.joined(separator: ", ")) }
         return out
     }

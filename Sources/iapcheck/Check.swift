@@ -252,7 +252,8 @@ struct Check: ParsableCommand {
         }
         var run = CheckRun(validatorSpec: validator, checker: checker)
         run.explain = explain
-        run.selectionArguments = catalogArgs
+        // A run without the corpus is replayed without it (a rerun must not start writing Corpus/ of the directory).
+        run.selectionArguments = catalogArgs + (noCorpus ? " --no-corpus" : "")
         if noCorpus {
             run.corpus = nil
         } else if let corpus {

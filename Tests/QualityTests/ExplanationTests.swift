@@ -130,7 +130,7 @@ import Testing
         guard case .discrepancy(let d) = CaseRunner.run(saved.testCase, against: Mutants.named("no-grace")!.make())
         else { Issue.record("no-grace passes its counterexample"); return }
         let lines = Explanation.deliveries(saved.testCase, upTo: d.step)
-        #expect(lines.contains { $0.contains("(first of its chain)") && $0.contains("expiresDate") })
+        #expect(lines.contains { $0.contains("(the first of chain") && $0.contains("expiresDate") })
         #expect(lines.contains { $0.contains("renewal info") && $0.contains("gracePeriodExpiresDate +") })
         #expect(
             lines.contains { $0.contains("isInBillingRetryPeriod false → true") }, "\(lines.joined(separator: "\n"))")
