@@ -52,7 +52,8 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
     public init(port: Int, maxBody: Int = 8 << 20, handler: @escaping @Sendable (Request) -> Response)
         throws(StartError)
     {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        // Close-on-exec: a backend iapcheck starts must not inherit the store's sockets.
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw StartError(description: "socket: \(String(cString: strerror(errno)))") }
         var one: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
@@ -91,6 +92,7 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
                     if errno != EINTR { usleep(10_000) }  // out of descriptors: let connections finish
                     continue
                 }
+                _ = fcntl(fd, F_SETFD, FD_CLOEXEC)  // (accept4 is a GNU extension the Glibc module leaves out)
                 let connection = Thread { [self] in serve(fd) }
                 connection.stackSize = 4 << 20
                 connection.start()
@@ -99,19 +101,22 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
         thread.start()
     }
 
-    /// Stops accepting; connections already open finish their request.
+    /// Stops accepting; a connection already open answers the request it is reading, then closes.
     public func stop() {
         stopped.withLock { $0 = true }
         shutdown(listener, Int32(SHUT_RDWR))
         close(listener)
     }
 
-    /// One connection: requests in order until the peer closes, asks to, or idles for two minutes.
+    /// Seconds a connection may sit idle (or a request stall) before it is closed; said in `Keep-Alive`.
+    static let idleSeconds = 600
+
+    /// One connection: requests in order until the peer closes, asks to, or idles for ten minutes.
     func serve(_ fd: Int32) {
         defer { close(fd) }
         var one: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-        var idle = timeval(tv_sec: 120, tv_usec: 0)
+        var idle = timeval(tv_sec: Self.idleSeconds, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &idle, socklen_t(MemoryLayout<timeval>.size))
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &idle, socklen_t(MemoryLayout<timeval>.size))
         var reader = RequestReader(fd: fd, maxBody: maxBody)
@@ -120,13 +125,29 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
             case .closed: return
             case .refused(let status, let why):
                 write(fd, Response(status: status, text: why + "\n"), keepAlive: false, head: false)
+                Self.linger(fd)
                 return
             case .request(let request, let keepAlive):
                 let response = handler(request)
-                guard write(fd, response, keepAlive: keepAlive, head: request.method == "HEAD"), keepAlive else {
-                    return
-                }
+                let open = keepAlive && !stopped.value
+                guard write(fd, response, keepAlive: open, head: request.method == "HEAD"), open else { return }
             }
+        }
+    }
+
+    /// After a refusal: stop sending, and read what the client still sends for a moment, so that it reads the
+    /// refusal instead of a reset (closing with unread input resets the connection).
+    static func linger(_ fd: Int32) {
+        shutdown(fd, Int32(SHUT_WR))
+        var brief = timeval(tv_sec: 1, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &brief, socklen_t(MemoryLayout<timeval>.size))
+        var sink = [UInt8](repeating: 0, count: 64 << 10)
+        let until = Date().addingTimeInterval(2)
+        var drained = 0
+        while Date() < until, drained < 256 << 20 {
+            let n = sink.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n <= 0 { return }
+            drained += n
         }
     }
 
@@ -134,7 +155,10 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
     func write(_ fd: Int32, _ r: Response, keepAlive: Bool, head: Bool) -> Bool {
         var out = Data(
             ("HTTP/1.1 \(r.status) \(Self.reason(r.status))\r\nContent-Type: \(r.contentType)\r\n"
-                + "Content-Length: \(r.body.count)\r\nConnection: \(keepAlive ? "keep-alive" : "close")\r\n\r\n").utf8)
+                + "Content-Length: \(r.body.count)\r\n"
+                + (keepAlive
+                    ? "Connection: keep-alive\r\nKeep-Alive: timeout=\(Self.idleSeconds)\r\n" : "Connection: close\r\n")
+                + "\r\n").utf8)
         if !head { out.append(r.body) }
         return Self.sendAll(fd, out)
     }

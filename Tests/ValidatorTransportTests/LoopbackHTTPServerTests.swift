@@ -11,9 +11,9 @@ import Testing
 @Suite struct LoopbackHTTPServerTests {
     /// Echoes what it read: method, path, the query's `q`, a header and the body's length and text.
     static func echo() throws -> LoopbackHTTPServer {
-        let server = try LoopbackHTTPServer(port: 0, maxBody: 1 << 16) { r in
+        let server = try LoopbackHTTPServer(port: 0, maxBody: 4 << 20) { r in
             let text =
-                "\(r.method) \(r.path) q=\(r.query["q"] ?? "-") x=\(r.headers["x-thing"] ?? "-") \(r.body.count):\(String(decoding: r.body, as: UTF8.self))"
+                "\(r.method) \(r.path) q=\(r.query["q"] ?? "-") x=\(r.headers["x-thing"] ?? "-") \(r.body.count):\(String(decoding: r.body.prefix(16), as: UTF8.self))"
             return .init(status: 200, text: text)
         }
         server.start()
@@ -93,6 +93,32 @@ import Testing
         #expect(reply.contains("3:abc"))
     }
 
+    /// Bare LF line ends, empty lines before a request and an absolute-form target are read as clients mean them.
+    @Test func lenientWhereClientsDifferHarmlessly() throws {
+        let s = try Self.echo()
+        defer { s.stop() }
+        #expect(Self.exchange(s.port, ["GET /lf HTTP/1.1\nHost: x\nConnection: close\n\n"]).contains("GET /lf q=-"))
+        #expect(
+            Self.exchange(s.port, ["\r\n\r\nGET /e?q=a&q=b HTTP/1.1\r\nConnection: close\r\n\r\n"]).contains(
+                "GET /e q=a"))
+        #expect(
+            Self.exchange(s.port, ["GET http://127.0.0.1:9/abs?q=1 HTTP/1.1\r\nConnection: close\r\n\r\n"]).contains(
+                "GET /abs q=1"))
+        // HTTP/1.0 has no 100-continue: the body is read without one.
+        let old = Self.exchange(s.port, ["POST /o HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\nhi"])
+        #expect(!old.contains("100 Continue") && old.contains("2:hi"))
+    }
+
+    /// A refused upload still reads its refusal: the server drains what the client sends before closing.
+    @Test func aRefusedUploadGetsItsStatusNotAReset() throws {
+        let s = try LoopbackHTTPServer(port: 0, maxBody: 1 << 10) { _ in .init(status: 200, text: "ok") }
+        s.start()
+        defer { s.stop() }
+        let body = String(repeating: "x", count: 3 << 20)
+        let reply = Self.exchange(s.port, ["POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n300000\r\n", body])
+        #expect(reply.hasPrefix("HTTP/1.1 413 "), "\(reply.prefix(80))")
+    }
+
     @Test func http10ClosesAfterTheAnswer() throws {
         let s = try Self.echo()
         defer { s.stop() }
@@ -104,7 +130,30 @@ import Testing
         let s = try Self.echo()
         defer { s.stop() }
         #expect(Self.exchange(s.port, ["NONSENSE\r\n\r\n"]).hasPrefix("HTTP/1.1 400 "))
-        #expect(Self.exchange(s.port, ["POST / HTTP/1.1\r\nContent-Length: 999999\r\n\r\n"]).hasPrefix("HTTP/1.1 413 "))
+        #expect(
+            Self.exchange(s.port, ["POST / HTTP/1.1\r\nContent-Length: 99999999\r\n\r\n"]).hasPrefix("HTTP/1.1 413 "))
+        // Inputs that crashed or split one request into two (found by review): each a plain refusal now.
+        for bad in [
+            "POST / HTTP/1.1\r\nContent-Length:\r\n\r\n", "POST / HTTP/1.1\r\nContent-Length: ,\r\n\r\n",
+            "POST / HTTP/1.1\r\nContent-Length : 22\r\n\r\nGET /smuggled HTTP/1.1\r\n\r\n",
+            "POST / HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 7\r\n\r\nhelloxx",
+            "POST / HTTP/1.1\r\nContent-Length: +5\r\n\r\nhello", "GET / HTTP/1.1x\r\n\r\n",
+            "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhelloXX0\r\n\r\n",
+            "GET / HTTP/1.1\r\nHost: x\r\n\tfolded: y\r\n\r\n",
+        ] {
+            let reply = Self.exchange(s.port, [bad])
+            #expect(
+                reply.hasPrefix("HTTP/1.1 400 ") && !reply.contains("smuggled"), "\(bad.debugDescription): \(reply)")
+        }
+        #expect(
+            Self.exchange(
+                s.port, ["POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n7fffffffffffffff\r\n"]
+            )
+            .hasPrefix("HTTP/1.1 4"))
+        let hugeChunk = "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\nfffffffffffffff\r\n"
+        #expect(Self.exchange(s.port, [hugeChunk]).hasPrefix("HTTP/1.1 413 "))
+        #expect(
+            Self.exchange(s.port, ["POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n"]).hasPrefix("HTTP/1.1 501 "))
         #expect(Self.exchange(s.port, ["POST / HTTP/1.1\r\nContent-Length: -4\r\n\r\n"]).hasPrefix("HTTP/1.1 400 "))
         #expect(
             Self.exchange(s.port, ["POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"]).hasPrefix(
@@ -118,26 +167,30 @@ import Testing
         #expect(Self.exchange(s.port, ["GET /next HTTP/1.1\r\nConnection: close\r\n\r\n"]).contains("GET /next"))
     }
 
-    /// A real client: curl sends `Expect: 100-continue` for a large body and reuses one connection for two URLs.
+    /// A real client: curl sends `Expect: 100-continue` for a body over 1 MiB and reuses one connection for two URLs.
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/curl"), "no curl"))
     func curlIsServed() throws {
         let s = try Self.echo()
         defer { s.stop() }
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("big-\(UUID().uuidString)")
-        try Data(repeating: 0x61, count: 4000).write(to: file)
+        try Data(repeating: 0x61, count: 1_500_000).write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
         p.arguments = [
-            "-s", "--data-binary", "@\(file.path)", "http://127.0.0.1:\(s.port)/up", "--next", "-s",
+            "-s", "-v", "--data-binary", "@\(file.path)", "http://127.0.0.1:\(s.port)/up", "--next", "-s",
             "http://127.0.0.1:\(s.port)/again?q=2",
         ]
-        let out = Pipe()
+        let out = Pipe(), err = Pipe()
         p.standardOutput = out
+        p.standardError = err
         try p.run()
-        p.waitUntilExit()
         let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        #expect(text.contains("POST /up q=- x=- 4000:aaaa"), "\(text.prefix(200))")
+        let trace = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        #expect(text.contains("POST /up q=- x=- 1500000:aaaa"), "\(text.prefix(200))")
+        #expect(trace.contains("Expect: 100-continue") && trace.contains("100 Continue"))
+        #expect(trace.contains("Re-using existing connection") || trace.contains("Reusing existing"))
         #expect(text.contains("GET /again q=2"))
     }
 }
