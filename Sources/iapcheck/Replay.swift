@@ -52,7 +52,9 @@ struct Replay: ParsableCommand {
                 print("\(expectFail ? "UNEXPECTED PASS" : "pass") \(path)")
                 if expectFail { unexpected += 1 }
             case .discrepancy(let d):
-                print("\(expectFail ? "fails as expected" : "FAIL") \(path): \(d.property.rawValue)")
+                print(
+                    "\(expectFail ? "fails as expected" : "FAIL") \(path): \(d.finding) — property \(d.property.rawValue)"
+                )
                 if !expectFail {
                     unexpected += 1
                     var s = Reports.summary(
