@@ -102,7 +102,7 @@ public struct CheckRun {
                 Reports.FlakySummary(property: f.property.rawValue, runs: $0.runs, outcomes: $0.outcomes)
             }
             if let flaky { emit(TextReport.flaky(flaky)) }
-            // With --keep-going: which of the distinct failures this is, and how many failing cases share it.
+            // With --keep-going: what makes another failure this one, and how many failing cases had it.
             let tally =
                 options.keepGoing > 1 ? "\n" + TextReport.signatureLine(f.signature.description, f.occurrences) : ""
             let rerunCase = "\(rerun) --case \(f.caseIndex)\(selectionArguments)"

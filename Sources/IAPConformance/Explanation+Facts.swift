@@ -21,16 +21,12 @@ extension Explanation {
         var othersChains: Set<String> = []
         /// Deliveries per notificationUUID.
         var uuidCount: [String: Int] = [:]
-        /// transactionId → the user an app submission linked it to.
-        var submittedBy: [String: String] = [:]
-        /// The user an app submission or a receipt linked each chain to, and appAccountToken per chain.
-        var chainUser: [String: String] = [:]
         /// Forged artifacts delivered (they count for nothing): class and the chain they name, if any.
         var forged: [(forgery: ForgeryClass, chain: String?, what: String)] = []
         /// The most pages a history answer about each chain took.
         var historyPages: [String: Int] = [:]
         /// verifyReceipt answers: when Apple answered, and when the receipt the app sent was made (if earlier).
-        var receipts: [(user: String, requestDate: Millis, creation: Millis?)] = []
+        var receipts: [(requestDate: Millis, creation: Millis?)] = []
 
         init(_ c: GeneratedCase, before step: Int, person: Int?) {
             let names = Dictionary(c.persons.map { ($0.accountId, $0.name) }, uniquingKeysWith: { a, _ in a })
@@ -52,7 +48,6 @@ extension Explanation {
             switch d {
             case .appTransaction(let a):
                 take(a.transaction, via: .app)
-                chainUser[a.transaction.originalTransactionId] = a.userId
             case .notification(let n):
                 uuidCount[n.notificationUUID, default: 0] += 1
                 let tx = n.data?.transactionInfo, r = n.data?.renewalInfo
@@ -70,11 +65,10 @@ extension Explanation {
                 for t in s.transactions { take(t, via: .api) }
                 for r in s.renewalInfos { renew(r) }
             case .legacyReceipt(let l):
-                receipts.append((l.userId, l.requestDate, l.receiptCreationDate))
+                receipts.append((l.requestDate, l.receiptCreationDate))
                 for chain in l.chains {
                     for t in chain.transactions {
                         take(t, via: .legacy)
-                        chainUser[t.originalTransactionId] = l.userId
                     }
                     for r in chain.renewalInfos { renew(r) }
                 }
