@@ -9,20 +9,25 @@ extension ReferenceValidator {
         var since: Millis
     }
 
-    /// Per chain: the latest transaction's status (auto-renewable), each purchase (non-consumable), stacked or
-    /// overlapping periods (non-renewing); per product the best holding; per group the highest level held.
-    func answer(_ q: EntitlementQuery) -> EntitlementAnswer {
-        let t = evaluationInstant(q)
+    /// What the user holds of each product, merged as holdings arrive, with what the group answers need.
+    struct Holdings {
         var held: [String: Holding] = [:]
+        /// Per group, the user's own transactions in it (intro eligibility).
         var introTxs: [String: [JWSTransactionDecodedPayload]] = [:]
+        /// Per non-renewing product, its transactions of every chain (stacking spans chains).
+        var nonRenewing: [String: [JWSTransactionDecodedPayload]] = [:]
 
-        func record(_ productId: String, _ h: Holding) {
-            guard let old = held[productId] else { held[productId] = h; return }
+        /// Keeps the better of two holdings of a product: entitled beats not; of two entitled, paid access gives the
+        /// state, the holding lasts as long as either (a grace of the user's own beyond a family share still
+        /// grants) and is the user's own if either is; of two not entitled, the later purchase.
+        mutating func record(_ productId: String, _ h: Holding) {
+            guard let old = held[productId] else {
+                held[productId] = h
+                return
+            }
             switch (old.state.isEntitled, h.state.isEntitled) {
             case (false, true): held[productId] = h
             case (true, true):
-                // Paid access outranks grace for the state; the holding lasts as long as any of them (a grace of the
-                // user's own beyond a family share still grants) and is the user's own if either is.
                 var merged = h.state == .active && old.state != .active ? h : old
                 if let a = old.expires, let b = h.expires { merged.expires = max(a, b) }
                 if h.ownership == .purchased || old.ownership == .purchased { merged.ownership = .purchased }
@@ -31,116 +36,146 @@ extension ReferenceValidator {
             case (true, false): break
             }
         }
+    }
 
-        var nonRenewing: [String: [JWSTransactionDecodedPayload]] = [:]
+    /// Per chain: the latest transaction's status (auto-renewable), each purchase (non-consumable), stacked or
+    /// overlapping periods (non-renewing); per product the best holding; per group the highest level held.
+    func answer(_ q: EntitlementQuery) -> EntitlementAnswer {
+        let t = evaluationInstant(q)
+        var holdings = Holdings()
         for otid in chains.keys.filter({ user(ofChain: $0) == q.userId }).sorted() {
-            let chain = chains[otid]!
-            let listed = transactions(of: chain, chain: otid, at: t)
-            let everything = chain.severalIdsPerPurchase ? onePerPurchase(listed) : listed
+            hold(chain: otid, at: t, into: &holdings)
+        }
+        holdNonRenewing(at: t, into: &holdings)
+        let products = holdings.held.map { id, h in
+            ProductEntitlement(
+                productId: id, active: h.state.isEntitled, state: h.state,
+                expiresDate: h.state.isEntitled ? h.expires : nil, ownership: h.state.isEntitled ? h.ownership : nil)
+        }
+        let balances = consumableBalance(userId: q.userId, at: t).map {
+            ConsumableBalance(productId: $0.key, balance: $0.value)
+        }
+        return EntitlementAnswer(
+            products: products, groups: groupAnswers(products, introTxs: holdings.introTxs), consumables: balances,
+            entitlements: config.catalog.entitlementGrants(from: products))
+    }
+
+    /// One chain's holdings at `t`, by the kind of its first transaction; the transactions it lists, one per
+    /// purchase, purchased by `t` and of this app.
+    func hold(chain otid: String, at t: Millis, into holdings: inout Holdings) {
+        let chain = chains[otid]!
+        let listed = transactions(of: chain, chain: otid, at: t)
+        let everything = chain.severalIdsPerPurchase ? onePerPurchase(listed) : listed
+        let txs = everything.filter { $0.purchaseDate <= t && includes($0) }
+            .sorted(by: JWSTransactionDecodedPayload.purchasedBefore)
+        for tx in txs where tx.inAppOwnershipType == .purchased {
+            if let g = tx.subscriptionGroupIdentifier { holdings.introTxs[g, default: []].append(tx) }
+        }
+        guard let first = txs.first else { return }
+        switch first.type {
+        case .autoRenewable:
             let renewal = renewalInfo(of: chain, chain: otid, at: t)
-            let txs = everything.filter { $0.purchaseDate <= t && includes($0) }
-                .sorted(by: JWSTransactionDecodedPayload.purchasedBefore)
-            for tx in txs where tx.inAppOwnershipType == .purchased {
-                if let g = tx.subscriptionGroupIdentifier { introTxs[g, default: []].append(tx) }
+            holdSubscription(txs, everything: everything, renewal: renewal, chain: otid, at: t, into: &holdings)
+        case .nonConsumable:
+            for tx in txs {
+                let ok = !isRevoked(tx, at: t)
+                holdings.record(
+                    tx.productId,
+                    Holding(state: ok ? .active : .revoked, ownership: ok ? ownership(tx) : nil, since: tx.purchaseDate)
+                )
             }
-            guard let first = txs.first else { continue }
-            switch first.type {
-            case .autoRenewable:
-                guard let latest = latestTransaction(txs, chain: otid, at: t) else { continue }
-                for tx in txs where tx.productId != latest.productId {
-                    record(tx.productId, Holding(state: .expired, since: .min))
-                }
-                var s = status(latest: latest, all: txs, renewal: renewal, chain: otid, at: t)
-                let introRuns = config.policy.upgradeDuringIntro == .union
-                if s == .active, upgradedAway(latest, chain: everything),
-                    !(introRuns && latest.offerType == .introductory)
-                {
-                    s = .expired
-                }
-                if introRuns {
-                    for tx in introPeriodsLeftRunning(txs, latest: latest, at: t) {
-                        record(
-                            tx.productId,
-                            Holding(
-                                state: .active, expires: periodEnd(of: tx, chain: otid), ownership: ownership(tx),
-                                since: tx.purchaseDate))
-                    }
-                }
-                let productId = entitledProduct(latest: latest, renewal: renewal)
-                if isEntitled(s) {
-                    let grace = s != .active
-                    let exp = grace ? graceEnd(renewal, latest: latest) : periodEnd(of: latest, chain: otid)
-                    record(
-                        productId,
-                        Holding(
-                            state: grace ? .grace : .active, expires: exp, ownership: ownership(latest),
-                            since: latest.purchaseDate))
-                } else {
-                    let state: EntitlementState =
-                        s == .revoked ? .revoked : s == .billingRetry ? .billingRetry : .expired
-                    record(productId, Holding(state: state, since: latest.purchaseDate))
-                }
-            case .nonConsumable:
-                for tx in txs {
-                    let ok = !isRevoked(tx, at: t)
-                    record(
-                        tx.productId,
-                        Holding(
-                            state: ok ? .active : .revoked, ownership: ok ? ownership(tx) : nil, since: tx.purchaseDate)
-                    )
-                }
-            case .nonRenewing:
-                nonRenewing[first.productId, default: []] += txs
-            default:
-                break
+        case .nonRenewing:
+            holdings.nonRenewing[first.productId, default: []] += txs
+        default:
+            break
+        }
+    }
+
+    /// An auto-renewable chain holds what its latest transaction's status says — active, grace, or the inactive
+    /// state — for the product it entitles to; its earlier products are expired, save an introductory period left
+    /// running under policy `upgradeDuringIntro` `union`.
+    func holdSubscription(
+        _ txs: [JWSTransactionDecodedPayload], everything: [JWSTransactionDecodedPayload],
+        renewal: JWSRenewalInfoDecodedPayload?, chain otid: String, at t: Millis, into holdings: inout Holdings
+    ) {
+        guard let latest = latestTransaction(txs, chain: otid, at: t) else { return }
+        for tx in txs where tx.productId != latest.productId {
+            holdings.record(tx.productId, Holding(state: .expired, since: .min))
+        }
+        var s = status(latest: latest, all: txs, renewal: renewal, chain: otid, at: t)
+        let introRuns = config.policy.upgradeDuringIntro == .union
+        if s == .active, upgradedAway(latest, chain: everything), !(introRuns && latest.offerType == .introductory) {
+            s = .expired
+        }
+        if introRuns {
+            for tx in introPeriodsLeftRunning(txs, latest: latest, at: t) {
+                holdings.record(
+                    tx.productId,
+                    Holding(
+                        state: .active, expires: periodEnd(of: tx, chain: otid), ownership: ownership(tx),
+                        since: tx.purchaseDate))
             }
         }
-        for (productId, txs) in nonRenewing.sorted(by: { $0.key < $1.key }) {
+        let productId = entitledProduct(latest: latest, renewal: renewal)
+        guard isEntitled(s) else {
+            let state: EntitlementState = s == .revoked ? .revoked : s == .billingRetry ? .billingRetry : .expired
+            holdings.record(productId, Holding(state: state, since: latest.purchaseDate))
+            return
+        }
+        let grace = s != .active
+        let exp = grace ? graceEnd(renewal, latest: latest) : periodEnd(of: latest, chain: otid)
+        holdings.record(
+            productId,
+            Holding(
+                state: grace ? .grace : .active, expires: exp, ownership: ownership(latest), since: latest.purchaseDate)
+        )
+    }
+
+    /// Non-renewing products, each over every chain: periods from purchase, stacked by policy; a product none of
+    /// whose periods covers `t` is expired, or revoked when its last purchase was.
+    func holdNonRenewing(at t: Millis, into holdings: inout Holdings) {
+        for (productId, txs) in holdings.nonRenewing.sorted(by: { $0.key < $1.key }) {
             var lastEnd: Millis = .min
             let ordered = txs.sorted(by: JWSTransactionDecodedPayload.purchasedBefore)
             for tx in ordered {
                 let start = config.policy.nonRenewingStacking ? max(tx.purchaseDate, lastEnd) : tx.purchaseDate
                 guard let end = nonRenewingEnd(tx, start: start) else {
                     if !isRevoked(tx, at: t) {
-                        record(productId, Holding(state: .active, ownership: ownership(tx), since: tx.purchaseDate))
+                        holdings.record(
+                            productId, Holding(state: .active, ownership: ownership(tx), since: tx.purchaseDate))
                     }
                     continue
                 }
                 lastEnd = end
                 if !isRevoked(tx, at: t) && covers(start: start, end: end, at: t) {
-                    record(
+                    holdings.record(
                         productId,
                         Holding(state: .active, expires: end, ownership: ownership(tx), since: tx.purchaseDate))
                 }
             }
-            if held[productId] == nil || !(held[productId]!.state.isEntitled), let last = ordered.last {
-                held[productId] = Holding(state: isRevoked(last, at: t) ? .revoked : .expired, since: last.purchaseDate)
+            if holdings.held[productId] == nil || !(holdings.held[productId]!.state.isEntitled), let last = ordered.last
+            {
+                holdings.held[productId] = Holding(
+                    state: isRevoked(last, at: t) ? .revoked : .expired, since: last.purchaseDate)
             }
         }
+    }
 
-        let products = held.map { id, h in
-            ProductEntitlement(
-                productId: id, active: h.state.isEntitled, state: h.state,
-                expiresDate: h.state.isEntitled ? h.expires : nil, ownership: h.state.isEntitled ? h.ownership : nil)
-        }
-        // Per group, its active product of the highest level (1 is highest; ties by id).
+    /// Per group, its active product of the highest level (1 is highest; ties by id), and its intro eligibility.
+    func groupAnswers(_ products: [ProductEntitlement], introTxs: [String: [JWSTransactionDecodedPayload]])
+        -> [GroupEntitlement]
+    {
         var best: [String: (level: Int, productId: String)] = [:]
         for p in products where p.active {
             guard let place = placementById[p.productId] else { continue }
             if let b = best[place.groupId], (b.level, b.productId) <= (place.level, p.productId) { continue }
             best[place.groupId] = (place.level, p.productId)
         }
-        let groups = config.catalog.groups.map { g -> GroupEntitlement in
+        return config.catalog.groups.map { g -> GroupEntitlement in
             GroupEntitlement(
                 groupId: g.id, effectiveProductId: best[g.id]?.productId,
                 introEligible: introEligible(group: g.id, own: introTxs[g.id] ?? []))
         }
-        let balances = consumableBalance(userId: q.userId, at: t).map {
-            ConsumableBalance(productId: $0.key, balance: $0.value)
-        }
-        return EntitlementAnswer(
-            products: products, groups: groups, consumables: balances,
-            entitlements: config.catalog.entitlementGrants(from: products))
     }
 
     /// `a + b`, stopping at the ends of `Int` instead of trapping.

@@ -23,272 +23,40 @@ public struct DeliveryPlanner: Sendable {
         self.channels = channels
     }
 
+    /// A case's steps: the app channel's deliveries for every transaction the store created, the notification
+    /// channel's for every notification it emitted, in arrival order, with the questions between them.
     public func plan(_ history: GeneratedHistory) -> [CaseStep] {
         let sim = history.sim
-        let h = CivilTime.msPerHour, m = CivilTime.msPerMinute, s = CivilTime.msPerSecond
-        var validatorSkew: Millis = 0
-        var deviceSkew: Millis = 0
-        if perturbations.clockSkew {
-            let src = ChoiceSource(replaying: history.clockEntropy)
-            do {
-                validatorSkew = src.pick([0, 1 * s, -1 * s, 30 * s, -30 * s, 5 * m, -5 * m, 1 * h, -1 * h])
-                deviceSkew = src.pick([
-                    0, -CivilTime.msPerDay, -30 * CivilTime.msPerDay, 2 * h, -365 * CivilTime.msPerDay,
-                    400 * CivilTime.msPerDay,
-                ])
-            }
-        }
-        var deliveries: [PlannedDelivery] = []
-        func add(_ at: Millis, _ d: Delivery, _ origin: DeliveryOrigin, _ person: Int) {
-            guard channels.contains(d.channel) else { return }
-            var forgery: ForgeryClass?
-            if case .forged(let f) = origin { forgery = f }
-            deliveries.append(
-                PlannedDelivery(
-                    arrival: at, now: at + validatorSkew, delivery: d, label: origin, person: person, forgery: forgery))
-        }
-
-        // The app channel: purchases made in the app are submitted at once; what the app learns later (offer codes,
-        // family shares, renewals) is submitted when it next opens, or never.
+        let (validatorSkew, deviceSkew) = clockSkews(history)
+        var out = Outbox(channels: channels, validatorSkew: validatorSkew)
         for (ci, c) in sim.creations.enumerated() {
-            let src = ChoiceSource(replaying: history.creationEntropy[ci])
-            do {
-                let chain = sim.chains[c.chainId]!
-                let tx = sim.latest(c.transactionId, at: c.time)!
-                let submit: Millis?
-                if c.inApp {
-                    submit = c.time + Millis(src.int(below: 5)) * s + Millis(src.int(below: 1000))
-                } else if tx.transactionReason == .renewal && !chain.isMember {
-                    submit = src.chance(25) ? c.time + Millis(1 + src.int(below: 48)) * h : nil
-                } else {
-                    // First sight of a chain the app did not buy (a family share, an offer code redeemed in the App
-                    // Store): the person opens the app within hours, or days to weeks later (meanwhile the chain
-                    // belongs to no user, and its notifications must still be kept), or never.
-                    let seenBefore = sim.creations.contains { $0.chainId == c.chainId && $0.time < c.time }
-                    let later =
-                        src.chance(50)
-                        ? Millis(1 + src.int(below: 72)) * h / 4 : Millis(1 + src.int(below: 30)) * CivilTime.msPerDay
-                    submit = seenBefore ? nil : (src.chance(90) ? c.time + later : nil)
-                }
-                guard let submit else { continue }
-                let person = sim.persons[c.person]
-                let sub = AppTransactionSubmission(
-                    userId: person.accountId, transaction: sim.latest(c.transactionId, at: submit)!,
-                    deviceTime: submit + deviceSkew)
-                add(submit, .appTransaction(sub), .app, c.person)
-                if !channels.contains(.app) && c.inApp {
-                    // A validator without the app channel hears of an in-app purchase through the app's receipt.
-                    add(
-                        submit, .legacyReceipt(Self.legacyReceipt(sim, person: c.person, at: submit)), .legacyReceipt,
-                        c.person)
-                }
-                if perturbations.duplicates && src.chance(30) {
-                    let again = submit + Millis(1 + src.int(below: 24)) * h
-                    var sub2 = sub
-                    sub2.transaction = sim.latest(c.transactionId, at: again)!
-                    sub2.deviceTime = again + deviceSkew
-                    add(again, .appTransaction(sub2), .appResubmit, c.person)
-                }
-                if perturbations.legacyReceipts && c.inApp && src.chance(25) {
-                    let at = submit + 2
-                    add(
-                        at, .legacyReceipt(Self.legacyReceipt(sim, person: c.person, at: at)), .legacyReceipt,
-                        c.person)
-                }
-                if perturbations.foreign && src.chance(30) {
-                    let forgery = src.pick(ForgeryClass.allCases.filter { $0.channels.contains(.app) })
-                    var forged = sub
-                    forged.transaction = forgery.content(sub.transaction)
-                    add(submit + 1, .appTransaction(forged), .forged(forgery), c.person)
-                }
-                if perturbations.foreign && src.chance(20) {
-                    // A forged App Store Server API answer about this chain (history pages and statuses, every JWS
-                    // in them forged the same way), as a backend reconciling it would receive from a forger.
-                    let forgery = src.pick(ForgeryClass.allCases.filter { $0.channels.contains(.api) })
-                    var snap = sim.history(asking: c.chainId, at: submit + 3)
-                    snap.transactions = snap.transactions.map { forgery.content($0) }
-                    // Renewal info names no app: in another app's answer it would be a genuine, validly signed
-                    // fact of its own, so that answer carries none.
-                    snap.renewalInfos =
-                        forgery == .wrongBundleId ? [] : snap.renewalInfos.map { forgery.content($0) }
-                    add(submit + 3, .apiSnapshot(snap), .forged(forgery), c.person)
-                }
-                if perturbations.legacyReceipts && c.inApp && src.chance(30) {
-                    // The app sends the receipt it has again when it next opens, days later: renewals, refunds and
-                    // grace since are in Apple's answer (latest_receipt_info) but not in the receipt's own in_app.
-                    let later =
-                        submit + Millis(1 + src.int(below: 60)) * CivilTime.msPerDay + Millis(src.int(below: 1000))
-                    var receipt = Self.legacyReceipt(sim, person: c.person, at: later)
-                    if receipt.hasSubscription {
-                        receipt.inApp = Self.legacyReceipt(sim, person: c.person, at: submit).chains
-                        receipt.receiptCreationDate = submit
-                    }
-                    add(later, .legacyReceipt(receipt), .legacyReceipt, c.person)
-                }
-                if perturbations.foreign && c.inApp && src.chance(15) {
-                    // A verifyReceipt answer that must change nothing: another app's receipt presented as this
-                    // user's, or an answer about this user's receipt with an error status, no status, cut short or
-                    // not JSON at all. Its content is what a forger would want (refunds gone, expiry years away).
-                    let forgery = src.pick(ForgeryClass.allCases.filter { $0.channels.contains(.legacy) })
-                    var receipt = Self.legacyReceipt(sim, person: c.person, at: submit + 4)
-                    if forgery == .wrongBundleId {
-                        receipt.bundleId = "com.example.other-app"
-                    } else {
-                        receipt.chains = receipt.chains.map {
-                            APISnapshot(
-                                originalTransactionId: $0.originalTransactionId,
-                                transactions: $0.transactions.map(ForgeryClass.tempting),
-                                renewalInfos: $0.renewalInfos.map(ForgeryClass.tempting))
-                        }
-                    }
-                    add(submit + 4, .legacyReceipt(receipt), .forged(forgery), c.person)
-                }
-            }
+            planApp(c, sim, ChoiceSource(replaying: history.creationEntropy[ci]), deviceSkew: deviceSkew, into: &out)
         }
-
-        // The notification channel. A retried notification is often overtaken: its retry comes after the next
-        // notification of its subscription was sent (Apple retries on a schedule of hours and days; the webhook may
-        // have been down), so a newer notification arrives before an older one.
-        var nextOfChain: [Int: Millis] = [:]
-        var lastSeen: [String: Int] = [:]
-        for (ni, n) in sim.notifications.enumerated() {
-            guard let chain = n.chainId else { continue }
-            if let previous = lastSeen[chain] { nextOfChain[previous] = n.payload.signedDate }
-            lastSeen[chain] = ni
-        }
+        let next = Self.nextOfChain(sim)
         for (ni, n) in sim.notifications.enumerated() {
             let src = ChoiceSource(replaying: history.notificationEntropy[ni])
-            do {
-                let signed = n.payload.signedDate
-                var first = signed + (src.chance(8) ? Millis(1 + src.int(below: 66)) * m : Millis(src.int(below: 3000)))
-                var label = DeliveryOrigin.notification
-                // The first retry after the subscription's next notification was sent, if one comes before Apple
-                // gives up: delivered then, this notification is overtaken by a newer one.
-                let overtaken = nextOfChain[ni].flatMap { next in
-                    (1..<NotificationRetry.offsetsHours.count).first {
-                        signed + NotificationRetry.offsetsHours[$0] * h > next + m
-                    }
-                }
-                if perturbations.retries && src.chance(25) {
-                    var k = 1 + src.int(below: 5)
-                    if src.chance(50), let j = overtaken { k = j }
-                    first += NotificationRetry.offsetsHours[k] * h
-                    label = .retry(hours: NotificationRetry.offsetsHours[k])
-                } else if src.chance(4), let k = overtaken {
-                    // A backlog after the webhook was down (or an App Store outage), in any property: realistic.
-                    first = signed + NotificationRetry.offsetsHours[k] * h + Millis(src.int(below: 3000))
-                    label = .retry(hours: NotificationRetry.offsetsHours[k])
-                }
-                if perturbations.drops && src.chance(Self.dropChance(n, sim)) && channels.contains(.api) {
-                    // Lost for good; the backend reconciles the chain from the API later (a notification about the
-                    // app has no chain to reconcile: it is just lost).
-                    let at = signed + Millis(1 + src.int(below: 48)) * h
-                    if let chain = n.chainId {
-                        let snap = sim.history(asking: Self.askingChain(chain, sim, at: at, src), at: at)
-                        add(
-                            at, .apiSnapshot(snap), .apiReconcile(lost: "\(n.payload.notificationType)"),
-                            n.person)
-                    }
-                } else if channels.contains(.notification) {
-                    add(first, .notification(n.payload), label, n.person)
-                } else if let chain = n.chainId {
-                    // No webhook: the backend reconciles from the API (when it has that channel) what it said.
-                    let snap = sim.history(asking: Self.askingChain(chain, sim, at: first, src), at: first)
-                    add(first, .apiSnapshot(snap), .apiReconcile(lost: "\(n.payload.notificationType)"), n.person)
-                }
-                if perturbations.duplicates && src.chance(30) {
-                    let later = first + NotificationRetry.offsetsHours[1 + src.int(below: 5)] * h
-                    add(later, .notification(n.payload), .duplicate, n.person)
-                }
-                if perturbations.duplicates && src.chance(10), let chain = n.chainId {
-                    let at = signed + Millis(1 + src.int(below: 12)) * h
-                    let snap = sim.history(asking: Self.askingChain(chain, sim, at: at, src), at: at)
-                    add(at, .apiSnapshot(snap), .apiReconcile(lost: nil), n.person)
-                }
-                if perturbations.foreign && src.chance(25) {
-                    let forgery = src.pick(
-                        ForgeryClass.allCases.filter {
-                            $0.channels.contains(.notification) && $0.applies(in: sim.catalog.environment)
-                        })
-                    var forged = n.payload
-                    if var data = forged.data {
-                        data.transactionInfo = data.transactionInfo.map { forgery.content($0) }
-                        data.renewalInfo = data.renewalInfo.map { forgery.content($0) }
-                        forged.data = data
-                    }
-                    // The app a notification names is in `data`, `summary` or `externalPurchaseToken`: the forger
-                    // changes whichever it carries.
-                    var applies = true
-                    switch forgery {
-                    case .wrongAppAppleId:
-                        forged.data?.appAppleId = 999_999_999
-                        forged.summary?.appAppleId = 999_999_999
-                        forged.externalPurchaseToken?.appAppleId = 999_999_999
-                    case .wrongBundleId:
-                        forged.data?.bundleId = "com.example.other-app"
-                        forged.summary?.bundleId = "com.example.other-app"
-                        forged.externalPurchaseToken?.bundleId = "com.example.other-app"
-                    case .wrongEnvironment:
-                        forged.data?.environment = sim.catalog.environment.counterpart
-                        forged.summary?.environment = sim.catalog.environment.counterpart
-                        if let id = forged.externalPurchaseToken?.externalPurchaseId {
-                            forged.externalPurchaseToken?.externalPurchaseId =
-                                id.hasPrefix("SANDBOX") ? String(id.dropFirst(7)) : "SANDBOX" + id
-                        }
-                    case .xcodeEnvironment:
-                        forged.data?.environment = sim.catalog.environment.xcodeForgery
-                        forged.summary?.environment = sim.catalog.environment.xcodeForgery
-                        // a token's id can only say Sandbox or Production
-                        applies = forged.externalPurchaseToken == nil
-                    case .forgedNestedTransaction: applies = forged.data?.transactionInfo != nil
-                    default: break
-                    }
-                    if !applies {
-                        // Nothing to forge in this notification's shape.
-                    } else if forgery == .replayedNotificationUUID {
-                        // The same UUID again, later, with other content signed later: must be recognised as already
-                        // seen (a validator that only keeps "the newest signedDate" would take it).
-                        forged.signedDate += CivilTime.msPerMinute
-                        if let t = forged.data?.transactionInfo?.signedDate {
-                            forged.data?.transactionInfo?.signedDate = t + CivilTime.msPerMinute
-                        }
-                        if let r = forged.data?.renewalInfo?.signedDate {
-                            forged.data?.renewalInfo?.signedDate = r + CivilTime.msPerMinute
-                        }
-                        add(first + CivilTime.msPerMinute, .notification(forged), .forged(forgery), n.person)
-                    } else {
-                        forged.notificationUUID = "f" + forged.notificationUUID.dropFirst()
-                        add(first + 1, .notification(forged), .forged(forgery), n.person)
-                    }
-                }
-                if perturbations.unknownValues && src.chance(25) {
-                    var odd = n.payload
-                    let how = src.int(below: 4)
-                    switch how {
-                    case 0: odd.notificationType = NotificationTypeV2(rawValue: "FAMILY_SHARED_MEMBER_JOINED")
-                    case 1: odd.subtype = Subtype(rawValue: "SOMETHING_NEW")
-                    case 2: odd.data?.transactionInfo?.offerDiscountType = OfferDiscountType(rawValue: "FUTURE_MODE")
-                    default:
-                        // A TEST notification names the app but carries no transaction (Request a Test Notification).
-                        odd.notificationType = .test
-                        odd.subtype = nil
-                        odd.data?.transactionInfo = nil
-                        odd.data?.renewalInfo = nil
-                        odd.data?.status = nil
-                    }
-                    odd.notificationUUID = "e" + odd.notificationUUID.dropFirst()
-                    add(
-                        first + 2, .notification(odd),
-                        .unusual(["unknown-type", "unknown-subtype", "unknown-enum-value", "test-notification"][how]),
-                        n.person)
-                }
-            }
+            planNotification(n, next: next[ni], sim, src, into: &out)
         }
-
-        let order = deliveries.enumerated().sorted { a, b in
+        let order = out.deliveries.enumerated().sorted { a, b in
             a.element.arrival != b.element.arrival ? a.element.arrival < b.element.arrival : a.offset < b.offset
         }.map(\.element)
         let queries = planQueries(sim, deliveries: order, validatorSkew: validatorSkew, deviceSkew: deviceSkew)
+        return Self.interleave(order, queries)
+    }
+
+    /// Perturbation `clockSkew`: how far the validator's clock and the device's are from Apple's
+    /// (docs/semantics.md#time-and-clocks).
+    func clockSkews(_ history: GeneratedHistory) -> (validator: Millis, device: Millis) {
+        guard perturbations.clockSkew else { return (0, 0) }
+        let h = CivilTime.msPerHour, m = CivilTime.msPerMinute, s = CivilTime.msPerSecond, d = CivilTime.msPerDay
+        let src = ChoiceSource(replaying: history.clockEntropy)
+        let validator = src.pick([0, 1 * s, -1 * s, 30 * s, -30 * s, 5 * m, -5 * m, 1 * h, -1 * h])
+        let device = src.pick([0, -d, -30 * d, 2 * h, -365 * d, 400 * d])
+        return (validator, device)
+    }
+
+    /// Deliveries in arrival order with each question before the first delivery that arrives after it.
+    static func interleave(_ order: [PlannedDelivery], _ queries: [PlannedQuery]) -> [CaseStep] {
         var steps: [CaseStep] = []
         var qi = 0
         for d in order {
@@ -305,9 +73,6 @@ public struct DeliveryPlanner: Sendable {
         return steps
     }
 
-    /// The chain whose transaction id a backend reconciling `chain` asks the API with: mostly that chain, but often
-    /// another of the customer's (a backend that keeps one transaction id per user; any id finds the whole history,
-    /// so the facts about `chain` arrive in an answer asked about another one).
     /// How often a notification is lost for good under the `drops` perturbation: 15 %, and 50 % for one whose news
     /// only a later page of the customer's history carries (a one-time purchase or a refund of a customer with more
     /// than a page of transactions: Apple orders pages by the date each transaction last changed, so the news is on
@@ -318,6 +83,9 @@ public struct DeliveryPlanner: Sendable {
         return sim.history(asking: chain, at: n.payload.signedDate).transactions.count > 20 ? 50 : 15
     }
 
+    /// The chain whose transaction id a backend reconciling `chain` asks the API with: mostly that chain, but often
+    /// another of the customer's (a backend that keeps one transaction id per user; any id finds the whole history,
+    /// so the facts about `chain` arrive in an answer asked about another one).
     static func askingChain(_ chain: String, _ sim: StoreSimulator, at t: Millis, _ src: ChoiceSource) -> String {
         guard src.chance(35) else { return chain }
         let existing = sim.chains(of: sim.chains[chain]!.person).filter { c in

@@ -144,4 +144,59 @@ extension HistoryGenerator {
             sim.leaveFamily(person: src.pick(leavers), at: t)
         }
     }
+
+    /// A renewal date extension: of one subscription, or now and then of every eligible subscriber of its product
+    /// through the mass endpoint (docs/semantics.md#renewal-date-extension).
+    func extend(_ sim: inout StoreSimulator, _ src: ChoiceSource, at t: Millis) {
+        let c = src.pick(extendable(sim, at: t))
+        let days = src.int(in: 1...90)
+        if src.chance(30) {
+            let all = extendable(sim, at: t).filter { $0.productId == c.productId }.map(\.id)
+            sim.extendRenewalForAll(productId: c.productId, chains: all, days: days, at: t)
+        } else {
+            sim.extendRenewal(c.id, days: days, at: t)
+        }
+    }
+
+    /// A price increase on a subscription not yet told of one, or the customer's consent to one pending
+    /// (docs/semantics.md#price-increase).
+    func priceIncrease(_ sim: inout StoreSimulator, _ src: ChoiceSource, at t: Millis) {
+        let c = src.pick(
+            activeSubscriptions(sim).filter {
+                $0.priceIncrease != .customerConsentedOrWasNotifiedWithoutNeedingConsent
+            })
+        if c.priceIncrease == .customerHasNotResponded {
+            sim.consentToPriceIncrease(c.id, at: t)
+        } else {
+            sim.priceIncrease(c.id, consentRequired: !src.chance(30), at: t)
+        }
+    }
+
+    /// Every boundary in turn, each period renewing (no billing failure): the long-lived subscriber. Not past six
+    /// years after the history's start, so later actions stay within the test certificates' validity.
+    func timePasses(_ sim: inout StoreSimulator, _ src: ChoiceSource) {
+        for _ in 0..<(1 + src.int(below: size)) {
+            guard let b = nextBoundary(sim), b.time < Self.epoch + 6 * 365 * CivilTime.msPerDay else { break }
+            let c = sim.chains[b.chain]!
+            if b.kind == .periodEnd && c.autoRenew && c.priceIncrease != .customerHasNotResponded {
+                sim.renew(c.id)
+            } else {
+                advance(&sim, src, boundary: b)
+            }
+        }
+    }
+
+    /// A run of consumable purchases by one person, hours apart, until the next boundary.
+    func spree(_ sim: inout StoreSimulator, _ src: ChoiceSource, at start: Millis) {
+        let person = src.int(below: sim.persons.count)
+        let products = sim.catalog.products.filter { $0.kind == .consumable }
+        var t = start
+        for _ in 0..<(1 + src.int(below: size)) {
+            if let b = nextBoundary(sim)?.time, t >= b { break }
+            sim.buyOneTime(
+                person: person, productId: src.pick(products).id, quantity: 1 + src.int(below: 3), at: t,
+                familyMates: [])
+            t += Millis(1 + src.int(below: 48)) * CivilTime.msPerHour
+        }
+    }
 }

@@ -130,29 +130,11 @@ public struct HistoryGenerator: Sendable {
 
     // MARK: One action
 
+    /// One action of the history at the next instant a user acts (or the next boundary, when time passes).
     func act(_ sim: inout StoreSimulator, _ src: ChoiceSource) {
         let boundary = nextBoundary(sim)
         let userTime = userActionTime(sim, boundary: boundary, src: src)
-        // The draw maps to a category by fixed weights, whatever is available now; an unavailable category gives
-        // way to the next available one. So the same draw keeps naming the same action when the shrinker deletes
-        // an earlier action and changes what is available (weights over the available categories only would
-        // shift every later choice onto another category).
-        let open = Category.allCases.filter { available($0, sim, boundary: boundary, userTime: userTime) }
-        guard !open.isEmpty else { return }
-        // Years passing and sprees make the long-lived customers of the long-tail cases (size above 8) only: in the
-        // others, ordinary advances renew.
-        let drawn = Category(
-            rawValue: src.weighted(
-                Category.allCases.map { size <= 8 && [.timePasses, .spree].contains($0) ? 0 : $0.weight }))!
-        // A category that is always available (an external purchase token) must not collect the draws of every
-        // unavailable one before it: it never stands in for another.
-        let category =
-            open.contains(drawn)
-            ? drawn
-            : open.first {
-                $0.rawValue > drawn.rawValue
-                    && ![.externalPurchase, .testNotification, .timePasses, .spree].contains($0)
-            } ?? open[0]
+        guard let category = category(sim, src, boundary: boundary, userTime: userTime) else { return }
         switch category {
         case .purchase: purchase(&sim, src, at: userTime!)
         case .advance: advance(&sim, src, boundary: boundary!)
@@ -163,63 +145,47 @@ public struct HistoryGenerator: Sendable {
         case .refund: refund(&sim, src, at: userTime!)
         case .recover: sim.recover(src.pick(retrying(sim)).id, at: userTime!)
         case .family: familyChange(&sim, src, at: userTime!)
-        case .extend:
-            let c = src.pick(extendable(sim, at: userTime!))
-            let days = src.int(in: 1...90)
-            if src.chance(30) {
-                // The mass endpoint: every eligible subscriber of the product.
-                let all = extendable(sim, at: userTime!).filter { $0.productId == c.productId }.map(\.id)
-                sim.extendRenewalForAll(productId: c.productId, chains: all, days: days, at: userTime!)
-            } else {
-                sim.extendRenewal(c.id, days: days, at: userTime!)
-            }
+        case .extend: extend(&sim, src, at: userTime!)
         case .externalPurchase:
             sim.unreportedExternalPurchase(person: src.int(below: sim.persons.count), at: userTime!)
         case .testNotification:
             sim.requestTestNotification(at: userTime!)
-        case .priceIncrease:
-            let c = src.pick(
-                activeSubscriptions(sim).filter {
-                    $0.priceIncrease != .customerConsentedOrWasNotifiedWithoutNeedingConsent
-                })
-            if c.priceIncrease == .customerHasNotResponded {
-                sim.consentToPriceIncrease(c.id, at: userTime!)
-            } else {
-                sim.priceIncrease(c.id, consentRequired: !src.chance(30), at: userTime!)
-            }
+        case .priceIncrease: priceIncrease(&sim, src, at: userTime!)
         case .offer:
             let c = src.pick(offerable(sim))
             sim.redeemPromotionalOffer(
                 c.id, offer: src.pick(sim.catalog.product(c.productId)!.promotionalOffers), at: userTime!)
         case .restore: sim.restore(src.pick(restorable(sim, at: userTime!)).id, at: userTime!)
-        case .timePasses:
-            // Every boundary in turn, each period renewing (no billing failure): the long-lived subscriber. Not past
-            // six years after the history's start, so later actions stay within the test certificates' validity.
-            for _ in 0..<(1 + src.int(below: size)) {
-                guard let b = nextBoundary(sim), b.time < Self.epoch + 6 * 365 * CivilTime.msPerDay else { break }
-                let c = sim.chains[b.chain]!
-                if b.kind == .periodEnd && c.autoRenew && c.priceIncrease != .customerHasNotResponded {
-                    sim.renew(c.id)
-                } else {
-                    advance(&sim, src, boundary: b)
-                }
-            }
-        case .spree:
-            let person = src.int(below: sim.persons.count)
-            let products = sim.catalog.products.filter { $0.kind == .consumable }
-            var t = userTime!
-            for _ in 0..<(1 + src.int(below: size)) {
-                if let b = nextBoundary(sim)?.time, t >= b { break }
-                sim.buyOneTime(
-                    person: person, productId: src.pick(products).id, quantity: 1 + src.int(below: 3), at: t,
-                    familyMates: [])
-                t += Millis(1 + src.int(below: 48)) * CivilTime.msPerHour
-            }
+        case .timePasses: timePasses(&sim, src)
+        case .spree: spree(&sim, src, at: userTime!)
         }
     }
 
+    /// The category of the next action, or nil when none is available. The draw maps to a category by fixed
+    /// weights, whatever is available now; an unavailable category gives way to the next available one. So the same
+    /// draw keeps naming the same action when the shrinker deletes an earlier action and changes what is available
+    /// (weights over the available categories only would shift every later choice onto another category).
+    func category(_ sim: StoreSimulator, _ src: ChoiceSource, boundary: Boundary?, userTime: Millis?) -> Category? {
+        let open = Category.allCases.filter { available($0, sim, boundary: boundary, userTime: userTime) }
+        guard !open.isEmpty else { return nil }
+        // Years passing and sprees make the long-lived customers of the long-tail cases (size above 8) only: in the
+        // others, ordinary advances renew.
+        let drawn = Category(
+            rawValue: src.weighted(
+                Category.allCases.map { size <= 8 && [.timePasses, .spree].contains($0) ? 0 : $0.weight }))!
+        // A category that is always available (an external purchase token) must not collect the draws of every
+        // unavailable one before it: it never stands in for another.
+        if open.contains(drawn) { return drawn }
+        return open.first {
+            $0.rawValue > drawn.rawValue && ![.externalPurchase, .testNotification, .timePasses, .spree].contains($0)
+        } ?? open[0]
+    }
+
+    /// An instant at which a purchaser's chain changes by itself, the chain, and how.
+    typealias Boundary = (time: Millis, chain: String, kind: BoundaryKind)
+
     /// The earliest instant at which some purchaser's chain changes by itself (period end, grace end, retry end).
-    func nextBoundary(_ sim: StoreSimulator) -> (time: Millis, chain: String, kind: BoundaryKind)? {
+    func nextBoundary(_ sim: StoreSimulator) -> Boundary? {
         var best: (Millis, String, BoundaryKind)?
         func consider(_ t: Millis, _ id: String, _ k: BoundaryKind) {
             if best == nil || t < best!.0 { best = (t, id, k) }
@@ -246,7 +212,7 @@ public struct HistoryGenerator: Sendable {
 
     /// When a customer action would happen: a drawn gap after now, kept before the next boundary.
     func userActionTime(
-        _ sim: StoreSimulator, boundary: (time: Millis, chain: String, kind: BoundaryKind)?, src: ChoiceSource
+        _ sim: StoreSimulator, boundary: Boundary?, src: ChoiceSource
     ) -> Millis? {
         let gap =
             Self.gapUnits[src.int(below: Self.gapUnits.count)] * Millis(1 + src.int(below: 3))
@@ -260,7 +226,7 @@ public struct HistoryGenerator: Sendable {
     }
 
     func available(
-        _ c: Category, _ sim: StoreSimulator, boundary: (time: Millis, chain: String, kind: BoundaryKind)?,
+        _ c: Category, _ sim: StoreSimulator, boundary: Boundary?,
         userTime: Millis?
     ) -> Bool {
         if c == .advance { return boundary != nil }
