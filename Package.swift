@@ -24,35 +24,44 @@ let package = Package(
     ],
     targets: [
         // Wire types (Apple's names), product catalog, policies, answers. No I/O, no crypto.
-        .target(name: "IAPModel", dependencies: ["CByteLoops"]),
-        // Byte loops in SIMD (base64url blocks, the JSON string scan; the scalar code in IAPModel does the rest, and
-        // all of it elsewhere): tokens are base64url kilobytes, converted and scanned on every signature and
+        .target(name: "IAPModel", dependencies: ["IAPEncoding"]),
+        // Bytes and JSON: the flat reader of the hot path, the strict reader of configuration files (and its error
+        // naming the file and key), the JSON iapcheck writes, base64url, byte hashing.
+        .target(name: "IAPEncoding", dependencies: ["CByteLoops"]),
+        // Small shared support: the one lock primitive, shell quoting for printed commands, markup escaping for
+        // reports, the crypto counters of `bench check`.
+        .target(name: "IAPSupport"),
+        // Byte loops in SIMD (base64url blocks, the JSON string scan; the scalar code in IAPEncoding does the rest,
+        // and all of it elsewhere): tokens are base64url kilobytes, converted and scanned on every signature and
         // verification.
         .target(name: "CByteLoops"),
         // The CPU affinity mask (a GNU extension Swift's Glibc module leaves out): `bench check` skips its scaling
         // figure where the process may run on one CPU only.
         .target(name: "CAffinity"),
-        // The pure entitlement oracle (docs/semantics.md#oracle-specification). Imports only the model: a rendering or transport bug cannot hide in it.
-        .target(name: "IAPOracle", dependencies: ["IAPModel"]),
+        // The pure entitlement oracle (docs/semantics.md#oracle-specification). Imports only the model and the support
+        // module's lock: a rendering or transport bug cannot hide in it.
+        .target(name: "IAPOracle", dependencies: ["IAPSupport", "IAPModel"]),
         // Domain-free property engine: seeded RNG, recorded choice sequences, generic shrinking.
         .target(name: "PropertyEngine"),
         // Store simulator, history generators and the delivery schedule.
-        .target(name: "IAPSimulator", dependencies: ["IAPModel", "PropertyEngine"]),
+        .target(name: "IAPSimulator", dependencies: ["IAPSupport", "IAPModel", "PropertyEngine"]),
         // The test PKI, JWS renderers and the forgery kit: what the harness signs. A leaf: crypto lives here.
         .target(
             name: "IAPSigning",
             dependencies: [
+                "IAPEncoding", "IAPSupport",
                 "IAPModel",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
             ]),
         // The validator protocol every transport implements, its failures and the fault profile: no crypto, no I/O.
-        .target(name: "IAPValidatorAPI", dependencies: ["IAPModel"]),
+        .target(name: "IAPValidatorAPI", dependencies: ["IAPEncoding", "IAPModel"]),
         // JWS and X.509 chain verification as Apple's libraries do it, with a cache of chain verdicts.
         .target(
             name: "IAPVerification",
             dependencies: [
+                "IAPEncoding", "IAPSupport",
                 "IAPModel",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
@@ -62,29 +71,41 @@ let package = Package(
         // backend does), its thread-safe wrapper and the correct variants that read Apple's leeway differently.
         .target(name: "IAPReference", dependencies: ["IAPModel", "IAPValidatorAPI", "IAPVerification"]),
         // The mutants: the reference with one real-world mistake each (docs/mistakes.md).
-        .target(name: "IAPMutants", dependencies: ["IAPModel", "IAPValidatorAPI", "IAPReference", "IAPVerification"]),
+        .target(
+            name: "IAPMutants",
+            dependencies: [
+                "IAPEncoding", "IAPSupport", "IAPModel", "IAPValidatorAPI", "IAPReference", "IAPVerification",
+            ]),
         // What /proc says about the processes iapcheck starts (exit, descendants), so their children die with them.
         .target(name: "IAPProcess"),
         // The subprocess transport (`exec:`) and the wire protocol's server side (`iapcheck serve`).
-        .target(name: "IAPSubprocess", dependencies: ["IAPModel", "IAPValidatorAPI", "IAPProcess"]),
+        .target(
+            name: "IAPSubprocess",
+            dependencies: ["IAPEncoding", "IAPSupport", "IAPModel", "IAPValidatorAPI", "IAPProcess"]),
         // The HTTP transport (`http:`): target files, backends iapcheck starts, the loopback client, the store bridge.
-        .target(name: "IAPHTTP", dependencies: ["IAPModel", "IAPValidatorAPI", "IAPProcess"]),
+        .target(
+            name: "IAPHTTP", dependencies: ["IAPEncoding", "IAPSupport", "IAPModel", "IAPValidatorAPI", "IAPProcess"]),
         // The mock App Store (Server API with JWT auth, verifyReceipt, webhook posts with Apple's retries) on loopback,
         // served by IAPHTTP's own small server: iapcheck itself needs no server framework (the example backend does).
         .target(
             name: "IAPStore",
             dependencies: [
+                "IAPEncoding", "IAPSupport",
                 "IAPModel", "IAPValidatorAPI", "IAPHTTP",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]),
         // Properties, the case runner, corpus, coverage and reports.
         .target(
             name: "IAPConformance",
-            dependencies: ["IAPModel", "IAPOracle", "PropertyEngine", "IAPSimulator", "IAPValidatorAPI", "IAPSigning"]),
+            dependencies: [
+                "IAPEncoding", "IAPSupport", "IAPModel", "IAPOracle", "PropertyEngine", "IAPSimulator",
+                "IAPValidatorAPI", "IAPSigning",
+            ]),
         // Load profiles, schedules, the driver, HdrHistograms, results and gates.
         .target(
             name: "IAPLoad",
             dependencies: [
+                "IAPEncoding", "IAPSupport",
                 "IAPModel", "IAPOracle", "IAPSimulator", "IAPSigning", "IAPValidatorAPI", "PropertyEngine",
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "Yams", package: "Yams"),
@@ -93,6 +114,7 @@ let package = Package(
         .target(
             name: "IAPBench",
             dependencies: [
+                "IAPEncoding", "IAPSupport",
                 "IAPModel", "IAPValidatorAPI", "IAPVerification", "IAPReference", "IAPSigning", "IAPConformance",
                 "IAPLoad", "IAPHTTP", "IAPProcess", "PropertyEngine", "CAffinity",
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -101,6 +123,7 @@ let package = Package(
         .executableTarget(
             name: "iapcheck",
             dependencies: [
+                "IAPEncoding", "IAPSupport",
                 "IAPConformance", "IAPModel", "IAPValidatorAPI", "IAPVerification", "IAPReference", "IAPMutants",
                 "IAPSubprocess", "IAPHTTP", "IAPProcess",
                 "IAPSigning", "IAPLoad", "IAPStore", "IAPBench",
@@ -111,6 +134,7 @@ let package = Package(
         .executableTarget(
             name: "ExampleBackend",
             dependencies: [
+                "IAPEncoding", "IAPSupport",
                 "IAPModel", "IAPValidatorAPI", "IAPReference", "IAPMutants", "IAPHTTP",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -121,6 +145,7 @@ let package = Package(
         .executableTarget(
             name: "IAPFuzz",
             dependencies: [
+                "IAPEncoding",
                 "IAPModel", "IAPValidatorAPI", "IAPVerification", "IAPReference", "IAPHTTP", "IAPSubprocess",
                 "IAPConformance", "IAPLoad",
                 "IAPSigning",
@@ -133,9 +158,10 @@ let package = Package(
                 "IAPSubprocess", "IAPHTTP",
                 "IAPConformance", "PropertyEngine", "IAPSigning",
             ]),
-        .testTarget(name: "IAPModelTests", dependencies: ["IAPModel", "IAPTesting"]),
+        .testTarget(name: "IAPModelTests", dependencies: ["IAPEncoding", "IAPSupport", "IAPModel", "IAPTesting"]),
         .testTarget(name: "PropertyEngineTests", dependencies: ["PropertyEngine"]),
-        .testTarget(name: "IAPSimulatorTests", dependencies: ["IAPSimulator", "IAPOracle", "IAPTesting"]),
+        .testTarget(
+            name: "IAPSimulatorTests", dependencies: ["IAPEncoding", "IAPSimulator", "IAPOracle", "IAPTesting"]),
         .testTarget(
             name: "ValidatorTransportTests",
             dependencies: [
@@ -145,24 +171,28 @@ let package = Package(
         .testTarget(
             name: "IAPStoreTests",
             dependencies: [
+                "IAPEncoding",
                 "IAPStore", "IAPTesting", "IAPSigning", "IAPHTTP", "IAPReference",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]),
         .testTarget(
             name: "IAPLoadTests",
             dependencies: [
+                "IAPEncoding", "IAPSupport",
                 "IAPLoad", "IAPTesting", "IAPValidatorAPI", "IAPReference", "IAPMutants", "IAPSubprocess", "IAPHTTP",
                 "IAPBench", "CAffinity", .product(name: "Histogram", package: "hdrhistogram-swift"),
             ]),
         .testTarget(
             name: "IAPSigningTests",
             dependencies: [
+                "IAPEncoding",
                 "IAPSigning", "IAPValidatorAPI", "IAPVerification", "IAPReference", "IAPMutants", "IAPTesting",
                 .product(name: "X509", package: "swift-certificates"),
             ]),
         .testTarget(
             name: "IAPConformanceTests",
             dependencies: [
+                "IAPEncoding", "IAPSupport",
                 "IAPConformance", "IAPTesting", "IAPStore", "IAPReference", "IAPMutants", "IAPSubprocess", "IAPHTTP",
             ]),
         .testTarget(

@@ -1,7 +1,9 @@
 import Crypto
 import Foundation
+import IAPEncoding
 import IAPHTTP
 import IAPModel
+import IAPSupport
 
 /// The backend's side of the App Store: the App Store Server API (with the ES256 JWT Apple requires) and the legacy
 /// verifyReceipt endpoint. Point it at Apple's hosts in production; iapcheck points it at its mock App Store.

@@ -3,6 +3,7 @@ import Hummingbird
 import IAPModel
 import IAPMutants
 import IAPReference
+import IAPSupport
 import IAPValidatorAPI
 import Logging
 import SQLiteNIO

@@ -4,6 +4,7 @@ import IAPConformance
 import IAPModel
 import IAPReference
 import IAPSigning
+import IAPSupport
 import IAPValidatorAPI
 import Synchronization
 

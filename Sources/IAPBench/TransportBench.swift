@@ -3,6 +3,7 @@ import Foundation
 import IAPConformance
 import IAPModel
 import IAPSigning
+import IAPSupport
 import IAPValidatorAPI
 import PropertyEngine
 

@@ -1,6 +1,7 @@
 import Crypto
 import Dispatch
 import Foundation
+import IAPEncoding
 import IAPModel
 import IAPReference
 import IAPSigning

@@ -4,6 +4,7 @@ import IAPModel
 import IAPOracle
 import IAPSigning
 import IAPSimulator
+import IAPSupport
 import IAPValidatorAPI
 
 /// Runs one case against a validator: reset (with the test PKI's root as trust anchor), then each step in order —

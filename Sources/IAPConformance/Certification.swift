@@ -2,6 +2,7 @@ import Foundation
 import IAPModel
 import IAPSigning
 import IAPSimulator
+import IAPSupport
 import IAPValidatorAPI
 
 /// The fixed, versioned certification suite: named seeds and case counts per property, plus a probe of every

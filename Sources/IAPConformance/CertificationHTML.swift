@@ -1,5 +1,6 @@
 import Foundation
 import IAPModel
+import IAPSupport
 
 /// A self-contained HTML page of a certification report: what a person reads before trusting a validator.
 public enum CertificationHTML {

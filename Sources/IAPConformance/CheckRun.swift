@@ -1,6 +1,8 @@
 import Foundation
+import IAPEncoding
 import IAPModel
 import IAPSimulator
+import IAPSupport
 import IAPValidatorAPI
 import PropertyEngine
 

@@ -1,6 +1,7 @@
 import Foundation
 import IAPModel
 import IAPSimulator
+import IAPSupport
 import IAPValidatorAPI
 import PropertyEngine
 

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import IAPModel
 import IAPSimulator
+import IAPSupport
 import IAPValidatorAPI
 import PropertyEngine
 

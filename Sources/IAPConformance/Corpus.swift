@@ -1,4 +1,5 @@
 import Foundation
+import IAPEncoding
 import IAPModel
 import IAPValidatorAPI
 

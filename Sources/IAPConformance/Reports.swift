@@ -1,5 +1,6 @@
 import Foundation
 import IAPModel
+import IAPSupport
 import IAPValidatorAPI
 
 /// Machine-readable outputs of `check` and `mutants`: the JSON summary and JUnit XML for CI.

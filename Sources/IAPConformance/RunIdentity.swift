@@ -1,4 +1,5 @@
 import Foundation
+import IAPEncoding
 import IAPModel
 
 /// What makes two summaries parts of one run: a shard of one run can only be merged with the other shards of it.

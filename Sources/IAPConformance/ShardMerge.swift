@@ -1,4 +1,5 @@
 import Foundation
+import IAPEncoding
 import IAPModel
 
 /// A shard's summary as read from its file (the path names it in messages).

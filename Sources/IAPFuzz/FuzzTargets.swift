@@ -1,5 +1,6 @@
 import Foundation
 import IAPConformance
+import IAPEncoding
 import IAPHTTP
 import IAPLoad
 import IAPModel

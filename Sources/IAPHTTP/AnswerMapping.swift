@@ -1,4 +1,5 @@
 import Foundation
+import IAPEncoding
 import IAPModel
 
 /// How an HTTP target's own entitlements response becomes iapcheck's answer (`answer` in the target file,

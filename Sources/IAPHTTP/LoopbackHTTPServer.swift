@@ -1,5 +1,6 @@
 import Foundation
 import IAPModel
+import IAPSupport
 
 #if canImport(Glibc)
     import Glibc

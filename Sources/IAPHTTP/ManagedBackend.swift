@@ -1,6 +1,7 @@
 import Foundation
 import IAPModel
 import IAPProcess
+import IAPSupport
 import IAPValidatorAPI
 
 #if canImport(Glibc)

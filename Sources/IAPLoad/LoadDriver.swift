@@ -3,6 +3,7 @@ import Foundation
 import Histogram
 import IAPModel
 import IAPOracle
+import IAPSupport
 import IAPValidatorAPI
 
 /// Runs a profile: intended send times computed up front, one validator and one set of HdrHistograms per worker

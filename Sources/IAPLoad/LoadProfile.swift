@@ -1,4 +1,5 @@
 import Foundation
+import IAPEncoding
 import IAPModel
 
 /// A load profile (`Profiles/*.json`), decoded strictly: every problem is reported with the file and key.

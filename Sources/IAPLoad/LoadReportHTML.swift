@@ -1,6 +1,7 @@
 import Foundation
 import Histogram
 import IAPModel
+import IAPSupport
 
 /// A self-contained HTML report with inline SVG plots: latency over time, the percentile spectrum, throughput.
 enum LoadReportHTML {

@@ -1,5 +1,6 @@
 import Foundation
 import Histogram
+import IAPEncoding
 import IAPModel
 
 extension LoadResults {

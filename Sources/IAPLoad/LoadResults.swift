@@ -1,5 +1,6 @@
 import Foundation
 import Histogram
+import IAPEncoding
 import IAPModel
 
 /// The merged outcome of a load run and everything written to its result folder.

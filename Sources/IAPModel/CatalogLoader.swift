@@ -1,4 +1,5 @@
 import Foundation
+import IAPEncoding
 
 /// Reads a catalog from disk: iapcheck's own catalog JSON, or an Xcode StoreKit configuration file (`.storekit`).
 ///
@@ -20,8 +21,8 @@ public enum CatalogLoader {
     }
 
     static func looksLikeStoreKit(_ data: Data) -> Bool {
-        guard let obj = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return false }
-        return obj["subscriptionGroups"] != nil && obj["bundleId"] == nil
+        guard let keys = StrictJSON.topLevelKeys(data) else { return false }
+        return keys.contains("subscriptionGroups") && !keys.contains("bundleId")
     }
 
     /// iapcheck's catalog format: the JSON encoding of ``Catalog`` (see `docs/catalog.md`).

@@ -1,3 +1,5 @@
+import IAPEncoding
+
 extension JWSRenewalInfoDecodedPayload {
     /// The payload read by ``FlatJSON`` (see ``JWSTransactionDecodedPayload/init(flatJSON:)``), or nil: then
     /// `JSONDecoder` decides. A renewal info with `eligibleWinBackOfferIds` (an array) always goes to JSONDecoder.
@@ -176,3 +178,5 @@ extension FlatJSON {
         }
     }
 }
+
+extension JWSRenewalInfoDecodedPayload: FlatJSONCodable {}

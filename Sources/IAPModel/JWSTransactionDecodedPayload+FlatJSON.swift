@@ -1,3 +1,5 @@
+import IAPEncoding
+
 extension JWSTransactionDecodedPayload {
     /// The payload read by ``FlatJSON``, or nil when it is outside that reader's shape or not a well-typed
     /// transaction: then `JSONDecoder` decides (with the same result on every payload this accepts).
@@ -107,3 +109,5 @@ extension JWSTransactionDecodedPayload {
         return w.finish()
     }
 }
+
+extension JWSTransactionDecodedPayload: FlatJSONCodable {}

@@ -1,4 +1,5 @@
 import Foundation
+import IAPEncoding
 
 /// Named policies for the points where Apple is ambiguous or the answer is the app's business
 /// (docs/semantics.md#ambiguities-and-policies). The oracle takes them as a parameter and the validator is told them in `reset`, so both

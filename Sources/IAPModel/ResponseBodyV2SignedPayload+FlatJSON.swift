@@ -1,3 +1,5 @@
+import IAPEncoding
+
 extension ResponseBodyV2SignedPayload {
     /// The envelope read by ``FlatJSON`` (see ``JWSTransactionDecodedPayload/init(flatJSON:)``), or nil: then
     /// `JSONDecoder` decides. Only `data` may be an object here; an envelope with a `summary` or an
@@ -105,3 +107,5 @@ extension ResponseBodyV2SignedPayload.Data {
 
     static let flatKeys = FlatJSON.Keys(FlatField.allCases.map { "\($0)" })
 }
+
+extension ResponseBodyV2SignedPayload: FlatJSONCodable {}

@@ -1,4 +1,5 @@
 import Foundation
+import IAPEncoding
 
 /// Import of Xcode StoreKit configuration files (`.storekit`, JSON), so implementers check their validator against
 /// their own products.

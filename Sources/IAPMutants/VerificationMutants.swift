@@ -1,6 +1,8 @@
 import Foundation
+import IAPEncoding
 import IAPModel
 import IAPReference
+import IAPSupport
 import IAPVerification
 
 // Mistakes in verifying what Apple signed (signature, chain, dates, nested JWS, API answers) and in reading

@@ -1,4 +1,5 @@
 import IAPModel
+import IAPSupport
 
 /// The facts a validator could know: every accepted delivery merged (docs/semantics.md#knowledge-model, #ordering-and-duplicates).
 ///

@@ -1,4 +1,5 @@
 import Foundation
+import IAPEncoding
 import IAPModel
 
 /// Renders decoded deliveries as Apple would send them: JWS transactions and renewal info, notification

@@ -1,6 +1,8 @@
 import Crypto
 import Foundation
+import IAPEncoding
 import IAPModel
+import IAPSupport
 
 /// Produces forged artifacts, one class at a time (``ForgeryClass``). The decoded content handed in is already
 /// what the attacker wants accepted (a revocation removed, an expiry pushed years out, another app's identity);

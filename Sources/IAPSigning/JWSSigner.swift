@@ -1,6 +1,8 @@
 import Crypto
 import Foundation
+import IAPEncoding
 import IAPModel
+import IAPSupport
 
 /// Builds JWS compact serializations by hand (not through a JWT library), so the forgery kit can produce every
 /// malformed variant on purpose.

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import IAPModel
+import IAPSupport
 import SwiftASN1
 import X509
 

@@ -1,5 +1,6 @@
 import Foundation
 import IAPModel
+import IAPSupport
 
 /// Ids of their own for one run of a case against a validator that keeps its state (a backend without a `reset`
 /// route, docs/http-target.md#backends-without-a-reset-route), and for each history of a load run's pool: user ids

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import IAPEncoding
 import IAPHTTP
 import IAPModel
 

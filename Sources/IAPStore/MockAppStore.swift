@@ -1,7 +1,9 @@
 import Crypto
 import Foundation
+import IAPEncoding
 import IAPHTTP
 import IAPModel
+import IAPSupport
 import IAPValidatorAPI
 
 /// A mock App Store on loopback, serving a scenario's data the way Apple's servers do (docs/mock-app-store.md):

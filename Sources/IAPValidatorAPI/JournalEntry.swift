@@ -1,4 +1,5 @@
 import Foundation
+import IAPEncoding
 import IAPModel
 
 /// One entry of a durable journal: what a validator acknowledged (a reset, or a delivery at the validator's clock),

@@ -1,6 +1,8 @@
 import Crypto
 import Foundation
+import IAPEncoding
 import IAPModel
+import IAPSupport
 import SwiftASN1
 import X509
 

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import IAPBench
+import IAPEncoding
 import IAPModel
 
 extension Bench {

@@ -5,6 +5,7 @@ import IAPHTTP
 import IAPModel
 import IAPReference
 import IAPSubprocess
+import IAPSupport
 import IAPValidatorAPI
 
 extension Bench {

@@ -1,8 +1,10 @@
 import ArgumentParser
 import Foundation
 import IAPConformance
+import IAPEncoding
 import IAPModel
 import IAPSimulator
+import IAPSupport
 
 /// Options shared by the commands that build cases.
 struct CaseOptions: ParsableArguments {

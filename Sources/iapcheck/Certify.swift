@@ -2,6 +2,7 @@ import ArgumentParser
 import Crypto
 import Foundation
 import IAPConformance
+import IAPEncoding
 import IAPModel
 import IAPValidatorAPI
 

@@ -1,11 +1,13 @@
 import ArgumentParser
 import Foundation
 import IAPConformance
+import IAPEncoding
 import IAPHTTP
 import IAPModel
 import IAPMutants
 import IAPReference
 import IAPSimulator
+import IAPSupport
 import IAPValidatorAPI
 
 struct Check: ParsableCommand {

@@ -1,8 +1,10 @@
 import ArgumentParser
 import Foundation
+import IAPEncoding
 import IAPHTTP
 import IAPLoad
 import IAPModel
+import IAPSupport
 import IAPValidatorAPI
 
 /// Exit code when a load run's thresholds (or the baseline comparison) fail.

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import IAPConformance
+import IAPEncoding
 import IAPModel
 import IAPValidatorAPI
 

@@ -1,9 +1,11 @@
 import ArgumentParser
 import Foundation
 import IAPConformance
+import IAPEncoding
 import IAPModel
 import IAPMutants
 import IAPSimulator
+import IAPSupport
 
 struct MutantsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

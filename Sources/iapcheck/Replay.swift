@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import IAPConformance
 import IAPModel
+import IAPSupport
 
 struct Replay: ParsableCommand {
     static let configuration = CommandConfiguration(

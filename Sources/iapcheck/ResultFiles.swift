@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import IAPEncoding
 import IAPModel
 
 /// Before a run: the place its results go must be writable (created if missing), or exit 2 naming it — a long run

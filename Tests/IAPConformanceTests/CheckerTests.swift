@@ -1,11 +1,13 @@
 import Foundation
 import IAPConformance
+import IAPEncoding
 import IAPModel
 import IAPMutants
 import IAPReference
 import IAPSigning
 import IAPSimulator
 import IAPSubprocess
+import IAPSupport
 import IAPTesting
 import IAPValidatorAPI
 import PropertyEngine

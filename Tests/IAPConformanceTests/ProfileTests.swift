@@ -1,5 +1,6 @@
 import Foundation
 import IAPConformance
+import IAPEncoding
 import IAPModel
 import IAPMutants
 import IAPReference

@@ -1,4 +1,5 @@
 import Foundation
+import IAPEncoding
 import IAPLoad
 import IAPModel
 import IAPReference

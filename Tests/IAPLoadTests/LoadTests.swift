@@ -1,8 +1,10 @@
 import Foundation
+import IAPEncoding
 import IAPLoad
 import IAPModel
 import IAPMutants
 import IAPReference
+import IAPSupport
 import IAPTesting
 import IAPValidatorAPI
 import Testing

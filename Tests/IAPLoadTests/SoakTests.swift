@@ -2,6 +2,7 @@ import Foundation
 import IAPLoad
 import IAPModel
 import IAPReference
+import IAPSupport
 import IAPTesting
 import Testing
 

@@ -2,6 +2,7 @@ import Foundation
 import PropertyEngine
 import Testing
 
+@testable import IAPEncoding
 @testable import IAPModel
 
 /// The comparison's shortcut for agreeing answers says "no difference" exactly when the full comparison finds none:

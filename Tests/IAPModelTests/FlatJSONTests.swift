@@ -5,6 +5,7 @@ import IAPTesting
 import PropertyEngine
 import Testing
 
+@testable import IAPEncoding
 @testable import IAPModel
 
 /// The hot path's transaction reader never disagrees with JSONDecoder: on every payload it reads, it gives the same

@@ -1,5 +1,7 @@
 import Foundation
+import IAPEncoding
 import IAPModel
+import IAPSupport
 import IAPTesting
 import Testing
 

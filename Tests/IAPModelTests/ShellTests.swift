@@ -1,5 +1,6 @@
 import Foundation
 import IAPModel
+import IAPSupport
 import Testing
 
 /// The command lines iapcheck prints (replay, rerun, run again) must run what was run when pasted into a shell.

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// The modules that are the specification in executable form — the oracle, the reference validator, the simulator
-/// and its delivery planner — keep each rule a small named function (docs/architecture.md#reading-the-code). A
+/// and its delivery planner — keep each rule a small named function (CONTRIBUTING.md, "Reading the code"). A
 /// function may run longer where a table or a state machine reads better whole: a comment line saying
 /// `long by design:` and why, right above it, says so.
 @Suite struct FunctionLengthTests {

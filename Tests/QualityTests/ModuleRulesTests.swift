@@ -41,10 +41,35 @@ import Testing
         }
     }
 
-    @Test func theOracleImportsOnlyTheModel() throws {
+    @Test func theOracleImportsOnlyTheModelAndTheLock() throws {
         for (file, modules) in try Self.imports(of: "IAPOracle") {
-            let wrong = modules.filter { $0.hasPrefix("IAP") && $0 != "IAPModel" }
+            let wrong = modules.filter { $0.hasPrefix("IAP") && $0 != "IAPModel" && $0 != "IAPSupport" }
             #expect(wrong.isEmpty, "Sources/IAPOracle/\(file) imports \(wrong.sorted())")
+        }
+    }
+
+    /// The byte and JSON layer and the support module sit under everything: they know nothing of the App Store.
+    @Test(arguments: ["IAPEncoding", "IAPSupport"])
+    func theLowestModulesImportNoOtherModule(_ module: String) throws {
+        for (file, modules) in try Self.imports(of: module) {
+            let wrong = modules.filter { $0.hasPrefix("IAP") }
+            #expect(wrong.isEmpty, "Sources/\(module)/\(file) imports \(wrong.sorted())")
+        }
+    }
+
+    /// The model holds Apple's types, the catalog, policies and answers: readers of bytes and JSON, base64, locks,
+    /// shell quoting and markup have rooms of their own (IAPEncoding, IAPSupport).
+    @Test func theModelHoldsNoEncodingOrSupportCode() throws {
+        let dir = Self.sources.appendingPathComponent("IAPModel")
+        let moved =
+            #/^(public |package )?(final )?(struct|enum|class|protocol) (FlatJSON|StrictJSON|JSONFormat|Base64URL|ByteHash|ConfigError|Locked|Shell|Markup|CryptoCounters)\b/#
+        for name in try FileManager.default.contentsOfDirectory(atPath: dir.path) where name.hasSuffix(".swift") {
+            let text = try String(contentsOf: dir.appendingPathComponent(name), encoding: .utf8)
+            for line in text.split(separator: "\n") {
+                #expect(line.firstMatch(of: moved) == nil, "Sources/IAPModel/\(name): \(line)")
+                #expect(!line.hasPrefix("import Synchronization"), "Sources/IAPModel/\(name) takes locks")
+                #expect(!line.contains("JSONSerialization"), "Sources/IAPModel/\(name) reads JSON itself: \(line)")
+            }
         }
     }
 
@@ -57,10 +82,30 @@ import Testing
 
     @Test func theValidatorAPIHasNoCryptoAndNoTransport() throws {
         for (file, modules) in try Self.imports(of: "IAPValidatorAPI") {
-            let allowed: Set<String> = ["Foundation", "IAPModel"]
+            let allowed: Set<String> = ["Foundation", "IAPModel", "IAPEncoding"]
             #expect(
                 modules.isSubset(of: allowed),
                 "Sources/IAPValidatorAPI/\(file) imports \(modules.subtracting(allowed).sorted())")
+        }
+    }
+
+    /// CONTRIBUTING.md's "Reading the code" tells where a rule lives and which files to touch to add a mutant, a
+    /// notification type, a forgery class or a route: every path it names exists.
+    @Test func contributingNamesFilesThatExist() throws {
+        let root = Self.sources.deletingLastPathComponent()
+        let text = try String(contentsOf: root.appendingPathComponent("CONTRIBUTING.md"), encoding: .utf8)
+        guard let start = text.range(of: "## Reading the code") else {
+            Issue.record("CONTRIBUTING.md has no \"Reading the code\" section")
+            return
+        }
+        let section = text[start.upperBound...]
+        let end = section.range(of: "\n## ")?.lowerBound ?? section.endIndex
+        let paths = section[..<end].matches(of: #/`((?:Sources|Tests|docs)/[^`\s]+)`/#).map { String($0.output.1) }
+        #expect(paths.count >= 20)
+        for path in paths {
+            #expect(
+                FileManager.default.fileExists(atPath: root.appendingPathComponent(path).path),
+                "CONTRIBUTING.md names \(path), which does not exist")
         }
     }
 

@@ -16,10 +16,6 @@ public protocol FlatJSONCodable: Codable {
     var compactJSON: [UInt8]? { get }
 }
 
-extension JWSTransactionDecodedPayload: FlatJSONCodable {}
-extension JWSRenewalInfoDecodedPayload: FlatJSONCodable {}
-extension ResponseBodyV2SignedPayload: FlatJSONCodable {}
-
 public enum FlatJSON {
     public enum Value: Equatable, Sendable {
         case string(String)
@@ -44,7 +40,7 @@ public enum FlatJSON {
     }
 
     /// Whether JSONEncoder would escape something in `utf8`: a quote, a backslash or a control byte.
-    static func needsEscape(_ utf8: UnsafeBufferPointer<UInt8>) -> Bool {
+    package static func needsEscape(_ utf8: UnsafeBufferPointer<UInt8>) -> Bool {
         guard let base = utf8.baseAddress else { return false }
         // Whole blocks with SIMD where there is some (32 or 16 bytes, stopping at the first byte that needs a look),
         // then byte by byte.
@@ -58,10 +54,10 @@ public enum FlatJSON {
     }
 
     /// What a payload type's field holds: a string, an integer or a boolean.
-    enum Kind { case text, number, flag }
+    package enum Kind { case text, number, flag }
 
     /// A known field of a payload type: its bit in the set of fields seen, its kind, and whether it is required.
-    struct Field {
+    package struct Field {
         var bit: Int
         var kind: Kind
         var required: Bool
@@ -70,11 +66,11 @@ public enum FlatJSON {
     /// A payload type's field names, found by their bytes: no String is made and nothing goes through SipHash (a
     /// payload has some twenty keys and the hot path reads thousands of payloads a second). A 256-slot open-addressing
     /// table keyed by the length and three bytes; every hit is confirmed byte for byte.
-    struct Keys {
+    package struct Keys {
         let names: [[UInt8]]
         private var slots = [Int16](repeating: -1, count: 256)
 
-        init(_ names: [String]) {
+        package init(_ names: [String]) {
             precondition(names.count <= 200, "a key table holds at most 200 names")
             self.names = names.map { Array($0.utf8) }
             for (i, name) in self.names.enumerated() {
@@ -85,7 +81,7 @@ public enum FlatJSON {
         }
 
         /// No names: every key is unknown.
-        static let none = Keys([])
+        package static let none = Keys([])
 
         static func hash(_ key: UnsafeBufferPointer<UInt8>) -> Int {
             let n = key.count
@@ -94,7 +90,7 @@ public enum FlatJSON {
         }
 
         /// The position of `key` among the names, or nil.
-        func index(of key: UnsafeBufferPointer<UInt8>) -> Int? {
+        package func index(of key: UnsafeBufferPointer<UInt8>) -> Int? {
             var h = Self.hash(key)
             while true {
                 let i = Int(slots[h])
@@ -108,13 +104,13 @@ public enum FlatJSON {
     }
 
     /// A payload type's fields, in the order given (their bits and their indices), the required ones named.
-    struct Table {
+    package struct Table {
         let keys: Keys
         let fields: [Field]
         /// The bits of the required fields.
         let required: UInt64
 
-        init(_ list: [(String, Kind)], required: Set<String>) {
+        package init(_ list: [(String, Kind)], required: Set<String>) {
             keys = Keys(list.map(\.0))
             fields = list.enumerated().map { i, f in Field(bit: i, kind: f.1, required: required.contains(f.0)) }
             self.required = fields.filter(\.required).reduce(0) { $0 | (1 << UInt64($1.bit)) }
@@ -124,7 +120,7 @@ public enum FlatJSON {
     /// Walks the top-level members of `bytes`, handing each to `visit` with its key's bytes and the index of its key
     /// in `keys` (nil for a key not there) until `visit` answers false. False when the text is
     /// outside the simple shape or `visit` refused a member.
-    static func members(
+    package static func members(
         _ bytes: UnsafeBufferPointer<UInt8>, keys: Keys, _ visit: (Range<Int>, Int?, Value) -> Bool
     ) -> Bool {
         var r = Reader(bytes: bytes)
@@ -155,7 +151,7 @@ public enum FlatJSON {
     /// Reads a payload of a table's type: each known field's value, read as its kind, goes to `assign` with the
     /// field's index (unknown keys are skipped). False when JSONDecoder must decide: the text is outside the shape,
     /// a value is not of its field's kind, a field repeats, a required one is missing, or `assign` refused.
-    static func read(
+    package static func read(
         _ bytes: UnsafeBufferPointer<UInt8>, _ table: Table,
         _ assign: (_ index: Int, _ text: String?, _ number: Int64?, _ flag: Bool?) -> Bool
     ) -> Bool {

@@ -13,6 +13,13 @@ public final class StrictJSON {
         problems.append(ConfigError.Problem(key: key, message: message))
     }
 
+    /// The keys of `data`'s top-level object, or nil when it is not a JSON object: a quick look that records no
+    /// problem (which reader a file goes to).
+    public static func topLevelKeys(_ data: Data) -> Set<String>? {
+        guard let obj = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return nil }
+        return Set(obj.keys)
+    }
+
     /// Parses `data` as a JSON object; records a problem and returns nil when it is not one.
     public func parseObject(_ data: Data, maxBytes: Int = 32 << 20) -> Object? {
         guard data.count <= maxBytes else {
@@ -125,7 +132,7 @@ public final class StrictJSON {
     public struct Object {
         public let dict: [String: Any]
         public let path: String
-        let reader: StrictJSON
+        public let reader: StrictJSON
         private let seen: Box = Box()
         final class Box { var keys: Set<String> = [] }
 
@@ -230,34 +237,6 @@ public final class StrictJSON {
                 out.append(s)
             }
             return out
-        }
-
-        public func period(_ key: String, required: Bool = true) -> Period? {
-            guard let s = string(key, required: required) else { return nil }
-            guard let p = Period(iso8601: s) else {
-                let zero = s.count >= 3 && s.first == "P" && Int(s.dropFirst().dropLast()) == 0
-                reader.problem(
-                    keyPath(key),
-                    zero
-                        ? "\"\(s)\" is a period of zero length: a product lasts at least one day (P1D)"
-                        : "\"\(s)\" is not an ISO 8601 period such as P1W, P1M or P1Y")
-                return nil
-            }
-            return p
-        }
-
-        /// An auto-renewable subscription's period: one of the durations App Store Connect offers (P1W, P1M, P2M,
-        /// P3M, P6M, P1Y). Sandbox and Xcode accelerate renewals by their own settings, not by the period.
-        public func renewalPeriod(_ key: String) -> Period? {
-            guard let p = period(key) else { return nil }
-            guard Period.appleRenewalPeriods.contains(p) else {
-                reader.problem(
-                    keyPath(key),
-                    "\"\(p.iso8601)\" is not a period App Store Connect offers for auto-renewable subscriptions (\(Period.appleRenewalPeriods.map(\.iso8601).joined(separator: ", ")))"
-                )
-                return nil
-            }
-            return p
         }
 
         /// A string that must be one of `allowed`.
