@@ -109,6 +109,41 @@ import Testing
         }
     }
 
+    /// A rule's comment names the section of the docs it implements (`docs/semantics.md#grace-period`, more
+    /// sections of the same file as `, #q4-…`): every section cited in Sources exists, under GitHub's anchor.
+    @Test func everyCitedSectionExists() throws {
+        let root = Self.sources.deletingLastPathComponent()
+        func anchors(_ doc: String) throws -> Set<String> {
+            let text = try String(contentsOf: root.appendingPathComponent(doc), encoding: .utf8)
+            return Set(
+                text.split(separator: "\n").filter { $0.hasPrefix("#") }.map { line in
+                    let title = line.drop { $0 == "#" }.trimmingCharacters(in: .whitespaces).lowercased()
+                    return String(
+                        title.unicodeScalars.filter {
+                            CharacterSet.alphanumerics.contains($0) || "_- ".unicodeScalars.contains($0)
+                        }
+                        .map { $0 == " " ? "-" : Character($0) })
+                })
+        }
+        var known: [String: Set<String>] = [:]
+        var cited = 0
+        let files = FileManager.default.enumerator(atPath: Self.sources.path)!.compactMap { $0 as? String }
+            .filter { $0.hasSuffix(".swift") }
+        for file in files {
+            let text = try String(contentsOf: Self.sources.appendingPathComponent(file), encoding: .utf8)
+            for m in text.matches(of: #/docs/([\w-]+\.md)((?:#[\w-]+)(?:,\s*#[\w-]+)*)/#) {
+                let doc = "docs/\(m.output.1)"
+                if known[doc] == nil { known[doc] = try anchors(doc) }
+                for a in m.output.2.matches(of: #/#([\w-]+)/#).map({ String($0.output.1) }) {
+                    cited += 1
+                    let exists = known[doc]!.contains(a)
+                    #expect(exists, "Sources/\(file) cites \(doc)#\(a), which has no such section")
+                }
+            }
+        }
+        #expect(cited > 50)
+    }
+
     @Test func noSourceFileIsLongerThan400Lines() throws {
         let files = FileManager.default.enumerator(atPath: Self.sources.path)!.compactMap { $0 as? String }
             .filter { $0.hasSuffix(".swift") }
