@@ -33,6 +33,16 @@ public struct FailureReport: Sendable {
 
     /// The failure as a person reads it: which case, what differed (or how the validator failed), and the shrunk
     /// history as a timeline. What a test built on ``Checker`` records as its issue.
+    /// How far the case was shrunk, as the FAIL line says it: "shrunk from 12 to 2 actions in 400 attempts", or,
+    /// when no action could go, "not shrunk in 250 attempts: its 1 action is needed".
+    public func shrinkPhrase(attempts: Int? = nil) -> String {
+        let n = shrunk.actionCount
+        let actions = "\(n) action\(n == 1 ? "" : "s")"
+        let tried = attempts.map { " in \($0) attempts" } ?? ""
+        guard originalActions != n else { return "not shrunk\(tried): its \(actions) \(n == 1 ? "is" : "are") needed" }
+        return "shrunk from \(originalActions) to \(actions)\(tried)"
+    }
+
     public var explanation: String {
         let what =
             discrepancy.map { d in
@@ -40,7 +50,7 @@ public struct FailureReport: Sendable {
                     + d.differences.map { "  - \($0)" }.joined(separator: "\n")
             } ?? validatorFailure.map { "validator failure: \($0)" } ?? ""
         return """
-            case \(caseIndex) of seed \(seed), shrunk from \(originalActions) to \(shrunk.actionCount) actions
+            case \(caseIndex) of seed \(seed), \(shrinkPhrase())
             \(what)
             \(Timeline.render(shrunk, failingStep: failingStep))
             """

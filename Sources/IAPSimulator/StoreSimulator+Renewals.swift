@@ -78,7 +78,7 @@ extension StoreSimulator {
         case (let g?, .graceWithoutRetryFlag?):
             log(
                 c0.person, .graceWithoutRetryFlag,
-                "billing fails for \(name(c0.person))'s \(c0.productId); grace until \(CivilTime.relative(g - (origin ?? 0))), but the renewal info says not in billing retry"
+                "billing fails for \(name(c0.person))'s \(c0.productId); grace until \(CivilTime.relative(g - (origin ?? 0))), but this renewal info says isInBillingRetryPeriod false"
             )
         case (let g?, _):
             log(
@@ -137,7 +137,10 @@ extension StoreSimulator {
             sim.notify(id, .gracePeriodExpired)
         }
         let c = chains[cid]!
-        log(c.person, .graceExpired, "grace period ends for \(name(c.person))'s \(c.productId); still in billing retry")
+        log(
+            c.person, .graceExpired,
+            "grace period ends for \(name(c.person))'s \(c.productId); billing retry goes on (renewal info signed now says so)"
+        )
     }
 
     public mutating func exhaustRetry(_ cid: String) {
