@@ -30,7 +30,7 @@ public struct Discrepancy: Codable, Hashable, Sendable {
 
     /// What the comparison found, said before the property the case ran under (which only says how the case was
     /// delivered): `entitlement disagreement (product pro.monthly/active)`, `refused a genuine artifact`,
-    /// `accepted a forged artifact (alg-none)`, `accepted an artifact Apple's rules refuse (…)`.
+    /// `accepted a forged artifact (alg-none)`, `accepted an artifact it must refuse (…)`.
     public var finding: String {
         switch kind {
         case .answer:
@@ -41,7 +41,7 @@ public struct Discrepancy: Codable, Hashable, Sendable {
             if expected.hasPrefix(forged) {
                 return "accepted a forged artifact (\(expected.dropFirst(forged.count).dropLast()))"
             }
-            return "accepted an artifact Apple's rules refuse " + expected.dropFirst("rejected ".count)
+            return "accepted an artifact it must refuse " + expected.dropFirst("rejected ".count)
         }
     }
 }

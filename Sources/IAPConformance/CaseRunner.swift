@@ -44,25 +44,15 @@ public enum CaseRunner {
                 if decodedPath != nil && d.forgery != nil { continue }
                 // A case planned for more channels (a corpus file) sends only what this validator takes.
                 if !profile.accepts(d.delivery.channel) { continue }
-                var expectedAccept = d.forgery == nil && knowledge.rejection(d.delivery) == nil
-                let verdict: DeliveryVerdict
-                // A validly signed token of genuine content that only its size sets apart (docs/semantics.md#q19-token-size):
-                // either verdict, unless the policy declares a limit.
-                var eitherVerdict = false
+                let verdict: DeliveryVerdict, expected: ExpectedVerdict
                 do {
                     if let decodedPath {
+                        expected = expectedVerdict(d, largestToken: nil, knowledge, policy: c.config.policy)
                         verdict = try decodedPath.deliver(decoded: d.delivery, now: d.now)
                     } else {
                         let signed = d.forgery.map { kit.render($0, d.delivery) } ?? renderer.render(d.delivery)
-                        let genuine = d.forgery == nil || d.forgery?.isHardeningOnly == true
-                        if genuine && knowledge.rejection(d.delivery) == nil {
-                            if let limit = c.config.policy.tokenSizeLimit {
-                                // The app's declared limit holds for every token, genuine or padded.
-                                expectedAccept = signed.largestToken <= limit
-                            } else if d.forgery != nil {
-                                eitherVerdict = true
-                            }
-                        }
+                        expected = expectedVerdict(
+                            d, largestToken: signed.largestToken, knowledge, policy: c.config.policy)
                         verdict = try v.deliver(signed, now: d.now)
                     }
                 } catch {
@@ -74,18 +64,8 @@ public enum CaseRunner {
                     tally.record(f, on: d.delivery.channel, rejected: !verdict.isAccepted)
                     if verdict.isAccepted && f.mayBeAcknowledged { acknowledged.append((f, d.delivery.channel)) }
                 }
-                if verdict.isAccepted != expectedAccept && !(d.forgery?.mayBeAcknowledged ?? false) && !eitherVerdict {
-                    let property: PropertyName = expectedAccept ? .robustInput : .forgeryRejected
-                    return .discrepancy(
-                        Discrepancy(
-                            property: property, kind: .verdict, step: i,
-                            expected: expectedAccept
-                                ? "accepted"
-                                : "rejected (\(d.forgery.map { "forged: \($0.rawValue)" } ?? knowledge.rejection(d.delivery)!))",
-                            observed: Self.describe(verdict), differences: [], expectedAnswer: nil, observedAnswer: nil)
-                    )
-                }
-                if expectedAccept || (eitherVerdict && verdict.isAccepted) { knowledge.learn(d.delivery) }
+                if let wrong = wrongVerdict(d, verdict, expected, step: i) { return .discrepancy(wrong) }
+                if expected.learns(verdict) { knowledge.learn(d.delivery) }
                 // Fault profile: kill the validator right after it acknowledged, at deterministic points of the case.
                 deliveries += 1
                 if let restartable, deliveries % 5 == 0 {
@@ -97,27 +77,91 @@ public enum CaseRunner {
                 }
             case .query(let q):
                 questions += 1
-                let judgement = Oracle.judge(knowledge, user: q.query.userId, at: q.query.at)
-                let expected = judgement.answer
-                let observed: EntitlementAnswer
                 do {
-                    observed = try v.entitlements(q.query)
+                    if let wrong = try wrongAnswer(c, q, step: i, v, knowledge, profile: profile) {
+                        return .discrepancy(wrong)
+                    }
                 } catch {
                     return .validatorFailed(error, step: i)
-                }
-                let (diffs, lines) = Self.differences(observed, from: judgement, profile: profile)
-                if !diffs.isEmpty {
-                    return .discrepancy(
-                        Discrepancy(
-                            property: attribute(c, step: i), kind: .answer, step: i,
-                            expected: Self.summary(expected, profile: profile),
-                            observed: Self.summary(observed, profile: profile), differences: lines,
-                            expectedAnswer: expected, observedAnswer: observed, differenceKeys: diffs.map(Self.key)))
                 }
             }
         }
         for (f, channel) in acknowledged { tally.reject(f, on: channel) }
         return .passed(questions: questions)
+    }
+
+    /// The verdict a delivery must get.
+    enum ExpectedVerdict: Equatable {
+        case accept
+        /// Refused, and why: the forgery class, or why the facts are not this app's.
+        case refuse(String)
+        /// Either verdict: a validly signed token of genuine content that only its size sets apart.
+        case either
+
+        /// Whether the oracle learns the delivery's facts, as the validator was right to take them.
+        func learns(_ verdict: DeliveryVerdict) -> Bool { self == .accept || (self == .either && verdict.isAccepted) }
+    }
+
+    /// A genuine fact of this app is accepted; anything else is refused: a forgery (its class), an artifact of
+    /// another app or environment (the reason the knowledge gives). A validly signed token that only its size sets
+    /// apart may get either verdict unless the policy declares a limit, which then holds for every token, genuine or
+    /// padded (docs/semantics.md#q19-token-size). `largestToken` is nil where nothing is rendered (decoded facts).
+    static func expectedVerdict(_ d: PlannedDelivery, largestToken: Int?, _ knowledge: Knowledge, policy: Policy)
+        -> ExpectedVerdict
+    {
+        let rejection = knowledge.rejection(d.delivery)
+        let genuine = d.forgery == nil || d.forgery?.isHardeningOnly == true
+        if let size = largestToken, genuine, rejection == nil {
+            if let limit = policy.tokenSizeLimit {
+                guard size <= limit else {
+                    // The padded class keeps its name; a genuine token says its size.
+                    return .refuse(
+                        d.forgery.map { "forged: \($0.rawValue)" }
+                            ?? "a token of \(size) bytes, over the policy's tokenSizeLimit of \(limit)")
+                }
+                return .accept
+            }
+            if d.forgery != nil { return .either }
+        }
+        if let f = d.forgery { return .refuse("forged: \(f.rawValue)") }
+        if let rejection { return .refuse(rejection) }
+        return .accept
+    }
+
+    /// The discrepancy when the validator's verdict is not the expected one. A forgery that may be acknowledged (a
+    /// replayed notification UUID) is judged by the answers instead.
+    static func wrongVerdict(_ d: PlannedDelivery, _ verdict: DeliveryVerdict, _ expected: ExpectedVerdict, step: Int)
+        -> Discrepancy?
+    {
+        let shouldAccept: Bool
+        let wanted: String
+        switch expected {
+        case .either: return nil
+        case .accept: (shouldAccept, wanted) = (true, "accepted")
+        case .refuse(let why): (shouldAccept, wanted) = (false, "rejected (\(why))")
+        }
+        guard verdict.isAccepted != shouldAccept, !(d.forgery?.mayBeAcknowledged ?? false) else { return nil }
+        return Discrepancy(
+            property: shouldAccept ? .robustInput : .forgeryRejected, kind: .verdict, step: step, expected: wanted,
+            observed: describe(verdict), differences: [], expectedAnswer: nil, observedAnswer: nil)
+    }
+
+    /// The discrepancy when the validator's answer to a question differs from the oracle's judgement (on the fields
+    /// the facts decide and the validator's profile declares).
+    static func wrongAnswer(
+        _ c: GeneratedCase, _ q: PlannedQuery, step: Int, _ v: any Validator, _ knowledge: Knowledge,
+        profile: ValidatorProfile
+    ) throws(ValidatorFailure) -> Discrepancy? {
+        let judgement = Oracle.judge(knowledge, user: q.query.userId, at: q.query.at)
+        let expected = judgement.answer
+        let observed = try v.entitlements(q.query)
+        let (diffs, lines) = differences(observed, from: judgement, profile: profile)
+        guard !diffs.isEmpty else { return nil }
+        return Discrepancy(
+            property: attribute(c, step: step), kind: .answer, step: step,
+            expected: summary(expected, profile: profile),
+            observed: summary(observed, profile: profile), differences: lines, expectedAnswer: expected,
+            observedAnswer: observed, differenceKeys: diffs.map(key))
     }
 
     /// Resets the validator for a case, trusting the test PKI's root; the failure outcome if it fails.

@@ -1,0 +1,32 @@
+import IAPConformance
+import IAPModel
+import IAPMutants
+import IAPReference
+import Testing
+
+/// An app may declare a size limit on signed tokens (policy tokenSizeLimit, docs/policies.md): then every token over
+/// it must be refused, genuine ones too (docs/semantics.md#q19-token-size).
+@Suite struct TokenLimitTests {
+    /// A limit below the size of genuine tokens: a validator that takes them anyway is reported, with the size and
+    /// the limit as the reason, not left to crash the run (the expected verdict had no reason to print).
+    @Test func aGenuineTokenOverTheDeclaredLimitMustBeRefusedAndSaysWhy() throws {
+        var o = CheckOptions()
+        o.cases = 20
+        o.seed = 1
+        o.policy = Policy(tokenSizeLimit: 2048)
+        let report = Checker(options: o, validator: Mutants.named("no-size-limit")!.make()).run()
+        let d = try #require(report.failure?.discrepancy)
+        #expect(d.kind == .verdict)
+        #expect(d.expected.contains("bytes, over the policy's tokenSizeLimit of 2048"), "\(d.expected)")
+        #expect(d.finding.hasPrefix("accepted an artifact it must refuse (a token of "), "\(d.finding)")
+    }
+
+    /// The reference honours the same limit: it refuses what is over it and passes.
+    @Test func theReferenceHonoursASmallLimit() {
+        var o = CheckOptions()
+        o.cases = 20
+        o.seed = 1
+        o.policy = Policy(tokenSizeLimit: 2048)
+        #expect(Checker(options: o, validator: ReferenceValidator()).run().failure == nil)
+    }
+}
