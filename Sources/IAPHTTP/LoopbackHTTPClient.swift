@@ -155,6 +155,7 @@ public final class LoopbackHTTPClient {
     }
 
     /// Reads one response; nil if the connection was closed before any byte arrived. Parses the head as bytes.
+    // long by design: the framing of one HTTP/1.1 response (head, then length, chunks or close) as one state machine.
     func readResponse(deadline: Date) throws(Failure) -> (Int, Data)? {
         filled = 0
         func fail(_ kind: Failure.Kind, _ message: String) -> Failure {

@@ -56,6 +56,7 @@ extension LoopbackHTTPServer {
             return nil
         }
 
+        // long by design: the framing of one HTTP/1.1 request (head, then length or chunks) as one state machine.
         mutating func next() -> Next {
             // Drop what earlier requests used (indices into the buffer stay valid within one request).
             if start > 0 {

@@ -45,8 +45,8 @@ extension Oracle {
     }
 
     /// A product is active when any grant holds it; grace gives the state only without paid access, and the user's
-    /// own grace still counts while another grant (a family share) covers the product
-    /// (docs/semantics.md#grace-period, #family-sharing).
+    /// own grace still counts while another grant (a family share) covers the product: the later end, and the
+    /// user's own ownership (docs/semantics.md#q18-one-product-several-chains).
     static func held(paid: Held?, grace: Held?) -> (Held, EntitlementState)? {
         switch (paid, grace) {
         case (var p?, let g?):
@@ -80,9 +80,9 @@ extension Oracle {
         }
     }
 
-    /// Groups where the user's own subscription — or only an introductory offer taken, by policy introEligibility —
-    /// spent the intro eligibility; a family share spends nothing (docs/semantics.md#offers-and-intro-eligibility,
-    /// #q7-intro-eligibility-definition).
+    /// Groups where the user spent the intro eligibility: by default an introductory offer of their own taken in
+    /// the group; under policy introEligibility `never-subscribed`, any subscription of their own in it. A family
+    /// share spends nothing (docs/semantics.md#offers-and-intro-eligibility, #q7-intro-eligibility-definition).
     static func introSpentGroups(_ known: [JWSTransactionDecodedPayload], policy: Policy) -> Set<String> {
         var spent: Set<String> = []
         for x in known {

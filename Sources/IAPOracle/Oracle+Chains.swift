@@ -73,9 +73,11 @@ extension Oracle {
         tallyLatest(c, k, reading, into: &tally)
     }
 
-    /// What a consumable purchase adds to its balance: its quantity, less what a refund claws back, one percentage
-    /// for the whole quantity (docs/semantics.md#product-types, #q17-partial-refund-of-a-consumable-quantity).
-    /// Bounded so that no artifact, however absurd its numbers, can trap the arithmetic.
+    /// What a consumable purchase adds to its balance: its quantity, once per transactionId; a revoked one is taken
+    /// back under policy consumableClawback, every unit (consumableRefundShare `all`) or the refunded share of the
+    /// quantity, one percentage for all of it (`share`) (docs/semantics.md#grant-intervals,
+    /// #q17-partial-refund-of-a-consumable-quantity). Bounded so that no artifact, however absurd its numbers, can
+    /// trap the arithmetic.
     static func consumableCredit(_ x: JWSTransactionDecodedPayload, at t: Millis, policy: Policy) -> Int {
         let q = max(0, x.quantity ?? 1)
         guard x.isRevoked(at: t) && policy.consumableClawback else { return q }
@@ -93,7 +95,8 @@ extension Oracle {
     }
 
     /// An auto-renewable transaction grants `[purchaseDate, expiresDate)`, extended where only the renewal info says
-    /// so, cut by an immediate product change (docs/semantics.md#grant-intervals).
+    /// so (policy extensionSignedAs `renewal-info`), cut by an immediate product change unless an introductory
+    /// period runs its course by reading (docs/semantics.md#grant-intervals).
     static func periodGrant(_ x: JWSTransactionDecodedPayload, _ c: ChainAt, _ k: Knowledge, _ reading: Reading)
         -> Grant?
     {
@@ -119,7 +122,8 @@ extension Oracle {
 
     /// An extension signed only in the renewal info (policy extensionSignedAs,
     /// docs/semantics.md#q9-how-an-extension-is-represented): the latest renewal date the renewal info signed while
-    /// `x` was the chain's current transaction, before the next one's purchase.
+    /// `x` was the chain's current transaction (before the next one's purchase), for `x`'s product and outside
+    /// billing retry.
     static func extendedRenewalDate(_ x: JWSTransactionDecodedPayload, _ c: Prepared.Chain, _ k: Knowledge) -> Millis? {
         let purchase = x.purchaseDate
         var next = Millis.max
@@ -152,7 +156,9 @@ extension Oracle {
     }
 
     /// Grace, and the state of a chain that grants nothing now, read from its latest auto-renewable transaction
-    /// purchased by `t` — an isUpgraded flag signed after `t` must not hide it (docs/semantics.md#subscription-status).
+    /// purchased by `t` (docs/semantics.md#subscription-status). Unlike that section's derivation it does not skip a
+    /// transaction flagged isUpgraded: the flag may be signed after `t`, and the upgrading transaction, purchased
+    /// later, is the latest once it exists.
     /// Of several chains of one product, the one purchased last gives the inactive state (policy inactiveState,
     /// docs/semantics.md#q18-one-product-several-chains).
     static func tallyLatest(_ c: ChainAt, _ k: Knowledge, _ reading: Reading, into tally: inout Tally) {

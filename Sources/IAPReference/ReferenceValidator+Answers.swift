@@ -19,7 +19,8 @@ extension ReferenceValidator {
 
         /// Keeps the better of two holdings of a product: entitled beats not; of two entitled, paid access gives the
         /// state, the holding lasts as long as either (a grace of the user's own beyond a family share still
-        /// grants) and is the user's own if either is; of two not entitled, the later purchase.
+        /// grants) and is the user's own if either is; of two not entitled, the later purchase
+        /// (docs/answers.md#products-products, docs/semantics.md#q18-one-product-several-chains).
         mutating func record(_ productId: String, _ h: Holding) {
             guard let old = held[productId] else {
                 held[productId] = h
@@ -39,7 +40,8 @@ extension ReferenceValidator {
     }
 
     /// Per chain: the latest transaction's status (auto-renewable), each purchase (non-consumable), stacked or
-    /// overlapping periods (non-renewing); per product the best holding; per group the highest level held.
+    /// overlapping periods (non-renewing); per product the best holding; per group the highest level held
+    /// (docs/semantics.md#derived-answers).
     func answer(_ q: EntitlementQuery) -> EntitlementAnswer {
         let t = evaluationInstant(q)
         var holdings = Holdings()
@@ -93,7 +95,8 @@ extension ReferenceValidator {
 
     /// An auto-renewable chain holds what its latest transaction's status says — active, grace, or the inactive
     /// state — for the product it entitles to; its earlier products are expired, save an introductory period left
-    /// running under policy `upgradeDuringIntro` `union`.
+    /// running under policy `upgradeDuringIntro` `union` (docs/semantics.md#subscription-status,
+    /// #q2-upgrade-during-an-introductory-offer).
     func holdSubscription(
         _ txs: [JWSTransactionDecodedPayload], everything: [JWSTransactionDecodedPayload],
         renewal: JWSRenewalInfoDecodedPayload?, chain otid: String, at t: Millis, into holdings: inout Holdings
@@ -131,8 +134,9 @@ extension ReferenceValidator {
         )
     }
 
-    /// Non-renewing products, each over every chain: periods from purchase, stacked by policy; a product none of
-    /// whose periods covers `t` is expired, or revoked when its last purchase was.
+    /// Non-renewing products, each over every chain: periods from purchase, stacked by policy nonRenewingStacking; a
+    /// product without a duration is active, without an end, from each unrevoked purchase; a product none of whose
+    /// periods covers `t` is expired, or revoked when its last purchase was (docs/semantics.md#product-types).
     func holdNonRenewing(at t: Millis, into holdings: inout Holdings) {
         for (productId, txs) in holdings.nonRenewing.sorted(by: { $0.key < $1.key }) {
             var lastEnd: Millis = .min
@@ -161,7 +165,8 @@ extension ReferenceValidator {
         }
     }
 
-    /// Per group, its active product of the highest level (1 is highest; ties by id), and its intro eligibility.
+    /// Per group, its active product of the highest level (1 is highest; ties by id), and its intro eligibility
+    /// (docs/semantics.md#levels-and-classification, #offers-and-intro-eligibility).
     func groupAnswers(_ products: [ProductEntitlement], introTxs: [String: [JWSTransactionDecodedPayload]])
         -> [GroupEntitlement]
     {

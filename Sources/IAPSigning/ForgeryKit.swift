@@ -154,6 +154,7 @@ public struct ForgeryKit: Sendable {
     }
 
     /// One forged JWS of `value`.
+    // long by design: one case per forgery class, the table of how each is signed, reads best whole.
     public func jws<T: Encodable>(_ forgery: ForgeryClass, _ value: T, _ signedDate: Millis) -> String {
         let genuine = pki.leaf(at: signedDate)
         let payload = JWSSigner.payload(value)

@@ -75,7 +75,8 @@ extension DeliveryPlanner {
         return seenBefore ? nil : (src.chance(90) ? c.time + later : nil)
     }
 
-    /// Perturbation `duplicates`: the app submits the transaction again hours later, as it then stands.
+    /// Perturbation `duplicates`: the app submits the transaction again hours later, as it then stands
+    /// (docs/semantics.md#ordering-and-duplicates).
     func resubmit(
         _ s: Submitted, _ sim: StoreSimulator, _ src: ChoiceSource, deviceSkew: Millis, into out: inout Outbox
     ) {
@@ -87,14 +88,16 @@ extension DeliveryPlanner {
         out.add(again, .appTransaction(sub), .appResubmit, s.person)
     }
 
-    /// Perturbation `legacyReceipts`: the app also sends its receipt, right after the purchase.
+    /// Perturbation `legacyReceipts`: the app also sends its receipt, right after the purchase
+    /// (docs/semantics.md#legacy-verifyreceipt).
     func receiptAtOnce(_ s: Submitted, _ sim: StoreSimulator, _ src: ChoiceSource, into out: inout Outbox) {
         guard perturbations.legacyReceipts && s.inApp && src.chance(25) else { return }
         let at = s.at + 2
         out.add(at, .legacyReceipt(Self.legacyReceipt(sim, person: s.person, at: at)), .legacyReceipt, s.person)
     }
 
-    /// Perturbation `foreign`: a forged submission of the transaction, one forgery class of the app channel.
+    /// Perturbation `foreign`: a forged submission of the transaction, one forgery class of the app channel
+    /// (docs/verifiers.md#forgery-classes).
     func forgedSubmission(_ s: Submitted, _ src: ChoiceSource, into out: inout Outbox) {
         guard perturbations.foreign && src.chance(30) else { return }
         let forgery = src.pick(ForgeryClass.allCases.filter { $0.channels.contains(.app) })
@@ -118,7 +121,7 @@ extension DeliveryPlanner {
 
     /// Perturbation `legacyReceipts`: the app sends the receipt it has again when it next opens, days later:
     /// renewals, refunds and grace since are in Apple's answer (`latest_receipt_info`) but not in the receipt's own
-    /// `in_app`.
+    /// `in_app` (docs/semantics.md#receipt-fields).
     func staleReceipt(_ s: Submitted, _ sim: StoreSimulator, _ src: ChoiceSource, into out: inout Outbox) {
         guard perturbations.legacyReceipts && s.inApp && src.chance(30) else { return }
         let later = s.at + Millis(1 + src.int(below: 60)) * CivilTime.msPerDay + Millis(src.int(below: 1000))
@@ -132,7 +135,8 @@ extension DeliveryPlanner {
 
     /// Perturbation `foreign`: a verifyReceipt answer that must change nothing — another app's receipt presented as
     /// this user's, or an answer about this user's receipt with an error status, no status, cut short or not JSON at
-    /// all. Its content is what a forger would want (refunds gone, expiry years away).
+    /// all. Its content is what a forger would want (refunds gone, expiry years away)
+    /// (docs/semantics.md#receipt-status-codes).
     func forgedReceipt(_ s: Submitted, _ sim: StoreSimulator, _ src: ChoiceSource, into out: inout Outbox) {
         guard perturbations.foreign && s.inApp && src.chance(15) else { return }
         let forgery = src.pick(ForgeryClass.allCases.filter { $0.channels.contains(.legacy) })

@@ -69,7 +69,8 @@ extension DeliveryPlanner {
 
     /// The notification itself, or, under `drops`, its loss for good and the API reconciliation that recovers its
     /// facts (a notification about the app has no chain to reconcile: it is just lost). A validator without the
-    /// webhook reconciles from the API (when it has that channel) what the notification said.
+    /// webhook reconciles from the API (when it has that channel) what the notification said
+    /// (docs/semantics.md#delivery-and-retries, #app-store-server-api).
     func deliverOrLose(
         _ n: EmittedNotification, first: Millis, label: DeliveryOrigin, _ sim: StoreSimulator, _ src: ChoiceSource,
         into out: inout Outbox
@@ -91,7 +92,8 @@ extension DeliveryPlanner {
 
     /// Perturbation `foreign`: the notification forged by one class of the notification channel that applies in
     /// the app's environment. A replayed `notificationUUID` comes later with other content signed later: it must be
-    /// recognised as already seen (a validator that only keeps "the newest signedDate" would take it).
+    /// recognised as already seen (a validator that only keeps "the newest signedDate" would take it)
+    /// (docs/verifiers.md#forgery-classes, docs/semantics.md#ordering-and-duplicates).
     func forgedNotification(
         _ n: EmittedNotification, first: Millis, _ sim: StoreSimulator, _ src: ChoiceSource, into out: inout Outbox
     ) {
@@ -156,7 +158,7 @@ extension DeliveryPlanner {
 
     /// Perturbation `unknownValues`: a genuine notification with a type, subtype or enum value this version of the
     /// App Store does not have yet, or a TEST notification, which names the app but carries no transaction (Request
-    /// a Test Notification). It must change nothing.
+    /// a Test Notification). It must change nothing (docs/semantics.md#q16-newer-enum-values).
     func unusualNotification(_ n: EmittedNotification, first: Millis, _ src: ChoiceSource, into out: inout Outbox) {
         var odd = n.payload
         let how = src.int(below: 4)

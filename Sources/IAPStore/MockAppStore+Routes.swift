@@ -44,6 +44,7 @@ extension MockAppStore {
         return Self.json(all[index])
     }
 
+    // long by design: the route table of the mock App Store, one entry per endpoint, reads best whole.
     func makeRoutes() -> Routes {
         var api = Routes()
         api.get("/inApps/v2/history/:transactionId") { request, parameters in

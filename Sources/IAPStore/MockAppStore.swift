@@ -282,11 +282,11 @@ public final class MockAppStore: AppStoreBridge, @unchecked Sendable {
         state.withLock { $0.notifications.map { ($0.notificationType, $0.attempts.map(\.sendAttemptResult)) } }
     }
 
-    /// Requests answered per endpoint (`history`, `statuses`, `transaction`, `notification-history`, `test`,
-    /// `verifyReceipt` (production), `sandbox/verifyReceipt`, `unauthorized`), for tests and reports.
     /// Notifications, over every case since the store started, that were delivered on a retry after a failed attempt.
     public var notificationsDeliveredOnRetry: Int { state.withLock { $0.recovered } }
 
+    /// Requests answered per endpoint, by the name each route counts itself under (`history`, `statuses`, …; see
+    /// `MockAppStore+Routes.swift`), for tests and reports.
     public var served: [String: Int] { state.withLock { $0.servedCounts } }
 
     func count(_ endpoint: String) { state.withLock { $0.servedCounts[endpoint, default: 0] += 1 } }

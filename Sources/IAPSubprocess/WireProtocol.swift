@@ -68,6 +68,7 @@ public enum WireProtocol {
     ///
     /// With `profile`, the `hello` declares it and answers carry only the lists and fields it declares (`serve
     /// --answers/--channels`): the reference or a mutant as a validator that answers in entitlements, say.
+    // long by design: the server loop of the wire protocol, one case per message type, reads best whole.
     public static func serve(
         _ validator: any Validator, journal: String? = nil, ackBeforePersist: Int = 1, profile: ValidatorProfile? = nil,
         input: FileHandle = .standardInput, output: FileHandle = .standardOutput

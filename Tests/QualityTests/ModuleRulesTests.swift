@@ -130,7 +130,9 @@ import Testing
         let files = FileManager.default.enumerator(atPath: Self.sources.path)!.compactMap { $0 as? String }
             .filter { $0.hasSuffix(".swift") }
         for file in files {
+            // A list of sections may go on in the next comment line: `…#grant-intervals,` then `/// #q17-…`.
             let text = try String(contentsOf: Self.sources.appendingPathComponent(file), encoding: .utf8)
+                .replacing(#/,\s*\n\s*///\s*#/#, with: ", #")
             for m in text.matches(of: #/docs/([\w-]+\.md)((?:#[\w-]+)(?:,\s*#[\w-]+)*)/#) {
                 let doc = "docs/\(m.output.1)"
                 if known[doc] == nil { known[doc] = try anchors(doc) }
