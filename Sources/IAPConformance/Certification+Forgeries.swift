@@ -55,8 +55,7 @@ extension CertificationSuite {
             var tempting: JWSTransactionDecodedPayload
             var genuine: JWSTransactionDecodedPayload
         }
-        func setUp() throws(ValidatorFailure) -> World {
-            let ns = v.isolation == .namespace ? IDNamespace.next() : nil
+        func world(_ ns: IDNamespace?) -> World {
             var w = World(
                 user: ns.map { $0.uuid(user) } ?? user, tx: ns.map { $0.apply(tx) } ?? tx,
                 notification: ns.map { $0.apply(notification) } ?? notification,
@@ -65,6 +64,10 @@ extension CertificationSuite {
             w.genuine.revocationDate = nil
             w.genuine.revocationReason = nil
             w.genuine.signedDate = t
+            return w
+        }
+        func setUp() throws(ValidatorFailure) -> World {
+            let w = world(v.isolation == .namespace ? IDNamespace.next() : nil)
             try v.reset(config)
             if profile.accepts(.app) {
                 _ = try v.deliver(
@@ -92,14 +95,29 @@ extension CertificationSuite {
         /// content at its ordinary size.
         func twinRefusal(_ f: ForgeryClass) throws(ValidatorFailure) -> String? {
             let w = try setUp()
-            let twin =
-                ForgeryKit.genuineTwin(f, genuine: w.tx, notification: w.notification, userId: w.user)
-                ?? content(f, w)
-            if case .rejected(let why) = try v.deliver(renderer.render(twin), now: t + 2000) { return why }
+            if case .rejected(let why) = try v.deliver(twin(f, w), now: t + 2000) { return why }
             return nil
+        }
+        func twin(_ f: ForgeryClass, _ w: World) -> SignedDelivery {
+            renderer.render(
+                ForgeryKit.genuineTwin(f, genuine: w.tx, notification: w.notification, userId: w.user) ?? content(f, w))
+        }
+
+        // A limit the app declares below the size of a genuine token (docs/policies.md) makes a correct validator
+        // refuse the twin too: such a class cannot be probed under this policy.
+        let sizes = policy.tokenSizeLimit.map { _ in world(nil) }
+        func overLimit(_ f: ForgeryClass) -> String? {
+            guard let limit = policy.tokenSizeLimit, let w = sizes else { return nil }
+            let size = twin(f, w).largestToken
+            guard size > limit else { return nil }
+            return
+                "not probed: its genuine twin is a token of \(size) bytes, over the policy's tokenSizeLimit of \(limit), which a correct validator refuses too"
         }
 
         return probed.map { f in
+            if let why = overLimit(f) {
+                return ForgeryResult(name: f.rawValue, rejected: false, reason: why, notProbed: why)
+            }
             do {
                 if let why = try twinRefusal(f) {
                     return ForgeryResult(

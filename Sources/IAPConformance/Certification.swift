@@ -62,6 +62,12 @@ public enum CertificationSuite {
         public var validatorFailure: String?
         /// Set when the class's genuine twin was refused (its reason): the forgery's refusal is then not credited.
         public var genuineRefused: String?
+        /// Set when the class could not be probed under the run's policy (why): its genuine twin is over the app's
+        /// declared token size limit, so a correct validator refuses the twin too. Neither credited nor a divergence.
+        public var notProbed: String?
+
+        /// Counts for the verdict: rejected, or not probable under the policy.
+        public var holds: Bool { rejected || notProbed != nil }
     }
 
     /// The catalog the suite ran on, so a report says what it certifies and can be reproduced.
@@ -273,7 +279,7 @@ public enum CertificationSuite {
         var report = Report(
             validator: validator.name, hello: name,
             date: CivilTime.iso8601(Millis(Date().timeIntervalSince1970 * 1000)),
-            scale: scale, passed: results.allSatisfy(\.passed) && forgeries.allSatisfy(\.rejected),
+            scale: scale, passed: results.allSatisfy(\.passed) && forgeries.allSatisfy(\.holds),
             properties: results, forgeries: forgeries)
         report.faults = faults
         report.catalog = record
@@ -282,6 +288,11 @@ public enum CertificationSuite {
             report.profile = profile
             let skipped = notChecked(by: profile)
             if !skipped.isEmpty { report.notChecked = skipped }
+        }
+        for f in forgeries {
+            if let why = f.notProbed {
+                report.notChecked = (report.notChecked ?? []) + [NotChecked(kind: "forgery", name: f.name, why: why)]
+            }
         }
         // One row per distinct failure (its signature), listing every property it was seen under.
         var order: [String] = []
@@ -305,7 +316,7 @@ public enum CertificationSuite {
             d.signature = signature
             report.divergences.append(d)
         }
-        for f in forgeries where !f.rejected {
+        for f in forgeries where !f.holds {
             report.divergences.append(
                 Divergence(
                     kind: .forgery, name: f.name, declared: knownDivergences.contains(f.name), detail: f.reason ?? ""))

@@ -30,7 +30,7 @@ public enum CertificationHTML {
             }
         }
         let forgeryRows = r.forgeries.map {
-            "<tr><td>\(esc($0.name))</td><td>\($0.rejected ? ok : bad)</td><td>\(esc($0.reason ?? ""))</td></tr>"
+            "<tr><td>\(esc($0.name))</td><td>\($0.rejected ? ok : $0.notProbed != nil ? "not probed" : bad)</td><td>\(esc($0.reason ?? ""))</td></tr>"
         }.joined(separator: "\n")
         var families: [String: Int] = [:]
         var kinds: [String: Int] = [:]

@@ -84,9 +84,13 @@ struct Certify: ParsableCommand {
         }
         let rejected = report.forgeries.filter(\.rejected).count
         let uncredited = report.forgeries.filter { $0.genuineRefused != nil }.map(\.name)
-        let accepted = report.forgeries.filter { !$0.rejected && $0.genuineRefused == nil }.map(\.name)
+        let accepted = report.forgeries.filter { !$0.holds && $0.genuineRefused == nil }.map(\.name)
+        let notProbed = report.forgeries.filter { $0.notProbed != nil }.map(\.name)
         print(
-            "forgeries: \(rejected)/\(report.forgeries.count) classes rejected"
+            "forgeries: \(rejected)/\(report.forgeries.count - notProbed.count) classes rejected"
+                + (notProbed.isEmpty
+                    ? ""
+                    : "; \(notProbed.count) not probed: their genuine twins are over the policy's tokenSizeLimit")
                 + (accepted.isEmpty ? "" : "; not: " + accepted.joined(separator: ", "))
                 + (uncredited.isEmpty
                     ? ""
