@@ -14,7 +14,7 @@ public enum Explanation {
         switch d.kind {
         case .verdict:
             guard c.steps.indices.contains(d.step), case .deliver(let delivery) = c.steps[d.step] else { return [] }
-            return verdict(delivery, known: known, origin: c.origin)
+            return verdict(delivery, expected: d.expected, known: known, origin: c.origin)
         case .answer:
             guard c.steps.indices.contains(d.step), case .query(let q) = c.steps[d.step] else { return [] }
             var out: [String] = []
@@ -150,15 +150,21 @@ public enum Explanation {
         return f.joined(separator: ", ")
     }
 
-    /// A wrong verdict: what the forged artifact changed, or why the refused one was genuine.
-    static func verdict(_ d: PlannedDelivery, known: Facts, origin: Millis) -> [String] {
+    /// A wrong verdict: what the forged artifact changed; why a genuine artifact must be refused all the same (another
+    /// app's or environment's, over the app's declared size limit: the reason `expected` gives); or why the refused
+    /// one was genuine.
+    static func verdict(_ d: PlannedDelivery, expected: String, known: Facts, origin: Millis) -> [String] {
         let rel = { (t: Millis) in CivilTime.relative(t - origin) }
         if let f = d.forgery {
             return ["  why it must be refused: \(f.rawValue): \(forgedPart(f))"]
         }
-        var out = [
-            "  why it must be accepted: a genuine artifact, signed by the test PKI (certificates valid at its signedDate)"
-        ]
+        let refused = "rejected ("
+        var out =
+            expected.hasPrefix(refused)
+            ? ["  why it must be refused: \(expected.dropFirst(refused.count).dropLast()), although validly signed"]
+            : [
+                "  why it must be accepted: a genuine artifact, signed by the test PKI (certificates valid at its signedDate)"
+            ]
         out += genuine(d.delivery, known: known, rel: rel).map { "    - " + $0 }
         return out
     }

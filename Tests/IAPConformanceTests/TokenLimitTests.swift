@@ -19,6 +19,10 @@ import Testing
         #expect(d.kind == .verdict)
         #expect(d.expected.contains("bytes, over the policy's tokenSizeLimit of 2048"), "\(d.expected)")
         #expect(d.finding.hasPrefix("accepted an artifact it must refuse (a token of "), "\(d.finding)")
+        // The explanation says why this genuine artifact must be refused, not that it must be accepted.
+        let why = Explanation.lines(d, in: try #require(report.failure?.shrunk)).joined(separator: "\n")
+        #expect(why.contains("why it must be refused: a token of "), "\(why)")
+        #expect(!why.contains("must be accepted"), "\(why)")
     }
 
     /// The reference honours the same limit: it refuses what is over it and passes.
