@@ -194,6 +194,7 @@ let package = Package(
             dependencies: [
                 "IAPEncoding", "IAPSupport",
                 "IAPConformance", "IAPTesting", "IAPStore", "IAPReference", "IAPMutants", "IAPSubprocess", "IAPHTTP",
+                "PropertyEngine",
             ]),
         .testTarget(
             name: "QualityTests", dependencies: ["IAPConformance", "IAPReference", "IAPMutants", "IAPTesting"]),

@@ -10,6 +10,13 @@ import IAPValidatorAPI
 /// docs/http-target.md#the-backends-clock): a file holding an absolute instant (epoch seconds with milliseconds)
 /// that libfaketime reads on every clock call of the backend, so the backend's clock stands still at the instant
 /// iapcheck last wrote, to the millisecond. Monotonic clocks are left alone (timers and event loops keep running).
+///
+/// The file holds the planned millisecond plus ``readingMargin``: libfaketime turns the text into a `timespec`
+/// through floating point and can land up to a microsecond early, and runtimes that read seconds as a double
+/// (Python's `time.time()`, Ruby's `Time#to_f`) lose a little more, so an instant written exactly often reads one
+/// millisecond early (`int(time.time() * 1000)`). A quarter of a millisecond late is inside the planned millisecond
+/// for every reader that truncates or rounds to milliseconds, and every boundary iapcheck asks about is a whole
+/// millisecond, so no comparison changes side.
 public struct FakeClock: Sendable {
     /// The file libfaketime reads (`FAKETIME_TIMESTAMP_FILE`).
     public let file: String
@@ -55,9 +62,25 @@ public struct FakeClock: Sendable {
         ]
     }
 
+    /// How far past the planned millisecond the file puts the clock, in microseconds (see the type's comment).
+    public static let readingMargin: Int64 = 250
+
+    /// The file's text for `t`: epoch seconds with six decimals, ``readingMargin`` past the millisecond.
+    public static func text(_ t: Millis) -> String {
+        let micros = Int64(t) * 1000 + readingMargin
+        let (s, us) = micros.quotientAndRemainder(dividingBy: 1_000_000)
+        guard us >= 0 else { return "\(s - 1)." + sixDigits(us + 1_000_000) }
+        return "\(s)." + sixDigits(us)
+    }
+
+    static func sixDigits(_ n: Int64) -> String {
+        let digits = String(n)
+        return String(repeating: "0", count: 6 - digits.count) + digits
+    }
+
     /// Sets the clock: written whole and renamed into place, so the backend never reads half an instant.
     public func set(_ t: Millis) throws(ValidatorFailure) {
-        let text = RequestValues.seconds(t)
+        let text = Self.text(t)
         let temporary = file + ".new"
         guard FileManager.default.createFile(atPath: temporary, contents: Data(text.utf8)),
             rename(temporary, file) == 0

@@ -1,4 +1,5 @@
 import Foundation
+import IAPValidatorAPI
 
 #if canImport(Glibc)
     import Glibc
@@ -48,4 +49,29 @@ extension LoopbackHTTPClient {
         return true
     }
 
+}
+
+extension LoopbackHTTPClient {
+    /// A loopback port nothing listens on now (the kernel's choice for port 0): for a backend iapcheck starts.
+    public static func freePort() throws(ValidatorFailure) -> Int {
+        let fd = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw ValidatorFailure(.unavailable, "no socket for a free port: errno \(errno)") }
+        defer { Glibc.close(fd) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        addr.sin_port = 0
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, len) }
+        }
+        guard bound == 0 else {
+            throw ValidatorFailure(.unavailable, "cannot bind a free loopback port: errno \(errno)")
+        }
+        let named = withUnsafeMutablePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.getsockname(fd, $0, &len) }
+        }
+        guard named == 0 else { throw ValidatorFailure(.unavailable, "cannot read the free port: errno \(errno)") }
+        return Int(UInt16(bigEndian: addr.sin_port))
+    }
 }

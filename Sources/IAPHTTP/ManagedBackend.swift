@@ -88,8 +88,10 @@ public final class ManagedBackend: Sendable {
             )
         }
         let p = Process()
+        // As written, so environment assignments (`PORT=8801 ./run.sh`), `cd dir && …` and pipes work; ``stop``
+        // ends the shell's whole tree, so nothing it started is left running.
         p.executableURL = URL(fileURLWithPath: "/bin/sh")
-        p.arguments = ["-c", "exec " + command]
+        p.arguments = ["-c", command]
         FileManager.default.createFile(atPath: log, contents: nil)
         let out = FileHandle(forWritingAtPath: log)
         out?.seekToEndOfFile()
@@ -108,9 +110,11 @@ public final class ManagedBackend: Sendable {
             if Self.accepts(host: host, port: port) { return }
             if !p.isRunning {
                 stop()
+                let output = tail()
                 throw ValidatorFailure(
                     .crashed,
-                    "the backend exited (status \(p.terminationStatus)) before listening on \(port); the end of its output (\(log)):\n\(tail())"
+                    "the backend exited (status \(p.terminationStatus)) before listening on \(port); the end of its output (\(log)):\n\(output)",
+                    fix: Self.notFoundHint(status: p.terminationStatus, output: output)
                 )
             }
             usleep(50_000)
@@ -122,6 +126,17 @@ public final class ManagedBackend: Sendable {
             fix:
                 "make the start command listen on the port of \"baseURL\" (\(port)), or raise \"readySeconds\" if it needs longer to start"
         )
+    }
+
+    /// What to check when the shell could not find the program (exit 127, or "not found" in its output): the command
+    /// runs as `/bin/sh -c COMMAND` in iapcheck's working directory, with iapcheck's PATH.
+    static func notFoundHint(status: Int32, output: String) -> String? {
+        guard status == 127 || output.contains("not found") || output.contains("No such file") else { return nil }
+        let cwd = FileManager.default.currentDirectoryPath
+        return
+            "the start command runs as /bin/sh -c COMMAND in \(cwd) (where iapcheck was started) with iapcheck's PATH: "
+            + "check that the program exists at that path (relative paths are from \(cwd)) and is executable, "
+            + "or put `cd your/backend && ` in front of it"
     }
 
     /// The last lines of the backend's output, indented, for a message.
@@ -137,8 +152,12 @@ public final class ManagedBackend: Sendable {
         // Before it is reaped: a pid may be reused once it is.
         ChildProcesses.unregister(p.processIdentifier)
         if p.isRunning {
-            for child in ProcessTree.descendants(of: p.processIdentifier) { kill(child, SIGKILL) }
-            kill(p.processIdentifier, SIGKILL)
+            let pid = p.processIdentifier
+            for child in ProcessTree.descendants(of: pid) { kill(child, SIGKILL) }
+            // The shell's process group too, when it leads one: a child that left the tree (a daemonized server)
+            // still belongs to it.
+            if getpgid(pid) == pid { kill(-pid, SIGKILL) }
+            kill(pid, SIGKILL)
             p.waitUntilExit()
         }
         process.withLock { $0 = nil }

@@ -75,7 +75,8 @@ struct BackendMutant: Sendable {
             settings: StoreSettings(
                 port: 0, sharedSecret: secret, apiKey: .init(keyId: keyId, issuerId: issuer, privateKeyFile: keyFile)))
         try store.start()
-        let port = try Self.freePort()
+        let port: Int
+        do { port = try LoopbackHTTPClient.freePort() } catch { throw Failure.setup(error.message) }
         let p = Process()
         p.executableURL = URL(fileURLWithPath: backend)
         p.arguments =
@@ -127,26 +128,5 @@ struct BackendMutant: Sendable {
         return Checker(
             options: o, validator: HTTPValidator(target: target, name: "mutant:\(name)", timeout: timeout, store: store)
         ).run()
-    }
-
-    /// A loopback port nothing listens on now (the kernel's choice for port 0).
-    static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw Failure.setup("no socket for a free port: errno \(errno)") }
-        defer { close(fd) }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        addr.sin_port = 0
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) }
-        }
-        guard bound == 0 else { throw Failure.setup("cannot bind a free loopback port: errno \(errno)") }
-        let named = withUnsafeMutablePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) }
-        }
-        guard named == 0 else { throw Failure.setup("cannot read the free port: errno \(errno)") }
-        return Int(UInt16(bigEndian: addr.sin_port))
     }
 }

@@ -22,30 +22,10 @@ import Testing
         return p.terminationStatus == 0
     }()
 
-    @Test(.enabled(if: FakeClock.findLibrary() != nil, "libfaketime is not installed"))
-    func aFakeClockSetsAProcessesWallClockToTheMillisecond() throws {
-        let dir = Scratch.directory + "fakeclock-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        let clock = try FakeClock(directory: dir)
-        for t: Millis in [1_772_323_262_123, 1_803_859_140_000, 1_772_323_262_007] {
-            try clock.set(t)
-            let p = Process()
-            p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            p.arguments = ["python3", "-c", "import time; print(round(time.time() * 1000))"]
-            p.environment = ProcessInfo.processInfo.environment.merging(clock.environment) { $1 }
-            let out = Pipe()
-            p.standardOutput = out
-            try p.run()
-            let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            p.waitUntilExit()
-            #expect(Millis(text.trimmingCharacters(in: .whitespacesAndNewlines)) == t, "\(text)")
-        }
-    }
-
     /// The example's target file, on a port of this test process, with the repository's paths made absolute.
-    static func target(_ name: String, port: Int) throws -> HTTPValidator.Target {
-        var text = try String(
-            contentsOf: root.appendingPathComponent("Examples/notes-backend/\(name)"), encoding: .utf8)
+    static func target(_ name: String, port: Int, edit: (String) -> String = { $0 }) throws -> HTTPValidator.Target {
+        var text = try edit(
+            String(contentsOf: root.appendingPathComponent("Examples/notes-backend/\(name)"), encoding: .utf8))
         text = text.replacingOccurrences(of: "Examples/", with: root.path + "/Examples/")
         for p in ["8700", "8701"] { text = text.replacingOccurrences(of: p, with: String(port)) }
         let path = Scratch.directory + "notes-\(UUID().uuidString).json"
@@ -85,5 +65,22 @@ import Testing
         let d = try #require(failed.failure?.discrepancy)
         #expect(d.differences.contains { $0.contains("active expected false, got true") }, "\(d.differences)")
         #expect(failed.failure!.shrunk.actionCount <= 3)
+    }
+
+    /// The backend refuses a body over 128 KiB with 413, as web servers do. A target that does not list 413 among its
+    /// refusals would stop `check` at the first oversized token: the doctor sends one and names the fix.
+    @Test(.enabled(if: usable, "needs libfaketime and python3 -m pip install app-store-server-library"))
+    func aRefusalStatusTheTargetDoesNotMapIsAConfigurationError() throws {
+        let port = try LoopbackHTTPClient.freePort()
+        let v = try HTTPValidator.make(
+            target: Self.target("target.json", port: port) {
+                $0.replacingOccurrences(of: "\"refused\": [409, 413, 422]", with: "\"refused\": [409, 422]")
+            }, name: "http:notes-413", timeout: 10, store: nil, faults: FaultProfile())
+        defer { (v as? ManagedHTTPValidator)?.backend.stopAndForget() }
+        let doctor = Doctor(validator: v, catalog: try Self.catalog(), policy: .default).run()
+        #expect(!doctor.usable, "\(doctor.text)")
+        let problem = try #require(doctor.items.first { $0.status == .misconfigured }, "\(doctor.text)")
+        #expect(problem.name == "forgery oversized-token" && problem.detail.contains("HTTP 413"), "\(doctor.text)")
+        #expect(problem.fix?.contains("add 413 to `refused` of appTransaction") == true, "\(doctor.text)")
     }
 }

@@ -1,0 +1,121 @@
+import Foundation
+import IAPHTTP
+import IAPModel
+import IAPTesting
+import PropertyEngine
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The fake clock (docs/http-target.md#the-backends-clock) must show every runtime the planned millisecond, read
+/// the ways backends read it (`int(time.time() * 1000)`, `Date.now()`, `Time.now`, `System.currentTimeMillis()` …),
+/// whatever its fraction: one reader one millisecond early turns a purchase asked about at its own instant into one
+/// that "does not exist yet".
+@Suite struct FakeClockRoundTripTests {
+    static let root = ExampleBackendTests.root
+    static let fixtures = root.appendingPathComponent("Tests/Fixtures/clock").path
+
+    /// A runtime and its reader program (Tests/Fixtures/clock); each prints one line of readings per line it reads.
+    struct Runtime: CustomTestStringConvertible, Sendable {
+        let name: String
+        let command: [String]
+        var testDescription: String { name }
+    }
+
+    static let runtimes = [
+        Runtime(name: "python", command: ["python3", fixtures + "/clock_reader.py"]),
+        Runtime(name: "node", command: ["node", fixtures + "/clock_reader.mjs"]),
+        Runtime(name: "ruby", command: ["ruby", fixtures + "/clock_reader.rb"]),
+        Runtime(name: "java", command: ["java", "-Xshare:auto", fixtures + "/ClockReader.java"]),
+    ]
+
+    static func installed(_ program: String) -> Bool {
+        (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":").contains {
+            FileManager.default.isExecutableFile(atPath: "\($0)/\(program)")
+        }
+    }
+
+    /// Planned instants across 2000–2100 with every kind of fraction (…000, …001, …250, …999), from one seed.
+    static func instants(count: Int) -> [Millis] {
+        var rng = SplitMix64(seed: 47)
+        let fixed: [Millis] = [1_772_798_477_250, 1_772_798_477_999, 1_772_798_477_001, 1_772_798_477_000]
+        return fixed
+            + (0..<(count - fixed.count)).map { _ in Millis.random(in: 946_684_800_000..<4_102_444_800_000, using: &rng)
+            }
+    }
+
+    @Test(
+        .enabled(if: FakeClock.findLibrary() != nil, "libfaketime is not installed (apt-get install libfaketime)"),
+        arguments: runtimes)
+    func everyReaderSeesThePlannedMillisecond(_ runtime: Runtime) throws {
+        guard Self.installed(runtime.command[0]) else {
+            // Not silently: the report of a run without the runtime says which reader went unchecked.
+            print("FakeClockRoundTripTests: \(runtime.name) is not installed here; its readers were not checked")
+            return
+        }
+        let dir = Scratch.directory + "clock-\(runtime.name)-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let clock = try FakeClock(directory: dir)
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = runtime.command
+        p.environment = ProcessInfo.processInfo.environment.merging(clock.environment) { $1 }
+        let input = Pipe()
+        let output = Pipe()
+        p.standardInput = input
+        p.standardOutput = output
+        try p.run()
+        defer {
+            // End of input ends every reader; SIGKILL for one that does not (a test runner may block SIGTERM for
+            // its children).
+            try? input.fileHandleForWriting.close()
+            let deadline = Date().addingTimeInterval(10)
+            while p.isRunning && Date() < deadline { usleep(20_000) }
+            if p.isRunning { kill(p.processIdentifier, SIGKILL) }
+            p.waitUntilExit()
+        }
+        var reader = LineReader(handle: output.fileHandleForReading)
+        var readings = 0
+        var wrong: [String] = []
+        for t in Self.instants(count: 1000) {
+            try clock.set(t)
+            input.fileHandleForWriting.write(Data("read\n".utf8))
+            let next = reader.next()
+            let line = try #require(next, "\(runtime.name) closed its output")
+            for (i, field) in line.split(separator: " ").enumerated() {
+                readings += 1
+                if Millis(field) != t { wrong.append("reader \(i) read \(field) for \(t) (\(FakeClock.text(t)))") }
+            }
+        }
+        print("FakeClockRoundTripTests: \(runtime.name): \(readings) readings of 1000 instants, \(wrong.count) off")
+        #expect(readings >= 3000)
+        #expect(wrong.isEmpty, "\(runtime.name): \(wrong.count) readings off, first: \(wrong.prefix(5))")
+    }
+
+    @Test func theFileTextIsThePlannedMillisecondAndAQuarter() {
+        #expect(FakeClock.text(1_772_798_477_250) == "1772798477.250250")
+        #expect(FakeClock.text(1_772_798_477_000) == "1772798477.000250")
+        #expect(FakeClock.text(-1) == "-1.999250")
+    }
+}
+
+/// Lines from a pipe, one at a time, for a conversation with a child process.
+struct LineReader {
+    let handle: FileHandle
+    var buffer = Data()
+
+    mutating func next() -> String? {
+        while true {
+            if let nl = buffer.firstIndex(of: UInt8(ascii: "\n")) {
+                let line = String(decoding: buffer[buffer.startIndex..<nl], as: UTF8.self)
+                buffer.removeSubrange(buffer.startIndex...nl)
+                return line
+            }
+            let more = handle.availableData
+            if more.isEmpty { return nil }
+            buffer.append(more)
+        }
+    }
+}
