@@ -26,6 +26,7 @@ tarball=$(ls "$out"/iapcheck-*-linux-*.tar.gz)
 (cd "$out" && sha256sum -c "$(basename "$tarball").sha256")
 tar -C "$out" -xzf "$tarball"
 pack=$(ls -d "$out"/iapcheck-*-linux-*/)
+cmp LICENSE "$pack/LICENSE" || { echo "the packed release does not carry the LICENSE" >&2; exit 1; }
 echo "ldd of the packed binary (only the C library and its companions may remain):"
 ldd "$pack/iapcheck" | tee "$out/ldd.txt"
 if grep -qi swift "$out/ldd.txt"; then

@@ -41,7 +41,7 @@ dir="$stage/$name"
 mkdir -p "$dir/kits/python" "$dir/kits/node" "$dir/examples" "$dir/profiles"
 cp "$bin" "$dir/iapcheck"
 strip "$dir/iapcheck"
-if [ -f LICENSE ]; then cp LICENSE "$dir/"; else echo "release.sh: note: the repository has no LICENSE file to pack" >&2; fi
+cp LICENSE "$dir/"  # Apache License 2.0: the pack is a distribution and carries it
 cp Examples/python/iapcheck_wire.py Examples/python/apple_validator.py "$dir/kits/python/"
 cp Examples/node/iapcheck_validator.mjs "$dir/kits/node/"
 cp -r Examples/http "$dir/examples/http"
