@@ -193,7 +193,7 @@ enum LoadReportHTML {
             \(pool)
             <h2>Percentiles</h2><table><tr><th></th><th>from intended send</th><th>from actual send</th></tr>\(pct)</table>
             <h2>Thresholds</h2><table><tr><th>rule</th><th>observed</th><th></th></tr>\(th)</table>
-            <p>errors: \(errs.isEmpty ? "none" : errs) · answers checked against the oracle: \(s.answersChecked ?? 0)\((s.errors["wrong-answer"] ?? 0) > 0 ? " (<span class=bad>\(s.errors["wrong-answer"]!) wrong</span>)" : "")</p>
+            <p>errors: \(errs.isEmpty ? "none" : errs) · answer samples checked against the oracle: \(s.answersChecked ?? 0)\((s.errors["wrong-answer"] ?? 0) > 0 ? " (<span class=bad>\(s.errors["wrong-answer"]!) wrong</span>)" : "")</p>
             </body></html>
 
             """

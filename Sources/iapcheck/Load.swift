@@ -105,7 +105,9 @@ struct Load: ParsableCommand {
             }
             if !quiet {
                 let total = Int(p.durationSeconds)
+                let pacing = Locked(ProgressPacing(terminalSeconds: 1))
                 driver.progress = { g in
+                    guard pacing.withLock({ $0.due(g.second, of: total) }) else { return }
                     FileHandle.standardError.write(
                         Data(
                             "load \(p.name): \(g.second) s of \(total), \(g.requests) requests; last second \(g.lastSecondRequests)/s, p99 \(LoadResults.milliseconds(g.lastSecondP99Micros)), \(g.lastSecondErrors) errors\n"
@@ -216,7 +218,7 @@ struct Load: ParsableCommand {
     static func printSummary(_ r: LoadResults) {
         let s = r.summary
         print(
-            "\(s.profile): \(s.requests) requests in \(String(format: "%.1f", s.durationSeconds)) s = \(Int(s.throughputPerSecond))/s; latency p50 \(LoadResults.milliseconds(s.latencyMicros["p50"])) p99 \(LoadResults.milliseconds(s.latencyMicros["p99"])) p99.9 \(LoadResults.milliseconds(s.latencyMicros["p99.9"])) max \(LoadResults.milliseconds(s.latencyMicros["max"])) (uncorrected p99 \(LoadResults.milliseconds(s.uncorrectedLatencyMicros["p99"]))); errors \(s.errors.isEmpty ? "none" : s.errors.map { "\($0.key) \($0.value)" }.sorted().joined(separator: ", ")); dropped \(s.dropped); answers checked against the oracle \(s.answersChecked ?? 0)"
+            "\(s.profile): \(s.requests) requests in \(String(format: "%.1f", s.durationSeconds)) s = \(Int(s.throughputPerSecond))/s; latency p50 \(LoadResults.milliseconds(s.latencyMicros["p50"])) p99 \(LoadResults.milliseconds(s.latencyMicros["p99"])) p99.9 \(LoadResults.milliseconds(s.latencyMicros["p99.9"])) max \(LoadResults.milliseconds(s.latencyMicros["max"])) (uncorrected p99 \(LoadResults.milliseconds(s.uncorrectedLatencyMicros["p99"]))); errors \(s.errors.isEmpty ? "none" : s.errors.map { "\($0.key) \($0.value)" }.sorted().joined(separator: ", ")); dropped \(s.dropped); answer samples checked against the oracle \(s.answersChecked ?? 0)"
         )
         if let items = s.poolItems {
             let repeats = s.repeats ?? 0
@@ -249,7 +251,11 @@ struct Load: ParsableCommand {
             )
         }
         for line in s.notSent ?? [] { print("  not sent: \(line)") }
-        if let samples = s.answerSamples { print("  answer samples: \(samples)") }
+        if let samples = s.answerSamples {
+            // One count, one name: the headline's samples, and the distinct questions they were drawn from.
+            let checked = s.answersChecked ?? 0
+            print("  answer samples: \(checked) checked\(checked > 0 ? ", each one of " : "; ")\(samples)")
+        }
         for t in s.thresholds {
             print(
                 "  \(t.passed ? "pass" : "FAIL")  \(t.rule)  (observed \(t.shown ?? String(format: "%.4g", t.observed)))"

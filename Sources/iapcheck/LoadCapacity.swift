@@ -1,6 +1,7 @@
 import Foundation
 import IAPLoad
 import IAPModel
+import IAPSupport
 
 extension Load {
     /// Runs a `find-capacity` profile's search, a progress line per second and a line per step.
@@ -16,7 +17,9 @@ extension Load {
                 index += 1
                 guard !quiet else { return }
                 let total = Int(search.stepSeconds), k = index
+                let pacing = Locked(ProgressPacing(terminalSeconds: 1))
                 driver.progress = { g in
+                    guard pacing.withLock({ $0.due(g.second, of: total) }) else { return }
                     out.write(
                         Data(
                             "load \(p.name): step \(k) at \(Int(rate))/s: \(g.second) s of \(total), last second \(g.lastSecondRequests)/s, p99 \(LoadResults.milliseconds(g.lastSecondP99Micros)), \(g.lastSecondErrors) errors\n"

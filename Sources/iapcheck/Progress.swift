@@ -1,12 +1,13 @@
 import Foundation
 import IAPConformance
+import IAPSupport
 
 /// Progress on standard error for runs longer than a moment.
 final class Progress {
     var label: String
     /// Said after the counts (`next entitlement-agreement`).
     var detail: String?
-    var last = Date()
+    var pacing = ProgressPacing(terminalSeconds: 2)
     var started = Date()
     let quiet: Bool
     init(_ label: String, quiet: Bool) {
@@ -14,8 +15,7 @@ final class Progress {
         self.quiet = quiet
     }
     func update(_ done: Int, _ total: Int) {
-        guard !quiet, Date().timeIntervalSince(last) >= 2 else { return }
-        last = Date()
+        guard !quiet, pacing.due(done, of: total) else { return }
         let seconds = max(Date().timeIntervalSince(started), 0.001)
         let rate = Double(done) / seconds
         var line = "\(label): \(done)/\(total) cases, \(TextReport.rate(Double(done), seconds: seconds))"
@@ -35,6 +35,6 @@ final class Progress {
     /// Measures from now (what came before, such as a corpus replay, is not cases).
     func restart() {
         started = Date()
-        last = started
+        pacing.restart(now: started)
     }
 }

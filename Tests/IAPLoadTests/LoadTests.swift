@@ -101,7 +101,7 @@ import Testing
         let html = try String(contentsOfFile: dir + "/report.html", encoding: .utf8)
         #expect(
             html.contains("<svg") && html.contains("Percentile spectrum")
-                && html.contains("answers checked against the oracle"))
+                && html.contains("answer samples checked against the oracle"))
     }
 }
 
