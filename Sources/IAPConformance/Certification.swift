@@ -34,6 +34,8 @@ public enum CertificationSuite {
         public var cases: Int
         public var passed: Bool
         public var casesRun: Int
+        /// Cases of `casesRun` that failed (any signature); nil in reports written before it was recorded.
+        public var casesFailed: Int?
         public var counterexample: Reports.DiscrepancySummary?
         public var validatorFailure: Reports.ValidatorFailureSummary?
         public var coverage: Coverage
@@ -266,6 +268,7 @@ public enum CertificationSuite {
                 casesRun: r.cases, counterexample: found.first?.counterexample,
                 validatorFailure: found.first?.validatorFailure, coverage: r.coverage,
                 forgeryClass: found.first?.forgeryClass)
+            result.casesFailed = r.cases - r.passed
             if found.count > 1 { result.moreFailures = found.dropFirst().map(\.summary) }
             results.append(result)
             findings += found.map { ($0, e.property.rawValue) }
@@ -325,5 +328,15 @@ public enum CertificationSuite {
             report.divergences.flatMap { [$0.name] + ($0.seenUnder ?? []) }
         ).sorted()
         return report
+    }
+}
+
+extension CertificationSuite.PropertyResult {
+    /// The table's count: "150 cases", or "3 of 150 cases failed" (a run cut short after its distinct failures:
+    /// "3 of 40 cases failed (40 of 150 run)").
+    public var casesPhrase: String {
+        guard let failed = casesFailed, failed > 0 || !passed else { return "\(casesRun) cases" }
+        let run = casesRun < cases ? " (\(casesRun) of \(cases) run)" : ""
+        return "\(failed) of \(casesRun) cases failed\(run)"
     }
 }

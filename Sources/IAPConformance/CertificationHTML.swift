@@ -11,7 +11,7 @@ public enum CertificationHTML {
         var rows = ""
         for p in r.properties {
             rows +=
-                "<tr><td>\(esc(p.property))</td><td>\(p.passed ? ok : bad)</td><td>\(p.casesRun)/\(p.cases)</td><td>\(p.seed)</td><td>\(esc(p.counterexample.map { ($0.finding.map { $0 + ": " } ?? "") + ($0.differences.first ?? "expected \($0.expected), observed \($0.observed)") } ?? p.validatorFailure.map { "validator failure: " + $0.message } ?? ""))</td></tr>\n"
+                "<tr><td>\(esc(p.property))</td><td>\(p.passed ? ok : bad)</td><td>\(p.casesPhrase)</td><td>\(p.seed)</td><td>\(esc(p.counterexample.map { ($0.finding.map { $0 + ": " } ?? "") + ($0.differences.first ?? "expected \($0.expected), observed \($0.observed)") } ?? p.validatorFailure.map { "validator failure: " + $0.message } ?? ""))</td></tr>\n"
         }
         var details = ""
         for p in r.properties {

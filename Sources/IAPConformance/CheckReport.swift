@@ -21,6 +21,8 @@ public struct FailureReport: Sendable {
     public var shrinkStopped = false
     /// The shrink's time budget (`--shrink-seconds`) ended it: a longer one, or a faster validator, may shrink further.
     public var shrinkTimedOut = false
+    /// A budget (attempts, time or Ctrl-C) ended the shrink before its passes ran out: nothing is known to be needed.
+    public var shrinkExhausted = false
     /// Wall-clock seconds spent shrinking (and replaying the result).
     public var shrinkSeconds = 0.0
     /// Failing cases of the run with this failure's signature (`--keep-going`), this one included.
@@ -34,13 +36,33 @@ public struct FailureReport: Sendable {
     /// The failure as a person reads it: which case, what differed (or how the validator failed), and the shrunk
     /// history as a timeline. What a test built on ``Checker`` records as its issue.
     /// How far the case was shrunk, as the FAIL line says it: "shrunk from 12 to 2 actions in 400 attempts", or,
-    /// when no action could go, "not shrunk in 250 attempts: its 1 action is needed".
+    /// when the shrink ran to its end and no action could go, "not shrunk in 250 attempts: its 1 action is needed".
+    /// A shrink a budget ended says only "not shrunk in N attempts": deleting an action may still have worked.
     public func shrinkPhrase(attempts: Int? = nil) -> String {
         let n = shrunk.actionCount
         let actions = "\(n) action\(n == 1 ? "" : "s")"
         let tried = attempts.map { " in \($0) attempts" } ?? ""
-        guard originalActions != n else { return "not shrunk\(tried): its \(actions) \(n == 1 ? "is" : "are") needed" }
+        guard originalActions != n else {
+            return shrinkExhausted
+                ? "not shrunk\(tried)" : "not shrunk\(tried): its \(actions) \(n == 1 ? "is" : "are") needed"
+        }
         return "shrunk from \(originalActions) to \(actions)\(tried)"
+    }
+
+    /// The shrink as the FAIL line says it: ``shrinkPhrase(attempts:)``, the time it took (`timed`, for programs and
+    /// backends), and which budget stopped it, if one did, with what a larger one might give.
+    public func shrinkClause(timeBudget: Double, timed: Bool) -> String {
+        var s = shrinkPhrase(attempts: shrinkAttempts)
+        if timed { s += ", " + String(format: "%.1f s", shrinkSeconds) }
+        if shrinkStopped {
+            s += ", stopped by Ctrl-C: a whole shrink may give a smaller case"
+        } else if shrinkTimedOut {
+            s +=
+                ", stopped by the \(Int(timeBudget)) s shrink budget: a longer --shrink-seconds may give a smaller case"
+        } else if shrinkExhausted {
+            s += ", stopped by the attempt budget: a larger --shrink-attempts may give a smaller case"
+        }
+        return s
     }
 
     public var explanation: String {

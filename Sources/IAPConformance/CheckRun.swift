@@ -121,7 +121,8 @@ public struct CheckRun {
                     ?? rerunCase
                 var s = Reports.summary(of: d, f.shrunk, caseIndex: f.caseIndex, corpusFile: file, replay: replay)
                 s.headline =
-                    "FAIL \(d.finding) — under property \(f.property.rawValue): \(v.name) disagrees with the oracle (case \(f.caseIndex) of seed \(options.seed); \(f.shrinkPhrase(attempts: f.shrinkAttempts))\(options.outOfProcess ? String(format: ", %.1f s", f.shrinkSeconds) : "")\(f.shrinkStopped ? ", stopped by Ctrl-C: a whole shrink may give a smaller case" : f.shrinkTimedOut ? ", stopped by the \(Int(options.shrinkBudget.maxSeconds)) s shrink budget: a longer --shrink-seconds may give a smaller case" : ""))"
+                    "FAIL \(d.finding) — under property \(f.property.rawValue): \(v.name) disagrees with the oracle (case \(f.caseIndex) of seed \(options.seed); "
+                    + f.shrinkClause(timeBudget: options.shrinkBudget.maxSeconds, timed: options.outOfProcess) + ")"
                     + (d.property != f.property
                         ? "\n  (the difference shows before any of this property's perturbations: plain \(d.property.rawValue))"
                         : "")

@@ -234,6 +234,7 @@ public struct Checker {
             shrunk: bestCase.0, outcome: bestCase.1, shrinkAttempts: result.attempts, failingStep: step, flaky: flaky)
         report.shrinkStopped = result.stopped
         report.shrinkTimedOut = result.timedOut
+        report.shrinkExhausted = result.exhaustedBudget
         report.shrinkSeconds = Self.seconds(since: shrinkStart)
         return report
     }

@@ -145,33 +145,55 @@ extension DoctorSession {
 
     /// A transaction signed with a key outside the trusted chain (or a notification nesting one): must be refused.
     mutating func deliverForged(_ s: DoctorScenario, profile: ValidatorProfile) {
-        let forgery: ForgeryClass
-        if profile.accepts(.app) {
-            forgery = .foreignKeySignature
-        } else if profile.accepts(.notification) {
-            forgery = .forgedNestedTransaction
-        } else {
-            add("forgery", .skipped, "no app or notification channel to send one on")
-            return
-        }
+        // What `check` sends on each channel: a forgery on every declared channel, and the oversized token it always
+        // sends. A refusal status the target file does not map (413 for a large body) would stop `check` mid-run.
+        var probes: [ForgeryClass] = []
+        if profile.accepts(.app) { probes += [.foreignKeySignature, .oversizedToken] }
+        if profile.accepts(.notification) { probes.append(.forgedNestedTransaction) }
+        if profile.accepts(.legacy) { probes.append(.legacyErrorStatus) }
+        if probes.isEmpty { add("forgery", .skipped, "no app, notification or receipt channel to send one on") }
+        for forgery in probes { probe(forgery, s) }
+    }
+
+    /// Sends one forged artifact of `forgery`'s class (on its channel) and reads the verdict.
+    mutating func probe(_ forgery: ForgeryClass, _ s: DoctorScenario) {
         let d = ForgeryKit.delivery(
             forgery, tempting: ForgeryClass.tempting(s.transaction), notification: s.notification, userId: s.user)
         let op = Self.operation(d.channel)
+        let name = "forgery \(forgery.rawValue)"
         do {
             let rendered = ForgeryKit(pki: TestPKI.harness).render(forgery, d)
             let verdict = try timed(op) { (v: any Validator) throws(ValidatorFailure) in
                 try v.deliver(rendered, now: DoctorScenario.start + 10_000)
             }
-            if case .rejected(let reason) = verdict {
-                add("forgery", .ok, "a forged artifact (\(forgery.rawValue)) was refused: \(reason)")
-            } else {
+            switch (verdict, forgery.isHardeningOnly) {
+            case (.rejected(let reason), _): add(name, .ok, "refused on \(op): \(reason)")
+            case (_, true) where doctor.policy.tokenSizeLimit == nil:
                 add(
-                    "forgery", .finding,
-                    "a forged artifact (\(forgery.rawValue)) was accepted: check will report it (forgery-rejected)")
+                    name, .ok,
+                    "accepted on \(op): a genuine token over any usual size, allowed without a tokenSizeLimit")
+            default:
+                add(name, .finding, "accepted on \(op): check will report it (forgery-rejected)")
             }
         } catch {
-            failed("forgery", error, during: op)
+            failed(name, error, during: op)
         }
+    }
+
+    /// What to check when an answer never shows the purchase active: the mapping and the ids, before the clock.
+    static func neverActiveFix(_ subject: String, entitlements: Bool, clockFix: String) -> String {
+        let kind = entitlements ? "entitlement" : "product"
+        return
+            "check that the backend knows the \(kind) as \(subject) (the catalog's product ids, --entitlements and --bundle-id must be the backend's own), "
+            + "that the answer mapping's `each`, `key` and `active` pointers find it in the backend's response, and that the purchase was accepted above"
+            + "; if all of that holds and the backend lists only what is active, it may not read the clock iapcheck sets: \(clockFix)"
+    }
+
+    /// Whether a product or entitlement appears in an answer at all, active or not.
+    static func listed(_ a: EntitlementAnswer, _ subject: String, entitlements: Bool) -> Bool {
+        entitlements
+            ? a.entitlements.contains { $0.entitlementId == subject }
+            : a.products.contains { $0.productId == subject }
     }
 
     /// Whether a product or entitlement is active in an answer.
@@ -199,11 +221,13 @@ extension DoctorSession {
         }
         do {
             var observed: [Bool] = []
+            var listed = false
             for t in instants {
                 let a = try timed("entitlements") { (v: any Validator) throws(ValidatorFailure) in
                     try v.entitlements(EntitlementQuery(userId: s.user, at: t, deviceTime: t))
                 }
                 observed.append(Self.active(a, s.subject, entitlements: entitlements))
+                listed = listed || Self.listed(a, s.subject, entitlements: entitlements)
             }
             let names = ["a minute before the purchase", "a minute before expiry", "a minute after it"]
             let when =
@@ -213,6 +237,16 @@ extension DoctorSession {
             if observed == expected {
                 add("clock", .ok, when)
                 return true
+            }
+            if !listed && expected.contains(true) {
+                // Never in the answer at all, whatever the instant: the answer is not read where the product shows,
+                // or the backend names it otherwise; no clock explains that (a backend on its own clock still
+                // lists what it holds, inactive).
+                add(
+                    "answer", .misconfigured,
+                    "\(s.subject) is never in the answer, not even a minute before its expiry, when it is active: \(when)",
+                    fix: Self.neverActiveFix(s.subject, entitlements: entitlements, clockFix: doctor.hints.clockFix))
+                return false
             }
             if observed[1] == observed[2] || (observed[0] && !expected[0] && observed[0] == observed[1]) {
                 add(

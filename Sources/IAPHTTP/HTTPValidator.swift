@@ -262,12 +262,23 @@ public class HTTPValidator: Validator {
             }
         }
         guard let verdict = target.routes[op]?.verdict(status: status, body: reply) else {
-            throw ValidatorFailure(
-                .badAnswer,
-                "HTTP \(status) for \(op), neither an accepted nor a refused status of its route: \(String(decoding: reply.prefix(200), as: UTF8.self))",
-                transcript: transcript)
+            throw Self.unmappedStatus(status, op: op, reply: reply, transcript: transcript)
         }
         return verdict
+    }
+
+    /// A delivery's status that the route's `accepted` and `refused` do not list. A 4xx is how a backend refuses
+    /// (413 for a body over its size limit, 422 for a bad token): the target file does not say so yet, a
+    /// configuration error naming the route and the status. Anything else (a 5xx, a redirect) is the backend's.
+    static func unmappedStatus(_ status: Int, op: String, reply: Data, transcript: [String]) -> ValidatorFailure {
+        let message =
+            "HTTP \(status) for \(op), neither an accepted nor a refused status of its route: \(String(decoding: reply.prefix(200), as: UTF8.self))"
+        guard (400..<500).contains(status) else { return ValidatorFailure(.badAnswer, message, transcript: transcript) }
+        return ValidatorFailure(
+            .misconfigured, message, transcript: transcript,
+            fix:
+                "add \(status) to `refused` of \(op) in the target file (\"refused\": [..., \(status)]) if the backend refuses with it"
+        )
     }
 
     /// The JSON text of `key`'s value in a one-member object (`{"apiSnapshot": {…}}`).

@@ -79,7 +79,7 @@ struct Certify: ParsableCommand {
         let dir = (results as NSString).appendingPathComponent("certify-\(String(slug))-\(stamp)")
         for p in report.properties {
             print(
-                "\(p.property.padding(toLength: 24, withPad: " ", startingAt: 0)) \(p.passed ? "pass" : "FAIL")  \(p.casesRun)/\(p.cases) cases\(p.counterexample.map { "  " + ($0.finding.map { $0 + ": " } ?? "") + ($0.differences.first ?? $0.observed) } ?? "")\(p.validatorFailure.map { "  validator failure: " + $0.message } ?? "")\(p.moreFailures.map { " (+\($0.count) more distinct)" } ?? "")"
+                "\(p.property.padding(toLength: 24, withPad: " ", startingAt: 0)) \(p.passed ? "pass" : "FAIL")  \(p.casesPhrase)\(p.counterexample.map { "  " + ($0.finding.map { $0 + ": " } ?? "") + ($0.differences.first ?? $0.observed) } ?? "")\(p.validatorFailure.map { "  validator failure: " + $0.message } ?? "")\(p.moreFailures.map { " (+\($0.count) more distinct)" } ?? "")"
             )
         }
         let rejected = report.forgeries.filter(\.rejected).count
