@@ -50,20 +50,30 @@ public final class ManagedBackend: Sendable {
     /// Stops the backend and forgets it (the next `shared` for its port starts a new one).
     public func stopAndForget() {
         stop()
+        Self.removeOrKeep(directory)
         Self.running.withLock { if $0[port] === self { $0[port] = nil } }
         Self.toStopAtExit.withLock { if $0[port] === self { $0[port] = nil } }
     }
 
-    /// Whether the backends' directories (`{tmp}`: their output and state) are removed when iapcheck exits: yes,
-    /// unless a run failed and left something to read there.
+    /// Whether the backends' directories (`{tmp}`: their output and state) are kept when iapcheck exits or stops a
+    /// backend: no, unless a run failed and left something to read there, or `--keep-tmp` asked for them.
     public static let keepDirectories = Locked(false)
 
     static func stopAll() {
-        let keep = keepDirectories.value
         for b in toStopAtExit.value.values {
             b.stop()
-            if !keep { try? FileManager.default.removeItem(atPath: b.directory) }
+            removeOrKeep(b.directory)
         }
+    }
+
+    /// Removes a backend's directory, or says where it stays (``keepDirectories``: a failed run, `--keep-tmp`).
+    static func removeOrKeep(_ directory: String) {
+        guard keepDirectories.value else {
+            try? FileManager.default.removeItem(atPath: directory)
+            return
+        }
+        guard FileManager.default.fileExists(atPath: directory) else { return }
+        FileHandle.standardError.write(Data("kept the backend's folder ({tmp}): \(directory)\n".utf8))
     }
 
     init(command: String, host: String, port: Int, readySeconds: Double, fakeClock: Bool = false)

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import IAPConformance
 import IAPEncoding
+import IAPHTTP
 import IAPModel
 import IAPSimulator
 import IAPSupport
@@ -64,6 +65,17 @@ struct CaseOptions: ParsableArguments {
             (default 72, a monthly subscriber of six years; 8 keeps every case small).
             """, valueName: "N"))
     var maxSize: Int = HistoryGenerator.defaultMaxSize
+
+    @Flag(
+        name: .long,
+        help:
+            "Keep the {tmp} folder of a backend iapcheck starts (its output, its data, its clock) after a run that passed; a failed run keeps it anyway and prints where."
+    )
+    var keepTmp = false
+
+    func validate() throws {
+        if keepTmp { ManagedBackend.keepDirectories.withLock { $0 = true } }
+    }
 
     /// No catalog was given: each case draws its own, with the built-in catalog (and `--bundle-id`) as its base.
     var drawsCatalogs: Bool { catalog == nil }
