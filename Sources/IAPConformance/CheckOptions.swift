@@ -46,6 +46,9 @@ public struct CheckOptions: Sendable {
     public var keepGoing = 1
     /// The most failures a `--keep-going` run shrinks: a failing case whose unshrunk signature is new after that is
     /// counted, not shrunk (a validator that fails everything cannot make the run shrink for ever).
+    /// Failures this run reported before its cases (the corpus replay's), by signature: a generated case that fails
+    /// the same way is counted into them, not shrunk and printed again (docs/check.md#distinct-failures).
+    public var reportedSignatures: Set<FailureSignature> = []
     public var maxShrinks: Int { shrinkLimit ?? (keepGoing == 1 ? 1 : keepGoing * 3) }
     /// Sets ``maxShrinks`` (certify shrinks fewer, since it runs six properties).
     public var shrinkLimit: Int?

@@ -98,6 +98,8 @@ public struct CheckReport: Sendable {
     /// Failing cases left unshrunk, hence unclassified, because the run had shrunk as many failures as it allows
     /// (``CheckOptions/maxShrinks``).
     public var unshrunkFailures = 0
+    /// Failing cases of the run counted into a failure reported before it (the corpus replay's), by its signature.
+    public var repeatsOfReported: [FailureSignature: Int] = [:]
     public var coverage: Coverage
     public var seconds: Double
     /// Forged artifacts sent and rejected, per class.

@@ -53,6 +53,7 @@ public struct CheckRun {
         var replayed = 0
         var skipped: [String: Int] = [:]
         var corpusFailures: [Reports.DiscrepancySummary] = []
+        var corpusSignatures: [FailureSignature] = []
         var failures: [Reports.ValidatorFailureSummary] = []
         let directories = (corpus.map { [$0] } ?? []) + (corpus == nil ? [] : sharedCorpus)
         if !directories.isEmpty, options.onlyCase == nil {
@@ -80,6 +81,7 @@ public struct CheckRun {
                         of: d, testCase, caseIndex: nil, corpusFile: file,
                         replay: "iapcheck replay \(Shell.quote(file)) --validator \(Shell.quote(validatorSpec))")
                     corpusFailures.append(s)
+                    corpusSignatures.append(FailureSignature.of(.discrepancy(d), in: testCase))
                     emit(
                         TextReport.discrepancy(
                             s, headline: "FAIL \(d.finding) — property \(d.property.rawValue) (corpus \(file))"))
@@ -90,9 +92,20 @@ public struct CheckRun {
             }
         }
 
-        // 2. New cases.
+        // 2. New cases; one failing like a saved counterexample above is counted into it, not shrunk again.
         willRunCases?()
+        var checker = self.checker
+        checker.options.reportedSignatures = Set(corpusSignatures)
         let report = checker.run()
+        for (k, signature) in corpusSignatures.enumerated() {
+            guard let n = report.repeatsOfReported[signature] else { continue }
+            corpusFailures[k].signature = signature.description
+            corpusFailures[k].occurrences = 1 + n
+            emit(
+                "the failure of \(corpusFailures[k].corpusFile ?? "the corpus") again:\n"
+                    + TextReport.signatureLine(signature.description, 1 + n)
+                    + " (the saved case and \(n) generated, not shrunk again)")
+        }
         var discrepancies = corpusFailures
         if report.interrupted && report.failure == nil {
             emit(

@@ -111,6 +111,7 @@ extension Checker {
             coverage: coverage, seconds: Self.seconds(since: start), forgeries: forgeries,
             interrupted: found.shrinkStopped || (counted < total && !found.isDone))
         report.unshrunkFailures = found.unshrunk
+        report.repeatsOfReported = found.repeatsOfReported
         return report
     }
 }

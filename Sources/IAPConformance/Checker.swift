@@ -69,6 +69,7 @@ public struct Checker {
                 failures: found.failures, coverage: coverage, seconds: Self.seconds(since: start),
                 forgeries: forgeries, interrupted: interrupted || found.shrinkStopped)
             r.unshrunkFailures = found.unshrunk
+            r.repeatsOfReported = found.repeatsOfReported
             return r
         }
         for (n, i) in indices.enumerated() {

@@ -125,11 +125,21 @@ struct FailureCollector {
         f.kind == .timedOut || f.kind == .unavailable || f.kind == .misconfigured
     }
 
-    /// A failing case: counted into the failure its signature (unshrunk, then shrunk) matches, or shrunk and kept.
+    /// Failing cases counted into a failure reported before the run (``CheckOptions/reportedSignatures``).
+    private(set) var repeatsOfReported: [FailureSignature: Int] = [:]
+    /// Unshrunk signatures whose shrinking led to a failure reported before the run.
+    private var seenReported: [FailureSignature: FailureSignature] = [:]
+
+    /// A failing case: counted into the failure its signature (unshrunk, then shrunk) matches — one of this run's, or
+    /// one reported before it — or shrunk and kept. A bug is shrunk once per run.
     mutating func add(_ c: GeneratedCase, _ outcome: CaseOutcome, shrink: () -> FailureReport) {
         let raw = FailureSignature.of(outcome, in: c)
         if let k = seen[raw] {
             failures[k].occurrences += 1
+            return
+        }
+        if let known = seenReported[raw] ?? (options.reportedSignatures.contains(raw) ? raw : nil) {
+            repeatsOfReported[known, default: 0] += 1
             return
         }
         guard shrinks < options.maxShrinks else {
@@ -139,7 +149,10 @@ struct FailureCollector {
         shrinks += 1
         let f = shrink()
         let signature = f.signature
-        if let k = failures.firstIndex(where: { $0.signature == signature }) {
+        if options.reportedSignatures.contains(signature) {
+            repeatsOfReported[signature, default: 0] += 1
+            seenReported[raw] = signature
+        } else if let k = failures.firstIndex(where: { $0.signature == signature }) {
             failures[k].occurrences += 1
             seen[raw] = k
         } else {

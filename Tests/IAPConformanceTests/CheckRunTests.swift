@@ -12,10 +12,12 @@ import Testing
 /// verdict, and the text a user reads.
 @Suite struct CheckRunTests {
     static func run(
-        _ v: any Validator, corpus: String?, cases: Int = 40, shouldStop: @escaping @Sendable () -> Bool = { false }
+        _ v: any Validator, corpus: String?, cases: Int = 40, keepGoing: Int = 1,
+        shouldStop: @escaping @Sendable () -> Bool = { false }
     ) throws -> (CheckRunReport, [String]) {
         var o = CheckOptions()
         o.cases = cases
+        o.keepGoing = keepGoing
         o.seed = 3
         o.shouldStop = shouldStop
         var run = CheckRun(validatorSpec: "mutant:ignore-revocation", checker: Checker(options: o, validator: v))
@@ -49,6 +51,21 @@ import Testing
         #expect(fixed.verdict == .pass)
         #expect(fixed.summary.corpus.replayed == 1 && fixed.summary.corpus.failed.isEmpty)
         #expect(fixed.summary.run?.totalCases == 20)
+    }
+
+    /// A bug is shrunk once per run: generated cases failing as a saved counterexample does are counted into it.
+    @Test func aBugSavedInTheCorpusIsCountedNotShrunkAgain() throws {
+        let dir = Scratch.url.appendingPathComponent("checkrun-again-\(getpid())").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let mutant = Mutants.named("ignore-revocation")!
+        let (first, _) = try Self.run(mutant.make(), corpus: dir, cases: 600)
+        let saved = try #require(first.summary.discrepancies.first?.corpusFile)
+        let (again, text) = try Self.run(mutant.make(), corpus: dir, cases: 600, keepGoing: 3)
+        let known = try #require(again.summary.discrepancies.first { $0.corpusFile == saved })
+        let signature = try #require(known.signature, "no generated case failed as the saved one: \(text)")
+        #expect((known.occurrences ?? 1) > 1)
+        #expect(!again.report.failures.contains { $0.signature.description == signature }, "\(text)")
+        #expect(text.contains { $0.contains("not shrunk again") }, "\(text)")
     }
 
     @Test func anUnreadableCorpusFileIsAConfigurationError() throws {
