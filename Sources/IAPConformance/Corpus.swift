@@ -105,23 +105,51 @@ public enum Corpus {
     /// itself (the regression corpus), a user's program or backend into a folder of its own under `base`, named for
     /// it (`Corpus/http-my-backend/`, `Corpus/exec-python3-validator.py/`), which iapcheck's own suite never replays.
     public static func directory(forValidator spec: String, base: String = "Corpus") -> String {
-        var key: String
         if spec.hasPrefix("http:") {
-            key =
-                "http-" + ((String(spec.dropFirst(5)) as NSString).lastPathComponent as NSString).deletingPathExtension
+            return folder(
+                "http-" + ((String(spec.dropFirst(5)) as NSString).lastPathComponent as NSString).deletingPathExtension,
+                base: base)
         } else if spec.hasPrefix("exec:") {
-            key = "exec-" + spec.dropFirst(5)
-        } else {
-            return base
+            return folder("exec-" + spec.dropFirst(5), base: base)
         }
+        return base
+    }
+
+    /// Where a backend's counterexamples go: named for the backend, not for the file that describes it, so a renamed
+    /// or copied target file keeps replaying them — its `"name"` when the target gives one, else the app's bundle id
+    /// and the backend's address (`Corpus/http-com.acme.notes-127.0.0.1-8700/`).
+    public static func directory(
+        forBackend name: String?, bundleId: String, host: String, port: Int, base: String = "Corpus"
+    )
+        -> String
+    {
+        folder("http-" + (name ?? "\(bundleId)-\(host)-\(port)"), base: base)
+    }
+
+    /// Other folders under `base` holding saved counterexamples of `bundleId`'s app, with how many each holds: a run
+    /// that starts a new folder says so, since they may be the same backend's under an older name.
+    public static func otherFolders(ofApp bundleId: String, besides directory: String, base: String = "Corpus")
+        -> [(folder: String, cases: Int)]
+    {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: base)) ?? []
+        return names.sorted().compactMap { name in
+            let dir = (base as NSString).appendingPathComponent(name)
+            guard dir != directory, name.hasPrefix("http-") || name.hasPrefix("exec-") else { return nil }
+            let n = files(in: dir).filter { (try? load(path: $0))?.testCase.config.catalog.bundleId == bundleId }.count
+            return n > 0 ? (dir, n) : nil
+        }
+    }
+
+    /// `key` as a folder name under `base`: letters, digits, `.`, `_` and `-`, at most 80.
+    static func folder(_ key: String, base: String) -> String {
         var cleaned = ""
         for ch in key.unicodeScalars {
             let keep = CharacterSet.alphanumerics.contains(ch) && ch.isASCII || "._-".unicodeScalars.contains(ch)
             let next: Unicode.Scalar = keep ? ch : "-"
             if !(next == "-" && cleaned.hasSuffix("-")) { cleaned.unicodeScalars.append(next) }
         }
-        key = String(cleaned.prefix(80)).trimmingCharacters(in: CharacterSet(charactersIn: "-."))
-        return (base as NSString).appendingPathComponent(key.isEmpty ? "validator" : key)
+        let name = String(cleaned.prefix(80)).trimmingCharacters(in: CharacterSet(charactersIn: "-."))
+        return (base as NSString).appendingPathComponent(name.isEmpty ? "validator" : name)
     }
 
     /// Which saved counterexamples a run replays: those of its app, that its validator can be given

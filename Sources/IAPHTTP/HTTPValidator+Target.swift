@@ -29,6 +29,8 @@ extension HTTPValidator {
         public var maxConcurrency = 1
         /// The file it was read from, for messages.
         public var file: String?
+        /// What the backend is called (`"name"`): its corpus folder's name, whatever the file is called.
+        public var name: String?
 
         /// How the backend learns "now" (docs/http-target.md#the-backends-clock).
         public enum Clock: Sendable, Equatable {
@@ -69,6 +71,7 @@ extension HTTPValidator {
             if let base = o.string("baseURL") {
                 (host, port) = parseBaseURL(base, o)
             }
+            let name = o.string("name", required: false)
             let concurrency = Int(o.int("maxConcurrency", required: false, range: 1...256) ?? 1)
             if concurrency > 1, o.has("store") {
                 r.problem(
@@ -108,6 +111,7 @@ extension HTTPValidator {
             t.mapping = mapping
             t.maxConcurrency = concurrency
             t.file = path
+            t.name = name
             return t
         }
 

@@ -57,7 +57,7 @@ struct Check: ParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "Corpus directory: its saved counterexamples of this app are replayed first, and new ones saved there. Default: Corpus/ for iapcheck's own validators; for exec: and http:, a folder of their own in Corpus/ (Corpus/http-TARGET/), with Corpus/ itself replayed too. Cases of another app or profile are skipped and counted.",
+            "Corpus directory: its saved counterexamples of this app are replayed first, and new ones saved there. Default: Corpus/ for iapcheck's own validators; for exec: and http:, a folder of their own in Corpus/ (a backend's named for its target's \"name\", or its bundle id and address: Corpus/http-com.your.app-127.0.0.1-8700/), with Corpus/ itself replayed too. Cases of another app or profile are skipped and counted.",
             valueName: "DIR"))
     var corpus: String?
 
@@ -261,8 +261,7 @@ struct Check: ParsableCommand {
         } else if let corpus {
             run.corpus = corpus
         } else {
-            // A user's program or backend keeps its counterexamples apart from iapcheck's own regression corpus.
-            run.corpus = Corpus.directory(forValidator: validator)
+            run.corpus = Self.corpusDirectory(validator, bundleId: opts.catalog.bundleId)
             if run.corpus != "Corpus" { run.sharedCorpus = ["Corpus"] }
         }
         run.savesCounterexamples = !validator.hasPrefix("mutant:")
@@ -298,6 +297,25 @@ struct Check: ParsableCommand {
         case .discrepancy: throw ExitCode(Exit.discrepancy)
         case .interrupted: throw ExitCode(130)
         }
+    }
+
+    /// A user's program or backend keeps its counterexamples apart from iapcheck's own regression corpus; a backend's
+    /// folder is named for the backend, not its target file (docs/corpus.md#where-counterexamples-go). A new folder
+    /// beside others holding the same app's cases is said aloud: they may be this backend's under an older name.
+    static func corpusDirectory(_ spec: String, bundleId: String) -> String {
+        guard spec.hasPrefix("http:"), let t = try? HTTPValidator.Target.load(path: String(spec.dropFirst(5))) else {
+            return Corpus.directory(forValidator: spec)
+        }
+        let dir = Corpus.directory(forBackend: t.name, bundleId: bundleId, host: t.host, port: t.port)
+        if !FileManager.default.fileExists(atPath: dir) {
+            for (other, n) in Corpus.otherFolders(ofApp: bundleId, besides: dir) {
+                FileHandle.standardError.write(
+                    Data(
+                        "check: a new corpus folder for this backend, \(dir); \(other) holds \(n) saved counterexample\(n == 1 ? "" : "s") of the same app (\(bundleId)): if they are this backend's, move them (mv \(other)/*.json \(dir)/)\n"
+                            .utf8))
+            }
+        }
+        return dir
     }
 
     /// The doctor's checks on a validator of their own (a program is started for them and stopped after): a

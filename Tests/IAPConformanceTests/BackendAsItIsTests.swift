@@ -193,4 +193,26 @@ import Testing
         #expect(Corpus.directory(forValidator: "exec:python3 v.py --x") == "Corpus/exec-python3-v.py-x")
         #expect(Corpus.directory(forValidator: "mutant:no-grace") == "Corpus")
     }
+
+    /// A backend's corpus follows the backend: the same address and app, or the same `"name"`, whatever the target
+    /// file is called; a new folder beside one of the same app's is found, so the run can say so.
+    @Test func aBackendsCorpusIsNamedForTheBackendNotTheFile() throws {
+        #expect(
+            Corpus.directory(forBackend: nil, bundleId: "com.acme.notes", host: "127.0.0.1", port: 8700)
+                == "Corpus/http-com.acme.notes-127.0.0.1-8700")
+        #expect(
+            Corpus.directory(forBackend: "notes service", bundleId: "com.acme.notes", host: "127.0.0.1", port: 8700)
+                == "Corpus/http-notes-service")
+        let base = Scratch.url.appendingPathComponent("corpus-backend-\(getpid())").path
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        let old = base + "/http-target"
+        let (c, _) = Fixtures.generator().generate(.entitlementAgreement, .init(seed: 3))
+        try Corpus.save(
+            CorpusCase(foundWith: "http:target.json", seed: 1, caseIndex: 0, failure: nil, testCase: c), in: old)
+        let new = Corpus.directory(
+            forBackend: nil, bundleId: c.config.catalog.bundleId, host: "127.0.0.1", port: 8700, base: base)
+        let others = Corpus.otherFolders(ofApp: c.config.catalog.bundleId, besides: new, base: base)
+        #expect(others.map(\.folder) == [old] && others.first?.cases == 1)
+        #expect(Corpus.otherFolders(ofApp: "com.other.app", besides: new, base: base).isEmpty)
+    }
 }
