@@ -28,6 +28,9 @@ extension Explanation {
         /// verifyReceipt answers: when Apple answered, and when the receipt the app sent was made (if earlier).
         var receipts: [(requestDate: Millis, creation: Millis?)] = []
 
+        /// No facts yet (``add(_:)`` gives them).
+        init() {}
+
         init(_ c: GeneratedCase, before step: Int, person: Int?) {
             let names = Dictionary(c.persons.map { ($0.accountId, $0.name) }, uniquingKeysWith: { a, _ in a })
             for s in c.steps.prefix(max(0, step)) {

@@ -108,6 +108,19 @@ public enum Explanation {
                     "    - the user's transactions in all, every product: \(all.count) (every one counts, however old)")
             }
         } else {
+            // The grant the expected value rests on first, when the latest purchase is not it (a family share bought
+            // later while the user's own chain is in grace).
+            if kind == .autoRenewable, let (decider, grace) = decidingGrant(txs, at: t, known),
+                decider.tx.originalTransactionId != latest.tx.originalTransactionId
+            {
+                let chain = decider.tx.originalTransactionId
+                let why = grace ? "in its grace period, the grant that ends last" : "the grant that ends last"
+                out.append(
+                    "    - \(id) held through chain …\(chain.suffix(4)), \(why): " + known.describe(decider, rel: rel))
+                if let r = known.renewals[chain] {
+                    out.append("      renewal info of chain …\(chain.suffix(4)): " + describe(r, rel: rel))
+                }
+            }
             let earlier = txs.count > 1 ? " (\(txs.count - 1) earlier)" : ""
             out.append("    - \(id) latest by purchaseDate\(earlier): " + known.describe(latest, rel: rel))
             if kind == .nonRenewing, latest.tx.expiresDate == nil, let p = catalog.product(id)?.period {
@@ -135,6 +148,33 @@ public enum Explanation {
         let about = known.notifications(about: chain)
         if !about.isEmpty { out.append("    - notifications about it: " + about.joined(separator: ", ")) }
         return out
+    }
+
+    /// The subscription grant that holds a product at `t` and ends last (docs/answers.md#products-products): per
+    /// chain, its latest transaction purchased by `t` and not revoked by then, ending at its `expiresDate` or, once
+    /// that has passed in billing retry, at the renewal info's `gracePeriodExpiresDate`. Ties go to the user's own.
+    static func decidingGrant(_ txs: [Facts.Known], at t: Millis, _ known: Facts) -> (Facts.Known, grace: Bool)? {
+        var latestOfChain: [String: Facts.Known] = [:]
+        for x in txs where x.tx.purchaseDate <= t { latestOfChain[x.tx.originalTransactionId] = x }
+        var best: (x: Facts.Known, end: Millis, grace: Bool)?
+        for (chain, x) in latestOfChain {
+            if let r = x.tx.revocationDate, r <= t { continue }
+            guard var end = x.tx.expiresDate else { continue }
+            var grace = false
+            if end <= t, let r = known.renewals[chain], r.isInBillingRetryPeriod == true,
+                let g = r.gracePeriodExpiresDate, g > t
+            {
+                end = g
+                grace = true
+            }
+            guard end > t else { continue }
+            let own = x.tx.inAppOwnershipType == .purchased
+            if let b = best, b.end > end || (b.end == end && (b.x.tx.inAppOwnershipType == .purchased || !own)) {
+                continue
+            }
+            best = (x, end, grace)
+        }
+        return best.map { ($0.x, $0.grace) }
     }
 
     static func describe(_ r: JWSRenewalInfoDecodedPayload, rel: (Millis) -> String) -> String {

@@ -1,0 +1,45 @@
+import IAPModel
+import Testing
+
+@testable import IAPConformance
+
+/// Under "why the oracle expects this", the grant the expected value rests on comes first: here the user's own
+/// chain in its grace period, whose end outlasts a family share bought later (the latest by purchaseDate).
+@Suite struct ExplanationGrantTests {
+    static let day: Millis = 86_400_000
+
+    static func transaction(_ id: String, purchased: Millis, expires: Millis, ownership: InAppOwnershipType)
+        -> JWSTransactionDecodedPayload
+    {
+        JWSTransactionDecodedPayload(
+            transactionId: id, originalTransactionId: id, bundleId: Catalog.standard.bundleId,
+            productId: "pro.monthly", subscriptionGroupIdentifier: "21000001", purchaseDate: purchased,
+            expiresDate: expires, type: .autoRenewable, inAppOwnershipType: ownership,
+            signedDate: purchased, environment: .production)
+    }
+
+    @Test func theUsersOwnGraceIsListedBeforeALaterFamilyShare() {
+        var facts = Explanation.Facts()
+        let own = Self.transaction("1001", purchased: 0, expires: 30 * Self.day, ownership: .purchased)
+        let share = Self.transaction("2002", purchased: 20 * Self.day, expires: 35 * Self.day, ownership: .familyShared)
+        facts.add(.appTransaction(AppTransactionSubmission(userId: "u1", transaction: own, deviceTime: nil)))
+        facts.add(.appTransaction(AppTransactionSubmission(userId: "u1", transaction: share, deviceTime: nil)))
+        var retry = JWSRenewalInfoDecodedPayload(
+            originalTransactionId: "1001", productId: "pro.monthly", autoRenewProductId: "pro.monthly",
+            autoRenewStatus: .on, signedDate: 30 * Self.day, environment: .production)
+        retry.isInBillingRetryPeriod = true
+        retry.gracePeriodExpiresDate = 46 * Self.day
+        facts.renew(retry)
+        let lines = Explanation.productFacts(
+            "pro.monthly", at: 40 * Self.day, facts, catalog: .standard, rel: { CivilTime.relative($0) })
+        let held = lines.firstIndex { $0.contains("held through chain …1001, in its grace period") }
+        let latest = lines.firstIndex { $0.contains("latest by purchaseDate") && $0.contains("…2002") }
+        #expect(held != nil && latest != nil && held! < latest!, "\(lines)")
+        #expect(lines.contains { $0.contains("renewal info of chain …1001") && $0.contains("gracePeriodExpiresDate") })
+
+        // Asked while the share still holds and outlasts the grace: the latest purchase decides, listed once.
+        let before = Explanation.productFacts(
+            "pro.monthly", at: 25 * Self.day, facts, catalog: .standard, rel: { CivilTime.relative($0) })
+        #expect(!before.contains { $0.contains("held through chain") }, "\(before)")
+    }
+}
