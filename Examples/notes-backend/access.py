@@ -92,6 +92,11 @@ class Catalog:
                 problems.append("products.%s.kind: one of %s" % (pid, ", ".join(PRODUCT_KINDS)))
                 continue
             entry = {"kind": spec["kind"]}
+            if spec["kind"] == "credits":
+                amount = spec.get("amount", 1)
+                if not isinstance(amount, int) or isinstance(amount, bool) or amount < 1:
+                    problems.append("products.%s.amount: a whole number of credits, at least 1" % pid)
+                entry["amount"] = amount
             if spec["kind"] == "pass":
                 try:
                     entry["duration"] = parse_duration(spec.get("duration"))
@@ -230,6 +235,22 @@ def product_access(catalog, transactions, renewal_infos, now, honour_refunds=Tru
         ends = paid.get(pid) or grace[pid]  # a paid period outranks grace: it says when the product expires
         access[pid] = None if None in ends else max(ends)
     return access
+
+
+def credit_balances(catalog, transactions, now, claw_back=True):
+    """Every credits product of the catalog: {"product", "balance"}, the credits the user's consumable purchases at
+    or before `now` added (each unit of `quantity` is the product's `amount`), less those of purchases refunded by
+    then. `claw_back=False` is the deliberate `keep-refunded-credits` bug of the demo build."""
+    balances = {pid: 0 for pid, spec in catalog.products.items() if spec["kind"] == "credits"}
+    for tx in merge_purchases(transactions):
+        pid = tx.get("productId")
+        if tx.get("type") != CONSUMABLE or pid not in balances or ms(tx["purchaseDate"]) > now:
+            continue
+        if _revoked(tx, now, claw_back):
+            continue
+        quantity = tx.get("quantity") if isinstance(tx.get("quantity"), int) and tx.get("quantity") > 0 else 1
+        balances[pid] += quantity * catalog.products[pid]["amount"]
+    return [{"product": pid, "balance": n} for pid, n in sorted(balances.items())]
 
 
 def feature_access(catalog, transactions, renewal_infos, now, honour_refunds=True):

@@ -213,12 +213,14 @@ class Handler(BaseHTTPRequestHandler):
 
     def _access(self, user):
         try:
-            features = self.service.access(user, wall_clock_ms())
+            now = wall_clock_ms()
+            features = self.service.access(user, now)
+            credits = self.service.credits(user, now)
         except ValueError as e:
             raise HTTPError(400, "bad-request", str(e))
         self._send(200, {"user": user, "features": [
             {"name": f["name"], "active": f["active"], "expires": iso_seconds(f["expires"]) if f["active"] else None}
-            for f in features]})
+            for f in features], "credits": credits})
 
 
 def parse_args(argv):

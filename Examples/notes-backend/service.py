@@ -11,7 +11,7 @@ import access
 from storage import CONFLICT, DUPLICATE, STORED  # noqa: F401  (re-exported for callers)
 from verification import Rejected
 
-BUGS = ("ignore-refunds",)
+BUGS = ("ignore-refunds", "keep-refunded-credits")
 MAX_USER_ID_LENGTH = 256
 
 
@@ -77,6 +77,13 @@ class NotesService:
             str(envelope.get("subtype")) if envelope.get("subtype") is not None else None,
             signed_date if isinstance(signed_date, int) and not isinstance(signed_date, bool) else None,
             tx, info, now)
+
+    def credits(self, user_id, now):
+        """The user's credit balances at `now`: [{"product", "balance"}]."""
+        check_user_id(user_id)
+        transactions, _ = self.store.facts_for_user(user_id)
+        return access.credit_balances(self.catalog, transactions, now,
+                                      claw_back=self.bug != "keep-refunded-credits")
 
     def access(self, user_id, now):
         """Every feature of the catalog for `user_id` at `now`: [{"name", "active", "expires" (ms or None)}]."""

@@ -91,6 +91,16 @@ class AccessTest(unittest.TestCase):
         self.assertEqual(self.features(txs[1:], T0 + 40 * DAY)["maps"], (True, 1_780_272_060_000))
         self.assertFalse(self.features(txs[1:], 1_780_272_060_000)["maps"][0])
 
+    def test_credits_add_up_per_unit_and_a_refund_takes_its_share_back(self):
+        credits = "com.example.maps.credits"
+        txs = [one_time("8", credits, access.CONSUMABLE, T0, quantity=2),
+               one_time("9", credits, access.CONSUMABLE, T0 + DAY, revocationDate=T0 + 3 * DAY)]
+        balance = lambda t, **kw: access.credit_balances(self.catalog, txs, t, **kw)[0]["balance"]  # noqa: E731
+        self.assertEqual(balance(T0), 200)
+        self.assertEqual(balance(T0 + 2 * DAY), 300)
+        self.assertEqual(balance(T0 + 3 * DAY), 200)
+        self.assertEqual(balance(T0 + 3 * DAY, claw_back=False), 300)
+
 
 if __name__ == "__main__":
     unittest.main()

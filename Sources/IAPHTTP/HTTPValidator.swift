@@ -306,6 +306,7 @@ public class HTTPValidator: Validator {
                 do {
                     a = try mapping.answer(from: body, at: query.at)
                 } catch {
+                    if error.isWrongAnswer { throw ValidatorFailure(.badAnswer, error.message, transcript: transcript) }
                     // The target file describes another response than the backend gives: fix the file, not the backend.
                     throw ValidatorFailure(.misconfigured, error.message, transcript: transcript, fix: error.fix)
                 }
