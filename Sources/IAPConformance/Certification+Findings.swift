@@ -40,7 +40,7 @@ extension CertificationSuite {
             found.detail = d.finding + ": " + (d.differences.first ?? "observed \(d.observed)")
         } else if let failure = f.validatorFailure {
             found.validatorFailure = Reports.ValidatorFailureSummary(
-                kind: failure.kind.rawValue, message: failure.message, caseIndex: f.caseIndex,
+                kind: failure.kind, message: failure.message, caseIndex: f.caseIndex,
                 transcript: failure.transcript)
             found.detail = "validator failure: " + failure.message
         }

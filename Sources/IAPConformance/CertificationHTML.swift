@@ -25,7 +25,7 @@ public enum CertificationHTML {
                 }
                 if let f {
                     details +=
-                        "<h3>\(esc(p.property)): validator failure (\(esc(f.kind)))</h3><pre>\(esc(f.message))\n\n\(f.transcript.map(esc).joined(separator: "\n"))</pre>\n"
+                        "<h3>\(esc(p.property)): validator failure (\(esc(f.kind.rawValue)))</h3><pre>\(esc(f.message))\n\n\(f.transcript.map(esc).joined(separator: "\n"))</pre>\n"
                 }
             }
         }

@@ -104,15 +104,13 @@ public enum Corpus {
     /// Where the counterexamples of a validator go when no `--corpus` says: iapcheck's own validators' into `base`
     /// itself (the regression corpus), a user's program or backend into a folder of its own under `base`, named for
     /// it (`Corpus/http-my-backend/`, `Corpus/exec-python3-validator.py/`), which iapcheck's own suite never replays.
-    public static func directory(forValidator spec: String, base: String = "Corpus") -> String {
-        if spec.hasPrefix("http:") {
-            return folder(
-                "http-" + ((String(spec.dropFirst(5)) as NSString).lastPathComponent as NSString).deletingPathExtension,
-                base: base)
-        } else if spec.hasPrefix("exec:") {
-            return folder("exec-" + spec.dropFirst(5), base: base)
+    public static func directory(forValidator spec: ValidatorSpec, base: String = "Corpus") -> String {
+        switch spec {
+        case .http(let file):
+            folder("http-" + ((file as NSString).lastPathComponent as NSString).deletingPathExtension, base: base)
+        case .exec(let command): folder("exec-" + command, base: base)
+        case .reference, .mutant, .variant: base
         }
-        return base
     }
 
     /// Where a backend's counterexamples go: named for the backend, not for the file that describes it, so a renamed

@@ -141,7 +141,7 @@ public enum Reports {
     }
 
     public struct ValidatorFailureSummary: Codable, Sendable {
-        public var kind: String
+        public var kind: ValidatorFailure.Kind
         public var message: String
         public var caseIndex: Int?
         public var transcript: [String]
@@ -153,7 +153,7 @@ public enum Reports {
         /// Set when replaying the shrunk case gave different outcomes.
         public var flaky: FlakySummary?
 
-        public init(kind: String, message: String, caseIndex: Int? = nil, transcript: [String]) {
+        public init(kind: ValidatorFailure.Kind, message: String, caseIndex: Int? = nil, transcript: [String]) {
             self.kind = kind
             self.message = message
             self.caseIndex = caseIndex
@@ -161,7 +161,7 @@ public enum Reports {
         }
 
         public init(_ f: ValidatorFailure, caseIndex: Int?) {
-            self.init(kind: f.kind.rawValue, message: f.message, caseIndex: caseIndex, transcript: f.transcript)
+            self.init(kind: f.kind, message: f.message, caseIndex: caseIndex, transcript: f.transcript)
         }
     }
 
@@ -279,7 +279,7 @@ public enum Reports {
         for f in s.validatorFailures {
             errors += 1
             cases.append(
-                "    <testcase classname=\"iapcheck.\(esc(s.validator))\" name=\"validator-health\"><error message=\"\(esc(f.kind + ": " + f.message))\">\(esc(((f.flaky.map { [TextReport.flaky($0)] } ?? []) + f.transcript).joined(separator: "\n")))</error></testcase>"
+                "    <testcase classname=\"iapcheck.\(esc(s.validator))\" name=\"validator-health\"><error message=\"\(esc(f.kind.rawValue + ": " + f.message))\">\(esc(((f.flaky.map { [TextReport.flaky($0)] } ?? []) + f.transcript).joined(separator: "\n")))</error></testcase>"
             )
         }
         return """

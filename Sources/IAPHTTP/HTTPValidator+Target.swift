@@ -116,7 +116,8 @@ extension HTTPValidator {
         }
 
         static func parseBaseURL(_ base: String, _ o: StrictJSON.Object) -> (String, Int) {
-            let rest = base.hasPrefix("http://") ? String(base.dropFirst(7)) : ""
+            let scheme = "http://"
+            let rest = base.hasPrefix(scheme) ? String(base.dropFirst(scheme.count)) : ""
             let hostPort = rest.split(separator: "/").first.map(String.init) ?? ""
             let parts = hostPort.split(separator: ":")
             var host = "127.0.0.1", port = 0

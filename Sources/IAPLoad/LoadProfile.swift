@@ -1,6 +1,7 @@
 import Foundation
 import IAPEncoding
 import IAPModel
+import IAPValidatorAPI
 
 /// A load profile (`Profiles/*.json`), decoded strictly: every problem is reported with the file and key.
 public struct LoadProfile: Sendable {
@@ -147,12 +148,7 @@ public struct LoadProfile: Sendable {
         let o = try r.root(data)
         let name = o.string("name") ?? "profile"
         let target = o.string("target", required: false) ?? "reference"
-        if !(target == "reference" || target.hasPrefix("mutant:") || target.hasPrefix("exec:")
-            || target.hasPrefix("http:"))
-        {
-            r.problem(
-                o.keyPath("target"), "\"\(target)\" is not reference, mutant:NAME, exec:COMMAND or http:TARGET.json")
-        }
+        do { _ = try ValidatorSpec(parsing: target) } catch { r.problem(o.keyPath("target"), error.description) }
         var mix: [Operation: Int] = [:]
         if let m = o.object("mix") {
             for op in Operation.allCases {

@@ -123,7 +123,7 @@ struct Certify: ParsableCommand {
         print("catalog: \(record.description), bundle id \(record.bundleId)")
         print("\(verdict): \(dir)/report.html")
         if report.properties.contains(where: {
-            $0.validatorFailure?.kind == ValidatorFailure.Kind.misconfigured.rawValue
+            $0.validatorFailure?.kind == .misconfigured
         }) {
             throw ExitCode(Exit.usage)
         }

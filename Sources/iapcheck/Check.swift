@@ -138,6 +138,7 @@ struct Check: ParsableCommand {
     static let outOfProcessShrinkSeconds = 60.0
 
     func run() throws {
+        let spec = try parseValidator(validator)
         let slice = try shard.map { text throws -> Shard in
             guard let s = Shard(parsing: text) else {
                 throw ValidationError("--shard \"\(text)\" is not INDEX/COUNT with 0 ≤ INDEX < COUNT, e.g. 0/4")
@@ -153,15 +154,13 @@ struct Check: ParsableCommand {
         }
         var (catalog, policy) = try options.loadOrExit()
         // A mutant whose mistake shows only under a policy (a declared size limit) is checked under it.
-        if options.policy == nil, validator.hasPrefix("mutant:"),
-            let p = Mutants.named(String(validator.dropFirst("mutant:".count)))?.policy
-        {
+        if options.policy == nil, let name = spec.mutantName, let p = Mutants.named(name)?.policy {
             policy = p
         }
         if let json { try requireWritable(file: json) }
         if let junit { try requireWritable(file: junit) }
         let faultProfile = try parseFaults(faults)
-        if !noDoctor && (validator.hasPrefix("exec:") || validator.hasPrefix("http:")) {
+        if !noDoctor && spec.isOutOfProcess {
             try runPreflight(catalog: options.drawsCatalogs ? catalog : catalog, policy: policy)
         }
         // Before anything starts: a target's maxConcurrency bounds --jobs.
@@ -169,10 +168,10 @@ struct Check: ParsableCommand {
         // One per job: the built-in reference runs synchronized when checked with concurrent clients.
         let workers = workerFactory(validator, timeout: timeout, faults: faultProfile, jobs: jobCount)
         let make = { [validator, parallel] () throws -> any Validator in
-            parallel && validator == "reference" ? SynchronizedReferenceValidator() : try workers()
+            parallel && spec == .reference ? SynchronizedReferenceValidator() : try workers()
         }
         let v =
-            parallel && validator == "reference"
+            parallel && spec == .reference
             ? SynchronizedReferenceValidator() : try makeValidator(validator, timeout: timeout, faults: faultProfile)
         var props: [PropertyName] = []
         for p in property {
@@ -227,7 +226,7 @@ struct Check: ParsableCommand {
         opts.signed = !unsigned
         opts.shrinkBudget.maxAttempts = shrinkAttempts
         // A program or a backend answers in milliseconds, not microseconds: its shrinking spends a time budget.
-        opts.outOfProcess = validator.hasPrefix("exec:") || validator.hasPrefix("http:")
+        opts.outOfProcess = spec.isOutOfProcess
         opts.shrinkBudget.maxSeconds = shrinkSeconds ?? (opts.outOfProcess ? Self.outOfProcessShrinkSeconds : .infinity)
         opts.shouldStop = { Interrupt.requested }
         Interrupt.install()
@@ -261,10 +260,10 @@ struct Check: ParsableCommand {
         } else if let corpus {
             run.corpus = corpus
         } else {
-            run.corpus = Self.corpusDirectory(validator, bundleId: opts.catalog.bundleId)
+            run.corpus = Self.corpusDirectory(spec, bundleId: opts.catalog.bundleId)
             if run.corpus != "Corpus" { run.sharedCorpus = ["Corpus"] }
         }
-        run.savesCounterexamples = !validator.hasPrefix("mutant:")
+        run.savesCounterexamples = !spec.isMutant
         run.faults = faultProfile.isEmpty ? nil : faults
         run.willRunCases = { progress.restart() }
         let result: CheckRunReport
@@ -291,7 +290,7 @@ struct Check: ParsableCommand {
         case .validatorFailure:
             // A target file that does not describe the backend (its answer mapping finds nothing) is a usage error.
             let misconfigured = result.summary.validatorFailures.contains {
-                $0.kind == ValidatorFailure.Kind.misconfigured.rawValue
+                $0.kind == .misconfigured
             }
             throw ExitCode(misconfigured ? Exit.usage : Exit.validatorFailure)
         case .discrepancy: throw ExitCode(Exit.discrepancy)
@@ -302,8 +301,8 @@ struct Check: ParsableCommand {
     /// A user's program or backend keeps its counterexamples apart from iapcheck's own regression corpus; a backend's
     /// folder is named for the backend, not its target file (docs/corpus.md#where-counterexamples-go). A new folder
     /// beside others holding the same app's cases is said aloud: they may be this backend's under an older name.
-    static func corpusDirectory(_ spec: String, bundleId: String) -> String {
-        guard spec.hasPrefix("http:"), let t = try? HTTPValidator.Target.load(path: String(spec.dropFirst(5))) else {
+    static func corpusDirectory(_ spec: ValidatorSpec, bundleId: String) -> String {
+        guard let file = spec.targetFile, let t = try? HTTPValidator.Target.load(path: file) else {
             return Corpus.directory(forValidator: spec)
         }
         let dir = Corpus.directory(forBackend: t.name, bundleId: bundleId, host: t.host, port: t.port)

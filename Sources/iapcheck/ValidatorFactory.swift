@@ -12,12 +12,11 @@ import IAPValidatorAPI
 /// `--jobs`: as asked, or one per core for validators that live in this process. A program (`exec:`) runs N copies
 /// only when asked, since copies of a correct validator that share a file would fail each other; an `http:` target
 /// takes up to its `maxConcurrency` (default 1: one backend, one state), by default as many as there are cores.
-func resolveJobs(_ asked: Int?, for spec: String, faults: FaultProfile = FaultProfile()) throws -> Int {
-    let inProcess = spec == "reference" || spec.hasPrefix("mutant:") || spec.hasPrefix("variant:")
+func resolveJobs(_ asked: Int?, for text: String, faults: FaultProfile = FaultProfile()) throws -> Int {
+    let spec = try parseValidator(text)
     let cores = max(1, ProcessInfo.processInfo.activeProcessorCount)
     if let asked, asked < 1 { throw ValidationError("--jobs must be at least 1") }
-    if spec.hasPrefix("http:") {
-        let path = String(spec.dropFirst("http:".count))
+    if let path = spec.targetFile {
         // An unreadable target file is reported by makeValidator, with its problems.
         guard let target = try? HTTPValidator.Target.load(path: path) else { return asked ?? 1 }
         let allowed = target.maxConcurrency
@@ -36,7 +35,12 @@ func resolveJobs(_ asked: Int?, for spec: String, faults: FaultProfile = FaultPr
         return jobs
     }
     if let asked { return asked }
-    return inProcess ? cores : 1
+    return spec.isInProcess ? cores : 1
+}
+
+/// `--validator`'s text as a ``ValidatorSpec``, or a usage error (exit 2) saying which forms there are.
+func parseValidator(_ text: String) throws -> ValidatorSpec {
+    do { return try ValidatorSpec(parsing: text) } catch { throw ValidationError(error.description) }
 }
 
 /// The validator for each job after the first (`--jobs`); `http:` targets number them (``HTTPValidator/jobNumber(ofWorker:jobs:)``).
@@ -54,68 +58,68 @@ func workerFactory(
 /// `forLoad`: for `iapcheck load`, which takes a backend on its real clock (`"clock": "wall"`); every other command
 /// needs to set the backend's clock and refuses one.
 func makeValidator(
-    _ spec: String, timeout: Double = 5, faults: FaultProfile = FaultProfile(), job: Int = 0, forLoad: Bool = false
+    _ text: String, timeout: Double = 5, faults: FaultProfile = FaultProfile(), job: Int = 0, forLoad: Bool = false
 ) throws -> any Validator {
-    if spec == "reference" { return ReferenceValidator() }
-    if spec.hasPrefix("http:") {
-        let path = String(spec.dropFirst("http:".count))
-        do {
-            let target = try HTTPValidator.Target.load(path: path)
-            if target.clock == .wall && !forLoad {
-                throw fail(
-                    "error: \(path): \"clock\": \"wall\" says iapcheck cannot set this backend's clock; a history of years needs it, so only `iapcheck load` takes such a target. Let iapcheck start the backend under libfaketime (\"start\" and \"clock\": \"faketime\") or give it a clock header (docs/http-target.md#the-backends-clock)",
-                    code: Exit.usage)
-            }
-            var store: MockAppStore?
-            if let settings = target.store {
-                store = try startStore(settings, for: target)
-                store?.faults = faults
-            }
-            if store == nil, let problem = faults.problemWithoutStore(target: path) { throw ValidationError(problem) }
-            let v = try HTTPValidator.make(
-                target: target, name: "http:\(target.host):\(target.port)", timeout: timeout, store: store,
-                faults: faults)
-            v.job = job
-            return v
-        } catch let e as ValidationError {
-            throw e
-        } catch let e as ExitCode {
-            throw e
-        } catch let e as ValidatorFailure {
-            // A backend that cannot be reached or started as the target file says is a configuration problem.
-            let configuration = e.kind == .unavailable || e.kind == .misconfigured
-            throw fail(
-                "error: \(e.message)\(e.fix.map { "\n  fix: \($0)" } ?? "")",
-                code: configuration ? Exit.usage : Exit.validatorFailure)
-        } catch {
-            throw fail("error: \(error)", code: Exit.usage)
-        }
+    let spec = try parseValidator(text)
+    switch spec {
+    case .reference: return ReferenceValidator()
+    case .http(let path):
+        return try makeHTTPValidator(path, timeout: timeout, faults: faults, job: job, forLoad: forLoad)
+    default: break
     }
     if let problem = faults.problemOutsideHTTP { throw ValidationError(problem) }
-    if spec.hasPrefix("exec:") {
-        let command = String(spec.dropFirst("exec:".count))
-        guard !command.isEmpty else {
-            throw ValidationError("exec: needs a command, e.g. exec:'python3 my_validator.py'")
-        }
-        return SubprocessValidator(command: command, timeout: timeout)
-    }
-    if spec.hasPrefix("mutant:") {
-        let name = String(spec.dropFirst("mutant:".count))
+    switch spec {
+    case .reference, .http: preconditionFailure("made above")
+    case .exec(let command): return SubprocessValidator(command: command, timeout: timeout)
+    case .mutant(let name):
         guard let m = Mutants.named(name) else {
             throw ValidationError("no mutant named \"\(name)\"; `iapcheck mutants --list` lists them")
         }
         return m.make()
-    }
-    if spec.hasPrefix("variant:") {
-        let name = String(spec.dropFirst("variant:".count))
+    case .variant(let name):
         guard let v = Variants.named(name) else {
             throw ValidationError(
                 "no variant named \"\(name)\"; variants: \(Variants.all.map(\.name).joined(separator: ", "))")
         }
         return v.make()
     }
-    throw ValidationError(
-        "unknown validator \"\(spec)\": use reference, variant:NAME, mutant:NAME, exec:'COMMAND' or http:TARGET.json")
+}
+
+/// An `http:` target's validator: its backend started or reached, its mock App Store started when it has one.
+func makeHTTPValidator(
+    _ path: String, timeout: Double, faults: FaultProfile, job: Int, forLoad: Bool
+) throws -> any Validator {
+    do {
+        let target = try HTTPValidator.Target.load(path: path)
+        if target.clock == .wall && !forLoad {
+            throw fail(
+                "error: \(path): \"clock\": \"wall\" says iapcheck cannot set this backend's clock; a history of years needs it, so only `iapcheck load` takes such a target. Let iapcheck start the backend under libfaketime (\"start\" and \"clock\": \"faketime\") or give it a clock header (docs/http-target.md#the-backends-clock)",
+                code: Exit.usage)
+        }
+        var store: MockAppStore?
+        if let settings = target.store {
+            store = try startStore(settings, for: target)
+            store?.faults = faults
+        }
+        if store == nil, let problem = faults.problemWithoutStore(target: path) { throw ValidationError(problem) }
+        let v = try HTTPValidator.make(
+            target: target, name: "http:\(target.host):\(target.port)", timeout: timeout, store: store,
+            faults: faults)
+        v.job = job
+        return v
+    } catch let e as ValidationError {
+        throw e
+    } catch let e as ExitCode {
+        throw e
+    } catch let e as ValidatorFailure {
+        // A backend that cannot be reached or started as the target file says is a configuration problem.
+        let configuration = e.kind == .unavailable || e.kind == .misconfigured
+        throw fail(
+            "error: \(e.message)\(e.fix.map { "\n  fix: \($0)" } ?? "")",
+            code: configuration ? Exit.usage : Exit.validatorFailure)
+    } catch {
+        throw fail("error: \(error)", code: Exit.usage)
+    }
 }
 
 /// `--faults LIST`, or a usage error naming the unknown fault.

@@ -189,9 +189,9 @@ import Testing
         #expect(report.summary.corpus.skipped == ["another app": 1])
         #expect(lines.contains { $0.contains("corpus 1 replayed, 1 skipped (another app)") }, "\(lines)")
         // A user's program or backend saves its counterexamples apart from iapcheck's own corpus.
-        #expect(Corpus.directory(forValidator: "http:config/my backend.json") == "Corpus/http-my-backend")
-        #expect(Corpus.directory(forValidator: "exec:python3 v.py --x") == "Corpus/exec-python3-v.py-x")
-        #expect(Corpus.directory(forValidator: "mutant:no-grace") == "Corpus")
+        #expect(Corpus.directory(forValidator: .http("config/my backend.json")) == "Corpus/http-my-backend")
+        #expect(Corpus.directory(forValidator: .exec("python3 v.py --x")) == "Corpus/exec-python3-v.py-x")
+        #expect(Corpus.directory(forValidator: .mutant("no-grace")) == "Corpus")
     }
 
     /// A backend's corpus follows the backend: the same address and app, or the same `"name"`, whatever the target

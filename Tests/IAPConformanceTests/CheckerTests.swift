@@ -198,7 +198,7 @@ import Testing
         // A validator that broke, and a run that did not check every case, are errors, not failures.
         var broken = s
         broken.discrepancies = []
-        broken.validatorFailures = [.init(kind: "crashed", message: "exit 139", transcript: [])]
+        broken.validatorFailures = [.init(kind: .crashed, message: "exit 139", transcript: [])]
         broken.interrupted = true
         #expect(Reports.junit(broken).contains("failures=\"0\" errors=\"2\""))
     }
