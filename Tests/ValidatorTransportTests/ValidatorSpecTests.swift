@@ -12,7 +12,8 @@ import Testing
         #expect(try ValidatorSpec(parsing: "exec:a:b") == .exec("a:b"))
         #expect(try ValidatorSpec(parsing: "http:t.json").targetFile == "t.json")
         #expect(try ValidatorSpec(parsing: "mutant:x").isMutant && ValidatorSpec(parsing: "variant:y").isInProcess)
-        #expect(try ValidatorSpec(parsing: "exec:p").isOutOfProcess && !ValidatorSpec(parsing: "reference").isOutOfProcess)
+        #expect(
+            try ValidatorSpec(parsing: "exec:p").isOutOfProcess && !ValidatorSpec(parsing: "reference").isOutOfProcess)
     }
 
     @Test func aTextThatIsNoValidatorSaysWhichFormsThereAre() {
