@@ -15,6 +15,8 @@ extension Explanation {
         var byId: [String: Known] = [:]
         /// By originalTransactionId: the renewal info signed last.
         var renewals: [String: JWSRenewalInfoDecodedPayload] = [:]
+        /// By originalTransactionId: how many renewal infos of the chain arrived, and on which channels.
+        var renewalDeliveries: [String: (count: Int, channels: Set<DeliveryChannel>)] = [:]
         /// Notifications as (chain, product, type/subtype, notificationUUID), in delivery order.
         var notes: [(chain: String, product: String?, kind: String, uuid: String)] = []
         /// Chains with a delivery for another person (their notifications are not this person's).
@@ -55,7 +57,7 @@ extension Explanation {
                 uuidCount[n.notificationUUID, default: 0] += 1
                 let tx = n.data?.transactionInfo, r = n.data?.renewalInfo
                 if let tx { take(tx, via: .notification) }
-                if let r { renew(r) }
+                if let r { renew(r, via: .notification) }
                 if let chain = tx?.originalTransactionId ?? r?.originalTransactionId {
                     let kind = n.notificationType.rawValue + (n.subtype.map { "/" + $0.rawValue } ?? "")
                     notes.append((chain, tx?.productId ?? r?.productId, kind, n.notificationUUID))
@@ -66,14 +68,14 @@ extension Explanation {
                     historyPages[chain] = max(historyPages[chain] ?? 0, pages)
                 }
                 for t in s.transactions { take(t, via: .api) }
-                for r in s.renewalInfos { renew(r) }
+                for r in s.renewalInfos { renew(r, via: .api) }
             case .legacyReceipt(let l):
                 receipts.append((l.requestDate, l.receiptCreationDate))
                 for chain in l.chains {
                     for t in chain.transactions {
                         take(t, via: .legacy)
                     }
-                    for r in chain.renewalInfos { renew(r) }
+                    for r in chain.renewalInfos { renew(r, via: .legacy) }
                 }
             }
         }
@@ -104,6 +106,20 @@ extension Explanation {
             k.deliveries += 1
             k.channels.insert(channel)
             byId[t.transactionId] = k
+        }
+
+        mutating func renew(_ r: JWSRenewalInfoDecodedPayload, via channel: DeliveryChannel) {
+            renewalDeliveries[r.originalTransactionId, default: (0, [])].count += 1
+            renewalDeliveries[r.originalTransactionId, default: (0, [])].channels.insert(channel)
+            renew(r)
+        }
+
+        /// `, via notification+api-snapshot` (or `, 3 renewal infos via …`): which channels carried a chain's
+        /// renewal infos, as a transaction's line says.
+        func renewalChannels(_ chain: String) -> String {
+            guard let d = renewalDeliveries[chain] else { return "" }
+            let via = d.channels.map(\.protocolName).sorted().joined(separator: "+")
+            return d.count > 1 ? ", \(d.count) renewal infos delivered (\(via))" : ", via \(via)"
         }
 
         mutating func renew(_ r: JWSRenewalInfoDecodedPayload) {
@@ -149,11 +165,17 @@ extension Explanation {
             var f = ["transactionId …\(t.transactionId.suffix(4))", "purchaseDate \(rel(t.purchaseDate))"]
             if let e = t.expiresDate { f.append("expiresDate \(rel(e))") }
             f.append(t.revocationDate.map { "revocationDate \(rel($0))" } ?? "not revoked (no revocationDate)")
-            if let r = t.revocationReason { f.append("revocationReason \(r.rawValue)") }
+            if t.revocationDate != nil {
+                // What a refund took: its reason, and for a prorated one its share (every field, absent ones too).
+                f.append("revocationReason \(t.revocationReason.map { String($0.rawValue) } ?? "absent")")
+                f.append("revocationType \(t.revocationType.map { String(describing: $0.rawValue) } ?? "absent")")
+                f.append("revocationPercentage \(t.revocationPercentage.map { String($0) } ?? "absent")")
+            }
             f.append("inAppOwnershipType \(t.inAppOwnershipType.rawValue)")
-            if let r = t.transactionReason { f.append("transactionReason \(r.rawValue)") }
-            if let o = t.offerType { f.append("offerType \(o.rawValue)") }
-            if t.isUpgraded == true { f.append("isUpgraded true") }
+            f.append("transactionReason \(t.transactionReason.map { String($0.rawValue) } ?? "absent")")
+            f.append("offerType \(t.offerType.map { String($0.rawValue) } ?? "absent")")
+            if let o = t.offerIdentifier { f.append("offerIdentifier \(o)") }
+            f.append("isUpgraded \(t.isUpgraded.map(String.init) ?? "absent")")
             if let q = t.quantity, q != 1 { f.append("quantity \(q)") }
             f.append("signedDate \(rel(t.signedDate))")
             f.append(t.appAccountToken == nil ? "no appAccountToken" : "appAccountToken set")

@@ -118,7 +118,9 @@ public enum Explanation {
                 out.append(
                     "    - \(id) held through chain …\(chain.suffix(4)), \(why): " + known.describe(decider, rel: rel))
                 if let r = known.renewals[chain] {
-                    out.append("      renewal info of chain …\(chain.suffix(4)): " + describe(r, rel: rel))
+                    out.append(
+                        "      renewal info of chain …\(chain.suffix(4)): " + describe(r, rel: rel)
+                            + known.renewalChannels(chain))
                 }
             }
             let earlier = txs.count > 1 ? " (\(txs.count - 1) earlier)" : ""
@@ -140,7 +142,9 @@ public enum Explanation {
             }
         }
         if let r = known.renewals[chain] {
-            out.append("    - renewal info of chain …\(chain.suffix(4)): " + describe(r, rel: rel))
+            out.append(
+                "    - renewal info of chain …\(chain.suffix(4)): " + describe(r, rel: rel)
+                    + known.renewalChannels(chain))
         }
         if let pages = known.historyPages[chain], pages > 1 {
             out.append("    - the API's transaction history of this chain came in \(pages) pages (hasMore, revision)")
@@ -183,10 +187,12 @@ public enum Explanation {
         if let p = r.autoRenewProductId, p != r.productId { f.append("autoRenewProductId \(p)") }
         f.append("isInBillingRetryPeriod \(r.isInBillingRetryPeriod.map(String.init) ?? "absent")")
         f.append("gracePeriodExpiresDate \(r.gracePeriodExpiresDate.map(rel) ?? "absent")")
-        if let e = r.expirationIntent { f.append("expirationIntent \(e.rawValue)") }
-        if let p = r.priceIncreaseStatus { f.append("priceIncreaseStatus \(p.rawValue)") }
-        if let d = r.renewalDate { f.append("renewalDate \(rel(d))") }
-        if let o = r.offerType { f.append("offerType \(o.rawValue)") }
+        // Every field a rule reads, absent ones said so: a reader checks the one the bug misread.
+        f.append("expirationIntent \(r.expirationIntent.map { String($0.rawValue) } ?? "absent")")
+        f.append("priceIncreaseStatus \(r.priceIncreaseStatus.map { String($0.rawValue) } ?? "absent")")
+        f.append("renewalDate \(r.renewalDate.map(rel) ?? "absent")")
+        f.append("offerType \(r.offerType.map { String($0.rawValue) } ?? "absent")")
+        if let o = r.offerIdentifier { f.append("offerIdentifier \(o)") }
         return f.joined(separator: ", ")
     }
 
