@@ -26,6 +26,11 @@ public struct CheckRun {
     public var faults: String?
     /// `--explain`: under each failure, what each delivery of the shrunk case changed (``Explanation/deliveries(_:upTo:)``).
     public var explain = false
+    /// Accepted divergences (`--baseline`, docs/check.md#baselines): failures with these signatures are listed as
+    /// accepted, not failed, in the corpus replay and in generated cases alike, and are not shrunk again.
+    public var baseline: Baseline?
+    /// The baseline's file, for the lines that name it.
+    public var baselineFile = "the baseline"
     /// Called once the corpus is replayed, just before the first generated case (progress lines start here).
     public var willRunCases: (() -> Void)?
     public var checker: Checker
@@ -54,6 +59,9 @@ public struct CheckRun {
         var skipped: [String: Int] = [:]
         var corpusFailures: [Reports.DiscrepancySummary] = []
         var corpusSignatures: [FailureSignature] = []
+        // Every failure signature met, with its replay (`--write-baseline`), and the accepted ones met, counted.
+        var met: [(FailureSignature, String)] = []
+        var accepted: [FailureSignature: Int] = [:]
         var failures: [Reports.ValidatorFailureSummary] = []
         let directories = (corpus.map { [$0] } ?? []) + (corpus == nil ? [] : sharedCorpus)
         if !directories.isEmpty, options.onlyCase == nil {
@@ -77,11 +85,16 @@ public struct CheckRun {
                 switch CaseRunner.run(testCase, against: v) {
                 case .passed: continue
                 case .discrepancy(let d):
-                    let s = Reports.summary(
-                        of: d, testCase, caseIndex: nil, corpusFile: file,
-                        replay: "iapcheck replay \(Shell.quote(file)) --validator \(Shell.quote(validatorSpec))")
+                    let replay = "iapcheck replay \(Shell.quote(file)) --validator \(Shell.quote(validatorSpec))"
+                    let signature = FailureSignature.of(.discrepancy(d), in: testCase)
+                    met.append((signature, replay))
+                    if baseline?.entry(for: signature) != nil {
+                        accepted[signature, default: 0] += 1
+                        continue
+                    }
+                    let s = Reports.summary(of: d, testCase, caseIndex: nil, corpusFile: file, replay: replay)
                     corpusFailures.append(s)
-                    corpusSignatures.append(FailureSignature.of(.discrepancy(d), in: testCase))
+                    corpusSignatures.append(signature)
                     emit(
                         TextReport.discrepancy(
                             s, headline: "FAIL \(d.finding) — property \(d.property.rawValue) (corpus \(file))"))
@@ -95,8 +108,12 @@ public struct CheckRun {
         // 2. New cases; one failing like a saved counterexample above is counted into it, not shrunk again.
         willRunCases?()
         var checker = self.checker
-        checker.options.reportedSignatures = Set(corpusSignatures)
+        checker.options.reportedSignatures = Set(corpusSignatures).union(baseline?.signatures ?? [])
         let report = checker.run()
+        for (signature, n) in report.repeatsOfReported where baseline?.entry(for: signature) != nil {
+            accepted[signature, default: 0] += n
+            if !met.contains(where: { $0.0 == signature }) { met.append((signature, "")) }
+        }
         for (k, signature) in corpusSignatures.enumerated() {
             guard let n = report.repeatsOfReported[signature] else { continue }
             corpusFailures[k].signature = signature.description
@@ -113,6 +130,12 @@ public struct CheckRun {
             )
         }
         for f in report.failures {
+            let rerunCase = "\(rerun) --case \(f.caseIndex)\(selectionArguments)"
+            met.append((f.signature, rerunCase))
+            if baseline?.entry(for: f.signature) != nil {
+                accepted[f.signature, default: 0] += f.occurrences
+                continue
+            }
             let flaky = f.flaky.map {
                 Reports.FlakySummary(property: f.property.rawValue, runs: $0.runs, outcomes: $0.outcomes)
             }
@@ -120,7 +143,6 @@ public struct CheckRun {
             // With --keep-going: what makes another failure this one, and how many failing cases had it.
             let tally =
                 options.keepGoing > 1 ? "\n" + TextReport.signatureLine(f.signature.description, f.occurrences) : ""
-            let rerunCase = "\(rerun) --case \(f.caseIndex)\(selectionArguments)"
             if let d = f.discrepancy {
                 var file: String?
                 if let corpus, savesCounterexamples {
@@ -136,9 +158,7 @@ public struct CheckRun {
                 s.headline =
                     "FAIL \(d.finding) — under property \(f.property.rawValue): \(v.name) disagrees with the oracle (case \(f.caseIndex) of seed \(options.seed); "
                     + f.shrinkClause(timeBudget: options.shrinkBudget.maxSeconds, timed: options.outOfProcess) + ")"
-                    + (d.property != f.property
-                        ? "\n  (the difference shows before any of this property's perturbations: plain \(d.property.rawValue))"
-                        : "")
+                    + Self.propertyNote(d, in: f.shrunk, caseProperty: f.property)
                 if file != nil { s.rerun = "\(rerunCase)  (the unshrunk case)" }
                 s.flaky = flaky
                 if explain { s.deliveries = Explanation.deliveries(f.shrunk, upTo: d.step) }
@@ -183,6 +203,16 @@ public struct CheckRun {
         summary.forgeries = Reports.ForgerySummary.all(report.forgeries)
         if !options.catalog.notes.isEmpty { summary.catalogNotes = options.catalog.notes }
         summary.interrupted = report.interrupted
+        if let baseline {
+            summary.accepted = baseline.entries.compactMap { e in
+                accepted[e.signature].map {
+                    AcceptedFailure(signature: e.signature.description, reason: e.reason, occurrences: $0)
+                }
+            }
+            summary.baselineNotSeen = baseline.entries.filter { accepted[$0.signature] == nil }.map(
+                \.signature.description)
+            emit(Self.baselineLines(summary, file: baselineFile))
+        }
         let profile = v.profile
         if !profile.isUndeclared { summary.profile = profile }
         if options.onlyCase == nil {
@@ -221,7 +251,43 @@ public struct CheckRun {
             let missing = report.coverage.missingFamilies
             if !missing.isEmpty { emit("not exercised: \(missing.joined(separator: ", "))") }
         }
-        return CheckRunReport(summary: summary, report: report)
+        var result = CheckRunReport(summary: summary, report: report)
+        var seen: Set<FailureSignature> = []
+        result.signatures = met.filter { seen.insert($0.0).inserted }
+        return result
+    }
+}
+
+extension CheckRun {
+    /// What a run with a baseline says of it: the accepted divergences it met, with their reasons and counts, and
+    /// the entries it did not meet (fixed, or just not reached by these cases).
+    static func baselineLines(_ s: Reports.CheckSummary, file: String) -> String {
+        var lines: [String] = []
+        let met = s.accepted ?? []
+        lines.append(
+            "accepted divergences (\(file)): \(met.count) met" + (met.isEmpty ? "" : ", not counted as failures:"))
+        for a in met {
+            lines.append(
+                "  - \(a.signature) (\(a.occurrences) failing case\(a.occurrences == 1 ? "" : "s")): \(a.reason)")
+        }
+        for n in s.baselineNotSeen ?? [] {
+            lines.append("  not met in this run: \(n) — fixed? if so, remove it from \(file)")
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    /// The line under a FAIL headline when the finding counts under another property than the case ran under. It
+    /// says "before any of this property's perturbations" only when no perturbed delivery or question came by the
+    /// failing step; a verdict on a perturbed delivery (a repeated genuine artifact refused) is said as what it is.
+    static func propertyNote(_ d: Discrepancy, in c: GeneratedCase, caseProperty: PropertyName) -> String {
+        guard d.property != caseProperty else { return "" }
+        guard CaseRunner.attribute(c, step: d.step) == caseProperty else {
+            return
+                "\n  (the difference shows before any of this property's perturbations: plain \(d.property.rawValue))"
+        }
+        return d.kind == .verdict
+            ? "\n  (a wrong verdict counts under \(d.property.rawValue): here on an artifact \(caseProperty.rawValue) delivered)"
+            : "\n  (counted under \(d.property.rawValue), shown by \(caseProperty.rawValue)'s perturbations)"
     }
 }
 
@@ -230,6 +296,19 @@ public struct CheckRunReport: Sendable {
     public var summary: Reports.CheckSummary
     /// The run of the generated cases (the counterexample, unrendered).
     public var report: CheckReport
+    /// Every distinct failure signature the run met (accepted ones too), with a command that replays it, in the
+    /// order met: what `--write-baseline` writes.
+    public var signatures: [(FailureSignature, String)] = []
+
+    public init(summary: Reports.CheckSummary, report: CheckReport) {
+        self.summary = summary
+        self.report = report
+    }
+
+    /// A baseline accepting every failure of the run, each reason left for a person to fill in.
+    public var baseline: Baseline {
+        Baseline(entries: signatures.map { .init(signature: $0.0, reason: "", replay: $0.1.isEmpty ? nil : $0.1) })
+    }
 
     public enum Verdict: Sendable, Equatable {
         case pass, discrepancy, validatorFailure, interrupted

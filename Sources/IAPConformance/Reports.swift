@@ -25,6 +25,9 @@ public enum Reports {
         public var run: RunIdentity?
         /// The run stopped before its last case.
         public var interrupted: Bool?
+        /// With a baseline: the accepted divergences this run met, and the baseline's entries it did not meet.
+        public var accepted: [AcceptedFailure]?
+        public var baselineNotSeen: [String]?
         /// What the validator declared it answers and which channels it takes, when it declared anything: only
         /// those fields were compared, only those channels used.
         public var profile: ValidatorProfile?

@@ -134,6 +134,18 @@ struct Check: ParsableCommand {
             valueName: "INDEX/COUNT"))
     var shard: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "Accepted divergences: a file of failure signatures, each with its reason (as --write-baseline writes it and a person completes). Failures with those signatures, in the corpus replay and in generated cases, are listed as accepted and do not fail the run; entries not met are named. See docs/check.md#baselines.",
+            valueName: "FILE"))
+    var baseline: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "Write the failure signatures this run met to FILE as a baseline, each with an empty reason to fill in and its replay command (use with --keep-going to meet them all). See docs/check.md#baselines.",
+            valueName: "FILE"))
+    var writeBaseline: String?
+
     /// `--shrink-seconds` of a program or a backend when none is given.
     static let outOfProcessShrinkSeconds = 60.0
 
@@ -158,6 +170,11 @@ struct Check: ParsableCommand {
             policy = p
         }
         if let json { try requireWritable(file: json) }
+        if let writeBaseline { try requireWritable(file: writeBaseline) }
+        let accepted: Baseline?
+        do { accepted = try baseline.map { path throws(ConfigError) in try Baseline.load(path: path) } } catch {
+            throw fail("error: \(error)", code: Exit.usage)
+        }
         if let junit { try requireWritable(file: junit) }
         let faultProfile = try parseFaults(faults)
         if !noDoctor && spec.isOutOfProcess {
@@ -266,6 +283,8 @@ struct Check: ParsableCommand {
         run.savesCounterexamples = !spec.isMutant
         run.faults = faultProfile.isEmpty ? nil : faults
         run.willRunCases = { progress.restart() }
+        run.baseline = accepted
+        if let baseline { run.baselineFile = baseline }
         let result: CheckRunReport
         do {
             result = try run.run { print($0) }
@@ -274,6 +293,12 @@ struct Check: ParsableCommand {
         }
         if let json {
             try writeResults("the JSON report", to: json) { try JSONFormat.write(result.summary, to: json) }
+        }
+        if let writeBaseline {
+            try writeResults("the baseline", to: writeBaseline) { try result.baseline.write(to: writeBaseline) }
+            print(
+                "baseline: \(result.signatures.count) signature\(result.signatures.count == 1 ? "" : "s") written to \(writeBaseline); give each a \"reason\", then run with --baseline \(writeBaseline)"
+            )
         }
         if let junit {
             try writeResults("the JUnit report", to: junit) {

@@ -1,5 +1,6 @@
 import Foundation
 import IAPConformance
+import IAPEncoding
 import IAPModel
 import IAPMutants
 import IAPReference
@@ -12,7 +13,7 @@ import Testing
 /// verdict, and the text a user reads.
 @Suite struct CheckRunTests {
     static func run(
-        _ v: any Validator, corpus: String?, cases: Int = 40, keepGoing: Int = 1,
+        _ v: any Validator, corpus: String?, cases: Int = 40, keepGoing: Int = 1, baseline: Baseline? = nil,
         shouldStop: @escaping @Sendable () -> Bool = { false }
     ) throws -> (CheckRunReport, [String]) {
         var o = CheckOptions()
@@ -22,6 +23,7 @@ import Testing
         o.shouldStop = shouldStop
         var run = CheckRun(validatorSpec: "mutant:ignore-revocation", checker: Checker(options: o, validator: v))
         run.corpus = corpus
+        run.baseline = baseline
         var lines: [String] = []
         let report = try run.run { lines.append($0) }
         return (report, lines)
@@ -66,6 +68,42 @@ import Testing
         #expect((known.occurrences ?? 1) > 1)
         #expect(!again.report.failures.contains { $0.signature.description == signature }, "\(text)")
         #expect(text.contains { $0.contains("not shrunk again") }, "\(text)")
+    }
+
+    /// A gate on the backend a team has (docs/check.md#baselines): the signatures it accepts, with reasons, pass;
+    /// a new kind of failure fails, named alone; an entry no longer met is named.
+    @Test func aBaselineAcceptsItsSignaturesOnlyAndNamesThoseNotMet() throws {
+        let mutant = Mutants.named("ignore-revocation")!
+        let (first, _) = try Self.run(mutant.make(), corpus: nil, cases: 400, keepGoing: 50)
+        #expect(first.verdict == .discrepancy)
+        var baseline = first.baseline
+        #expect(!baseline.entries.isEmpty && baseline.entries.allSatisfy { $0.reason.isEmpty })
+        for i in baseline.entries.indices { baseline.entries[i].reason = "a judgement call, for the test" }
+
+        let (again, text) = try Self.run(mutant.make(), corpus: nil, cases: 400, baseline: baseline)
+        #expect(again.verdict == .pass, "\(text)")
+        #expect((again.summary.accepted ?? []).count == baseline.entries.count, "\(text)")
+        #expect(text.contains { $0.contains("accepted divergences (the baseline)") && $0.contains("a judgement call") })
+
+        let (other, otherText) = try Self.run(
+            Mutants.named("no-grace")!.make(), corpus: nil, cases: 400, keepGoing: 50, baseline: baseline)
+        #expect(other.verdict == .discrepancy)
+        let accepted = Set(baseline.entries.map(\.signature.description))
+        #expect(other.summary.discrepancies.allSatisfy { !accepted.contains($0.signature ?? "") }, "\(otherText)")
+
+        let (fixed, fixedText) = try Self.run(ReferenceValidator(), corpus: nil, cases: 60, baseline: baseline)
+        #expect(fixed.verdict == .pass)
+        #expect(fixed.summary.baselineNotSeen?.count == baseline.entries.count)
+        #expect(fixedText.contains { $0.contains("fixed? if so, remove it") })
+    }
+
+    @Test func aBaselineEntryWithoutAReasonIsRefusedNamingIt() throws {
+        let path = Scratch.url.appendingPathComponent("baseline-\(getpid()).json").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let (first, _) = try Self.run(Mutants.named("ignore-revocation")!.make(), corpus: nil, cases: 400)
+        try first.baseline.write(to: path)
+        #expect(throws: ConfigError.self) { try Baseline.load(path: path) }
+        do { _ = try Baseline.load(path: path) } catch { #expect("\(error)".contains("entries[0].reason")) }
     }
 
     @Test func anUnreadableCorpusFileIsAConfigurationError() throws {
