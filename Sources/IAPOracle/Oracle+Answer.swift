@@ -16,7 +16,9 @@ extension Oracle {
     /// Per product: paid access gives the state (grace only without it); the end is the latest of every grant, paid
     /// or grace, and the user owns it when any grant is their own (docs/answers.md#products-products). Listed:
     /// every product of a known transaction but consumables, which are balances.
-    static func productEntitlements(_ tally: Tally, known: [JWSTransactionDecodedPayload]) -> [ProductEntitlement] {
+    static func productEntitlements(_ tally: Tally, known: [JWSTransactionDecodedPayload], reading: Reading)
+        -> [ProductEntitlement]
+    {
         var paid: [String: Held] = [:], grace: [String: Held] = [:]
         for g in tally.grants {
             if g.grace { grace[g.productId, default: Held()].add(g) } else { paid[g.productId, default: Held()].add(g) }
@@ -29,7 +31,7 @@ extension Oracle {
         var products: [ProductEntitlement] = []
         products.reserveCapacity(listed.count)
         for id in listed.sorted() {
-            if let (h, state) = held(paid: paid[id], grace: grace[id]) {
+            if let (h, state) = held(paid: paid[id], grace: grace[id], paidFirst: reading.paidGrantFirst) {
                 products.append(
                     ProductEntitlement(
                         productId: id, active: true, state: state, expiresDate: h.end,
@@ -46,9 +48,12 @@ extension Oracle {
 
     /// A product is active when any grant holds it; grace gives the state only without paid access, and the user's
     /// own grace still counts while another grant (a family share) covers the product: the later end, and the
-    /// user's own ownership (docs/semantics.md#q18-one-product-several-chains).
-    static func held(paid: Held?, grace: Held?) -> (Held, EntitlementState)? {
+    /// user's own ownership — or, read paid-first (``Reading/paidGrantFirst``), the paid grant's end and ownership
+    /// (docs/semantics.md#q18-one-product-several-chains: "continue to provide service through the grace period"
+    /// says access, not which grant a backend reports).
+    static func held(paid: Held?, grace: Held?, paidFirst: Bool = false) -> (Held, EntitlementState)? {
         switch (paid, grace) {
+        case (let p?, _?) where paidFirst: return (p, .active)
         case (var p?, let g?):
             if let e = g.end { p.end = max(p.end ?? e, e) }
             p.purchased = p.purchased || g.purchased

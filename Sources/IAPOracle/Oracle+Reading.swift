@@ -19,14 +19,20 @@ extension Oracle {
         /// An introductory-offer transaction changed away from at once (policy `upgradeDuringIntro`). `false`:
         /// the change ends it like any period; `true`: it keeps granting its product until its own expiry.
         public var introOutlivesChange = false
+        /// The user's own grace period while a paid grant (a family share) covers the same product
+        /// (docs/semantics.md#q18-one-product-several-chains): Apple says to keep giving service through the grace
+        /// period and nothing about which grant a backend reports. `false`: the later end of the two, the user's own
+        /// ownership; `true`: the paid grant's end and ownership, grace only once no paid grant covers.
+        public var paidGrantFirst = false
         public init(
             upgradedGrantsNothing: Bool = false, graceDateMeansRetry: Bool = true, graceFromSubtype: Bool = false,
-            introOutlivesChange: Bool = false
+            introOutlivesChange: Bool = false, paidGrantFirst: Bool = false
         ) {
             self.upgradedGrantsNothing = upgradedGrantsNothing
             self.graceDateMeansRetry = graceDateMeansRetry
             self.graceFromSubtype = graceFromSubtype
             self.introOutlivesChange = introOutlivesChange
+            self.paidGrantFirst = paidGrantFirst
         }
 
         /// The reading a policy asks for where it decides (the first of several where it leaves the choice open).
@@ -76,6 +82,15 @@ extension Oracle {
             {
                 rs += rs.map {
                     var r = $0; r.introOutlivesChange = true; return r
+                }
+            }
+            // Only where a share and a grace date may meet: a family-shared transaction and a renewal info with a
+            // grace date (the grant rules then decide whether they cover one product at one instant).
+            if k.transactions.values.contains(where: { $0.inAppOwnershipType == .familyShared }),
+                k.renewals.values.contains(where: { $0.gracePeriodExpiresDate != nil })
+            {
+                rs += rs.map {
+                    var r = $0; r.paidGrantFirst = true; return r
                 }
             }
             return rs

@@ -126,7 +126,7 @@ public enum Oracle {
             tallyChain(chain, k, reading, into: &tally)
         }
         tallyNonRenewing(known, k, at: t, into: &tally)
-        let products = productEntitlements(tally, known: known)
+        let products = productEntitlements(tally, known: known, reading: reading)
         let answer = EntitlementAnswer(
             products: products, groups: groupEntitlements(products, known: known, k),
             consumables: tally.consumables.map { ConsumableBalance(productId: $0.key, balance: $0.value) },

@@ -14,10 +14,12 @@ The three readings:
    validator passes `max_token_bytes=None`, so a validly signed oversized token is verified by the library and its
    genuine facts are learned. With a policy `{"tokenSizeLimit": 262144}` it must fail (it ignores the limit on
    purpose: that run shows the reading is exercised).
-2. **Own grace under a family share** (Q18, access). While the user's own chain is in billing retry with a grace
+2. **Own grace under a family share** (Q18, access; `--paid-first` takes the other reading, below). While the user's own chain is in billing retry with a grace
    date after t (its latest transaction expired) and a family-shared chain of the same product covers t, the
    product is `active` (a paid grant covers it), its expiresDate is the latest end among *all* covering grants,
    paid and grace, and its ownership is `PURCHASED` because one covering grant is the user's own.
+   With `--paid-first`, while a paid grant covers the product only paid grants count: their end and ownership
+   (`FAMILY_SHARED` for a share), the user's own grace only once no paid grant covers. Both are right by default.
 3. **Best state of an inactive product** (Q18, state). When no grant covers a product held through several chains
    ending in different states, the state is the best of them by rank active > grace > billing-retry > expired >
    revoked (iapcheck's reference takes the chain purchased last; under the default policy `inactiveState: either`
@@ -38,6 +40,8 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "Examples", "python"))
 from iapcheck_wire import add_period, keep_newest, run  # noqa: E402
 
 FOREVER = 2**62
+# Reading 2 the other way: `--paid-first` reports the paid grant (a family share) while one covers the product.
+PAID_FIRST = "--paid-first" in sys.argv[1:]
 SUBSCRIPTION, NON_CONSUMABLE, CONSUMABLE = "Auto-Renewable Subscription", "Non-Consumable", "Consumable"
 PURCHASED = "PURCHASED"
 # Reading 3: the best state first.
@@ -208,7 +212,9 @@ class Backend:
         for pid in sorted(listed):
             # Reading 2: paid access gives the state; the end is the latest over every covering grant, paid or
             # grace (the user's own grace still grants under a family share), owned if any of them is the user's.
-            covering = (paid.get(pid) or []) + (grace.get(pid) or [])
+            # With --paid-first (the reading three of four independent validators take): while a paid grant covers
+            # the product, only paid grants count, their end and ownership; grace only once none does.
+            covering = (paid.get(pid) or []) + ([] if PAID_FIRST and paid.get(pid) else (grace.get(pid) or []))
             if covering:
                 ends = [e for e, _ in covering if e is not None]
                 products.append({"productId": pid, "active": True, "state": "active" if pid in paid else "grace",
