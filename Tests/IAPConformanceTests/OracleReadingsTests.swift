@@ -176,6 +176,38 @@ import Testing
             try !answer(flagOnly, .grant).answerDifferences(from: grant.answer, ignoring: grant.undetermined).isEmpty)
     }
 
+    /// The user's own subscription in its grace period while a family share of the same product covers the instant
+    /// (docs/semantics.md#q18-one-product-several-chains): the product is active either way; its end and ownership
+    /// are open (the later grace end with PURCHASED, or the share's end with FAMILY_SHARED), nothing else.
+    @Test func ownGraceBesideAPaidShareLeavesEndAndOwnershipOpen() throws {
+        let own = Self.monthly("2000000000000001", purchased: Self.t0, signed: Self.t0)
+        let expiry = own.expiresDate!
+        let retry = Self.failedRenewal(of: own, retry: true, grace: expiry + 16 * Self.day)
+        var share = JWSTransactionDecodedPayload(
+            transactionId: "3000000000000001", originalTransactionId: "3000000000000001",
+            bundleId: Catalog.standard.bundleId, productId: "pro.monthly", subscriptionGroupIdentifier: "21000001",
+            purchaseDate: expiry - 10 * Self.day, expiresDate: expiry + 5 * Self.day, type: .autoRenewable,
+            inAppOwnershipType: .familyShared, signedDate: expiry - 10 * Self.day,
+            environment: Catalog.standard.environment, transactionReason: .purchase)
+        share.appAccountToken = nil
+        var k = Knowledge(config: ValidatorConfig(catalog: .standard, policy: .default))
+        k.learn(.appTransaction(AppTransactionSubmission(userId: Self.user, transaction: own, deviceTime: nil)))
+        k.learn(.appTransaction(AppTransactionSubmission(userId: Self.user, transaction: share, deviceTime: nil)))
+        k.merge(retry)
+        let product = { (f: AnswerDifference.Field) in AnswerDifference.Key(subject: .product("pro.monthly"), field: f)
+        }
+        let overlap = Oracle.judge(k, user: Self.user, at: expiry + Self.day)
+        let p = try #require(overlap.answer.products.first { $0.productId == "pro.monthly" })
+        #expect(p.active && p.state == .active)
+        #expect(
+            overlap.undetermined.contains(product(.expiresDate)) && overlap.undetermined.contains(product(.ownership)))
+        #expect(!overlap.undetermined.contains(product(.active)) && !overlap.undetermined.contains(product(.state)))
+        // Once the share has ended, only the grace covers: nothing is open.
+        let graceOnly = Oracle.judge(k, user: Self.user, at: expiry + 6 * Self.day)
+        #expect(graceOnly.answer.products.first { $0.productId == "pro.monthly" }?.state == .grace)
+        #expect(!graceOnly.undetermined.contains(product(.expiresDate)))
+    }
+
     /// A `GRACE_PERIOD` notification whose renewal info has no grace date: no grace by rule, but a validator that
     /// trusts the subtype is not failed while that renewal info is in force; without the subtype nothing is open.
     @Test func aGracePeriodSubtypeWithoutADateLeavesGraceOpen() throws {
