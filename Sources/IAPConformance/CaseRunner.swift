@@ -298,7 +298,31 @@ public enum CaseRunner {
                 "(the validator's expiry of \(cut.joined(separator: ", ")) is the expected one cut to the second: if it keeps dates to the second, declare \"precision\": \"s\" on the date in the target file's answer mapping, docs/http-target.md#precision)"
             )
         }
+        let balanceDiffers = diffs.contains {
+            if case .consumable = $0.subject { true } else { false }
+        }
+        if balanceDiffers, let hint = unitsHint(observed, judgement.answer) { lines.append(hint) }
         return (diffs, lines)
+    }
+
+    /// Every differing consumable balance a whole multiple of the expected one (or all a whole fraction): the
+    /// backend may count more units per purchase than the mapping's `unitsPerPurchase` says.
+    static func unitsHint(_ observed: EntitlementAnswer, _ expected: EntitlementAnswer) -> String? {
+        var ratios: Set<String> = []
+        for e in expected.consumables where e.balance != 0 {
+            let o = observed.consumables.first { $0.productId == e.productId }?.balance ?? 0
+            guard o != e.balance, o != 0 else { continue }
+            if o % e.balance == 0 {
+                ratios.insert("\(o / e.balance) times")
+            } else if e.balance % o == 0 {
+                ratios.insert("1/\(e.balance / o) of")
+            } else {
+                return nil
+            }
+        }
+        guard ratios.count == 1, let r = ratios.first else { return nil }
+        return
+            "(every differing balance is \(r) the expected one: if the backend counts another number of units per purchase, set \"unitsPerPurchase\" on answer.consumables in the target file to it, docs/http-target.md#consumable-balances)"
     }
 
     static func key(_ d: AnswerDifference) -> String { "\(d.subject)/\(d.field.rawValue)" }

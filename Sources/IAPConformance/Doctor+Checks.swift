@@ -147,20 +147,28 @@ extension DoctorSession {
     mutating func deliverForged(_ s: DoctorScenario, profile: ValidatorProfile) {
         // What `check` sends on each channel: a forgery on every declared channel, and the oversized token it always
         // sends. A refusal status the target file does not map (413 for a large body) would stop `check` mid-run.
-        var probes: [ForgeryClass] = []
-        if profile.accepts(.app) { probes += [.foreignKeySignature, .oversizedToken] }
-        if profile.accepts(.notification) { probes.append(.forgedNestedTransaction) }
-        if profile.accepts(.legacy) { probes.append(.legacyErrorStatus) }
+        var probes: [(ForgeryClass, DeliveryChannel)] = []
+        if profile.accepts(.app) { probes += [(.foreignKeySignature, .app), (.oversizedToken, .app)] }
+        if profile.accepts(.notification) {
+            probes += [(.forgedNestedTransaction, .notification), (.oversizedToken, .notification)]
+        }
+        if profile.accepts(.legacy) { probes.append((.legacyErrorStatus, .legacy)) }
         if probes.isEmpty { add("forgery", .skipped, "no app, notification or receipt channel to send one on") }
-        for forgery in probes { probe(forgery, s) }
+        for (forgery, channel) in probes { probe(forgery, on: channel, s) }
     }
 
-    /// Sends one forged artifact of `forgery`'s class (on its channel) and reads the verdict.
-    mutating func probe(_ forgery: ForgeryClass, _ s: DoctorScenario) {
-        let d = ForgeryKit.delivery(
+    /// Sends one forged artifact of `forgery`'s class on `channel` and reads the verdict.
+    mutating func probe(_ forgery: ForgeryClass, on channel: DeliveryChannel, _ s: DoctorScenario) {
+        var d = ForgeryKit.delivery(
             forgery, tempting: ForgeryClass.tempting(s.transaction), notification: s.notification, userId: s.user)
+        if channel == .notification, d.channel != .notification {
+            // The class's artifact inside a notification, as check sends it there (an oversized signedPayload).
+            var n = s.notification
+            n.notificationUUID = "f00d" + n.notificationUUID.dropFirst(4)
+            d = .notification(n)
+        }
         let op = Self.operation(d.channel)
-        let name = "forgery \(forgery.rawValue)"
+        let name = "forgery \(forgery.rawValue)" + (forgery == .oversizedToken ? " (\(op))" : "")
         do {
             let rendered = ForgeryKit(pki: TestPKI.harness).render(forgery, d)
             let verdict = try timed(op) { (v: any Validator) throws(ValidatorFailure) in

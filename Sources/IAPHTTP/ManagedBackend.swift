@@ -39,7 +39,17 @@ public final class ManagedBackend: Sendable {
             if let b = started[port] { return b }
             let b = try ManagedBackend(
                 command: command, host: host, port: port, readySeconds: readySeconds, fakeClock: fakeClock)
-            try b.start()
+            do throws(ValidatorFailure) { try b.start() } catch {
+                // A backend that ran and failed leaves its output to read; one that never ran (the port was taken)
+                // leaves nothing worth a folder.
+                let size = (try? FileManager.default.attributesOfItem(atPath: b.log))?[.size] as? NSNumber
+                if (size?.intValue ?? 0) > 0 {
+                    FileHandle.standardError.write(Data("kept the backend's folder ({tmp}): \(b.directory)\n".utf8))
+                } else {
+                    removeOrKeep(b.directory)
+                }
+                throw error
+            }
             if started.isEmpty { atexit { ManagedBackend.stopAll() } }
             started[port] = b
             toStopAtExit.withLock { $0[port] = b }
@@ -121,8 +131,10 @@ public final class ManagedBackend: Sendable {
             if !p.isRunning {
                 stop()
                 let output = tail()
+                // The start command, its environment or its files are wrong: fix the target, as for a port nothing
+                // listens on (exit 2, and the doctor's checklist).
                 throw ValidatorFailure(
-                    .crashed,
+                    .unavailable,
                     "the backend exited (status \(p.terminationStatus)) before listening on \(port); the end of its output (\(log)):\n\(output)",
                     fix: Self.notFoundHint(status: p.terminationStatus, output: output)
                 )

@@ -332,7 +332,10 @@ struct Check: ParsableCommand {
         }
         let dir = Corpus.directory(forBackend: t.name, bundleId: bundleId, host: t.host, port: t.port)
         if !FileManager.default.fileExists(atPath: dir) {
-            for (other, n) in Corpus.otherFolders(ofApp: bundleId, besides: dir) {
+            // Folders named the new way are other backends (another address or name): only a folder named for a
+            // target file, as before, may be this backend's under its old name.
+            for (other, n) in Corpus.otherFolders(ofApp: bundleId, besides: dir)
+            where !(other as NSString).lastPathComponent.hasPrefix("http-\(bundleId)-") {
                 FileHandle.standardError.write(
                     Data(
                         "check: a new corpus folder for this backend, \(dir); \(other) holds \(n) saved counterexample\(n == 1 ? "" : "s") of the same app (\(bundleId)): if they are this backend's, move them (mv \(other)/*.json \(dir)/)\n"

@@ -80,7 +80,12 @@ import Testing
         let doctor = Doctor(validator: v, catalog: try Self.catalog(), policy: .default).run()
         #expect(!doctor.usable, "\(doctor.text)")
         let problem = try #require(doctor.items.first { $0.status == .misconfigured }, "\(doctor.text)")
-        #expect(problem.name == "forgery oversized-token" && problem.detail.contains("HTTP 413"), "\(doctor.text)")
+        #expect(
+            problem.name == "forgery oversized-token (appTransaction)" && problem.detail.contains("HTTP 413"),
+            "\(doctor.text)")
+        #expect(
+            doctor.items.contains { $0.name == "forgery oversized-token (notification)" && $0.status == .misconfigured }
+        )
         #expect(problem.fix?.contains("add 413 to `refused` of appTransaction") == true, "\(doctor.text)")
     }
 }

@@ -1,3 +1,4 @@
+import IAPModel
 import IAPSimulator
 import IAPTesting
 import Testing
@@ -33,5 +34,19 @@ import Testing
             }
         }
         #expect(checked > 0, "no generated case had a duplicate delivery")
+    }
+}
+
+/// A balance off by a whole factor names the mapping's `unitsPerPurchase` (docs/http-target.md#consumable-balances).
+@Suite struct UnitsHintTests {
+    static func answer(_ balance: Int) -> EntitlementAnswer {
+        EntitlementAnswer(consumables: [ConsumableBalance(productId: "coins", balance: balance)])
+    }
+
+    @Test func aBalanceTenTimesTheExpectedOneNamesUnitsPerPurchase() {
+        #expect(CaseRunner.unitsHint(Self.answer(10), Self.answer(1))?.contains("10 times") == true)
+        #expect(CaseRunner.unitsHint(Self.answer(1), Self.answer(4))?.contains("1/4 of") == true)
+        #expect(CaseRunner.unitsHint(Self.answer(3), Self.answer(2)) == nil)
+        #expect(CaseRunner.unitsHint(Self.answer(2), Self.answer(2)) == nil)
     }
 }
