@@ -159,6 +159,8 @@ let package = Package(
                 "IAPConformance", "PropertyEngine", "IAPSigning",
             ]),
         .testTarget(name: "IAPModelTests", dependencies: ["IAPEncoding", "IAPSupport", "IAPModel", "IAPTesting"]),
+        // One example per oracle rule, as the specification's examples (Build, in IAPTesting, writes the payloads).
+        .testTarget(name: "IAPOracleTests", dependencies: ["IAPModel", "IAPOracle", "IAPTesting"]),
         .testTarget(name: "PropertyEngineTests", dependencies: ["PropertyEngine"]),
         .testTarget(
             name: "IAPSimulatorTests", dependencies: ["IAPEncoding", "IAPSimulator", "IAPOracle", "IAPTesting"]),

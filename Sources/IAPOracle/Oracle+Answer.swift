@@ -35,7 +35,7 @@ extension Oracle {
                 products.append(
                     ProductEntitlement(
                         productId: id, active: true, state: state, expiresDate: h.end,
-                        ownership: h.purchased ? .purchased : .familyShared))
+                        ownership: ownership(h)))
             } else {
                 // An inactive product's state: its chains' (inactiveState); a non-consumable without one was revoked.
                 let state = tally.inactiveState[id]?.state ?? (nonConsumables.contains(id) ? .revoked : .expired)
@@ -44,6 +44,14 @@ extension Oracle {
             }
         }
         return products
+    }
+
+    /// Family Sharing: a product is the user's own (`PURCHASED`) when any grant holding it is their own purchase, and
+    /// `FAMILY_SHARED` only when every grant is a family member's share — members get transactions of their own,
+    /// marked `inAppOwnershipType: FAMILY_SHARED` (docs/semantics.md#family-sharing). A share ends with `REVOKE`,
+    /// whose revocation voids it like a refund (``revoked(_:at:)``).
+    static func ownership(_ h: Held) -> InAppOwnershipType {
+        h.purchased ? .purchased : .familyShared
     }
 
     /// A product is active when any grant holds it; grace gives the state only without paid access, and the user's

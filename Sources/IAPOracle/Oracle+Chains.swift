@@ -47,10 +47,20 @@ extension Oracle {
         /// A transaction that grants nothing at `t`: revoked itself, or bought before a refund of chain scope
         /// (docs/semantics.md#refunds-and-revocation, #q1-refund-scope-and-timing).
         func void(_ x: JWSTransactionDecodedPayload) -> Bool {
-            if x.isRevoked(at: t) { return true }
+            if Oracle.revoked(x, at: t) { return true }
             if let r = chainRevokedAt, x.purchaseDate < r { return true }
             return false
         }
+    }
+
+    /// Refunds and their reversal: a transaction is void from its `revocationDate` on, whether a refund or a family
+    /// `REVOKE` put it there (docs/semantics.md#refunds-and-revocation). The version read is the transaction's
+    /// standing one, the newest signed (``Knowledge/stands(_:over:)``): a `REFUND_REVERSED` version, signed after the
+    /// refund, carries no revocation fields, so once the reversal is known the purchase grants as if never refunded,
+    /// its renewal date unchanged (docs/semantics.md#refund-reversal).
+    static func revoked(_ x: JWSTransactionDecodedPayload, at t: Millis) -> Bool {
+        guard let r = x.revocationDate else { return false }
+        return r <= t
     }
 
     /// Everything one chain says at `t`: what each transaction grants by its kind, then grace and the chain's state
@@ -80,7 +90,7 @@ extension Oracle {
     /// trap the arithmetic.
     static func consumableCredit(_ x: JWSTransactionDecodedPayload, at t: Millis, policy: Policy) -> Int {
         let q = max(0, x.quantity ?? 1)
-        guard x.isRevoked(at: t) && policy.consumableClawback else { return q }
+        guard revoked(x, at: t) && policy.consumableClawback else { return q }
         let pct = min(max(x.revocationPercentage ?? 100_000, 0), 100_000)
         let back = policy.consumableRefundShare == .all ? q : q / 100_000 * pct + q % 100_000 * pct / 100_000
         return q - back
@@ -215,14 +225,14 @@ extension Oracle {
                 let start = k.config.policy.nonRenewingStacking ? max(x.purchaseDate, lastEnd) : x.purchaseDate
                 let end = period.added(to: start)
                 lastEnd = end
-                if !x.isRevoked(at: t) && start <= t && t < end {
+                if !revoked(x, at: t) && start <= t && t < end {
                     let known = x.revocationDate.flatMap { $0 < end ? $0 : nil }
                     tally.grants.append(
                         Grant(productId: id, end: end, ownership: x.inAppOwnershipType, grace: false, knownEnd: known))
                 }
             }
             if let last = txs.last {
-                tally.inactiveState[id] = (last.isRevoked(at: t) ? .revoked : .expired, last.purchaseDate)
+                tally.inactiveState[id] = (revoked(last, at: t) ? .revoked : .expired, last.purchaseDate)
             }
         }
     }
