@@ -80,16 +80,14 @@ struct CaseOptions: ParsableArguments {
     /// No catalog was given: each case draws its own, with the built-in catalog (and `--bundle-id`) as its base.
     var drawsCatalogs: Bool { catalog == nil }
 
-    /// The options that select the same catalog and policy again, for replay commands.
-    var selectionArguments: String {
-        var s = ""
-        if let catalog { s += " --catalog \(Shell.quote(catalog))" }
-        if let bundleId { s += " --bundle-id \(Shell.quote(bundleId))" }
-        if let appAppleId { s += " --app-apple-id \(appAppleId)" }
-        if let environment { s += " --environment \(Shell.quote(environment))" }
-        if let entitlements { s += " --entitlements \(Shell.quote(entitlements))" }
-        if let policy { s += " --policy \(Shell.quote(policy))" }
-        if maxSize != HistoryGenerator.defaultMaxSize { s += " --max-size \(maxSize)" }
+    /// The run's selection as the user wrote it (``RunSelection``): its catalog, policy and size options; the command
+    /// adds what else it takes.
+    func selection(validator: String) -> RunSelection {
+        var s = RunSelection(validator: validator)
+        s.seed = seed
+        (s.catalogFile, s.bundleId, s.appAppleId) = (catalog, bundleId, appAppleId)
+        (s.environment, s.entitlementsFile, s.policyFile) = (environment, entitlements, policy)
+        s.maxSize = maxSize
         return s
     }
 

@@ -137,7 +137,7 @@ struct Certify: ParsableCommand {
 
     /// What the report records about the catalog: the file and a hash of the bytes that were read.
     func catalogRecord(_ catalog: Catalog) throws -> CertificationSuite.CatalogRecord {
-        let args = options.selectionArguments
+        let args = options.selection(validator: validator).catalogArguments
         guard let path = options.catalog, path != "builtin" else {
             return CertificationSuite.CatalogRecord(
                 file: nil, sha256: nil, catalog: catalog, arguments: args, drawn: options.drawsCatalogs)

@@ -151,6 +151,41 @@ struct Check: ParsableCommand {
 
     func run() throws {
         let spec = try parseValidator(validator)
+        let slice = try parsedShard()
+        var (catalog, policy) = try options.loadOrExit()
+        // A mutant whose mistake shows only under a policy (a declared size limit) is checked under it.
+        if options.policy == nil, let name = spec.mutantName, let p = Mutants.named(name)?.policy {
+            policy = p
+        }
+        for file in [json, writeBaseline, junit].compactMap({ $0 }) { try requireWritable(file: file) }
+        let accepted: Baseline?
+        do { accepted = try baseline.map { path throws(ConfigError) in try Baseline.load(path: path) } } catch {
+            throw fail("error: \(error)", code: Exit.usage)
+        }
+        let faultProfile = try parseFaults(faults)
+        if !noDoctor && spec.isOutOfProcess { try runPreflight(catalog: catalog, policy: policy) }
+        // Before anything starts: a target's maxConcurrency bounds --jobs.
+        let jobCount = try resolveJobs(jobs, for: validator, faults: faultProfile)
+        let (checker, progress) = try makeChecker(spec, catalog, policy, faultProfile, jobCount: jobCount, shard: slice)
+        var run = CheckRun(selection: selection(faultProfile), checker: checker)
+        run.explain = explain
+        (run.corpus, run.sharedCorpus) = corpusDirectories(spec, bundleId: catalog.bundleId)
+        run.savesCounterexamples = !spec.isMutant
+        run.willRunCases = { progress.restart() }
+        run.baseline = accepted
+        if let baseline { run.baselineFile = baseline }
+        let result: CheckRunReport
+        do {
+            result = try run.run { print($0) }
+        } catch {
+            throw fail("error: \(error)", code: Exit.usage)
+        }
+        try writeOutputs(result)
+        try exit(result, checker.validator)
+    }
+
+    /// `--shard` read, and the counts checked against it.
+    func parsedShard() throws -> Shard? {
         let slice = try shard.map { text throws -> Shard in
             guard let s = Shard(parsing: text) else {
                 throw ValidationError("--shard \"\(text)\" is not INDEX/COUNT with 0 ≤ INDEX < COUNT, e.g. 0/4")
@@ -164,32 +199,29 @@ struct Check: ParsableCommand {
         if let caseIndex, caseIndex < 0 || caseIndex == Int.max {
             throw ValidationError("--case must be 0 or more and below \(Int.max), not \(caseIndex)")
         }
-        var (catalog, policy) = try options.loadOrExit()
-        // A mutant whose mistake shows only under a policy (a declared size limit) is checked under it.
-        if options.policy == nil, let name = spec.mutantName, let p = Mutants.named(name)?.policy {
-            policy = p
-        }
-        if let json { try requireWritable(file: json) }
-        if let writeBaseline { try requireWritable(file: writeBaseline) }
-        let accepted: Baseline?
-        do { accepted = try baseline.map { path throws(ConfigError) in try Baseline.load(path: path) } } catch {
-            throw fail("error: \(error)", code: Exit.usage)
-        }
-        if let junit { try requireWritable(file: junit) }
-        let faultProfile = try parseFaults(faults)
-        if !noDoctor && spec.isOutOfProcess {
-            try runPreflight(catalog: options.drawsCatalogs ? catalog : catalog, policy: policy)
-        }
-        // Before anything starts: a target's maxConcurrency bounds --jobs.
-        let jobCount = try resolveJobs(jobs, for: validator, faults: faultProfile)
-        // One per job: the built-in reference runs synchronized when checked with concurrent clients.
-        let workers = workerFactory(validator, timeout: timeout, faults: faultProfile, jobs: jobCount)
-        let make = { [validator, parallel] () throws -> any Validator in
-            parallel && spec == .reference ? SynchronizedReferenceValidator() : try workers()
-        }
-        let v =
-            parallel && spec == .reference
-            ? SynchronizedReferenceValidator() : try makeValidator(validator, timeout: timeout, faults: faultProfile)
+        return slice
+    }
+
+    /// The selection as given: what every replay and rerun command repeats.
+    func selection(_ faultProfile: FaultProfile) -> RunSelection {
+        var s = options.selection(validator: validator)
+        s.knownDivergences = knownDivergences
+        s.faults = faultProfile.isEmpty ? nil : faults
+        s.properties = property
+        (s.parallel, s.unsigned, s.noCorpus) = (parallel, unsigned, noCorpus)
+        return s
+    }
+
+    /// Where counterexamples are replayed from and saved to (none with `--no-corpus`).
+    func corpusDirectories(_ spec: ValidatorSpec, bundleId: String) -> (String?, [String]) {
+        if noCorpus { return (nil, []) }
+        if let corpus { return (corpus, []) }
+        let dir = Self.corpusDirectory(spec, bundleId: bundleId)
+        return (dir, dir != "Corpus" ? ["Corpus"] : [])
+    }
+
+    /// The properties `--property` names, less the declared divergences.
+    func properties(leavingOut known: [PropertyName]) throws -> [PropertyName] {
         var props: [PropertyName] = []
         for p in property {
             guard let n = PropertyName(rawValue: p) else {
@@ -199,30 +231,41 @@ struct Check: ParsableCommand {
             }
             props.append(n)
         }
-
-        let known = try declaredDivergences(knownDivergences)
-        if !known.properties.isEmpty {
-            props = (props.isEmpty ? PropertyName.standard : props).filter { !known.properties.contains($0) }
+        if !known.isEmpty {
+            props = (props.isEmpty ? PropertyName.standard : props).filter { !known.contains($0) }
             if props.isEmpty {
                 throw ValidationError("--known-divergences leaves no property to check")
             }
         }
+        return props
+    }
+
+    /// The checker of this run: its validator (one per job), its options, and its progress and shrink lines.
+    func makeChecker(
+        _ spec: ValidatorSpec, _ catalog: Catalog, _ policy: Policy, _ faultProfile: FaultProfile, jobCount: Int,
+        shard slice: Shard?
+    ) throws -> (Checker, Progress) {
+        // One per job: the built-in reference runs synchronized when checked with concurrent clients.
+        let workers = workerFactory(validator, timeout: timeout, faults: faultProfile, jobs: jobCount)
+        let synchronized = parallel && spec == .reference
+        let v =
+            synchronized
+            ? SynchronizedReferenceValidator() : try makeValidator(validator, timeout: timeout, faults: faultProfile)
+        let known = try declaredDivergences(knownDivergences)
+        let props = try properties(leavingOut: known.properties)
         if v.isolation == .namespace && options.catalog == nil {
             throw fail(
                 "error: \(validator) has no reset route, so the backend keeps its own products: name them with --catalog (and --bundle-id, --entitlements), as the backend is configured (docs/http-target.md#backends-without-a-reset-route)",
                 code: Exit.usage)
         }
         if let slice { IDNamespace.configure(shard: slice.index, of: slice.count) }
-
         var opts = CheckOptions()
         opts.knownDivergences = known.classes
         opts.knownDivergentProperties = Set(known.properties)
-        opts.cases = cases
-        opts.seed = options.seed
-        opts.catalog = catalog
-        opts.drawsCatalogs = options.drawsCatalogs
-        opts.maxSize = options.maxSize
-        opts.policy = policy
+        (opts.cases, opts.seed, opts.onlyCase, opts.shard) = (cases, options.seed, caseIndex, slice)
+        (opts.catalog, opts.drawsCatalogs, opts.maxSize, opts.policy) = (
+            catalog, options.drawsCatalogs, options.maxSize, policy
+        )
         if !props.isEmpty { opts.properties = props }
         if parallel {
             guard v is ConcurrentValidator else {
@@ -234,12 +277,10 @@ struct Check: ParsableCommand {
         }
         if let problem = faultProfile.problem(with: v) { throw ValidationError(problem) }
         if faultProfile.kill && props.isEmpty { opts.properties = PropertyName.standard + [.durableAck] }
-        opts.onlyCase = caseIndex
         if let keepGoing {
             guard keepGoing >= 1 else { throw ValidationError("--keep-going=\(keepGoing): N must be at least 1") }
             opts.keepGoing = keepGoing
         }
-        opts.shard = slice
         opts.signed = !unsigned
         opts.shrinkBudget.maxAttempts = shrinkAttempts
         // A program or a backend answers in milliseconds, not microseconds: its shrinking spends a time budget.
@@ -249,80 +290,12 @@ struct Check: ParsableCommand {
         Interrupt.install()
         opts.jobs = jobCount
         var checker = Checker(options: opts, validator: v)
-        checker.makeWorker = make
-        let progress = Progress(
-            "check \(v.name)\(slice.map { " (\($0.describe(of: opts.cases)))" } ?? "")",
-            quiet: quiet)
-        let firstCase = opts.caseRange.lowerBound
-        checker.progress = { [checker] done, total in
-            // Properties take turns case by case: the one of the next case.
-            if done < total { progress.detail = "next \(checker.property(ofCase: firstCase + done).rawValue)" }
-            progress.update(done, total)
+        checker.makeWorker = { () throws -> any Validator in
+            synchronized ? SynchronizedReferenceValidator() : try workers()
         }
-        let budget = opts.shrinkBudget
-        checker.willShrink = { i, what in
-            guard !quiet else { return }
-            let limit = budget.maxSeconds.isFinite ? " or \(Int(budget.maxSeconds)) s" : ""
-            FileHandle.standardError.write(
-                Data(
-                    "check: case \(i) failed (\(what)); shrinking it, up to \(budget.maxAttempts) attempts\(limit)\n"
-                        .utf8))
-        }
-        var run = CheckRun(validatorSpec: validator, checker: checker)
-        run.explain = explain
-        // A run without the corpus is replayed without it (a rerun must not start writing Corpus/ of the directory).
-        run.selectionArguments = catalogArgs + (noCorpus ? " --no-corpus" : "")
-        if noCorpus {
-            run.corpus = nil
-        } else if let corpus {
-            run.corpus = corpus
-        } else {
-            run.corpus = Self.corpusDirectory(spec, bundleId: opts.catalog.bundleId)
-            if run.corpus != "Corpus" { run.sharedCorpus = ["Corpus"] }
-        }
-        run.savesCounterexamples = !spec.isMutant
-        run.faults = faultProfile.isEmpty ? nil : faults
-        run.willRunCases = { progress.restart() }
-        run.baseline = accepted
-        if let baseline { run.baselineFile = baseline }
-        let result: CheckRunReport
-        do {
-            result = try run.run { print($0) }
-        } catch {
-            throw fail("error: \(error)", code: Exit.usage)
-        }
-        if let json {
-            try writeResults("the JSON report", to: json) { try JSONFormat.write(result.summary, to: json) }
-        }
-        if let writeBaseline {
-            try writeResults("the baseline", to: writeBaseline) { try result.baseline.write(to: writeBaseline) }
-            print(
-                "baseline: \(result.signatures.count) signature\(result.signatures.count == 1 ? "" : "s") written to \(writeBaseline); give each a \"reason\", then run with --baseline \(writeBaseline)"
-            )
-        }
-        if let junit {
-            try writeResults("the JUnit report", to: junit) {
-                try Reports.junit(result.summary).write(toFile: junit, atomically: true, encoding: .utf8)
-            }
-        }
-        if result.verdict != .pass, let managed = v as? ManagedHTTPValidator {
-            // What the backend logged, kept for reading (its directory goes when a run passes).
-            ManagedBackend.keepDirectories.withLock { $0 = true }
-            print("the backend's output: \(managed.backend.log)")
-        }
-        switch result.verdict {
-        case .pass: return
-        case .validatorFailure:
-            // A target file that does not describe the backend (its answer mapping finds nothing) is a usage error.
-            let misconfigured = result.summary.validatorFailures.contains {
-                $0.kind == .misconfigured
-            }
-            throw ExitCode(misconfigured ? Exit.usage : Exit.validatorFailure)
-        case .discrepancy: throw ExitCode(Exit.discrepancy)
-        case .interrupted: throw ExitCode(130)
-        }
+        let progress = showProgress(of: &checker)
+        return (checker, progress)
     }
-
     /// A user's program or backend keeps its counterexamples apart from iapcheck's own regression corpus; a backend's
     /// folder is named for the backend, not its target file (docs/corpus.md#where-counterexamples-go). A new folder
     /// beside others holding the same app's cases is said aloud: they may be this backend's under an older name.
@@ -363,15 +336,5 @@ struct Check: ParsableCommand {
                     "doctor: \(report.items.filter { $0.status == .ok }.count) checks passed\(findings.isEmpty ? "" : ", \(findings.count) wrong answers the cases will show")\n"
                         .utf8))
         }
-    }
-
-    var catalogArgs: String {
-        var s = options.selectionArguments
-        if let k = knownDivergences { s += " --known-divergences \(Shell.quote(k))" }
-        if let f = faults { s += " --faults \(Shell.quote(f))" }
-        for p in property { s += " --property \(Shell.quote(p))" }
-        if parallel { s += " --parallel" }
-        if unsigned { s += " --unsigned" }
-        return s
     }
 }

@@ -38,9 +38,7 @@ struct DoctorCommand: ParsableCommand {
         let report = preflight(validator, v, catalog: catalog, policy: policy)
         print(report.text)
         if report.usable {
-            print(
-                "usable: iapcheck check --validator \(Shell.quote(validator))\(options.selectionArguments)"
-            )
+            print("usable: \(options.selection(validator: validator).check)")
         } else {
             print("not usable: fix the ✗ lines above")
             throw ExitCode(Exit.usage)

@@ -160,7 +160,7 @@ import Testing
         #expect(bare.failure != nil)
         o.knownDivergences = [.oversizedToken]
         var run = CheckRun(
-            validatorSpec: "mutant:no-size-limit",
+            validator: "mutant:no-size-limit",
             checker: Checker(options: o, validator: Mutants.named("no-size-limit")!.make()))
         run.corpus = nil
         var lines: [String] = []
@@ -181,7 +181,7 @@ import Testing
         }
         var o = CheckOptions()
         o.cases = 5
-        var run = CheckRun(validatorSpec: "reference", checker: Checker(options: o, validator: ReferenceValidator()))
+        var run = CheckRun(validator: "reference", checker: Checker(options: o, validator: ReferenceValidator()))
         run.corpus = dir
         var lines: [String] = []
         let report = try run.run { lines.append($0) }

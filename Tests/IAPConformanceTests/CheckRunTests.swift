@@ -21,7 +21,7 @@ import Testing
         o.keepGoing = keepGoing
         o.seed = 3
         o.shouldStop = shouldStop
-        var run = CheckRun(validatorSpec: "mutant:ignore-revocation", checker: Checker(options: o, validator: v))
+        var run = CheckRun(validator: "mutant:ignore-revocation", checker: Checker(options: o, validator: v))
         run.corpus = corpus
         run.baseline = baseline
         var lines: [String] = []
@@ -157,7 +157,7 @@ import Testing
         o.cases = 200
         o.signed = false
         o.flakinessReplays = 12
-        var run = CheckRun(validatorSpec: "coin-flip", checker: Checker(options: o, validator: CoinFlipValidator()))
+        var run = CheckRun(validator: "coin-flip", checker: Checker(options: o, validator: CoinFlipValidator()))
         run.corpus = nil
         var lines: [String] = []
         let report = try run.run { lines.append($0) }

@@ -21,8 +21,8 @@ import Testing
         o.shard = shard
         o.flakinessReplays = 1
         o.shrinkBudget.maxAttempts = shrinkAttempts
-        var run = CheckRun(validatorSpec: "test", checker: Checker(options: o, validator: v))
-        run.faults = faults
+        var run = CheckRun(validator: "test", checker: Checker(options: o, validator: v))
+        run.selection.faults = faults
         run.corpus = corpus
         return try run.run { _ in }.summary
     }

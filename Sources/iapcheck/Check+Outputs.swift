@@ -1,0 +1,71 @@
+import ArgumentParser
+import Foundation
+import IAPConformance
+import IAPEncoding
+import IAPHTTP
+import IAPSupport
+import IAPValidatorAPI
+
+/// What `check` shows while it runs and leaves behind: the progress line, the shrink notices, the report files, the
+/// backend's output of a failed run, and the exit code.
+extension Check {
+    /// Progress lines (the property of the next case beside the count) and a line when a failure starts shrinking.
+    func showProgress(of checker: inout Checker) -> Progress {
+        let opts = checker.options
+        let progress = Progress(
+            "check \(checker.validator.name)\(opts.shard.map { " (\($0.describe(of: opts.cases)))" } ?? "")",
+            quiet: quiet)
+        let firstCase = opts.caseRange.lowerBound
+        checker.progress = { [checker] done, total in
+            // Properties take turns case by case: the one of the next case.
+            if done < total { progress.detail = "next \(checker.property(ofCase: firstCase + done).rawValue)" }
+            progress.update(done, total)
+        }
+        let budget = opts.shrinkBudget
+        checker.willShrink = { [quiet] i, what in
+            guard !quiet else { return }
+            let limit = budget.maxSeconds.isFinite ? " or \(Int(budget.maxSeconds)) s" : ""
+            FileHandle.standardError.write(
+                Data(
+                    "check: case \(i) failed (\(what)); shrinking it, up to \(budget.maxAttempts) attempts\(limit)\n"
+                        .utf8))
+        }
+        return progress
+    }
+
+    /// `--json`, `--write-baseline` and `--junit`.
+    func writeOutputs(_ result: CheckRunReport) throws {
+        if let json {
+            try writeResults("the JSON report", to: json) { try JSONFormat.write(result.summary, to: json) }
+        }
+        if let writeBaseline {
+            try writeResults("the baseline", to: writeBaseline) { try result.baseline.write(to: writeBaseline) }
+            print(
+                "baseline: \(result.signatures.count) signature\(result.signatures.count == 1 ? "" : "s") written to \(writeBaseline); give each a \"reason\", then run with --baseline \(writeBaseline)"
+            )
+        }
+        if let junit {
+            try writeResults("the JUnit report", to: junit) {
+                try Reports.junit(result.summary).write(toFile: junit, atomically: true, encoding: .utf8)
+            }
+        }
+    }
+
+    /// The exit code of the verdict; a failed run of a backend iapcheck started keeps its output and says where.
+    func exit(_ result: CheckRunReport, _ v: any Validator) throws {
+        if result.verdict != .pass, let managed = v as? ManagedHTTPValidator {
+            // What the backend logged, kept for reading (its directory goes when a run passes).
+            ManagedBackend.keepDirectories.withLock { $0 = true }
+            print("the backend's output: \(managed.backend.log)")
+        }
+        switch result.verdict {
+        case .pass: return
+        case .validatorFailure:
+            // A target file that does not describe the backend (its answer mapping finds nothing) is a usage error.
+            let misconfigured = result.summary.validatorFailures.contains { $0.kind == .misconfigured }
+            throw ExitCode(misconfigured ? Exit.usage : Exit.validatorFailure)
+        case .discrepancy: throw ExitCode(Exit.discrepancy)
+        case .interrupted: throw ExitCode(130)
+        }
+    }
+}
