@@ -82,6 +82,32 @@ struct MutantsCommand: ParsableCommand {
         }
         guard cases >= 1 else { throw ValidationError("--cases must be at least 1, not \(cases)") }
         let (catalog, policy) = try options.loadOrExit()
+        let (entries, own, identity) = try selected(catalog, policy, shard: slice)
+        var run = MutantsRun(options: checkOptions(catalog, policy))
+        run.jobs = try resolveJobs(jobs, for: "reference")
+        let verdict = try run.table(entries, then: own, emit: { print($0) }) { report, foundWith in
+            guard let dir = saveCorpus, let f = report.failure, let d = f.discrepancy else { return }
+            try Corpus.save(
+                CorpusCase(
+                    foundWith: foundWith, seed: options.seed, caseIndex: f.caseIndex, failure: d, testCase: f.shrunk),
+                in: dir)
+        }
+        if verdict.interrupted {
+            print(
+                "INTERRUPTED after \(verdict.rows.count) of \(entries.count + own.count) mutants; no summary written; the same run again: iapcheck \(CommandLine.arguments.dropFirst().map(Shell.quote).joined(separator: " "))"
+            )
+        }
+        if let json, let summary = verdict.summary(seed: options.seed, casesPerMutant: cases, identity: identity) {
+            try JSONFormat.write(summary, to: json)
+        }
+        if verdict.exitCode != 0 { throw ExitCode(verdict.exitCode) }
+    }
+
+    /// The mutants `--only` and `--shard` select (in-process ones first, then the backend's), and the identity of a
+    /// shard's slice.
+    func selected(_ catalog: Catalog, _ policy: Policy, shard slice: Shard?) throws -> (
+        [MutantsRun.Entry], [MutantsRun.OwnCheck], MutantsRunIdentity?
+    ) {
         var entries = Mutants.all
         var backendEntries = BackendMutant.all
         if !only.isEmpty {
@@ -92,12 +118,11 @@ struct MutantsCommand: ParsableCommand {
             backendEntries = backendEntries.filter { only.contains($0.name) }
         }
         // A shard runs a contiguous slice of the whole list (in-process mutants first, then the backend's).
-        let allNames = entries.map(\.name) + backendEntries.map(\.name)
         var identity: MutantsRunIdentity?
         if let slice {
             var id = MutantsRunIdentity(
                 seed: options.seed, casesPerMutant: cases, catalog: catalog, drawsCatalogs: options.drawsCatalogs,
-                policy: policy, mutants: allNames, shard: slice)
+                policy: policy, mutants: entries.map(\.name) + backendEntries.map(\.name), shard: slice)
             if options.maxSize != HistoryGenerator.defaultMaxSize { id.maxSize = options.maxSize }
             if shrinkAttempts != 2000 { id.shrinkAttempts = shrinkAttempts }
             let mine = Set(id.slice)
@@ -111,100 +136,30 @@ struct MutantsCommand: ParsableCommand {
                 "error: \(backendEntries.map(\.name).joined(separator: ", ")) need the example backend: swift build --product iapcheck-example-backend",
                 code: Exit.usage)
         }
+        let inProcess = entries.map { m in
+            MutantsRun.Entry(
+                name: m.name, description: m.description, pitfall: m.pitfall, make: m.make, policy: m.policy)
+        }
+        let own = backendEntries.map { m -> MutantsRun.OwnCheck in
+            var run: (@Sendable (CheckOptions) throws -> CheckReport)?
+            if let backend { run = { o in try m.run(o, backend: backend) } }
+            return MutantsRun.OwnCheck(
+                name: m.name, description: m.description, pitfall: m.pitfall, run: run,
+                unavailable: "the example backend is not built (swift build --product iapcheck-example-backend)")
+        }
+        return (inProcess, own, identity)
+    }
+
+    /// Each mutant's check: the cases, seed, catalog and shrinking chosen; Ctrl-C stops the running checks after
+    /// their current case.
+    func checkOptions(_ catalog: Catalog, _ policy: Policy) -> CheckOptions {
         var opts = CheckOptions()
-        opts.cases = cases
-        opts.seed = options.seed
-        opts.catalog = catalog
-        opts.drawsCatalogs = options.drawsCatalogs
-        opts.maxSize = options.maxSize
-        opts.policy = policy
+        (opts.cases, opts.seed, opts.catalog, opts.policy) = (cases, options.seed, catalog, policy)
+        (opts.drawsCatalogs, opts.maxSize) = (options.drawsCatalogs, options.maxSize)
         opts.shrinkBudget.maxAttempts = shrinkAttempts
         opts.shrinkBudget.maxSeconds = shrinkSeconds ?? .infinity
-        // Ctrl-C: the running checks stop after their current case; the rows printed so far stand, no summary is
-        // written (a partial table would merge as a whole one), and the exit code is 130.
         opts.shouldStop = { Interrupt.requested }
         Interrupt.install()
-        // Each mutant is one deterministic run on one thread; several run at once and rows print in list order.
-        var run = MutantsRun(options: opts)
-        run.jobs = try resolveJobs(jobs, for: "reference")
-        var rows: [Reports.MutantSummary] = []
-        let total = entries.count + backendEntries.count
-        func interrupted() -> Error {
-            print(
-                "INTERRUPTED after \(rows.count) of \(total) mutants; no summary written; the same run again: iapcheck \(CommandLine.arguments.dropFirst().map(Shell.quote).joined(separator: " "))"
-            )
-            return ExitCode(130)
-        }
-        print(TextReport.mutantsHeader)
-        do {
-            try run.run(
-                entries.map { m in
-                    .init(name: m.name, description: m.description, pitfall: m.pitfall, make: m.make, policy: m.policy)
-                }
-            ) {
-                row, report, foundWith in
-                if report.interrupted && report.failure == nil { throw Stopped() }
-                print(TextReport.mutantRow(row))
-                rows.append(row)
-                if let dir = saveCorpus, let f = report.failure, let d = f.discrepancy {
-                    try Corpus.save(
-                        CorpusCase(
-                            foundWith: foundWith, seed: options.seed, caseIndex: f.caseIndex, failure: d,
-                            testCase: f.shrunk
-                        ), in: dir)
-                }
-            }
-        } catch is Stopped {
-            throw interrupted()
-        }
-        // A Ctrl-C that only cut a shrink short: the rows stand, the summary is not written.
-        if Interrupt.requested { throw interrupted() }
-        var setupFailures: [String] = [], skipped: [String] = []
-        for m in backendEntries {
-            if Interrupt.requested { throw interrupted() }
-            guard let backend else {
-                skipped.append(m.name)
-                print(
-                    TextReport.mutantLine(
-                        m.name,
-                        "skipped: the example backend is not built (swift build --product iapcheck-example-backend)"))
-                continue
-            }
-            let report: CheckReport
-            do { report = try m.run(opts, backend: backend) } catch {
-                if Interrupt.requested { throw interrupted() }
-                setupFailures.append(m.name)
-                print(TextReport.mutantLine(m.name, "ERROR  \(error)"))
-                continue
-            }
-            if report.interrupted && report.failure == nil { throw interrupted() }
-            let f = report.failure
-            let row = MutantsRun.summary(m.name, m.description, m.pitfall, report)
-            print(TextReport.mutantRow(row))
-            rows.append(row)
-            // How it was caught: the backend's counterexample needs the backend, so it is not saved to a corpus.
-            if let vf = f?.validatorFailure { print("    \(String(vf.description.prefix(300)))") }
-            if let d = f?.discrepancy { print("    \(d.differences.first ?? d.observed)") }
-        }
-        if Interrupt.requested { throw interrupted() }
-        let median = MutantsRun.medianShrunk(rows)
-        let killed = rows.filter(\.killed).count
-        print(
-            "killed \(killed)/\(rows.count); median shrunk counterexample \(median.map { String(format: "%.1f", $0) } ?? "-") actions"
-        )
-        if let json {
-            var summary = Reports.MutantsSummary(
-                seed: options.seed, casesPerMutant: cases, total: rows.count, killed: killed,
-                medianShrunkEvents: median, mutants: rows)
-            summary.run = identity
-            if !skipped.isEmpty { summary.skipped = skipped }
-            if !setupFailures.isEmpty { summary.setupErrors = setupFailures }
-            try JSONFormat.write(summary, to: json)
-        }
-        if killed < rows.count { throw ExitCode(Exit.discrepancy) }
-        if !setupFailures.isEmpty { throw ExitCode(Exit.validatorFailure) }
+        return opts
     }
 }
-
-/// Thrown from a mutant's row when its check was stopped by Ctrl-C: the remaining mutants are not started.
-private struct Stopped: Error {}
