@@ -58,32 +58,17 @@ import Testing
         let dir = Scratch.directory + "clock-\(runtime.name)-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         let clock = try FakeClock(directory: dir)
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = runtime.command
-        p.environment = ProcessInfo.processInfo.environment.merging(clock.environment) { $1 }
-        let input = Pipe()
-        let output = Pipe()
-        p.standardInput = input
-        p.standardOutput = output
-        try p.run()
-        defer {
-            // End of input ends every reader; SIGKILL for one that does not (a test runner may block SIGTERM for
-            // its children).
-            try? input.fileHandleForWriting.close()
-            let deadline = Date().addingTimeInterval(10)
-            while p.isRunning && Date() < deadline { usleep(20_000) }
-            if p.isRunning { kill(p.processIdentifier, SIGKILL) }
-            p.waitUntilExit()
-        }
-        var reader = LineReader(handle: output.fileHandleForReading)
+        // The reader starts on the real clock and answers once before the clock moves, as a backend iapcheck starts
+        // is up before its first case; every read is bounded, so a reader that hangs fails this test, never stalls it.
+        let reader = try ClockReaderProcess(runtime, environment: clock.environment)
+        defer { reader.stop() }
+        _ = try #require(reader.read(within: 120), "\(runtime.name) did not answer its first read within 120 s")
         var readings = 0
         var wrong: [String] = []
         for t in Self.instants(count: 1000) {
             try clock.set(t)
-            input.fileHandleForWriting.write(Data("read\n".utf8))
-            let next = reader.next()
-            let line = try #require(next, "\(runtime.name) closed its output")
+            let line = try #require(
+                reader.read(within: 30), "\(runtime.name) did not answer within 30 s after the clock moved to \(t)")
             for (i, field) in line.split(separator: " ").enumerated() {
                 readings += 1
                 if Millis(field) != t { wrong.append("reader \(i) read \(field) for \(t) (\(FakeClock.text(t)))") }
@@ -101,17 +86,58 @@ import Testing
     }
 }
 
+/// A reader program under the fake clock, asked for one line of readings at a time.
+final class ClockReaderProcess {
+    let process = Process()
+    let input = Pipe()
+    let output = Pipe()
+    var lines: LineReader
+
+    init(_ runtime: FakeClockRoundTripTests.Runtime, environment: [String: String]) throws {
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = runtime.command
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        process.standardInput = input
+        process.standardOutput = output
+        lines = LineReader(handle: output.fileHandleForReading)
+        try process.run()
+    }
+
+    /// Asks for one reading; nil when none came within `seconds` (or the reader closed its output).
+    func read(within seconds: Double) -> String? {
+        input.fileHandleForWriting.write(Data("read\n".utf8))
+        return lines.next(within: seconds)
+    }
+
+    /// End of input ends every reader; SIGKILL for one that does not (a test runner may block SIGTERM for its
+    /// children, and a hung one must not hold the test).
+    func stop() {
+        try? input.fileHandleForWriting.close()
+        let deadline = Date().addingTimeInterval(10)
+        while process.isRunning && Date() < deadline { usleep(20_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+}
+
 /// Lines from a pipe, one at a time, for a conversation with a child process.
 struct LineReader {
     let handle: FileHandle
     var buffer = Data()
 
-    mutating func next() -> String? {
+    /// The next line; nil at end of output, or when `seconds` pass without one.
+    mutating func next(within seconds: Double = .infinity) -> String? {
+        let deadline = Date().addingTimeInterval(seconds)
         while true {
             if let nl = buffer.firstIndex(of: UInt8(ascii: "\n")) {
                 let line = String(decoding: buffer[buffer.startIndex..<nl], as: UTF8.self)
                 buffer.removeSubrange(buffer.startIndex...nl)
                 return line
+            }
+            if seconds.isFinite {
+                var fd = pollfd(fd: handle.fileDescriptor, events: Int16(POLLIN), revents: 0)
+                let left = deadline.timeIntervalSinceNow
+                if left <= 0 || poll(&fd, 1, Int32(left * 1000)) <= 0 { return nil }
             }
             let more = handle.availableData
             if more.isEmpty { return nil }
