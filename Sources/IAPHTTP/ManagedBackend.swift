@@ -95,7 +95,8 @@ public final class ManagedBackend: Sendable {
         let dir = NSTemporaryDirectory() + "iapcheck-backend-\(getpid())-\(port)"
         try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         directory = dir
-        self.command = command.replacingOccurrences(of: "{tmp}", with: dir)
+        self.command = command.replacingOccurrences(of: "{tmp}", with: dir).replacingOccurrences(
+            of: "{port}", with: String(port))
         clock = fakeClock ? try FakeClock(directory: dir) : nil
     }
 

@@ -19,11 +19,16 @@ func resolveJobs(_ asked: Int?, for text: String, faults: FaultProfile = FaultPr
     if let path = spec.targetFile {
         // An unreadable target file is reported by makeValidator, with its problems.
         guard let target = try? HTTPValidator.Target.load(path: path) else { return asked ?? 1 }
-        let allowed = target.maxConcurrency
+        let allowed: Int
+        switch target.jobSharing {
+        case .one: allowed = 1
+        case .tenants(let n): allowed = n
+        case .sharedInstance, .instances: allowed = Int.max
+        }
         if let asked, asked > allowed {
             throw ValidationError(
                 allowed == 1
-                    ? "--jobs \(asked): \(path) takes one caller at a time; give it \"maxConcurrency\" when the backend keeps one state per \(HTTPValidator.jobHeader) header (docs/http-target.md#concurrent-jobs)"
+                    ? "--jobs \(asked): \(path) takes one caller at a time; put {port} in its start command so that each job starts a backend of its own, or give it \"maxConcurrency\" when the backend keeps one state per \(HTTPValidator.jobHeader) header (docs/http-target.md#concurrent-jobs)"
                     : "--jobs \(asked): \(path) takes at most \(allowed) callers at once (\"maxConcurrency\")")
         }
         // The kill fault restarts the backend, which every job shares; the reset fault drops only the connection of
@@ -90,7 +95,9 @@ func makeHTTPValidator(
     _ path: String, timeout: Double, faults: FaultProfile, job: Int, forLoad: Bool
 ) throws -> any Validator {
     do {
-        let target = try HTTPValidator.Target.load(path: path)
+        // A job after the first of a backend started once per job: its own instance, on a port of its own.
+        let base = try HTTPValidator.Target.load(path: path)
+        let target = try base.instance(forJob: job)
         if target.clock == .wall && !forLoad {
             throw fail(
                 "error: \(path): \"clock\": \"wall\" says iapcheck cannot set this backend's clock; a history of years needs it, so only `iapcheck load` takes such a target. Let iapcheck start the backend under libfaketime (\"start\" and \"clock\": \"faketime\") or give it a clock header (docs/http-target.md#the-backends-clock)",
@@ -103,7 +110,7 @@ func makeHTTPValidator(
         }
         if store == nil, let problem = faults.problemWithoutStore(target: path) { throw ValidationError(problem) }
         let v = try HTTPValidator.make(
-            target: target, name: "http:\(target.host):\(target.port)", timeout: timeout, store: store,
+            target: target, name: "http:\(base.host):\(base.port)", timeout: timeout, store: store,
             faults: faults)
         v.job = job
         return v

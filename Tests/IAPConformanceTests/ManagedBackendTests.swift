@@ -61,3 +61,53 @@ import Testing
         }
     }
 }
+
+/// `--jobs` on one target (docs/http-target.md#concurrent-jobs): how the target lets jobs be kept apart, and a
+/// start command with `{port}` starting one instance per job.
+@Suite(.serialized) struct JobSharingTests {
+    static func target(_ json: String) throws -> HTTPValidator.Target {
+        let file = Scratch.directory + "jobs-\(UUID().uuidString).json"
+        try Data(json.utf8).write(to: URL(fileURLWithPath: file))
+        return try HTTPValidator.Target.load(path: file)
+    }
+
+    static let routes =
+        #""routes": {"appTransaction": {"method": "POST", "path": "/p"}, "entitlements": {"method": "GET", "path": "/e/{userId}"}}"#
+    static let reset = #""reset": {"method": "POST", "path": "/reset"}, "#
+
+    @Test func eachTargetSaysHowJobsShareIt() throws {
+        let base = #""baseURL": "http://127.0.0.1:8799", "channels": ["app-transaction"]"#
+        let resetRoutes = Self.routes.replacingOccurrences(of: #""routes": {"#, with: #""routes": {"# + Self.reset)
+        #expect(try Self.target("{\(base), \(resetRoutes)}").jobSharing == .one)
+        #expect(try Self.target("{\(base), \"maxConcurrency\": 4, \(resetRoutes)}").jobSharing == .tenants(4))
+        // Without a reset route, on the clock header: every case's ids are its own, the clock is per request.
+        #expect(try Self.target("{\(base), \(Self.routes)}").jobSharing == .sharedInstance)
+        let started = #""start": {"command": "run --port {port} --db {tmp}/db"}, "clock": "faketime""#
+        #expect(try Self.target("{\(base), \(started), \(Self.routes)}").jobSharing == .instances)
+        // Without {port} a started faketime backend is one backend with one clock.
+        let fixed = started.replacingOccurrences(of: "{port}", with: "8799")
+        #expect(try Self.target("{\(base), \(fixed), \(Self.routes)}").jobSharing == .one)
+    }
+
+    @Test func aStartCommandWithPortStartsAnInstancePerJob() throws {
+        let dir = try ManagedBackendTests.folderWithServer()
+        let json = """
+            {"baseURL": "http://127.0.0.1:\(try LoopbackHTTPClient.freePort())", "channels": ["app-transaction"],
+             "start": {"command": "NOTES_PORT={port} python3 \(dir)/backend/server.py", "readySeconds": 20},
+             \(Self.routes)}
+            """
+        let t = try Self.target(json)
+        let first = try t.instance(forJob: 0)
+        let second = try t.instance(forJob: 1)
+        #expect(first.port == t.port && second.port != t.port)
+        var started: [ManagedBackend] = []
+        defer { for b in started { b.stopAndForget() } }
+        for instance in [first, second] {
+            started.append(
+                try ManagedBackend.shared(
+                    command: instance.start!.command, host: instance.host, port: instance.port, readySeconds: 20))
+            #expect(LoopbackHTTPClient.accepts(host: "127.0.0.1", port: instance.port))
+        }
+        #expect(started[0] !== started[1] && started[0].directory != started[1].directory)
+    }
+}
