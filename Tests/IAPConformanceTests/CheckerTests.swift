@@ -37,7 +37,7 @@ import Testing
     ])
     func theReferenceValidatorFollowsEveryPolicy(_ policy: Policy) {
         var o = CheckOptions()
-        o.cases = 300
+        o.cases = Sweep.count(300)
         o.policy = policy
         o.drawsCatalogs = true
         let report = Checker(options: o, validator: ReferenceValidator()).run()

@@ -41,7 +41,9 @@ import Testing
         return c
     }
 
-    static func check(_ v: any Validator, _ catalog: Catalog, seed: UInt64, cases: Int = 2000) -> CheckReport {
+    static func check(_ v: any Validator, _ catalog: Catalog, seed: UInt64, cases: Int = Sweep.count(2000))
+        -> CheckReport
+    {
         var o = CheckOptions()
         o.cases = cases
         o.seed = seed

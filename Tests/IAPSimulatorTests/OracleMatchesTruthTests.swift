@@ -9,8 +9,10 @@ import Testing
 /// answer (every product the person ever had with its state, expiry and ownership; groups; balances): the
 /// simulator's truth segments and chain marks, and the oracle over every fact signed so far.
 @Suite struct OracleMatchesTruthTests {
-    /// `IAPCHECK_LONG=1 swift test` runs ten times as many seeds.
-    static let scale: UInt64 = ProcessInfo.processInfo.environment["IAPCHECK_LONG"] == nil ? 1 : 10
+    /// The seeds of a sweep: a quarter quick, all with `IAPCHECK_SWEEP=full` (CI), ten times with `IAPCHECK_LONG=1`.
+    static func seeds(_ full: Int, from first: UInt64 = 1) -> Range<UInt64> {
+        first..<(first + UInt64(Sweep.count(full)))
+    }
 
     /// Each seed draws its own catalog (the built-in one is among the draws), as `check` does by default.
     static func mismatches(seed: UInt64, policy: Policy = .default) -> [String] {
@@ -39,7 +41,7 @@ import Testing
 
     @Test func oracleEqualsTruthOverManySeeds() {
         var failures: [String] = []
-        for seed in UInt64(1)...(1500 * Self.scale) {
+        for seed in Self.seeds(1500) {
             failures += Self.mismatches(seed: seed)
             if failures.count > 3 { break }
         }
@@ -62,7 +64,7 @@ import Testing
     ])
     func oracleEqualsTruthUnderEveryPolicy(_ policy: Policy) {
         var failures: [String] = []
-        for seed in UInt64(1000)..<(1000 + 1500 * Self.scale) {
+        for seed in Self.seeds(1500, from: 1000) {
             failures += Self.mismatches(seed: seed, policy: policy)
             if failures.count > 3 { break }
         }

@@ -3,6 +3,7 @@ import IAPConformance
 import IAPModel
 import IAPMutants
 import IAPReference
+import IAPTesting
 import Testing
 
 /// The harness's power: every mutant is caught within the budget and shrunk to a small history; every saved
@@ -22,7 +23,9 @@ import Testing
         }
     }
 
-    @Test(arguments: Mutants.all.map(\.name))
+    /// Every third mutant quick (CI's `iapcheck mutants` runs them all, and checks the shrunk sizes too); all of them
+    /// with `IAPCHECK_SWEEP=full`.
+    @Test(arguments: Sweep.sample(Mutants.all.map(\.name), every: 3))
     func everyMutantIsCaughtAndShrunk(_ name: String) throws {
         var o = CheckOptions()
         o.cases = 2000
