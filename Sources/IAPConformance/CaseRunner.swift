@@ -210,15 +210,27 @@ public enum CaseRunner {
             }
             knowledge.learn(deliveries[k].1.delivery)
         }
-        // Two real threads, not `concurrentPerform` (which may run both iterations on one busy thread and so never
-        // race): they meet at a barrier before every artifact, so both deliver the same one at the same moment.
+        if let f = raceTwoClients(over: mid..<deliveries.count, send) {
+            return .validatorFailed(f, step: deliveries.last?.0 ?? 0)
+        }
+        for k in mid..<deliveries.count { knowledge.learn(deliveries[k].1.delivery) }
+        let end = (deliveries.map(\.1.arrival).max() ?? c.origin) + CivilTime.msPerMinute
+        return askAfterTheRace(c, v, knowledge, at: end)
+    }
+
+    /// Two real threads, not `concurrentPerform` (which may run both iterations on one busy thread and so never race):
+    /// they meet at a barrier before every artifact, so both deliver the same one at the same moment. The first
+    /// failure, if any.
+    static func raceTwoClients(
+        over indices: Range<Int>, _ send: @escaping @Sendable (Int) throws(ValidatorFailure) -> DeliveryVerdict
+    ) -> ValidatorFailure? {
         let failure = Locked<ValidatorFailure?>(nil)
         let barrier = Barrier(parties: 2)
         let done = DispatchGroup()
         for _ in 0..<2 {
             done.enter()
             let client = Thread {
-                for k in mid..<deliveries.count {
+                for k in indices {
                     barrier.arrive()
                     guard failure.value == nil else { continue }  // keep meeting the other client, send nothing
                     do {
@@ -234,9 +246,14 @@ public enum CaseRunner {
             client.start()
         }
         done.wait()
-        if let f = failure.value { return .validatorFailed(f, step: deliveries.last?.0 ?? 0) }
-        for k in mid..<deliveries.count { knowledge.learn(deliveries[k].1.delivery) }
-        let end = (deliveries.map(\.1.arrival).max() ?? c.origin) + CivilTime.msPerMinute
+        return failure.value
+    }
+
+    /// After the race, every person's answer at `end` against the oracle's over everything delivered.
+    static func askAfterTheRace(_ c: GeneratedCase, _ v: any Validator, _ knowledge: Knowledge, at end: Millis)
+        -> CaseOutcome
+    {
+        let profile = v.profile
         for p in c.persons {
             let q = EntitlementQuery(userId: p.accountId, at: end)
             let judgement = Oracle.judge(knowledge, user: q.userId, at: q.at)

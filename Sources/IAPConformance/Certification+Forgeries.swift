@@ -13,22 +13,53 @@ extension CertificationSuite {
     /// is forged, and the result says it refused the genuine twin.
     /// Classes the probe would send on a channel the validator does not take (its profile) are not probed.
     public static func probeForgeries(_ v: any Validator, catalog: Catalog, policy: Policy) -> [ForgeryResult] {
-        let pki = TestPKI.harness
         try? v.prepare()  // a subprocess's profile is known once it said hello
-        let profile = v.profile
-        let catalog = profile.answersEntitlements ? catalog.withEntitlements() : catalog
-        let t: Millis = CivilTime.days(fromCivil: 2026, 3, 1) * CivilTime.msPerDay
-        let user = "a1b2c3d4-0000-4000-8000-000000000001"
-        guard let product = catalog.probeProduct else {
+        let catalog = v.profile.answersEntitlements ? catalog.withEntitlements() : catalog
+        guard let probe = ForgeryProbe(v, catalog: catalog, policy: policy) else {
             return ForgeryClass.allCases.map {
                 ForgeryResult(name: $0.rawValue, rejected: false, reason: "not probed: the catalog has no product")
             }
         }
+        return ForgeryClass.allCases.filter {
+            $0.applies(in: catalog.environment) && v.profile.accepts(probeChannel($0))
+        }.map { probe.result(of: $0) }
+    }
+}
+
+/// The probe of one validator's forgery rejection: the genuine purchase and refund every probe starts from, and how a
+/// class's forged artifact and its genuine twin are made and judged.
+struct ForgeryProbe {
+    let v: any Validator
+    let profile: ValidatorProfile
+    let policy: Policy
+    let config: ValidatorConfig
+    let renderer: ArtifactRenderer
+    let kit: ForgeryKit
+    let t: Millis = CivilTime.days(fromCivil: 2026, 3, 1) * CivilTime.msPerDay
+    let user = "a1b2c3d4-0000-4000-8000-000000000001"
+    /// The purchase refunded, its refund notification, and the tempting transaction a forgery would slip in.
+    let tx: JWSTransactionDecodedPayload
+    let notification: ResponseBodyV2DecodedPayload
+    let tempting: JWSTransactionDecodedPayload
+
+    /// Nil when the catalog has no product to buy.
+    init?(_ v: any Validator, catalog: Catalog, policy: Policy) {
+        guard let product = catalog.probeProduct else { return nil }
+        let pki = TestPKI.harness
+        self.v = v
+        profile = v.profile
+        self.policy = policy
+        var config = ValidatorConfig(catalog: catalog, policy: policy)
+        config.trustedRoots = pki.trustedRoots
+        self.config = config
+        renderer = ArtifactRenderer(pki: pki, appAppleId: catalog.appAppleId)
+        kit = ForgeryKit(pki: pki)
         var tx = catalog.probeTransaction(of: product, at: t, user: user)
         tx.revocationDate = t + 1000
         tx.revocationReason = .refundedDueToIssue
         tx.signedDate = t + 1000
-        let notification = ResponseBodyV2DecodedPayload(
+        self.tx = tx
+        notification = ResponseBodyV2DecodedPayload(
             notificationType: .refund, subtype: nil, notificationUUID: "5e1f0000-0000-4000-9000-000000000001",
             signedDate: t + 1000,
             data: NotificationData(
@@ -37,117 +68,111 @@ extension CertificationSuite {
                 status: product.kind == .autoRenewable ? .revoked : nil))
         var tempting = ForgeryClass.tempting(tx)
         tempting.signedDate = t + 2000
-        var config = ValidatorConfig(catalog: catalog, policy: policy)
-        config.trustedRoots = pki.trustedRoots
-        let renderer = ArtifactRenderer(pki: pki, appAppleId: catalog.appAppleId)
-        let kit = ForgeryKit(pki: pki)
-        let probed = ForgeryClass.allCases.filter {
-            $0.applies(in: catalog.environment) && profile.accepts(probeChannel($0))
-        }
+        self.tempting = tempting
+    }
 
-        /// One probe's world: the validator reset, a genuine purchase and its refund delivered under ids of the
-        /// probe's own (a validator that keeps its state meets every probe under a fresh namespace,
-        /// docs/http-target.md). Returns the user and the ids' mapping.
-        struct World {
-            var user: String
-            var tx: JWSTransactionDecodedPayload
-            var notification: ResponseBodyV2DecodedPayload
-            var tempting: JWSTransactionDecodedPayload
-            var genuine: JWSTransactionDecodedPayload
+    /// One probe's world: a genuine purchase and its refund under ids of the probe's own (a validator that keeps its
+    /// state meets every probe under a fresh namespace, docs/http-target.md).
+    struct World {
+        var user: String
+        var tx: JWSTransactionDecodedPayload
+        var notification: ResponseBodyV2DecodedPayload
+        var tempting: JWSTransactionDecodedPayload
+        var genuine: JWSTransactionDecodedPayload
+    }
+
+    func world(_ ns: IDNamespace?) -> World {
+        var w = World(
+            user: ns.map { $0.uuid(user) } ?? user, tx: ns.map { $0.apply(tx) } ?? tx,
+            notification: ns.map { $0.apply(notification) } ?? notification,
+            tempting: ns.map { $0.apply(tempting) } ?? tempting, genuine: tx)
+        w.genuine = w.tx
+        w.genuine.revocationDate = nil
+        w.genuine.revocationReason = nil
+        w.genuine.signedDate = t
+        return w
+    }
+
+    /// The validator reset, the genuine purchase and its refund delivered on the channels it takes.
+    func setUp() throws(ValidatorFailure) -> World {
+        let w = world(v.isolation == .namespace ? IDNamespace.next() : nil)
+        try v.reset(config)
+        if profile.accepts(.app) {
+            _ = try v.deliver(
+                .appTransaction(userId: w.user, signedTransaction: renderer.transaction(w.genuine), deviceTime: nil),
+                now: t)
         }
-        func world(_ ns: IDNamespace?) -> World {
-            var w = World(
-                user: ns.map { $0.uuid(user) } ?? user, tx: ns.map { $0.apply(tx) } ?? tx,
-                notification: ns.map { $0.apply(notification) } ?? notification,
-                tempting: ns.map { $0.apply(tempting) } ?? tempting, genuine: tx)
-            w.genuine = w.tx
-            w.genuine.revocationDate = nil
-            w.genuine.revocationReason = nil
-            w.genuine.signedDate = t
-            return w
+        if profile.accepts(.notification) {
+            _ = try v.deliver(renderer.render(.notification(w.notification)), now: t + 1000)
         }
-        func setUp() throws(ValidatorFailure) -> World {
-            let w = world(v.isolation == .namespace ? IDNamespace.next() : nil)
-            try v.reset(config)
-            if profile.accepts(.app) {
-                _ = try v.deliver(
-                    .appTransaction(
-                        userId: w.user, signedTransaction: renderer.transaction(w.genuine), deviceTime: nil),
-                    now: t)
+        return w
+    }
+
+    /// What the probe sends for class `f` (before the kit forges it). An oversized token carries the genuine purchase
+    /// as the validator already has it (the app's version, or the notification it was sent).
+    func content(_ f: ForgeryClass, _ w: World) -> Delivery {
+        f.isHardeningOnly && profile.accepts(.app)
+            ? Delivery.appTransaction(AppTransactionSubmission(userId: w.user, transaction: w.genuine, deviceTime: nil))
+            : ForgeryKit.delivery(f, tempting: w.tempting, notification: w.notification, userId: w.user)
+    }
+
+    /// The twin's verdict: nil when accepted, else why it was refused. An oversized token's twin is its own content
+    /// at its ordinary size.
+    func twinRefusal(_ f: ForgeryClass) throws(ValidatorFailure) -> String? {
+        let w = try setUp()
+        if case .rejected(let why) = try v.deliver(twin(f, w), now: t + 2000) { return why }
+        return nil
+    }
+
+    func twin(_ f: ForgeryClass, _ w: World) -> SignedDelivery {
+        renderer.render(
+            ForgeryKit.genuineTwin(f, genuine: w.tx, notification: w.notification, userId: w.user) ?? content(f, w))
+    }
+
+    /// A limit the app declares below the size of a genuine token (docs/policies.md) makes a correct validator refuse
+    /// the twin too: such a class cannot be probed under this policy.
+    func overLimit(_ f: ForgeryClass) -> String? {
+        guard let limit = policy.tokenSizeLimit else { return nil }
+        let size = twin(f, world(nil)).largestToken
+        guard size > limit else { return nil }
+        return
+            "not probed: its genuine twin is a token of \(size) bytes, over the policy's tokenSizeLimit of \(limit), which a correct validator refuses too"
+    }
+
+    /// Class `f` probed: not probed, not credited (its twin refused), or the forged artifact's verdict and whether it
+    /// changed the answer.
+    func result(of f: ForgeryClass) -> CertificationSuite.ForgeryResult {
+        if let why = overLimit(f) {
+            return CertificationSuite.ForgeryResult(name: f.rawValue, rejected: false, reason: why, notProbed: why)
+        }
+        do {
+            if let why = try twinRefusal(f) {
+                return CertificationSuite.ForgeryResult(
+                    name: f.rawValue, rejected: false,
+                    reason:
+                        "not credited: its genuine twin (the same content, correctly signed for the app) was refused too: \(why)",
+                    genuineRefused: why)
             }
-            if profile.accepts(.notification) {
-                _ = try v.deliver(renderer.render(.notification(w.notification)), now: t + 1000)
-            }
-            return w
-        }
-
-        /// What the probe sends for class `f` (before the kit forges it).
-        func content(_ f: ForgeryClass, _ w: World) -> Delivery {
-            // An oversized token carries the genuine purchase as the validator already has it (the app's version,
-            // or the notification it was sent).
-            f.isHardeningOnly && profile.accepts(.app)
-                ? Delivery.appTransaction(
-                    AppTransactionSubmission(userId: w.user, transaction: w.genuine, deviceTime: nil))
-                : ForgeryKit.delivery(f, tempting: w.tempting, notification: w.notification, userId: w.user)
-        }
-
-        /// The twin's verdict: nil when accepted, else why it was refused. An oversized token's twin is its own
-        /// content at its ordinary size.
-        func twinRefusal(_ f: ForgeryClass) throws(ValidatorFailure) -> String? {
             let w = try setUp()
-            if case .rejected(let why) = try v.deliver(twin(f, w), now: t + 2000) { return why }
-            return nil
-        }
-        func twin(_ f: ForgeryClass, _ w: World) -> SignedDelivery {
-            renderer.render(
-                ForgeryKit.genuineTwin(f, genuine: w.tx, notification: w.notification, userId: w.user) ?? content(f, w))
-        }
-
-        // A limit the app declares below the size of a genuine token (docs/policies.md) makes a correct validator
-        // refuse the twin too: such a class cannot be probed under this policy.
-        let sizes = policy.tokenSizeLimit.map { _ in world(nil) }
-        func overLimit(_ f: ForgeryClass) -> String? {
-            guard let limit = policy.tokenSizeLimit, let w = sizes else { return nil }
-            let size = twin(f, w).largestToken
-            guard size > limit else { return nil }
-            return
-                "not probed: its genuine twin is a token of \(size) bytes, over the policy's tokenSizeLimit of \(limit), which a correct validator refuses too"
-        }
-
-        return probed.map { f in
-            if let why = overLimit(f) {
-                return ForgeryResult(name: f.rawValue, rejected: false, reason: why, notProbed: why)
+            let before = try v.entitlements(EntitlementQuery(userId: w.user, at: t + 3000))
+            let verdict = try v.deliver(kit.render(f, content(f, w)), now: t + 2000)
+            let after = try v.entitlements(EntitlementQuery(userId: w.user, at: t + 3000))
+            let changed = after.answerDifferences(from: before).filter { profile.compares($0.key) }.map(\.text)
+            // An oversized token of genuine content may be accepted unless the policy sets a size limit.
+            let allowed = f.mayBeAcknowledged || (f.isHardeningOnly && policy.tokenSizeLimit == nil)
+            let ok = (!verdict.isAccepted || allowed) && changed.isEmpty
+            var reason: String?
+            if verdict.isAccepted && !allowed { reason = "accepted" }
+            if verdict.isAccepted && f.isHardeningOnly && allowed {
+                reason = "accepted, as it may be without policy tokenSizeLimit (genuine content)"
             }
-            do {
-                if let why = try twinRefusal(f) {
-                    return ForgeryResult(
-                        name: f.rawValue, rejected: false,
-                        reason:
-                            "not credited: its genuine twin (the same content, correctly signed for the app) was refused too: \(why)",
-                        genuineRefused: why)
-                }
-                let w = try setUp()
-                let before = try v.entitlements(EntitlementQuery(userId: w.user, at: t + 3000))
-                let verdict = try v.deliver(kit.render(f, content(f, w)), now: t + 2000)
-                let after = try v.entitlements(EntitlementQuery(userId: w.user, at: t + 3000))
-                let changed = after.answerDifferences(from: before).filter { profile.compares($0.key) }.map(\.text)
-                // An oversized token of genuine content may be accepted unless the policy sets a size limit.
-                let allowed = f.mayBeAcknowledged || (f.isHardeningOnly && policy.tokenSizeLimit == nil)
-                let ok = (!verdict.isAccepted || allowed) && changed.isEmpty
-                var reason: String?
-                if verdict.isAccepted && !allowed { reason = "accepted" }
-                if verdict.isAccepted && f.isHardeningOnly && allowed {
-                    reason = "accepted, as it may be without policy tokenSizeLimit (genuine content)"
-                }
-                if !changed.isEmpty {
-                    reason = (reason.map { $0 + "; " } ?? "") + "changed the answer: " + changed.joined(separator: "; ")
-                }
-                return ForgeryResult(name: f.rawValue, rejected: ok, reason: reason)
-            } catch {
-                return ForgeryResult(
-                    name: f.rawValue, rejected: false, reason: "validator failure: \(error)",
-                    validatorFailure: "\(error)")
+            if !changed.isEmpty {
+                reason = (reason.map { $0 + "; " } ?? "") + "changed the answer: " + changed.joined(separator: "; ")
             }
+            return CertificationSuite.ForgeryResult(name: f.rawValue, rejected: ok, reason: reason)
+        } catch {
+            return CertificationSuite.ForgeryResult(
+                name: f.rawValue, rejected: false, reason: "validator failure: \(error)", validatorFailure: "\(error)")
         }
     }
 }

@@ -235,13 +235,8 @@ public enum CertificationSuite {
         for e in entries + (durableAck ? [durableAckEntry] : []) {
             progress?("\(e.property.rawValue): \(max(1, Int(Double(e.cases) * scale))) cases, seed \(e.seed)")
             var o = CheckOptions()
-            o.seed = e.seed
-            o.cases = max(1, Int(Double(e.cases) * scale))
-            o.properties = [e.property]
-            o.catalog = catalog
-            o.drawsCatalogs = record.drawn == true
-            o.maxSize = maxSize
-            o.policy = policy
+            (o.seed, o.cases, o.properties) = (e.seed, max(1, Int(Double(e.cases) * scale)), [e.property])
+            (o.catalog, o.drawsCatalogs, o.maxSize, o.policy) = (catalog, record.drawn == true, maxSize, policy)
             o.shrinkBudget = .init(maxAttempts: 300)  // attempts only: the report is the same on any machine
             o.jobs = jobs
             // Past the first failure: a second bug shows in the same run, not after the first is fixed.
@@ -253,23 +248,11 @@ public enum CertificationSuite {
                 let name = e.property.rawValue
                 checker.progress = { caseProgress(name, $0, $1) }
             }
-            let r = checker.run()
-            var found: [Finding] = []
-            for f in r.failures {
-                found.append(
-                    finding(
-                        f,
-                        replay:
-                            "iapcheck check --validator \(Shell.quote(spec)) --property \(e.property.rawValue) --seed \(e.seed) --case \(f.caseIndex)\(faultArgs)"
-                    ))
-            }
-            var result = PropertyResult(
-                property: e.property.rawValue, seed: e.seed, cases: o.cases, passed: r.failure == nil,
-                casesRun: r.cases, counterexample: found.first?.counterexample,
-                validatorFailure: found.first?.validatorFailure, coverage: r.coverage,
-                forgeryClass: found.first?.forgeryClass)
-            result.casesFailed = r.cases - r.passed
-            if found.count > 1 { result.moreFailures = found.dropFirst().map(\.summary) }
+            let (result, found) = propertyResult(
+                e, cases: o.cases, checker.run(),
+                replay:
+                    "iapcheck check --validator \(Shell.quote(spec)) --property \(e.property.rawValue) --seed \(e.seed)",
+                arguments: faultArgs)
             results.append(result)
             findings += found.map { ($0, e.property.rawValue) }
         }
@@ -278,9 +261,8 @@ public enum CertificationSuite {
         }
         progress?("forgery probe: \(probed.count) classes")
         let forgeries = probeForgeries(validator, catalog: catalog, policy: policy)
-        let name = validator.selfReportedName ?? validator.name
         var report = Report(
-            validator: validator.name, hello: name,
+            validator: validator.name, hello: validator.selfReportedName ?? validator.name,
             date: CivilTime.iso8601(Millis(Date().timeIntervalSince1970 * 1000)),
             scale: scale, passed: results.allSatisfy(\.passed) && forgeries.allSatisfy(\.holds),
             properties: results, forgeries: forgeries)
@@ -297,7 +279,34 @@ public enum CertificationSuite {
                 report.notChecked = (report.notChecked ?? []) + [NotChecked(kind: "forgery", name: f.name, why: why)]
             }
         }
-        // One row per distinct failure (its signature), listing every property it was seen under.
+        report.divergences = divergences(findings, forgeries, declared: knownDivergences)
+        report.declaredButNotObserved = knownDivergences.subtracting(
+            report.divergences.flatMap { [$0.name] + ($0.seenUnder ?? []) }
+        ).sorted()
+        return report
+    }
+
+    /// One property's row of the table, and its distinct failures, each with the command that replays its case.
+    static func propertyResult(
+        _ e: Entry, cases: Int, _ r: CheckReport, replay: String, arguments: String
+    ) -> (PropertyResult, [Finding]) {
+        let found = r.failures.map { f in finding(f, replay: "\(replay) --case \(f.caseIndex)\(arguments)") }
+        var result = PropertyResult(
+            property: e.property.rawValue, seed: e.seed, cases: cases, passed: r.failure == nil,
+            casesRun: r.cases, counterexample: found.first?.counterexample,
+            validatorFailure: found.first?.validatorFailure, coverage: r.coverage,
+            forgeryClass: found.first?.forgeryClass)
+        result.casesFailed = r.cases - r.passed
+        if found.count > 1 { result.moreFailures = found.dropFirst().map(\.summary) }
+        return (result, found)
+    }
+
+    /// One row per distinct failure (its signature), listing every property it was seen under, then the forgery
+    /// classes that did not hold; each says whether it was declared.
+    static func divergences(_ findings: [(Finding, String)], _ forgeries: [ForgeryResult], declared known: Set<String>)
+        -> [Divergence]
+    {
+        var out: [Divergence] = []
         var order: [String] = []
         var groups: [String: [(Finding, String)]] = [:]
         for (f, property) in findings {
@@ -310,24 +319,19 @@ public enum CertificationSuite {
             let properties = seen.map(\.1)
             // A failure on a forged artifact of a declared class is that declared divergence, seen again.
             let declared =
-                properties.contains(where: knownDivergences.contains)
-                || first.forgeryClass.map(knownDivergences.contains) == true
+                properties.contains(where: known.contains) || first.forgeryClass.map(known.contains) == true
             var d = Divergence(
                 kind: .property, name: property, declared: declared,
                 detail: first.forgeryClass.map { "\(first.detail) (forged artifact: \($0))" } ?? first.detail)
             d.seenUnder = properties
             d.signature = signature
-            report.divergences.append(d)
+            out.append(d)
         }
         for f in forgeries where !f.holds {
-            report.divergences.append(
-                Divergence(
-                    kind: .forgery, name: f.name, declared: knownDivergences.contains(f.name), detail: f.reason ?? ""))
+            out.append(
+                Divergence(kind: .forgery, name: f.name, declared: known.contains(f.name), detail: f.reason ?? ""))
         }
-        report.declaredButNotObserved = knownDivergences.subtracting(
-            report.divergences.flatMap { [$0.name] + ($0.seenUnder ?? []) }
-        ).sorted()
-        return report
+        return out
     }
 }
 

@@ -173,17 +173,7 @@ public struct Checker {
         let hangs = Locked(0)
         let validators = [validator] + helpers
         func shrunk(signed: Bool) -> Shrinker.Result {
-            var budget = options.shrinkBudget
-            budget.shouldStop = options.shouldStop
-            // In process, a signed attempt signs its artifacts: 400 at most. A program or a backend spends the
-            // time budget it was given instead (CheckOptions.outOfProcess).
-            if signed && !options.outOfProcess { budget.maxAttempts = min(budget.maxAttempts, 400) }
-            // A validator that fails as a program (a hang, a crash, garbage) costs up to --timeout per attempt, and
-            // its failure rarely depends on the history's details: a few attempts, still deterministic.
-            if case .validatorFailed(let f, _) = outcome {
-                budget.maxAttempts = min(
-                    budget.maxAttempts, f.kind == .timedOut ? 8 : f.kind == .misconfigured ? 1 : 40)
-            }
+            let budget = shrinkBudget(signed: signed, outcome: outcome)
             func attempt(_ candidate: [UInt64], on v: any Validator) -> Shrinker.Outcome {
                 let src = ChoiceSource(replaying: candidate)
                 guard hangs.value < 4 else { return Shrinker.Outcome(failing: false, spans: [], consumed: candidate) }
@@ -224,12 +214,7 @@ public struct Checker {
             case .validatorFailed(_, let s): s
             case .passed: nil
             }
-        // Replay the counterexample a few times: different outcomes mean a flaky validator, reported as such.
-        var outcomes = [Self.describe(bestCase.1)]
-        for _ in 1..<max(options.flakinessReplays, 1) where !result.stopped {
-            outcomes.append(Self.describe(CaseRunner.run(bestCase.0, against: validator, signed: options.signed)))
-        }
-        let flaky = Set(outcomes).count > 1 ? FlakyReport(runs: outcomes.count, outcomes: outcomes) : nil
+        let flaky = result.stopped ? nil : flakiness(of: bestCase)
         var report = FailureReport(
             caseIndex: i, seed: options.seed, property: property, originalActions: original.actionCount,
             shrunk: bestCase.0, outcome: bestCase.1, shrinkAttempts: result.attempts, failingStep: step, flaky: flaky)
@@ -238,5 +223,28 @@ public struct Checker {
         report.shrinkExhausted = result.exhaustedBudget
         report.shrinkSeconds = Self.seconds(since: shrinkStart)
         return report
+    }
+
+    /// The shrink budget of one failure: the run's, with at most 400 signed attempts in process (each signs its
+    /// artifacts; a program or a backend spends the time budget it was given instead, CheckOptions.outOfProcess), and
+    /// a few for a validator that fails as a program (a hang, a crash, garbage: up to --timeout per attempt, and its
+    /// failure rarely depends on the history's details), still deterministic.
+    func shrinkBudget(signed: Bool, outcome: CaseOutcome) -> Shrinker.Budget {
+        var budget = options.shrinkBudget
+        budget.shouldStop = options.shouldStop
+        if signed && !options.outOfProcess { budget.maxAttempts = min(budget.maxAttempts, 400) }
+        if case .validatorFailed(let f, _) = outcome {
+            budget.maxAttempts = min(budget.maxAttempts, f.kind == .timedOut ? 8 : f.kind == .misconfigured ? 1 : 40)
+        }
+        return budget
+    }
+
+    /// The counterexample replayed a few times: different outcomes mean a flaky validator, reported as such.
+    func flakiness(of best: (GeneratedCase, CaseOutcome)) -> FlakyReport? {
+        var outcomes = [Self.describe(best.1)]
+        for _ in 1..<max(options.flakinessReplays, 1) {
+            outcomes.append(Self.describe(CaseRunner.run(best.0, against: validator, signed: options.signed)))
+        }
+        return Set(outcomes).count > 1 ? FlakyReport(runs: outcomes.count, outcomes: outcomes) : nil
     }
 }

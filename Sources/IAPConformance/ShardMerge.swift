@@ -35,25 +35,47 @@ public enum ShardMerge {
     /// fields no shard can have).
     public static func merge(_ inputs: [Input]) throws(Mismatch) -> Result {
         guard let first = inputs.first else { throw Mismatch(description: "no summaries to merge") }
-        func identity(_ x: Input) throws(Mismatch) -> RunIdentity {
-            guard let id = x.summary.run else {
-                throw Mismatch(
-                    description:
-                        "\(x.path): names no run: a single-case run (check --case) or a summary of an iapcheck older than --shard"
-                )
-            }
-            let s = x.summary
-            guard id.shard.isValid, id.totalCases >= 0, s.cases >= 0, s.passed >= 0, s.passed <= s.cases,
-                s.questions >= 0,
-                s.cases <= id.shard.range(of: id.totalCases).count
-            else {
-                throw Mismatch(
-                    description:
-                        "\(x.path): not a shard summary iapcheck writes: shard \(id.shard.index)/\(id.shard.count), \(s.cases) cases (\(s.passed) passed) of \(id.totalCases)"
-                )
-            }
-            return id
+        let byIndex = try shardsOfOneRun(inputs)
+        let n = try identity(first).shard.count
+        // Shards missing (listed up to a readable number).
+        var missing: [Shard] = []
+        for i in 0..<n where byIndex[i] == nil {
+            missing.append(Shard(index: i, count: n))
+            if missing.count == 1000 { break }
         }
+        let interrupted = byIndex.values.filter { $0.summary.interrupted == true }.map(\.path).sorted()
+        var merged = first.summary
+        // An incomplete merge says so in its own summary, so that merging it again cannot pass.
+        merged.interrupted = !(missing.isEmpty && interrupted.isEmpty)
+        fold(byIndex, count: n, into: &merged)
+        return Result(summary: merged, missing: missing, interrupted: interrupted)
+    }
+
+    /// A summary's run identity, after checking that its counts are ones a shard can have.
+    static func identity(_ x: Input) throws(Mismatch) -> RunIdentity {
+        guard let id = x.summary.run else {
+            throw Mismatch(
+                description:
+                    "\(x.path): names no run: a single-case run (check --case) or a summary of an iapcheck older than --shard"
+            )
+        }
+        let s = x.summary
+        guard id.shard.isValid, id.totalCases >= 0, s.cases >= 0, s.passed >= 0, s.passed <= s.cases,
+            s.questions >= 0,
+            s.cases <= id.shard.range(of: id.totalCases).count
+        else {
+            throw Mismatch(
+                description:
+                    "\(x.path): not a shard summary iapcheck writes: shard \(id.shard.index)/\(id.shard.count), \(s.cases) cases (\(s.passed) passed) of \(id.totalCases)"
+            )
+        }
+        return id
+    }
+
+    /// The inputs by shard index, once each, when every one is a shard of the first one's run: same version,
+    /// validator and run identity (``RunIdentity/firstDifference(from:)``).
+    static func shardsOfOneRun(_ inputs: [Input]) throws(Mismatch) -> [Int: Input] {
+        let first = inputs[0]
         let id0 = try identity(first)
         var byIndex: [Int: Input] = [:]
         for x in inputs {
@@ -73,101 +95,26 @@ public enum ShardMerge {
             if x.summary.validator != first.summary.validator {
                 throw differ("validator", first.summary.validator, x.summary.validator)
             }
-            if id.seed != id0.seed { throw differ("seed", "\(id0.seed)", "\(id.seed)") }
-            if id.totalCases != id0.totalCases { throw differ("--cases", "\(id0.totalCases)", "\(id.totalCases)") }
-            if id.shard.count != id0.shard.count {
-                throw differ("shard count", "\(id0.shard.count)", "\(id.shard.count)")
-            }
-            if id.catalogDigest != id0.catalogDigest {
-                func mode(_ d: String) -> String {
-                    d.hasPrefix("drawn:") ? "drawn per case (\(d.dropFirst(6)))" : "pinned (\(d))"
-                }
-                throw differ("catalog", mode(id0.catalogDigest), mode(id.catalogDigest))
-            }
-            if id.maxSize != id0.maxSize {
-                throw differ(
-                    "--max-size", id0.maxSize.map(String.init) ?? "default", id.maxSize.map(String.init) ?? "default")
-            }
-            if id.policy != id0.policy {
-                let (a, b) = Self.policyDifference(id0.policy, id.policy)
-                throw differ("policy", a, b)
-            }
-            if id.properties != id0.properties {
-                throw differ("properties", id0.properties.joined(separator: ","), id.properties.joined(separator: ","))
-            }
-            if id.signed != id0.signed { throw differ("signed", "\(id0.signed)", "\(id.signed)") }
-            if (id.corpusSkipped ?? false) != (id0.corpusSkipped ?? false) {
-                func corpus(_ r: RunIdentity) -> String {
-                    r.corpusSkipped == true ? "skipped (--no-corpus)" : "replayed"
-                }
-                throw differ("corpus", corpus(id0), corpus(id))
-            }
-            if id.faults != id0.faults { throw differ("--faults", id0.faults ?? "none", id.faults ?? "none") }
-            if id.knownDivergences != id0.knownDivergences {
-                throw differ(
-                    "--known-divergences", id0.knownDivergences?.joined(separator: ",") ?? "none",
-                    id.knownDivergences?.joined(separator: ",") ?? "none")
-            }
-            if id.profile != id0.profile {
-                throw differ(
-                    "declared profile", id0.profile?.description ?? "none", id.profile?.description ?? "none")
-            }
-            if id.shrinkAttempts != id0.shrinkAttempts || id.shrinkSeconds != id0.shrinkSeconds {
-                func budget(_ r: RunIdentity) -> String {
-                    "\(r.shrinkAttempts.map(String.init) ?? "default") attempts"
-                        + (r.shrinkSeconds.map { ", \($0) s" } ?? "")
-                }
-                throw differ("shrink budget", budget(id0), budget(id))
-            }
+            if let d = id0.firstDifference(from: id) { throw differ(d.what, d.mine, d.theirs) }
             if let other = byIndex[id.shard.index] {
                 throw Mismatch(description: "shard \(id.shard) appears twice: \(other.path) and \(x.path)")
             }
             byIndex[id.shard.index] = x
         }
-        let n = id0.shard.count
-        // Shards missing (listed up to a readable number).
-        var missing: [Shard] = []
-        for i in 0..<n where byIndex[i] == nil {
-            missing.append(Shard(index: i, count: n))
-            if missing.count == 1000 { break }
-        }
-        let interrupted = byIndex.values.filter { $0.summary.interrupted == true }.map(\.path).sorted()
+        return byIndex
+    }
 
-        // In index order, up to and including the first shard that failed: what one run would have counted.
-        var merged = first.summary
+    /// In index order, up to and including the first shard that failed: what one run would have counted. Every
+    /// shard replays the corpus: a corpus failure in any of them counts, once per file.
+    static func fold(_ byIndex: [Int: Input], count n: Int, into merged: inout Reports.CheckSummary) {
         merged.run?.shard = Shard(index: 0, count: 1)
         merged.cases = 0
         merged.passed = 0
         merged.questions = 0
         merged.seconds = 0
         merged.coverage = Coverage()
-        // An incomplete merge says so in its own summary, so that merging it again cannot pass.
-        merged.interrupted = !(missing.isEmpty && interrupted.isEmpty)
+        foldCorpus(byIndex.keys.sorted().map { byIndex[$0]!.summary }, into: &merged)
         var tallies: [[Reports.ForgerySummary]] = []
-        // Every shard replays the corpus: a corpus failure in any of them counts, once per file.
-        let ordered = byIndex.keys.sorted().map { byIndex[$0]!.summary }
-        var corpusFailures: [Reports.DiscrepancySummary] = []
-        var corpusCrashes: [Reports.ValidatorFailureSummary] = []
-        var failedFiles: [String] = []
-        for s in ordered {
-            for d in s.discrepancies
-            where d.caseIndex == nil
-                && !corpusFailures.contains(where: { $0.corpusFile == d.corpusFile && $0.property == d.property })
-            {
-                corpusFailures.append(d)
-            }
-            for f in s.validatorFailures
-            where f.caseIndex == nil && !corpusCrashes.contains(where: { $0.kind == f.kind && $0.message == f.message })
-            {
-                corpusCrashes.append(f)
-            }
-            for f in s.corpus.failed where !failedFiles.contains(f) { failedFiles.append(f) }
-        }
-        merged.discrepancies = corpusFailures
-        merged.validatorFailures = corpusCrashes
-        merged.corpus = Reports.CorpusSummary(
-            replayed: ordered.map(\.corpus.replayed).max() ?? 0, failed: failedFiles,
-            skipped: ordered.compactMap(\.corpus.skipped).max { $0.values.reduce(0, +) < $1.values.reduce(0, +) })
         for i in 0..<n {
             guard let s = byIndex[i]?.summary else { continue }
             merged.seconds = max(merged.seconds, s.seconds)
@@ -195,27 +142,36 @@ public enum ShardMerge {
             if (!found.isEmpty && !keptGoing) || !crashed.isEmpty { break }
         }
         merged.forgeries = Reports.ForgerySummary.merge(tallies)
-        return Result(summary: merged, missing: missing, interrupted: interrupted)
+    }
+
+    /// The corpus failures of every shard, once per file (every shard replays the same corpus).
+    static func foldCorpus(_ ordered: [Reports.CheckSummary], into merged: inout Reports.CheckSummary) {
+        var corpusFailures: [Reports.DiscrepancySummary] = []
+        var corpusCrashes: [Reports.ValidatorFailureSummary] = []
+        var failedFiles: [String] = []
+        for s in ordered {
+            for d in s.discrepancies
+            where d.caseIndex == nil
+                && !corpusFailures.contains(where: { $0.corpusFile == d.corpusFile && $0.property == d.property })
+            {
+                corpusFailures.append(d)
+            }
+            for f in s.validatorFailures
+            where f.caseIndex == nil && !corpusCrashes.contains(where: { $0.kind == f.kind && $0.message == f.message })
+            {
+                corpusCrashes.append(f)
+            }
+            for f in s.corpus.failed where !failedFiles.contains(f) { failedFiles.append(f) }
+        }
+        merged.discrepancies = corpusFailures
+        merged.validatorFailures = corpusCrashes
+        merged.corpus = Reports.CorpusSummary(
+            replayed: ordered.map(\.corpus.replayed).max() ?? 0, failed: failedFiles,
+            skipped: ordered.compactMap(\.corpus.skipped).max { $0.values.reduce(0, +) < $1.values.reduce(0, +) })
     }
 
     static func saturating(_ a: Int, _ b: Int) -> Int {
         let (s, o) = a.addingReportingOverflow(b)
         return o ? .max : s
-    }
-
-    /// The keys on which two policies differ, as `key: value` lists.
-    static func policyDifference(_ a: Policy, _ b: Policy) -> (String, String) {
-        let e = JSONFormat.compact()
-        func fields(_ p: Policy) -> [String: String] {
-            guard let data = try? e.encode(p), let o = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
-            else { return [:] }
-            return o.mapValues { "\($0)" }
-        }
-        let fa = fields(a), fb = fields(b)
-        let keys = Set(fa.keys).union(fb.keys).filter { fa[$0] != fb[$0] }.sorted()
-        return (
-            keys.map { "\($0): \(fa[$0] ?? "-")" }.joined(separator: ", "),
-            keys.map { "\($0): \(fb[$0] ?? "-")" }.joined(separator: ", ")
-        )
     }
 }

@@ -5,19 +5,30 @@ import IAPSimulator
 /// first purchase, then the question that failed with expected and observed answers.
 public enum Timeline {
     public static func render(_ c: GeneratedCase, failingStep: Int?, indent: String = "  ") -> String {
+        var out = header(c, indent: indent)
+        out.append(
+            "\(indent)store history (Apple time, relative to the first purchase at \(CivilTime.iso8601(c.origin))):")
+        for e in c.events { out.append("\(indent)  \(relative(e.time, c)) \(e.summary)") }
+        out.append("\(indent)what the validator saw and was asked:")
+        out += steps(c, failingStep: failingStep, indent: indent)
+        return out.joined(separator: "\n")
+    }
+
+    /// An instant relative to the case's first purchase, padded to a column.
+    static func relative(_ t: Millis, _ c: GeneratedCase) -> String {
+        let s = CivilTime.relative(t - c.origin)
+        return s.padding(toLength: max(s.count, 18), withPad: " ", startingAt: 0)
+    }
+
+    /// The app, its grace setting and people; the products the history names, with what makes a product change up,
+    /// down or across (the catalog may have been drawn for this case); the entitlements they unlock.
+    static func header(_ c: GeneratedCase, indent: String) -> [String] {
         var out: [String] = []
-        func rel(_ t: Millis) -> String {
-            let s = CivilTime.relative(t - c.origin)
-            return s.padding(toLength: max(s.count, 18), withPad: " ", startingAt: 0)
-        }
-        let name = Dictionary(c.persons.map { ($0.accountId, $0.name) }, uniquingKeysWith: { a, _ in a })
         let grace =
             c.config.catalog.gracePeriod.map { "grace \($0.days) d (\($0.eligibility.rawValue))" } ?? "grace off"
         out.append(
             "\(indent)app: \(c.config.catalog.bundleId) \(c.config.catalog.environment), \(grace); people: "
                 + c.persons.map { $0.name + ($0.familyId != nil ? " (family)" : "") }.joined(separator: ", "))
-        // The products the history names, with what makes a product change up, down or across: the catalog may
-        // have been drawn for this case.
         let cat = c.config.catalog
         let words = Set(
             c.events.flatMap { e in
@@ -46,18 +57,22 @@ public enum Timeline {
                 "\(indent)entitlements: "
                     + unlocked.map { "\($0.id) (\($0.products.joined(separator: ", ")))" }.joined(separator: "; "))
         }
-        out.append(
-            "\(indent)store history (Apple time, relative to the first purchase at \(CivilTime.iso8601(c.origin))):")
-        for e in c.events { out.append("\(indent)  \(rel(e.time)) \(e.summary)") }
-        out.append("\(indent)what the validator saw and was asked:")
+        return out
+    }
+
+    /// What the validator saw and was asked, up to the failing step: deliveries (and the lost notifications among
+    /// them, in time order: Apple sent them, the validator never got them), kills, and the question that failed.
+    static func steps(_ c: GeneratedCase, failingStep: Int?, indent: String) -> [String] {
+        var out: [String] = []
+        let name = Dictionary(c.persons.map { ($0.accountId, $0.name) }, uniquingKeysWith: { a, _ in a })
         let last = failingStep ?? (c.steps.count - 1)
         var deliveries = 0
-        // Lost notifications, in time order among the deliveries: Apple sent them, the validator never got them.
         var lost = (c.lost ?? []).sorted { $0.signedDate < $1.signedDate }[...]
         func showLost(before t: Millis) {
             while let l = lost.first, l.signedDate <= t {
                 let who = c.persons.indices.contains(l.person) ? " for " + c.persons[l.person].name : ""
-                out.append("\(indent)  \(rel(l.signedDate)) ✕ lost: notification \(l.kind)\(who) (never delivered)")
+                out.append(
+                    "\(indent)  \(relative(l.signedDate, c)) ✕ lost: notification \(l.kind)\(who) (never delivered)")
                 lost = lost.dropFirst()
             }
         }
@@ -65,11 +80,11 @@ public enum Timeline {
             switch step {
             case .deliver(let d):
                 showLost(before: d.arrival)
-                out.append("\(indent)  \(rel(d.arrival)) \(describe(d, names: name))")
+                out.append("\(indent)  \(relative(d.arrival, c)) \(describe(d, names: name))")
                 deliveries += 1
                 if c.property == .durableAck && deliveries % 5 == 0 {
                     out.append(
-                        "\(indent)  \(rel(d.arrival)) ✕ validator killed (SIGKILL) after acknowledging, restarted without reset"
+                        "\(indent)  \(relative(d.arrival, c)) ✕ validator killed (SIGKILL) after acknowledging, restarted without reset"
                     )
                 }
             case .query(let q):
@@ -77,7 +92,7 @@ public enum Timeline {
                 if i == last, failingStep != nil {
                     let who = name[q.query.userId] ?? q.query.userId
                     var line =
-                        "\(indent)  \(rel(q.appleTime)) ask: what may \(who) use at \(CivilTime.relative(q.query.at - c.origin))?"
+                        "\(indent)  \(relative(q.appleTime, c)) ask: what may \(who) use at \(CivilTime.relative(q.query.at - c.origin))?"
                     if let d = q.query.deviceTime, d != q.query.at {
                         line += " (device says \(CivilTime.relative(d - c.origin)))"
                     }
@@ -85,7 +100,7 @@ public enum Timeline {
                 }
             }
         }
-        return out.joined(separator: "\n")
+        return out
     }
 
     static func describe(_ d: PlannedDelivery, names: [String: String]) -> String {
