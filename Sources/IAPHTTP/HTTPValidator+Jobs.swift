@@ -1,3 +1,4 @@
+import IAPSupport
 import IAPValidatorAPI
 
 /// How the jobs of one run share a target (docs/http-target.md#concurrent-jobs).
@@ -26,10 +27,24 @@ extension HTTPValidator.Target {
     }
 
     /// The target of job `job`'s own instance: job 0 on the base URL's port, the others on free ports.
+    /// The same job number gets the same port for the whole process, so a command that runs several checks (certify:
+    /// one per property) reuses each job's instance instead of starting new ones.
     public func instance(forJob job: Int) throws(ValidatorFailure) -> HTTPValidator.Target {
         guard job > 0, jobSharing == .instances else { return self }
         var t = self
-        t.port = try LoopbackHTTPClient.freePort()
+        let key = "\(host):\(port) \(job)"
+        if let known = Self.instancePorts.withLock({ $0[key] }) {
+            t.port = known
+        } else {
+            t.port = try LoopbackHTTPClient.freePort()
+            Self.instancePorts.withLock { $0[key] = t.port }
+        }
         return t
     }
+
+    /// Instances started by job number: the base URL and the job, to its port.
+    static let instancePorts = Locked<[String: Int]>([:])
+
+    /// The most instances one run starts, and the most callers one shared backend takes.
+    public static let maxInstances = 64
 }

@@ -57,6 +57,11 @@ public final class ManagedBackend: Sendable {
         }
     }
 
+    /// Every backend running in this process, by port (a run with one instance per job has several).
+    public static var allRunning: [ManagedBackend] {
+        running.withLock { $0.values.sorted { $0.port < $1.port } }
+    }
+
     /// Stops the backend and forgets it (the next `shared` for its port starts a new one).
     public func stopAndForget() {
         stop()

@@ -32,7 +32,7 @@ struct Certify: ParsableCommand {
     var faults: String?
     @Option(
         help: ArgumentHelp(
-            "Validators checked at once; the report is the same for any N. Default: the number of cores for built-in validators, 1 for exec:, up to maxConcurrency for http: (see check --help).",
+            "Validators checked at once; the report is the same for any N. Default: the number of cores for built-in validators, 1 for exec:, for http: as the target allows (one backend per core with {port} in its start command; see check --help).",
             valueName: "N"))
     var jobs: Int?
 

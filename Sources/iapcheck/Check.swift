@@ -124,7 +124,7 @@ struct Check: ParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "Validators checked at once, each with its own cases; the report and the counterexample are the same for any N. Default: the number of cores for built-in validators, 1 for exec: (give --jobs to start N processes: they must not share files or ports); for http: up to the target file's maxConcurrency (default 1), each job sending its number in the X-IAPCheck-Job header.",
+            "Validators checked at once, each with its own cases; the report and the counterexample are the same for any N. Default: the number of cores for built-in validators, 1 for exec: (give --jobs to start N processes: they must not share files or ports); for http: one backend per core when its start command takes {port} (each on its own port, {tmp} and clock), any N on one backend without a reset route (asked for), else up to the target file's maxConcurrency (default 1), each job sending its number in the X-IAPCheck-Job header. See docs/http-target.md#concurrent-jobs.",
             valueName: "N"))
     var jobs: Int?
 

@@ -10,8 +10,10 @@ import IAPSubprocess
 import IAPValidatorAPI
 
 /// `--jobs`: as asked, or one per core for validators that live in this process. A program (`exec:`) runs N copies
-/// only when asked, since copies of a correct validator that share a file would fail each other; an `http:` target
-/// takes up to its `maxConcurrency` (default 1: one backend, one state), by default as many as there are cores.
+/// only when asked, since copies of a correct validator that share a file would fail each other. An `http:` target
+/// says how jobs share it (``HTTPValidator/Target/jobSharing``): one instance per job when its start command takes
+/// `{port}` (by default one per core), any number on one backend without a reset route (when asked), up to its
+/// `maxConcurrency` tenants, else one (docs/http-target.md#concurrent-jobs).
 func resolveJobs(_ asked: Int?, for text: String, faults: FaultProfile = FaultProfile()) throws -> Int {
     let spec = try parseValidator(text)
     let cores = max(1, ProcessInfo.processInfo.activeProcessorCount)
@@ -19,28 +21,48 @@ func resolveJobs(_ asked: Int?, for text: String, faults: FaultProfile = FaultPr
     if let path = spec.targetFile {
         // An unreadable target file is reported by makeValidator, with its problems.
         guard let target = try? HTTPValidator.Target.load(path: path) else { return asked ?? 1 }
-        let allowed: Int
+        // Instances of their own are safe by default; one backend shared by several callers is the user's call (a
+        // backend keeping the clock header's "now" as one global setting would mix them).
+        let (allowed, byDefault): (Int, Int)
         switch target.jobSharing {
-        case .one: allowed = 1
-        case .tenants(let n): allowed = n
-        case .sharedInstance, .instances: allowed = Int.max
+        case .one: (allowed, byDefault) = (1, 1)
+        case .tenants(let n): (allowed, byDefault) = (n, n)
+        case .sharedInstance: (allowed, byDefault) = (HTTPValidator.Target.maxInstances, 1)
+        case .instances: (allowed, byDefault) = (HTTPValidator.Target.maxInstances, Int.max)
         }
         if let asked, asked > allowed {
-            throw ValidationError(
-                allowed == 1
-                    ? "--jobs \(asked): \(path) takes one caller at a time; put {port} in its start command so that each job starts a backend of its own, or give it \"maxConcurrency\" when the backend keeps one state per \(HTTPValidator.jobHeader) header (docs/http-target.md#concurrent-jobs)"
-                    : "--jobs \(asked): \(path) takes at most \(allowed) callers at once (\"maxConcurrency\")")
+            throw ValidationError("--jobs \(asked): \(path) " + oneCallerReason(target, allowed: allowed))
         }
-        // The kill fault restarts the backend, which every job shares; the reset fault drops only the connection of
-        // the job it hits (and the store faults need a store, which maxConcurrency excludes).
-        let jobs = asked ?? (faults.kill ? 1 : min(cores, allowed))
+        // The kill fault restarts a backend between one job's deliveries and counts on nothing else reaching it;
+        // the reset fault drops only the connection of the job it hits (and the store faults need a store, which
+        // maxConcurrency excludes).
+        let jobs = asked ?? (faults.kill ? 1 : min(cores, byDefault))
         if jobs > 1 && faults.kill {
-            throw ValidationError("--faults kill restarts the one backend every job shares: give --jobs 1 with it")
+            throw ValidationError("--faults kill runs one job against one backend: give --jobs 1 with it")
         }
         return jobs
     }
     if let asked { return asked }
     return spec.isInProcess ? cores : 1
+}
+
+/// Why a target takes no more callers than `allowed`, and what would let it take more.
+func oneCallerReason(_ target: HTTPValidator.Target, allowed: Int) -> String {
+    if allowed > 1 {
+        return target.maxConcurrency > 1
+            ? "takes at most \(allowed) callers at once (\"maxConcurrency\")"
+            : "takes at most \(allowed) jobs at once"
+    }
+    if target.store != nil {
+        return
+            "takes one caller at a time: its mock App Store posts notifications to one backend (docs/http-target.md#concurrent-jobs)"
+    }
+    if target.start != nil {
+        return
+            "takes one caller at a time; put {port} in its start command so that each job starts a backend of its own, on a port of its own (docs/http-target.md#concurrent-jobs)"
+    }
+    return
+        "takes one caller at a time; give it \"maxConcurrency\" when the backend keeps one state per \(HTTPValidator.jobHeader) header, or drop its reset route if every case may run in ids of its own (docs/http-target.md#concurrent-jobs)"
 }
 
 /// `--validator`'s text as a ``ValidatorSpec``, or a usage error (exit 2) saying which forms there are.
@@ -55,8 +77,15 @@ func workerFactory(
     var made = 0
     return {
         defer { made += 1 }
-        return try makeValidator(
-            spec, timeout: timeout, faults: faults, job: HTTPValidator.jobNumber(ofWorker: made, jobs: jobs))
+        let job = HTTPValidator.jobNumber(ofWorker: made, jobs: jobs)
+        do {
+            return try makeValidator(spec, timeout: timeout, faults: faults, job: job)
+        } catch {
+            // The run goes on with the jobs it has: said, never silent (a backend instance that does not start).
+            FileHandle.standardError.write(
+                Data("iapcheck: job \(job) could not start, so the run has one job fewer: \(error)\n".utf8))
+            throw error
+        }
     }
 }
 
