@@ -43,96 +43,52 @@ struct Certify: ParsableCommand {
         // Before anything starts: a target's maxConcurrency bounds --jobs.
         let jobCount = try resolveJobs(jobs, for: validator, faults: faultProfile)
         let v = try makeValidator(validator, timeout: timeout, faults: faultProfile)
-        if let problem = faultProfile.problem(with: v) { throw ValidationError(problem) }
-        if v.isolation == .namespace && options.catalog == nil {
-            throw fail(
-                "error: \(validator) has no reset route, so the backend keeps its own products: name them with --catalog (and --bundle-id, --entitlements), as the backend is configured (docs/http-target.md#backends-without-a-reset-route)",
-                code: Exit.usage)
-        }
-        let known = Set(commaList(knownDivergences ?? ""))
-        let names = Set(CertificationSuite.entries.map(\.property.rawValue) + ForgeryClass.allCases.map(\.rawValue))
-        if let unknown = known.subtracting(names).sorted().first {
-            throw ValidationError(
-                "--known-divergences: \"\(unknown)\" is neither a certified property nor a forgery class")
-        }
-        let record = try catalogRecord(catalog)
-        // Cases of the whole suite, for the rate and the time left: the properties' counts at this scale.
-        let suite = CertificationSuite.entries + (faultProfile.kill ? [CertificationSuite.durableAckEntry] : [])
-        let totals = suite.map { ($0.property.rawValue, max(1, Int(Double($0.cases) * scale))) }
+        try refuseUnusable(v, faults: faultProfile)
+        var run = CertifyRun(catalog: catalog, policy: policy, scale: scale)
+        (run.spec, run.knownDivergences, run.maxSize) = (validator, try declared(), options.maxSize)
+        (run.faults, run.durableAck) = (faultProfile.isEmpty ? nil : faults, faultProfile.kill)
+        run.catalogRecord = try catalogRecord(catalog)
+        (run.jobs, run.makeWorker) = (
+            jobCount, workerFactory(validator, timeout: timeout, faults: faultProfile, jobs: jobCount)
+        )
+        run.progress = { line in FileHandle.standardError.write(Data("certify: \(line)\n".utf8)) }
         let overall = Progress("certify", quiet: false)
-        let caseProgress: (String, Int, Int) -> Void = { property, done, _ in
-            guard let i = totals.firstIndex(where: { $0.0 == property }) else { return }
-            let before = totals.prefix(i).map(\.1).reduce(0, +)
-            overall.label = "certify (\(property), property \(i + 1) of \(totals.count))"
-            overall.update(before + done, totals.map(\.1).reduce(0, +))
+        run.caseProgress = { done, total, label in
+            overall.label = label
+            overall.update(done, total)
         }
-        let report = CertificationSuite.run(
-            v, spec: validator, catalog: catalog, policy: policy, scale: scale, knownDivergences: known,
-            faults: faultProfile.isEmpty ? nil : faults, durableAck: faultProfile.kill, catalogRecord: record,
-            jobs: jobCount,
-            makeWorker: workerFactory(validator, timeout: timeout, faults: faultProfile, jobs: jobCount),
-            maxSize: options.maxSize,
-            progress: { line in FileHandle.standardError.write(Data("certify: \(line)\n".utf8)) },
-            caseProgress: caseProgress)
-        let stamp = report.date.replacingOccurrences(of: ":", with: "").replacingOccurrences(of: ".", with: "")
-        let slug = (report.hello ?? v.name).map { $0.isLetter || $0.isNumber || $0 == "-" ? $0 : "_" }
-        let dir = (results as NSString).appendingPathComponent("certify-\(String(slug))-\(stamp)")
-        for p in report.properties {
-            print(
-                "\(p.property.padding(toLength: 24, withPad: " ", startingAt: 0)) \(p.passed ? "pass" : "FAIL")  \(p.casesPhrase)\(p.counterexample.map { "  " + ($0.finding.map { $0 + ": " } ?? "") + ($0.differences.first ?? $0.observed) } ?? "")\(p.validatorFailure.map { "  validator failure: " + $0.message } ?? "")\(p.moreFailures.map { " (+\($0.count) more distinct)" } ?? "")"
-            )
-        }
-        let rejected = report.forgeries.filter(\.rejected).count
-        let uncredited = report.forgeries.filter { $0.genuineRefused != nil }.map(\.name)
-        let accepted = report.forgeries.filter { !$0.holds && $0.genuineRefused == nil }.map(\.name)
-        let notProbed = report.forgeries.filter { $0.notProbed != nil }.map(\.name)
-        print(
-            "forgeries: \(rejected)/\(report.forgeries.count - notProbed.count) classes rejected"
-                + (notProbed.isEmpty
-                    ? ""
-                    : "; \(notProbed.count) not probed: their genuine twins are over the policy's tokenSizeLimit")
-                + (accepted.isEmpty ? "" : "; not: " + accepted.joined(separator: ", "))
-                + (uncredited.isEmpty
-                    ? ""
-                    : "; not credited, the genuine twin was refused too: " + uncredited.joined(separator: ", ")))
-        for d in report.divergences {
-            let under = d.seenUnder.map { $0.count > 1 ? " (seen under \($0.joined(separator: ", ")))" : "" } ?? ""
-            print("divergence (\(d.declared ? "declared" : "UNEXPECTED")): \(d.kind) \(d.name): \(d.detail)\(under)")
-        }
-        if !report.declaredButNotObserved.isEmpty {
-            print("declared but not observed: \(report.declaredButNotObserved.joined(separator: ", "))")
-        }
-        if let profile = report.profile {
-            print("profile: \(profile)")
-            let skipped = report.notChecked ?? []
-            for kind in ["field", "channel", "property", "forgery"] {
-                let names = skipped.filter { $0.kind == kind }.map(\.name)
-                if !names.isEmpty { print("  not checked (\(kind)): \(names.joined(separator: ", "))") }
-            }
-        }
-        let verdict =
-            report.passed
-            ? "CERTIFIED"
-            : report.passedWithDeclaredDivergences ? "CERTIFIED WITH DECLARED DIVERGENCES" : "NOT CERTIFIED"
+        let report = run.run(v)
+        for line in report.lines { print(line) }
+        let dir = (results as NSString).appendingPathComponent(report.folderName)
         try writeResults("the certification report", to: dir) {
             try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
             try JSONFormat.write(report, to: (dir as NSString).appendingPathComponent("report.json"))
             try CertificationHTML.render(report).write(
                 toFile: (dir as NSString).appendingPathComponent("report.html"), atomically: true, encoding: .utf8)
         }
-        print("catalog: \(record.description), bundle id \(record.bundleId)")
-        print("\(verdict): \(dir)/report.html")
-        if report.properties.contains(where: {
-            $0.validatorFailure?.kind == .misconfigured
-        }) {
-            throw ExitCode(Exit.usage)
+        print("catalog: \(run.catalogRecord!.description), bundle id \(run.catalogRecord!.bundleId)")
+        print("\(report.verdictWord): \(dir)/report.html")
+        if report.exitCode != 0 { throw ExitCode(report.exitCode) }
+    }
+
+    /// A fault profile the validator cannot take, or a backend without a reset route and no catalog named: exit 2.
+    func refuseUnusable(_ v: any Validator, faults faultProfile: FaultProfile) throws {
+        if let problem = faultProfile.problem(with: v) { throw ValidationError(problem) }
+        if v.isolation == .namespace && options.catalog == nil {
+            throw fail(
+                "error: \(validator) has no reset route, so the backend keeps its own products: name them with --catalog (and --bundle-id, --entitlements), as the backend is configured (docs/http-target.md#backends-without-a-reset-route)",
+                code: Exit.usage)
         }
-        if report.properties.contains(where: { $0.validatorFailure != nil })
-            || report.forgeries.contains(where: { $0.validatorFailure != nil })
-        {
-            throw ExitCode(Exit.validatorFailure)
+    }
+
+    /// The names given to --known-divergences, each a certified property or a forgery class.
+    func declared() throws -> Set<String> {
+        let known = Set(commaList(knownDivergences ?? ""))
+        if let unknown = CertifyRun.unknownDivergence(in: known) {
+            throw ValidationError(
+                "--known-divergences: \"\(unknown)\" is neither a certified property nor a forgery class")
         }
-        if !report.passedWithDeclaredDivergences { throw ExitCode(Exit.discrepancy) }
+        return known
     }
 
     /// What the report records about the catalog: the file and a hash of the bytes that were read.

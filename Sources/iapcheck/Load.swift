@@ -60,207 +60,48 @@ struct Load: ParsableCommand {
         @OptionGroup(title: "The app under load") var app: LoadAppOptions
 
         func run() throws {
-            var given = try Load.profile(profile)
-            given.app = given.app.overridden(by: app.app)
-            let p = given
-            if let runId, !(0..<10_000_000_000).contains(runId) {
-                throw fail("error: --run-id takes 0 to 9999999999, not \(runId)", code: Exit.usage)
-            }
+            let p = try Load.profile(profile, app: app)
             let (catalog, policy) = try Load.app(p)
             try requireWritable(directory: results)
             // Before the run: a baseline that cannot be read would fail it only at the end.
             if let baseline { _ = try Load.readBaseline(baseline, for: p, note: false) }
             let faultProfile = try parseFaults(faults)
-            guard killEvery >= 0.5 && killEvery <= 86_400 else {
-                throw fail("error: --kill-every takes 0.5 to 86400 seconds, not \(killEvery)", code: Exit.usage)
-            }
             // a bad target is a usage error before anything starts
             let first = try makeValidator(p.target, timeout: timeout, faults: faultProfile, forLoad: true)
-            if faultProfile.kill && !(first is ManagedHTTPValidator) {
-                throw ValidationError(
-                    "load --faults kill needs an http: target with a \"start\" command (iapcheck kills and restarts that backend)"
-                )
-            }
-            let target = p.target, t = timeout
+            let run = try loadRun(p, catalog: catalog, policy: policy, faults: faultProfile, first: first)
             FileHandle.standardError.write(Data("load \(p.name): rendering the artifact pool…\n".utf8))
-            let (pool, frozen, notSent, samples) = try Load.pool(
-                p, catalog: catalog, policy: policy, first: first, runId: runId)
-            let driver = LoadDriver(profile: p, pool: pool) {
-                let v = try makeValidator(target, timeout: t, faults: faultProfile, forLoad: true)
-                (v as? HTTPValidator)?.frozenClock = frozen
-                return v
-            }
-            if faultProfile.kill, let backend = (first as? ManagedHTTPValidator)?.backend {
-                driver.periodicFault = (
-                    killEvery,
-                    {
-                        FileHandle.standardError.write(
-                            Data("load \(p.name): killing the backend (fault profile kill)\n".utf8))
-                        do { try backend.killAndRestart() } catch {
-                            FileHandle.standardError.write(
-                                Data("load \(p.name): the backend did not come back: \(error)\n".utf8))
-                        }
-                    }
-                )
-            }
-            if !quiet {
-                let total = Int(p.durationSeconds)
-                let pacing = Locked(ProgressPacing(terminalSeconds: 1))
-                driver.progress = { g in
-                    guard pacing.withLock({ $0.due(g.second, of: total) }) else { return }
-                    FileHandle.standardError.write(
-                        Data(
-                            "load \(p.name): \(g.second) s of \(total), \(g.requests) requests; last second \(g.lastSecondRequests)/s, p99 \(LoadResults.milliseconds(g.lastSecondP99Micros)), \(g.lastSecondErrors) errors\n"
-                                .utf8))
-                }
-            }
-            var seg = (index: 0, count: 1)
-            if let segment {
-                let parts = segment.split(separator: "/").compactMap { Int($0) }
-                guard parts.count == 2, parts[1] >= 1, parts[0] >= 0, parts[0] < parts[1] else {
-                    throw ValidationError("--segment takes i/N with 0 ≤ i < N, e.g. 0/4")
-                }
-                seg = (parts[0], parts[1])
-            }
-            let workers: [LoadDriver.WorkerResult]
             // Ctrl-C: the workers stop after their current request; what was measured is written and reported.
-            driver.shouldStop = { Interrupt.requested }
             Interrupt.install()
-            var elapsed = p.durationSeconds
-            var capacity: CapacitySearch.Result?
-            var rss: (start: UInt64?, end: UInt64?) = (nil, nil)
-            do {
-                if p.warmupSeconds > 0 { _ = try driver.run(seconds: p.warmupSeconds, record: false, segment: seg) }
-                let started = Date()
-                rss.start = LoadResults.residentBytes()
-                if case .findCapacity(let search, _) = p.executor {
-                    (capacity, workers) = try Load.findCapacity(
-                        search, driver: driver, profile: p, segment: seg, quiet: quiet)
-                    elapsed = search.stepSeconds
-                } else {
-                    workers = try driver.run(seconds: p.durationSeconds, record: true, segment: seg)
+            let (target, t) = (p.target, timeout)
+            let verdict = try Load.exiting {
+                try run.run(first: first) { frozen in
+                    let v = try makeValidator(target, timeout: t, faults: faultProfile, forLoad: true)
+                    (v as? HTTPValidator)?.frozenClock = frozen
+                    return v
                 }
-                rss.end = LoadResults.residentBytes()
-                if Interrupt.requested {
-                    elapsed = max(0.001, min(elapsed, Date().timeIntervalSince(started)))
-                }
-            } catch let e as ValidatorFailure {
-                throw fail("validator failure: \(e)", code: Exit.validatorFailure)
-            } catch let e as LoadDriver.SegmentError {
-                throw fail("error: \(e)", code: Exit.usage)
             }
-            if Interrupt.requested && workers.allSatisfy({ $0.sent == 0 }) {
+            guard let r = verdict.results else {
                 print("interrupted during warm-up, before any measured request; nothing written")
                 throw ExitCode(130)
             }
-            var r = LoadResults(profile: p, workers: workers, seconds: elapsed)
-            if Interrupt.requested { r.summary.interrupted = true }
-            r.summary.capacity = capacity
-            (r.summary.rssStartBytes, r.summary.rssEndBytes) = rss
-            if r.summary.answersChecked ?? 0 > 0 { r.summary.answersWrong = r.summary.errors["wrong-answer"] ?? 0 }
-            if !driver.faultTimes.isEmpty { r.summary.faultSeconds = driver.faultTimes }
-            r.summary.options = "faults \(faultProfile.isEmpty ? "none" : faults ?? "none"); timeout \(timeout) s"
-            r.summary.runId = String(pool.runId)
-            r.summary.poolItems = pool.items.count
-            r.summary.notSent = notSent.isEmpty ? nil : notSent
-            r.summary.answerSamples = samples
-            if segment != nil {
-                r.summary.segment = "\(seg.index)/\(seg.count)"
-                r.summary.workers = workers.count  // a closed profile's segment runs its share of the workers
-            }
-            if !faultProfile.isEmpty {
-                r.summary.faults =
-                    "\(faultProfile)"
-                    + (driver.faultsInjected > 0
-                        ? "; backend killed \(driver.faultsInjected) times, \(killEvery) s after each restart" : "")
-            }
-            let stamp = CivilTime.iso8601(Millis(Date().timeIntervalSince1970 * 1000)).replacingOccurrences(
-                of: ":", with: ""
-            ).replacingOccurrences(of: ".", with: "")
-            let dir = (results as NSString).appendingPathComponent(
-                "\(p.name)-\(stamp)\(segment.map { "-segment-" + $0.replacingOccurrences(of: "/", with: "of") } ?? "")")
-            do { try r.write(to: dir) } catch {
-                Load.printSummary(r)
-                throw fail(
-                    "error: could not write the results to \(dir): \(StrictJSON.reason(error)); the summary above is the record of this run",
-                    code: Exit.usage)
-            }
-            if Interrupt.requested {
-                // What it had, then the exit code of an interrupted run; thresholds are not gated on a partial run,
-                // and `load merge` refuses an interrupted segment.
-                do { try Load.report(r, dir: dir, profile: p, baseline: nil) } catch {}
-                print(
-                    "interrupted after \(String(format: "%.1f", elapsed)) s of \(p.durationSeconds) s; partial results above. Run again: iapcheck \(CommandLine.arguments.dropFirst().map(Shell.quote).joined(separator: " "))"
-                )
-                throw ExitCode(130)
-            }
-            if segment != nil {
-                // A segment sends only its share: its gates are evaluated on the merge (`iapcheck load merge`).
-                print("segment \(segment!): thresholds and baselines are gated on the merged result, not per segment")
-                do { try Load.report(r, dir: dir, profile: p, baseline: nil) } catch let e as ExitCode
-                    where e.rawValue == thresholdExit
-                {}
-                return
-            }
-            try Load.report(r, dir: dir, profile: p, baseline: baseline)
+            try finish(r, of: run, verdict: verdict)
         }
     }
 
-    /// A profile, or exit code 2 with every problem named.
-    static func profile(_ path: String) throws -> LoadProfile {
+    /// A profile with the app's options over its keys, or exit code 2 with every problem named.
+    static func profile(_ path: String, app: LoadAppOptions) throws -> LoadProfile {
         do {
-            return try LoadProfile.load(path: path)
+            var p = try LoadProfile.load(path: path)
+            p.app = p.app.overridden(by: app.app)
+            return p
         } catch {
             throw fail("error: \(error)", code: Exit.usage)
         }
     }
 
-    static func printSummary(_ r: LoadResults) {
-        let s = r.summary
-        print(
-            "\(s.profile): \(s.requests) requests in \(String(format: "%.1f", s.durationSeconds)) s = \(Int(s.throughputPerSecond))/s; latency p50 \(LoadResults.milliseconds(s.latencyMicros["p50"])) p99 \(LoadResults.milliseconds(s.latencyMicros["p99"])) p99.9 \(LoadResults.milliseconds(s.latencyMicros["p99.9"])) max \(LoadResults.milliseconds(s.latencyMicros["max"])) (uncorrected p99 \(LoadResults.milliseconds(s.uncorrectedLatencyMicros["p99"]))); errors \(s.errors.isEmpty ? "none" : s.errors.map { "\($0.key) \($0.value)" }.sorted().joined(separator: ", ")); dropped \(s.dropped); answer samples checked against the oracle \(s.answersChecked ?? 0)"
-        )
-        if let items = s.poolItems {
-            let repeats = s.repeats ?? 0
-            print(
-                "  pool: \(items) artifacts and questions, run id \(s.runId ?? "?")"
-                    + (repeats > 0
-                        ? "; \(repeats) requests sent an artifact again, byte-identical (the run outlasted the pool: raise pool.size)"
-                        : "; every request sent an artifact of its own"))
-        }
-        for o in s.operations ?? [] where (s.operations?.count ?? 0) > 1 || !o.errors.isEmpty {
-            print(
-                "  \(o.operation): \(o.requests) requests, \(String(format: "%.0f", o.throughputPerSecond))/s, p50 \(LoadResults.milliseconds(o.latencyMicros["p50"])) p99 \(LoadResults.milliseconds(o.latencyMicros["p99"])), errors \(String(format: "%.3g", o.errorRate * 100))%"
-            )
-            for (reason, n) in o.errors.sorted(by: { ($1.value, $0.key) < ($0.value, $1.key) }) {
-                print("    \(n) × \(reason)")
-                if let sample = o.errorSamples[reason] { print("        first: \(sample)") }
-            }
-        }
-        if let c = s.capacity { printCapacity(c) }
-        if let a = s.rssStartBytes, let b = s.rssEndBytes, a > 0 {
-            print(
-                String(
-                    format:
-                        "  memory: iapcheck's RSS %.1f MB at the start of the measured run, %.1f MB at its end (%+.1f%%)",
-                    Double(a) / 1e6, Double(b) / 1e6, (Double(b) - Double(a)) / Double(a) * 100))
-        }
-        if let wrong = s.answersWrong, let restarts = s.faultSeconds?.count {
-            print(
-                "  acknowledged deliveries: \(s.answersChecked ?? 0) answer samples checked against the oracle across \(restarts) restarts of the backend, \(wrong) disagreeing"
-            )
-        }
-        for line in s.notSent ?? [] { print("  not sent: \(line)") }
-        if let samples = s.answerSamples {
-            // One count, one name: the headline's samples, and the distinct questions they were drawn from.
-            let checked = s.answersChecked ?? 0
-            print("  answer samples: \(checked) checked\(checked > 0 ? ", each one of " : "; ")\(samples)")
-        }
-        for t in s.thresholds {
-            print(
-                "  \(t.passed ? "pass" : "FAIL")  \(t.rule)  (observed \(t.shown ?? String(format: "%.4g", t.observed)))"
-            )
-        }
+    /// A library run's failure as its message and exit code.
+    static func exiting<T>(_ body: () throws -> T) throws -> T {
+        do { return try body() } catch let e as LoadRun.Failure { throw fail("\(e)", code: e.exitCode) }
     }
 
     /// An earlier summary of this profile, or exit 2: another profile's figures say nothing of a regression. With
@@ -287,7 +128,7 @@ struct Load: ParsableCommand {
 
     static func report(_ r: LoadResults, dir: String, profile p: LoadProfile, baseline: String?) throws {
         let s = r.summary
-        printSummary(r)
+        for line in r.summaryLines { print(line) }
         var regressions: [String] = []
         if let baseline {
             let b = try readBaseline(baseline, for: p)
@@ -314,9 +155,7 @@ struct Load: ParsableCommand {
         @OptionGroup(title: "The app the segments ran (as given to them)") var app: LoadAppOptions
 
         func run() throws {
-            var given = try Load.profile(profile)
-            given.app = given.app.overridden(by: app.app)
-            let p = given
+            let p = try Load.profile(profile, app: app)
             if let baseline { _ = try Load.readBaseline(baseline, for: p, note: false) }
             let r: LoadResults
             do {

@@ -206,7 +206,7 @@ import Testing
 
 @Suite struct CertificationTests {
     @Test func theReferenceIsCertifiedAndAVerificationMutantIsNot() {
-        let good = CertificationSuite.run(ReferenceValidator(), scale: 0.1)
+        let good = CertifyRun(scale: 0.1).run(ReferenceValidator())
         #expect(good.passed)
         #expect(good.forgeries.count == ForgeryClass.allCases.count)
         let html = CertificationHTML.render(good)
@@ -219,7 +219,9 @@ import Testing
         let record = CertificationSuite.CatalogRecord(
             file: "app.storekit", sha256: "0123abcd", catalog: .standard,
             arguments: " --catalog app.storekit --bundle-id com.example.iapcheck")
-        let bad = CertificationSuite.run(Mutants.named("skip-signature")!.make(), scale: 0.1, catalogRecord: record)
+        var withRecord = CertifyRun(scale: 0.1)
+        withRecord.catalogRecord = record
+        let bad = withRecord.run(Mutants.named("skip-signature")!.make())
         #expect(!bad.passed)
         #expect(bad.forgeries.contains { $0.name == ForgeryClass.foreignKeySignature.rawValue && !$0.rejected })
         #expect(bad.catalog == record)
@@ -232,17 +234,16 @@ import Testing
     /// divergence declared, and not without the declaration; without the policy there is nothing to declare.
     @Test func declaredDivergencesAreListedAndOnlyThoseAreForgiven() {
         let limited = Policy(tokenSizeLimit: 262_144)
-        #expect(CertificationSuite.run(Mutants.named("no-size-limit")!.make(), scale: 0.1).passed)
-        let declared = CertificationSuite.run(
-            Mutants.named("no-size-limit")!.make(), policy: limited, scale: 0.1,
-            knownDivergences: ["oversized-token"])
+        #expect(CertifyRun(scale: 0.1).run(Mutants.named("no-size-limit")!.make()).passed)
+        var run = CertifyRun(policy: limited, scale: 0.1)
+        run.knownDivergences = ["oversized-token"]
+        let declared = run.run(Mutants.named("no-size-limit")!.make())
         #expect(!declared.passed)
         #expect(declared.passedWithDeclaredDivergences)
         #expect(declared.divergences.contains { $0.kind == .forgery && $0.name == "oversized-token" && $0.declared })
         #expect(CertificationHTML.render(declared).contains("Divergences from the reference"))
-        let undeclared = CertificationSuite.run(
-            Mutants.named("no-size-limit")!.make(), policy: limited, scale: 0.1,
-            knownDivergences: ["replayed-notification-uuid"])
+        run.knownDivergences = ["replayed-notification-uuid"]
+        let undeclared = run.run(Mutants.named("no-size-limit")!.make())
         #expect(!undeclared.passedWithDeclaredDivergences)
         #expect(undeclared.declaredButNotObserved == ["replayed-notification-uuid"])
     }

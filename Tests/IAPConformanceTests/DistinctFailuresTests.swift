@@ -102,7 +102,7 @@ import Testing
     }
 
     @Test func certifyGroupsEachBugOnceWithThePropertiesItWasSeenUnder() {
-        let r = CertificationSuite.run(TwoBugs(), scale: 0.2)
+        let r = CertifyRun(scale: 0.2).run(TwoBugs())
         let divergences = r.divergences.filter { $0.kind == .property }
         #expect(Set(divergences.compactMap(\.signature)).count == divergences.count, "\(divergences)")
         let grace = divergences.filter { $0.signature?.contains("auto-renewable") == true }

@@ -193,7 +193,7 @@ import Testing
     @Test func certifyRecordsTheProfileAndWhatItLeavesUnchecked() throws {
         let v = ReferenceValidator()
         v.profile = ValidatorProfile(answers: [.entitlementsActive], channels: [.notification, .api])
-        let report = CertificationSuite.run(v, catalog: try Self.exampleCatalog(), scale: 0.05)
+        let report = CertifyRun(catalog: try Self.exampleCatalog(), scale: 0.05).run(v)
         #expect(report.passed, "\(report.divergences)")
         #expect(report.profile == v.profile)
         let skipped = report.notChecked ?? []
@@ -208,7 +208,7 @@ import Testing
         let json = String(decoding: try JSONFormat.pretty().encode(report), as: UTF8.self)
         #expect(json.contains("\"notChecked\"") && json.contains("\"profile\""))
         // A validator that declares nothing gets neither.
-        let plain = CertificationSuite.run(ReferenceValidator(), catalog: try Self.exampleCatalog(), scale: 0.02)
+        let plain = CertifyRun(catalog: try Self.exampleCatalog(), scale: 0.02).run(ReferenceValidator())
         #expect(plain.profile == nil && plain.notChecked == nil)
     }
 

@@ -37,14 +37,14 @@ import Testing
     /// Under such a limit the forgery probe cannot credit a class whose genuine twin is over it (a correct validator
     /// refuses the twin too): the class is listed as not checked, and is neither a divergence nor a failure.
     @Test func certifyDoesNotHoldTheLimitAgainstTheReference() {
-        let report = CertificationSuite.run(ReferenceValidator(), policy: Policy(tokenSizeLimit: 2048), scale: 0.05)
+        let report = CertifyRun(policy: Policy(tokenSizeLimit: 2048), scale: 0.05).run(ReferenceValidator())
         #expect(report.passed)
         let notProbed = report.forgeries.filter { $0.notProbed != nil }.map(\.name)
         #expect(!notProbed.isEmpty)
         #expect(report.divergences.isEmpty, "\(report.divergences.map(\.detail))")
         #expect(Set(notProbed).isSubset(of: Set((report.notChecked ?? []).map(\.name))))
         // At the limit the kit's probes fit under, every class is probed again.
-        let roomy = CertificationSuite.run(ReferenceValidator(), policy: Policy(tokenSizeLimit: 262_144), scale: 0.05)
+        let roomy = CertifyRun(policy: Policy(tokenSizeLimit: 262_144), scale: 0.05).run(ReferenceValidator())
         #expect(roomy.forgeries.allSatisfy { $0.notProbed == nil })
     }
 }

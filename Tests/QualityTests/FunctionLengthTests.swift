@@ -93,9 +93,9 @@ import Testing
         "IAPBench/VerifyBench.swift func run",
         "IAPModel/StoreKitConfiguration.swift func catalog", "ExampleBackend/ExampleBackend.swift func main",
         "IAPHTTP/AnswerMapping.swift func entries", "IAPHTTP/HTTPValidator+Target.swift func parseRoute",
-        "IAPSigning/PKIExport.swift func samples", "iapcheck/Load.swift func run",
+        "IAPSigning/PKIExport.swift func samples",
         "iapcheck/MergeReports.swift func run",
-        "iapcheck/Certify.swift func run", "iapcheck/Store.swift func run",
+        "iapcheck/Store.swift func run",
     ]
 
     /// Every module's Swift files, as `Module/File.swift` and their text.

@@ -1,0 +1,78 @@
+import Foundation
+import IAPValidatorAPI
+
+/// A certification report read as a verdict: the lines `iapcheck certify` prints, its word and its exit code.
+extension CertificationSuite.Report {
+    /// CERTIFIED, CERTIFIED WITH DECLARED DIVERGENCES or NOT CERTIFIED.
+    public var verdictWord: String {
+        passed
+            ? "CERTIFIED"
+            : passedWithDeclaredDivergences ? "CERTIFIED WITH DECLARED DIVERGENCES" : "NOT CERTIFIED"
+    }
+
+    /// 2 the validator is misconfigured, 3 it failed as a program, 1 not certified, 0 certified (declared
+    /// divergences included).
+    public var exitCode: Int32 {
+        if properties.contains(where: { $0.validatorFailure?.kind == .misconfigured }) { return 2 }
+        if properties.contains(where: { $0.validatorFailure != nil })
+            || forgeries.contains(where: { $0.validatorFailure != nil })
+        {
+            return 3
+        }
+        return passedWithDeclaredDivergences ? 0 : 1
+    }
+
+    /// `certify-<the validator's name>-<date>`: the report's folder.
+    public var folderName: String {
+        let stamp = date.replacingOccurrences(of: ":", with: "").replacingOccurrences(of: ".", with: "")
+        let slug = (hello ?? validator).map { $0.isLetter || $0.isNumber || $0 == "-" ? $0 : "_" }
+        return "certify-\(String(slug))-\(stamp)"
+    }
+
+    /// A row per property, the forgery line, each divergence, the declared ones not seen, and the profile with what
+    /// it left unchecked.
+    public var lines: [String] {
+        var lines = properties.map(Self.row)
+        lines.append(forgeryLine)
+        for d in divergences {
+            let under = d.seenUnder.map { $0.count > 1 ? " (seen under \($0.joined(separator: ", ")))" : "" } ?? ""
+            lines.append(
+                "divergence (\(d.declared ? "declared" : "UNEXPECTED")): \(d.kind) \(d.name): \(d.detail)\(under)")
+        }
+        if !declaredButNotObserved.isEmpty {
+            lines.append("declared but not observed: \(declaredButNotObserved.joined(separator: ", "))")
+        }
+        if let profile {
+            lines.append("profile: \(profile)")
+            let skipped = notChecked ?? []
+            for kind in ["field", "channel", "property", "forgery"] {
+                let names = skipped.filter { $0.kind == kind }.map(\.name)
+                if !names.isEmpty { lines.append("  not checked (\(kind)): \(names.joined(separator: ", "))") }
+            }
+        }
+        return lines
+    }
+
+    /// `entitlement-agreement    FAIL  300 cases  <the first difference>`.
+    static func row(_ p: CertificationSuite.PropertyResult) -> String {
+        let example = p.counterexample.map {
+            "  " + ($0.finding.map { $0 + ": " } ?? "") + ($0.differences.first ?? $0.observed)
+        }
+        return
+            "\(p.property.padding(toLength: 24, withPad: " ", startingAt: 0)) \(p.passed ? "pass" : "FAIL")  \(p.casesPhrase)\(example ?? "")\(p.validatorFailure.map { "  validator failure: " + $0.message } ?? "")\(p.moreFailures.map { " (+\($0.count) more distinct)" } ?? "")"
+    }
+
+    /// How many forgery classes were rejected, and which were not, not credited or not probed.
+    var forgeryLine: String {
+        let rejected = forgeries.filter(\.rejected).count
+        let uncredited = forgeries.filter { $0.genuineRefused != nil }.map(\.name)
+        let accepted = forgeries.filter { !$0.holds && $0.genuineRefused == nil }.map(\.name)
+        let notProbed = forgeries.filter { $0.notProbed != nil }.map(\.name)
+        return "forgeries: \(rejected)/\(forgeries.count - notProbed.count) classes rejected"
+            + (notProbed.isEmpty
+                ? "" : "; \(notProbed.count) not probed: their genuine twins are over the policy's tokenSizeLimit")
+            + (accepted.isEmpty ? "" : "; not: " + accepted.joined(separator: ", "))
+            + (uncredited.isEmpty
+                ? "" : "; not credited, the genuine twin was refused too: " + uncredited.joined(separator: ", "))
+    }
+}

@@ -1,0 +1,127 @@
+import Foundation
+import IAPModel
+import IAPSimulator
+import IAPSupport
+import IAPValidatorAPI
+
+/// One `iapcheck certify` run as a library call: the suite's settings, then the run, whose report is the verdict
+/// (its lines, its word and its exit code). The command line parses options, makes the validators, writes the report
+/// folder and prints.
+public struct CertifyRun {
+    /// How the command line names the validator, for the replay commands in the report.
+    public var spec = "reference"
+    public var catalog = Catalog.standard
+    public var policy = Policy.default
+    /// Multiplies every case count (1 is the certified size).
+    public var scale: Double = 1
+    /// Properties and forgery classes where the validator is known to differ from the reference.
+    public var knownDivergences: Set<String> = []
+    /// The fault profile as the user wrote it; nil for none. With `durableAck` the suite adds that property.
+    public var faults: String?
+    public var durableAck = false
+    public var catalogRecord: CertificationSuite.CatalogRecord?
+    public var jobs = 1
+    public var makeWorker: (() throws -> any Validator)?
+    public var maxSize = HistoryGenerator.defaultMaxSize
+    /// A line when each property and the forgery probe start.
+    public var progress: ((String) -> Void)?
+    /// Cases done in the whole suite, of all its cases, and what runs now (`certify (robust-input, property 5 of 6)`).
+    public var caseProgress: ((_ done: Int, _ total: Int, _ label: String) -> Void)?
+
+    public init(catalog: Catalog = .standard, policy: Policy = .default, scale: Double = 1) {
+        (self.catalog, self.policy, self.scale) = (catalog, policy, scale)
+    }
+
+    /// The suite's properties, with durable-ack under the kill fault profile.
+    public var entries: [CertificationSuite.Entry] {
+        CertificationSuite.entries + (durableAck ? [CertificationSuite.durableAckEntry] : [])
+    }
+
+    /// A declared name that is neither a certified property nor a forgery class, if there is one.
+    public static func unknownDivergence(in names: Set<String>) -> String? {
+        let known = Set(CertificationSuite.entries.map(\.property.rawValue) + ForgeryClass.allCases.map(\.rawValue))
+        return names.subtracting(known).sorted().first
+    }
+
+    /// Every property with its named seed and case count, then the forgery probe; a failing property does not stop
+    /// the others.
+    public func run(_ validator: any Validator) -> CertificationSuite.Report {
+        let record = catalogRecord ?? .builtIn(catalog)
+        let faultArgs = (faults.map { " --faults \(Shell.quote($0))" } ?? "") + record.arguments
+        var results: [CertificationSuite.PropertyResult] = []
+        var findings: [(CertificationSuite.Finding, String)] = []
+        let counts = entries.map { max(1, Int(Double($0.cases) * scale)) }
+        for (i, e) in entries.enumerated() {
+            progress?("\(e.property.rawValue): \(counts[i]) cases, seed \(e.seed)")
+            var checker = Checker(options: options(e, cases: counts[i], record: record), validator: validator)
+            checker.makeWorker = makeWorker
+            if let caseProgress {
+                let (before, total) = (counts.prefix(i).reduce(0, +), counts.reduce(0, +))
+                let label = "certify (\(e.property.rawValue), property \(i + 1) of \(entries.count))"
+                checker.progress = { done, _ in caseProgress(before + done, total, label) }
+            }
+            let (result, found) = CertificationSuite.propertyResult(
+                e, cases: counts[i], checker.run(),
+                replay:
+                    "iapcheck check --validator \(Shell.quote(spec)) --property \(e.property.rawValue) --seed \(e.seed)",
+                arguments: faultArgs)
+            results.append(result)
+            findings += found.map { ($0, e.property.rawValue) }
+        }
+        let probed = ForgeryClass.allCases.filter {
+            $0.applies(in: catalog.environment) && validator.profile.accepts(CertificationSuite.probeChannel($0))
+        }
+        progress?("forgery probe: \(probed.count) classes")
+        let forgeries = CertificationSuite.probeForgeries(validator, catalog: catalog, policy: policy)
+        return report(validator, results, forgeries, findings, record: record)
+    }
+
+    /// One property's check: its seed and cases, every distinct failure up to the suite's limit, shrunk within a
+    /// number of attempts (not seconds: the report is the same on any machine).
+    func options(
+        _ e: CertificationSuite.Entry, cases: Int, record: CertificationSuite.CatalogRecord
+    ) -> CheckOptions {
+        var o = CheckOptions()
+        (o.seed, o.cases, o.properties) = (e.seed, cases, [e.property])
+        (o.catalog, o.drawsCatalogs, o.maxSize, o.policy) = (catalog, record.drawn == true, maxSize, policy)
+        o.shrinkBudget = .init(maxAttempts: 300)
+        o.jobs = jobs
+        // Past the first failure: a second bug shows in the same run, not after the first is fixed.
+        o.keepGoing = CertificationSuite.distinctFailuresPerProperty
+        o.shrinkLimit = CertificationSuite.distinctFailuresPerProperty + 1
+        return o
+    }
+
+    /// The report: the rows, the forgeries, what the validator's profile left unchecked, and the divergences
+    /// against the declared ones.
+    func report(
+        _ validator: any Validator, _ results: [CertificationSuite.PropertyResult],
+        _ forgeries: [CertificationSuite.ForgeryResult], _ findings: [(CertificationSuite.Finding, String)],
+        record: CertificationSuite.CatalogRecord
+    ) -> CertificationSuite.Report {
+        var report = CertificationSuite.Report(
+            validator: validator.name, hello: validator.selfReportedName ?? validator.name,
+            date: CivilTime.iso8601(Millis(Date().timeIntervalSince1970 * 1000)),
+            scale: scale, passed: results.allSatisfy(\.passed) && forgeries.allSatisfy(\.holds),
+            properties: results, forgeries: forgeries)
+        report.faults = faults
+        report.catalog = record
+        let profile = validator.profile
+        if !profile.isUndeclared {
+            report.profile = profile
+            let skipped = CertificationSuite.notChecked(by: profile)
+            if !skipped.isEmpty { report.notChecked = skipped }
+        }
+        for f in forgeries {
+            if let why = f.notProbed {
+                report.notChecked =
+                    (report.notChecked ?? []) + [.init(kind: "forgery", name: f.name, why: why)]
+            }
+        }
+        report.divergences = CertificationSuite.divergences(findings, forgeries, declared: knownDivergences)
+        report.declaredButNotObserved = knownDivergences.subtracting(
+            report.divergences.flatMap { [$0.name] + ($0.seenUnder ?? []) }
+        ).sorted()
+        return report
+    }
+}

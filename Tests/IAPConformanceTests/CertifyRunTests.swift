@@ -1,0 +1,53 @@
+import Foundation
+import IAPConformance
+import IAPModel
+import IAPMutants
+import IAPReference
+import IAPSupport
+import IAPValidatorAPI
+import Testing
+
+/// `iapcheck certify` as a library call: the verdict word, the exit code and the printed lines come from the run,
+/// without the command line.
+@Suite struct CertifyRunTests {
+    @Test func aCorrectValidatorIsCertifiedWithExitZeroAndARowPerProperty() {
+        var run = CertifyRun(scale: 0.02)
+        let seen = Locked<[(Int, Int, String)]>([])
+        run.caseProgress = { done, total, label in seen.withLock { $0.append((done, total, label)) } }
+        let report = run.run(ReferenceValidator())
+        #expect(report.verdictWord == "CERTIFIED" && report.exitCode == 0)
+        let rows = report.lines.filter { $0.contains("  pass  ") }
+        #expect(rows.count == CertificationSuite.entries.count, "\(report.lines)")
+        #expect(
+            report.lines.contains("forgeries: \(report.forgeries.count)/\(report.forgeries.count) classes rejected"))
+        #expect(report.folderName.hasPrefix("certify-reference-"))
+        // Progress counts the whole suite's cases, and names the property of each.
+        let total = run.entries.map { max(1, Int(Double($0.cases) * 0.02)) }.reduce(0, +)
+        let last = seen.withLock { $0.last }
+        #expect(last?.0 == total && last?.1 == total, "\(String(describing: last))")
+        #expect(last?.2 == "certify (clock-skew, property 6 of 6)")
+    }
+
+    @Test func aMutantIsNotCertifiedWithExitOneAndADeclaredDivergenceIsForgiven() {
+        let bad = CertifyRun(scale: 0.05).run(Mutants.named("skip-signature")!.make())
+        #expect(bad.verdictWord == "NOT CERTIFIED" && bad.exitCode == 1)
+        #expect(bad.lines.contains { $0.hasPrefix("divergence (UNEXPECTED)") }, "\(bad.lines)")
+        var declared = CertifyRun(policy: Policy(tokenSizeLimit: 262_144), scale: 0.05)
+        declared.knownDivergences = ["oversized-token"]
+        let forgiven = declared.run(Mutants.named("no-size-limit")!.make())
+        #expect(forgiven.verdictWord == "CERTIFIED WITH DECLARED DIVERGENCES" && forgiven.exitCode == 0)
+        #expect(forgiven.lines.contains { $0.hasPrefix("divergence (declared): forgery oversized-token") })
+    }
+
+    /// A validator that fails as a program (here every delivery times out) is exit 3, not a discrepancy.
+    @Test func aValidatorThatFailsAsAProgramIsExitThree() {
+        let report = CertifyRun(scale: 0.02).run(DistinctFailuresTests.TimesOut())
+        #expect(report.exitCode == 3 && report.verdictWord == "NOT CERTIFIED")
+        #expect(report.lines.contains { $0.contains("validator failure: no reply within 0 s") }, "\(report.lines)")
+    }
+
+    @Test func onlyCertifiedPropertiesAndForgeryClassesCanBeDeclared() {
+        #expect(CertifyRun.unknownDivergence(in: ["oversized-token", "robust-input"]) == nil)
+        #expect(CertifyRun.unknownDivergence(in: ["robust-input", "no-such-thing"]) == "no-such-thing")
+    }
+}
