@@ -40,15 +40,39 @@ struct MergeReports: ParsableCommand {
     func run() throws {
         if let json { try requireWritable(file: json) }
         if let junit { try requireWritable(file: junit) }
-        var inputs: [ShardMerge.Input] = []
-        var mutantInputs: [MutantsMerge.Input] = []
-        var skipped: [String] = []
-        // One file named twice (as itself and inside its directory, or through a link) is one shard, not two.
+        let found = try collect()
+        for s in found.skipped { print("skipped: \(s)") }
+        if let mutants = found.mutants.first {
+            guard let check = found.checks.first else { return try mergeMutants(found.mutants) }
+            throw fail(
+                "error: \(check.path) is a check summary and \(mutants.path) a mutants summary: merge one run at a time",
+                code: Exit.usage)
+        }
+        guard let first = found.checks.first else {
+            throw fail("error: no check summaries found in \(paths.joined(separator: " "))", code: Exit.usage)
+        }
+        let result: ShardMerge.Result
+        do { result = try ShardMerge.merge(found.checks) } catch { throw fail("error: \(error)", code: Exit.usage) }
+        let s = result.summary
+        for line in result.lines(given: found.checks.count, of: first.summary.run?.shard.count ?? 1) { print(line) }
+        if let json { try writeResults("the merged JSON summary", to: json) { try JSONFormat.write(s, to: json) } }
+        if let junit {
+            try writeResults("the merged JUnit report", to: junit) {
+                try Reports.junit(s).write(toFile: junit, atomically: true, encoding: .utf8)
+            }
+        }
+        if result.exitCode != 0 { throw ExitCode(result.exitCode) }
+    }
+
+    /// The summaries the paths name: of checks, of mutants runs, and the files skipped (with why). A file named
+    /// twice (as itself and inside its directory, or through a link) is one shard, not two.
+    func collect() throws -> (checks: [ShardMerge.Input], mutants: [MutantsMerge.Input], skipped: [String]) {
+        var found: (checks: [ShardMerge.Input], mutants: [MutantsMerge.Input], skipped: [String]) = ([], [], [])
         var taken: [String: String] = [:]
         func isNew(_ file: String) -> Bool {
             let canonical = URL(fileURLWithPath: file).standardizedFileURL.resolvingSymlinksInPath().path
             if let first = taken[canonical] {
-                skipped.append("\(file) (the same file as \(first))")
+                found.skipped.append("\(file) (the same file as \(first))")
                 return false
             }
             taken[canonical] = file
@@ -59,83 +83,21 @@ struct MergeReports: ParsableCommand {
             guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
                 throw fail("error: \(path): no such file or directory", code: Exit.usage)
             }
-            if isDirectory.boolValue {
-                for file in Self.jsonFiles(under: path) where isNew(file) {
-                    switch Self.load(file) {
-                    case .success(.check(let s)) where s.run == nil:
-                        skipped.append("\(file) (a single-case run, not a shard)")
-                    case .success(.check(let s)): inputs.append(ShardMerge.Input(path: file, summary: s))
-                    case .success(.mutants(let s)) where s.run == nil:
-                        skipped.append("\(file) (a mutants run without --shard)")
-                    case .success(.mutants(let s)): mutantInputs.append(MutantsMerge.Input(path: file, summary: s))
-                    case .failure(let why): skipped.append("\(file) (\(why))")
-                    }
-                }
-            } else if isNew(path) {
-                switch Self.load(path) {
-                case .success(.check(let s)): inputs.append(ShardMerge.Input(path: path, summary: s))
-                case .success(.mutants(let s)): mutantInputs.append(MutantsMerge.Input(path: path, summary: s))
-                case .failure(let why): throw fail("error: \(path) is not a check summary: \(why)", code: Exit.usage)
+            for file in isDirectory.boolValue ? Self.jsonFiles(under: path) : [path] where isNew(file) {
+                switch Self.load(file) {
+                case .success(.check(let s)) where s.run == nil && isDirectory.boolValue:
+                    found.skipped.append("\(file) (a single-case run, not a shard)")
+                case .success(.check(let s)): found.checks.append(ShardMerge.Input(path: file, summary: s))
+                case .success(.mutants(let s)) where s.run == nil && isDirectory.boolValue:
+                    found.skipped.append("\(file) (a mutants run without --shard)")
+                case .success(.mutants(let s)): found.mutants.append(MutantsMerge.Input(path: file, summary: s))
+                case .failure(let why) where isDirectory.boolValue: found.skipped.append("\(file) (\(why))")
+                case .failure(let why):
+                    throw fail("error: \(file) is not a check summary: \(why)", code: Exit.usage)
                 }
             }
         }
-        for s in skipped { print("skipped: \(s)") }
-        if !mutantInputs.isEmpty {
-            guard inputs.isEmpty else {
-                throw fail(
-                    "error: \(inputs[0].path) is a check summary and \(mutantInputs[0].path) a mutants summary: merge one run at a time",
-                    code: Exit.usage)
-            }
-            return try mergeMutants(mutantInputs)
-        }
-        guard !inputs.isEmpty else {
-            throw fail("error: no check summaries found in \(paths.joined(separator: " "))", code: Exit.usage)
-        }
-        let result: ShardMerge.Result
-        do { result = try ShardMerge.merge(inputs) } catch { throw fail("error: \(error)", code: Exit.usage) }
-
-        let s = result.summary
-        let n = inputs[0].summary.run?.shard.count ?? 1
-        print(
-            "merged \(inputs.count) of \(n) shards of \(s.validator) (seed \(s.seed), \(s.run?.totalCases ?? s.cases) cases)"
-        )
-        // As the shards' `check` printed them (summaries of an older iapcheck lack the headline: a short one).
-        for d in s.discrepancies {
-            if let f = d.flaky { print(TextReport.flaky(f)) }
-            print(
-                TextReport.discrepancy(
-                    d,
-                    headline: d.headline
-                        ?? "FAIL \(d.property)"
-                        + (d.caseIndex.map { " (case \($0))" } ?? " (corpus \(d.corpusFile ?? "?"))")))
-            if let r = d.rerun { print("  rerun:    \(r)") }
-        }
-        for f in s.validatorFailures {
-            if let flaky = f.flaky { print(TextReport.flaky(flaky)) }
-            print(TextReport.validatorFailure(f))
-        }
-        print(
-            "\(s.validator): \(s.passed)/\(s.cases) cases passed, \(s.questions) questions, corpus \(s.corpus.replayed) replayed"
-        )
-        if s.discrepancies.isEmpty && s.validatorFailures.isEmpty {
-            print(TextReport.forgeryLine(s.forgeries))
-            let missing = s.coverage.missingFamilies
-            if result.complete && !missing.isEmpty { print("not exercised: \(missing.joined(separator: ", "))") }
-        }
-        if !result.missing.isEmpty {
-            print("MISSING shards: \(result.missing.map(\.description).joined(separator: ", "))")
-        }
-        if !result.interrupted.isEmpty { print("INTERRUPTED shards: \(result.interrupted.joined(separator: ", "))") }
-
-        if let json { try writeResults("the merged JSON summary", to: json) { try JSONFormat.write(s, to: json) } }
-        if let junit {
-            try writeResults("the merged JUnit report", to: junit) {
-                try Reports.junit(s).write(toFile: junit, atomically: true, encoding: .utf8)
-            }
-        }
-        if !s.validatorFailures.isEmpty { throw ExitCode(Exit.validatorFailure) }
-        if !s.discrepancies.isEmpty { throw ExitCode(Exit.discrepancy) }
-        if !result.complete { throw ExitCode(Exit.incomplete) }
+        return found
     }
 
     static func jsonFiles(under dir: String) -> [String] {
@@ -171,18 +133,7 @@ struct MergeReports: ParsableCommand {
         let result: MutantsMerge.Result
         do { result = try MutantsMerge.merge(inputs) } catch { throw fail("error: \(error)", code: Exit.usage) }
         let s = result.summary
-        let n = inputs[0].summary.run?.shard.count ?? 1
-        print("merged \(inputs.count) of \(n) shards of mutants (seed \(s.seed), \(s.casesPerMutant) cases per mutant)")
-        print(TextReport.mutantsHeader)
-        for row in s.mutants { print(TextReport.mutantRow(row)) }
-        for name in s.skipped ?? [] { print(TextReport.mutantLine(name, "skipped: the example backend was not built")) }
-        for name in s.setupErrors ?? [] { print(TextReport.mutantLine(name, "ERROR (see its shard's output)")) }
-        print(
-            "killed \(s.killed)/\(s.total); median shrunk counterexample \(s.medianShrunkEvents.map { String(format: "%.1f", $0) } ?? "-") actions"
-        )
-        if !result.missing.isEmpty {
-            print("MISSING shards: \(result.missing.map(\.description).joined(separator: ", "))")
-        }
+        for line in result.lines(given: inputs.count, of: inputs[0].summary.run?.shard.count ?? 1) { print(line) }
         if let json {
             // A table with shards missing would read as the whole run's (and could not be merged again): none.
             if result.complete {
@@ -194,9 +145,7 @@ struct MergeReports: ParsableCommand {
             }
         }
         if junit != nil { print("note: --junit is written for check summaries only") }
-        if s.killed < s.total { throw ExitCode(Exit.discrepancy) }
-        if !(s.setupErrors ?? []).isEmpty { throw ExitCode(Exit.validatorFailure) }
-        if !result.complete { throw ExitCode(Exit.incomplete) }
+        if result.exitCode != 0 { throw ExitCode(result.exitCode) }
     }
 
     struct LoadError: Error, CustomStringConvertible { var description: String }

@@ -30,15 +30,7 @@ struct Replay: ParsableCommand {
 
     func run() throws {
         let v = try makeValidator(validator)
-        var paths: [String] = []
-        for f in files.isEmpty ? ["Corpus"] : files {
-            var isDir: ObjCBool = false
-            if FileManager.default.fileExists(atPath: f, isDirectory: &isDir), isDir.boolValue {
-                paths += Corpus.files(in: f)
-            } else {
-                paths.append(f)
-            }
-        }
+        let paths = corpusPaths()
         var unexpected = 0, failedAsProgram = false
         for path in paths {
             let saved: CorpusCase
@@ -47,8 +39,7 @@ struct Replay: ParsableCommand {
             } catch {
                 throw fail("error: \(error)", code: Exit.usage)
             }
-            let outcome = CaseRunner.run(saved.testCase, against: v)
-            switch outcome {
+            switch CaseRunner.run(saved.testCase, against: v) {
             case .passed:
                 print("\(expectFail ? "UNEXPECTED PASS" : "pass") \(path)")
                 if expectFail { unexpected += 1 }
@@ -58,11 +49,7 @@ struct Replay: ParsableCommand {
                 )
                 if !expectFail {
                     unexpected += 1
-                    var s = Reports.summary(
-                        of: d, saved.testCase, caseIndex: saved.caseIndex, corpusFile: path,
-                        replay: "iapcheck replay \(Shell.quote(path)) --validator \(Shell.quote(validator))")
-                    if explain { s.deliveries = Explanation.deliveries(saved.testCase, upTo: d.step) }
-                    print(TextReport.discrepancy(s, headline: "  \(v.name) disagrees with the oracle"))
+                    print(explained(d, saved, path: path, validator: v.name))
                 }
             case .validatorFailed(let f, _):
                 print("VALIDATOR FAILURE \(path): \(f)")
@@ -72,5 +59,29 @@ struct Replay: ParsableCommand {
         print("\(paths.count) case\(paths.count == 1 ? "" : "s") replayed against \(v.name), \(unexpected) unexpected")
         if failedAsProgram { throw ExitCode(Exit.validatorFailure) }
         if unexpected > 0 { throw ExitCode(Exit.discrepancy) }
+    }
+
+    /// The files given, directories read for their saved cases; the Corpus folder when none is given.
+    func corpusPaths() -> [String] {
+        var paths: [String] = []
+        for f in files.isEmpty ? ["Corpus"] : files {
+            var isDir: ObjCBool = false
+            if FileManager.default.fileExists(atPath: f, isDirectory: &isDir), isDir.boolValue {
+                paths += Corpus.files(in: f)
+            } else {
+                paths.append(f)
+            }
+        }
+        return paths
+    }
+
+    /// A discrepancy as `check` prints it, with the command that replays this file (and with --explain, what each
+    /// delivery changed).
+    func explained(_ d: Discrepancy, _ saved: CorpusCase, path: String, validator name: String) -> String {
+        var s = Reports.summary(
+            of: d, saved.testCase, caseIndex: saved.caseIndex, corpusFile: path,
+            replay: "iapcheck replay \(Shell.quote(path)) --validator \(Shell.quote(validator))")
+        if explain { s.deliveries = Explanation.deliveries(saved.testCase, upTo: d.step) }
+        return TextReport.discrepancy(s, headline: "  \(name) disagrees with the oracle")
     }
 }

@@ -45,6 +45,33 @@ struct Store: ParsableCommand {
         @OptionGroup var cases: CaseOptions
 
         func run() throws {
+            let (settings, parsedTarget) = try storeSettings()
+            let store: MockAppStore
+            do {
+                store = try startStore(settings, for: parsedTarget)
+            } catch {
+                throw fail("error: \(error)", code: Exit.usage)
+            }
+            let c = try caseToServe()
+            store.reset(c.config)
+            print(
+                "mock App Store on http://127.0.0.1:\(store.port): case \(self.case) of seed \(cases.seed) (\(c.property.rawValue)), bundle \(c.config.catalog.bundleId)"
+            )
+            print(
+                settings.apiKey.map { "  API tokens: key \($0.keyId), issuer \($0.issuerId)" }
+                    ?? "  API tokens: not checked (no key)")
+            let notifications = publish(c, on: store)
+            print(
+                "  \(notifications.count) notifications\(postNotifications ? "" : " (not posted; --post-notifications)")"
+            )
+            if postNotifications { try post(notifications, of: c, through: store, to: parsedTarget) }
+            print("serving; Ctrl-C stops")
+            fflush(nil)  // every stream: the output may be a pipe
+            while true { Thread.sleep(forTimeInterval: 3600) }
+        }
+
+        /// The store's port, shared secret and API key: from the target file's "store" section, or the options.
+        func storeSettings() throws -> (StoreSettings, HTTPValidator.Target?) {
             var settings = StoreSettings(port: port, sharedSecret: sharedSecret)
             var parsedTarget: HTTPValidator.Target?
             if let target {
@@ -62,12 +89,11 @@ struct Store: ParsableCommand {
                 guard let keyId, let issuerId else { throw ValidationError("--api-key needs --key-id and --issuer-id") }
                 settings.apiKey = .init(keyId: keyId, issuerId: issuerId, privateKeyFile: apiKey)
             }
-            let store: MockAppStore
-            do {
-                store = try startStore(settings, for: parsedTarget)
-            } catch {
-                throw fail("error: \(error)", code: Exit.usage)
-            }
+            return (settings, parsedTarget)
+        }
+
+        /// Case `--case` of the seed, as `check` generates it.
+        func caseToServe() throws -> GeneratedCase {
             let (catalog, policy) = try cases.loadOrExit()
             var options = CheckOptions()
             options.seed = cases.seed
@@ -75,15 +101,13 @@ struct Store: ParsableCommand {
             options.drawsCatalogs = cases.drawsCatalogs
             options.maxSize = cases.maxSize
             options.policy = policy
-            let (c, _) = Checker(options: options, validator: ReferenceValidator()).generate(caseIndex: self.case)
-            store.reset(c.config)
+            return Checker(options: options, validator: ReferenceValidator()).generate(caseIndex: self.case).0
+        }
+
+        /// Every API snapshot and receipt of the case published on the store (each said); its notifications, with
+        /// their instants, returned for posting.
+        func publish(_ c: GeneratedCase, on store: MockAppStore) -> [(Millis, String)] {
             let renderer = ArtifactRenderer(pki: TestPKI.harness, appAppleId: c.config.catalog.appAppleId)
-            print(
-                "mock App Store on http://127.0.0.1:\(store.port): case \(self.case) of seed \(cases.seed) (\(c.property.rawValue)), bundle \(c.config.catalog.bundleId)"
-            )
-            print(
-                settings.apiKey.map { "  API tokens: key \($0.keyId), issuer \($0.issuerId)" }
-                    ?? "  API tokens: not checked (no key)")
             var notifications: [(Millis, String)] = []
             for step in c.steps {
                 guard case .deliver(let d) = step, d.forgery == nil else { continue }
@@ -104,36 +128,35 @@ struct Store: ParsableCommand {
                     break
                 }
             }
-            print(
-                "  \(notifications.count) notifications\(postNotifications ? "" : " (not posted; --post-notifications)")"
-            )
-            if postNotifications {
-                guard let t = parsedTarget, t.routes["notification"] != nil else {
-                    throw ValidationError("--post-notifications needs --target with a notification route")
-                }
-                // As `check` does: reset the backend with the case's configuration (it must trust the test root), then
-                // post through the store.
-                let backend = HTTPValidator(target: t, name: "http:\(t.host):\(t.port)", timeout: 10, store: store)
-                var config = c.config
-                config.trustedRoots = TestPKI.harness.trustedRoots
-                do {
-                    try backend.reset(config)
-                    for (now, payload) in notifications {
-                        switch try backend.deliver(.notification(signedPayload: payload), now: now) {
-                        case .accepted: print("  posted a notification: accepted")
-                        case .rejected(let why): print("  posted a notification: rejected (\(why))")
-                        }
-                    }
-                } catch {
-                    print("  the backend failed: \(error)")
-                }
-                print(
-                    "  send attempts: \(store.sentNotifications.map { $0.attempts.joined(separator: ",") }.joined(separator: "  "))"
-                )
+            return notifications
+        }
+
+        /// As `check` does: reset the backend with the case's configuration (it must trust the test root), then post
+        /// through the store, with Apple's retries; each answer and every send attempt said.
+        func post(
+            _ notifications: [(Millis, String)], of c: GeneratedCase, through store: MockAppStore,
+            to target: HTTPValidator.Target?
+        ) throws {
+            guard let t = target, t.routes["notification"] != nil else {
+                throw ValidationError("--post-notifications needs --target with a notification route")
             }
-            print("serving; Ctrl-C stops")
-            fflush(nil)  // every stream: the output may be a pipe
-            while true { Thread.sleep(forTimeInterval: 3600) }
+            let backend = HTTPValidator(target: t, name: "http:\(t.host):\(t.port)", timeout: 10, store: store)
+            var config = c.config
+            config.trustedRoots = TestPKI.harness.trustedRoots
+            do {
+                try backend.reset(config)
+                for (now, payload) in notifications {
+                    switch try backend.deliver(.notification(signedPayload: payload), now: now) {
+                    case .accepted: print("  posted a notification: accepted")
+                    case .rejected(let why): print("  posted a notification: rejected (\(why))")
+                    }
+                }
+            } catch {
+                print("  the backend failed: \(error)")
+            }
+            print(
+                "  send attempts: \(store.sentNotifications.map { $0.attempts.joined(separator: ",") }.joined(separator: "  "))"
+            )
         }
     }
 }

@@ -46,6 +46,9 @@ import Testing
         let partial = try MutantsMerge.merge([shards[0], shards[2]])
         #expect(partial.missing == [Shard(index: 1, count: 3)])
         #expect(!partial.complete)
+        #expect(partial.lines(given: 2, of: 3).last == "MISSING shards: 1/3")
+        #expect(partial.lines(given: 2, of: 3)[1] == TextReport.mutantsHeader)
+        #expect(merged.exitCode == (whole.killed < whole.total ? 1 : 0) && partial.exitCode != 0)
 
         var other = shards[1]
         other.summary.run?.seed = 9

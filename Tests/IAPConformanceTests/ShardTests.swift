@@ -57,6 +57,14 @@ import Testing
         #expect(
             m.forgeries.map(\.sent) == whole.forgeries.map(\.sent)
                 && m.forgeries.map(\.rejected) == whole.forgeries.map(\.rejected))
+        // What merge-reports prints and exits with: the summary line of the unsharded run, exit 0.
+        let lines = result.lines(given: 3, of: 3)
+        #expect(lines.first?.hasPrefix("merged 3 of 3 shards of reference (seed ") == true, "\(lines)")
+        #expect(
+            lines.contains(
+                "reference: \(whole.passed)/\(whole.cases) cases passed, \(whole.questions) questions, corpus \(whole.corpus.replayed) replayed"
+            ))
+        #expect(result.exitCode == 0)
     }
 
     /// Shards sized so that the mutant's first failure falls in the second of three; a later failure (made up in the
@@ -76,10 +84,12 @@ import Testing
             inputs[2].summary.cases = 2
             inputs[2].summary.passed = 1
         }
-        let m = try ShardMerge.merge(inputs).summary
+        let result = try ShardMerge.merge(inputs)
+        let m = result.summary
         #expect(m.cases == whole.cases && m.passed == whole.passed && m.questions == whole.questions)
         #expect(m.coverage == whole.coverage)
         #expect(m.discrepancies.map(\.caseIndex) == [first])
+        #expect(result.exitCode == 1 && result.lines(given: 3, of: 3).contains { $0.contains("FAIL ") })
         #expect(
             m.discrepancies.first?.timeline == whole.discrepancies.first?.timeline, "the same shrunk counterexample")
         // merge-reports prints the FAIL line the unsharded check printed, shrink figures and all.
@@ -92,6 +102,7 @@ import Testing
         let result = try ShardMerge.merge([inputs[0], inputs[2]])
         #expect(result.missing == [Shard(index: 1, count: 3)])
         #expect(!result.complete)
+        #expect(result.exitCode == 5 && result.lines(given: 2, of: 3).last == "MISSING shards: 1/3")
 
         var other = inputs[1]
         other.summary.run?.seed = 2
