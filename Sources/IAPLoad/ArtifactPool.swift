@@ -169,12 +169,10 @@ public struct ArtifactPool: Sendable {
         let hostile =
             profile.distinctChains > 0
             ? try! TestPKI(seed: pki.seed, validFrom: pki.validFrom, validUntil: pki.validUntil, leafCount: 256) : nil
-        var byOp: [LoadProfile.Operation: [Item]] = [:]
+        var collected = Collected(wanted: Self.operations(profile, for: setup.validator).sent, size: profile.poolSize)
         var rng = SplitMix64(seed: profile.poolSeed)
         var i: UInt64 = 0
-        let wanted = Self.operations(profile, for: setup.validator).sent
-        func enough() -> Bool { wanted.allSatisfy { (byOp[$0]?.count ?? 0) >= profile.poolSize } }
-        while !enough() && i < UInt64(Self.maxHistories) {
+        while !collected.enough && i < UInt64(Self.maxHistories) {
             let (sim, steps) = Self.history(
                 catalog: setup.catalog, policy: setup.policy,
                 ChoiceSource(seed: SplitMix64.derive(profile.poolSeed, i)))
@@ -187,38 +185,70 @@ public struct ArtifactPool: Sendable {
                 case .deliver(let planned):
                     guard planned.forgery == nil else { continue }
                     let delivery = ns.apply(planned.delivery)
-                    let op: LoadProfile.Operation
-                    switch delivery {
-                    case .appTransaction: op = .appTransaction
-                    case .notification: op = .notification
-                    case .legacyReceipt: op = .legacyReceipt
-                    case .apiSnapshot: continue
-                    }
-                    guard wanted.contains(op), (byOp[op]?.count ?? 0) < profile.poolSize else { continue }
+                    guard let op = Self.operation(of: delivery), collected.wants(op) else { continue }
                     var signed = renderer.render(delivery)
                     if let hostile, Double(rng.next() % 10_000) / 10_000 < profile.distinctChains,
                         case .appTransaction(let s) = delivery
                     {
-                        let leaf = hostile.leaves[Int(rng.next() % UInt64(hostile.leaves.count))]
-                        let jws = JWSSigner.es256(
-                            JWSSigner.header(alg: "ES256", x5c: leaf.chain), JWSSigner.payload(s.transaction),
-                            key: leaf.key)
-                        signed = .appTransaction(userId: s.userId, signedTransaction: jws, deviceTime: s.deviceTime)
+                        signed = Self.underAnotherLeaf(s, of: hostile, &rng)
                     }
                     var item = Item(operation: op, delivery: signed, query: nil, now: planned.now)
                     item.label = Item.label(delivery)
-                    byOp[op, default: []].append(item)
+                    collected.byOp[op, default: []].append(item)
                 case .query(let q):
-                    guard wanted.contains(.query), (byOp[.query]?.count ?? 0) < profile.poolSize else { continue }
+                    guard collected.wants(.query) else { continue }
                     var query = q.query
                     query.userId = ns.uuid(query.userId)
                     var item = Item(operation: .query, delivery: nil, query: query, now: query.at)
                     item.label = "question about user \(query.userId) at \(CivilTime.iso8601(query.at))"
-                    byOp[.query, default: []].append(item)
+                    collected.byOp[.query, default: []].append(item)
                 }
             }
         }
-        // Interleave by weight, deterministically.
+        var pool = ArtifactPool(
+            items: Self.interleave(collected.byOp, profile, &rng),
+            config: ValidatorConfig(catalog: setup.catalog, policy: setup.policy, trustedRoots: pki.trustedRoots))
+        pool.runId = setup.runId
+        if profile.answerSamplePercent > 0 && collected.wanted.contains(.query) {
+            pool.samples = .build(seed: profile.poolSeed, setup: setup)
+        }
+        return pool
+    }
+
+    /// Items collected per operation, up to the pool's size for each operation wanted.
+    struct Collected {
+        let wanted: [LoadProfile.Operation]
+        let size: Int
+        var byOp: [LoadProfile.Operation: [Item]] = [:]
+
+        var enough: Bool { wanted.allSatisfy { (byOp[$0]?.count ?? 0) >= size } }
+        func wants(_ op: LoadProfile.Operation) -> Bool { wanted.contains(op) && (byOp[op]?.count ?? 0) < size }
+    }
+
+    /// The load operation that sends a delivery; nil for an API snapshot (the store serves it, nobody sends it).
+    static func operation(of delivery: Delivery) -> LoadProfile.Operation? {
+        switch delivery {
+        case .appTransaction: .appTransaction
+        case .notification: .notification
+        case .legacyReceipt: .legacyReceipt
+        case .apiSnapshot: nil
+        }
+    }
+
+    /// The app transaction signed under one of the hostile PKI's many leaves, drawn with `rng`.
+    static func underAnotherLeaf(
+        _ s: AppTransactionSubmission, of hostile: TestPKI, _ rng: inout SplitMix64
+    ) -> SignedDelivery {
+        let leaf = hostile.leaves[Int(rng.next() % UInt64(hostile.leaves.count))]
+        let jws = JWSSigner.es256(
+            JWSSigner.header(alg: "ES256", x5c: leaf.chain), JWSSigner.payload(s.transaction), key: leaf.key)
+        return .appTransaction(userId: s.userId, signedTransaction: jws, deviceTime: s.deviceTime)
+    }
+
+    /// The operations' items interleaved by the mix's weights, deterministically (`rng`).
+    static func interleave(
+        _ byOp: [LoadProfile.Operation: [Item]], _ profile: LoadProfile, _ rng: inout SplitMix64
+    ) -> [Item] {
         let ops = LoadProfile.Operation.allCases.filter { (profile.mix[$0] ?? 0) > 0 && !(byOp[$0]?.isEmpty ?? true) }
         let total = ops.map { profile.mix[$0]! }.reduce(0, +)
         var items: [Item] = []
@@ -236,13 +266,6 @@ public struct ArtifactPool: Sendable {
                 pick -= w
             }
         }
-        var pool = ArtifactPool(
-            items: items,
-            config: ValidatorConfig(catalog: setup.catalog, policy: setup.policy, trustedRoots: pki.trustedRoots))
-        pool.runId = setup.runId
-        if profile.answerSamplePercent > 0 && wanted.contains(.query) {
-            pool.samples = .build(seed: profile.poolSeed, setup: setup)
-        }
-        return pool
+        return items
     }
 }

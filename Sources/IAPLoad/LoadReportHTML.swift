@@ -96,6 +96,38 @@ enum LoadReportHTML {
 
     static func render(_ r: LoadResults) -> String {
         let s = r.summary
+        let (latency, throughput, spectrum) = charts(r)
+        let (pct, th, perOperation) = tables(s)
+        let pool = poolLine(s)
+        let capacity = s.capacity.map(capacitySection) ?? ""
+        let memory = memoryLine(s)
+        let errs = s.errors.sorted { $0.key < $1.key }.map { "\(esc($0.key)): \($0.value)" }.joined(separator: ", ")
+        return """
+            <!doctype html><html lang="en"><head><meta charset="utf-8"><title>iapcheck load: \(esc(s.profile))</title>
+            <style>body{font:15px/1.45 system-ui,sans-serif;max-width:1000px;margin:2em auto;padding:0 1em;color:#222}
+            table{border-collapse:collapse;margin:.5em 0} td,th{border-bottom:1px solid #ddd;padding:.3em .8em;text-align:left}
+            .ok{color:#116329;font-weight:600}.bad{color:#a40e26;font-weight:700}.big{font-size:1.3em}</style></head><body>
+            <h1>Load: \(esc(s.profile))</h1>
+            <p>target <b>\(esc(s.target))</b> · \(esc(s.executor)) · \(String(format: "%.1f", s.durationSeconds)) s · iapcheck \(esc(s.environment["iapcheck"] ?? "")) · \(esc(s.environment["cores"] ?? "?")) cores\(s.faults.map { " · <b>faults: \(esc($0))</b>" } ?? "")\(s.interrupted == true ? " · <b>interrupted (Ctrl-C): partial run</b>" : "")</p>
+            <p class=big><b>\(Int(s.throughputPerSecond))</b> requests/s · p99 <b>\(ms(s.latencyMicros["p99"] ?? 0))</b> · errors \(String(format: "%.3f", s.errorRate * 100)) % · dropped \(s.dropped) · <span class=\(s.passed ? "ok" : "bad")>\(s.passed ? "thresholds pass" : "thresholds FAIL")</span></p>
+            \(memory)
+            \(capacity)
+            \(latency)
+            \(spectrum)
+            \(throughput)
+            \(perOperation)
+            \(pool)
+            <h2>Percentiles</h2><table><tr><th></th><th>from intended send</th><th>from actual send</th></tr>\(pct)</table>
+            <h2>Thresholds</h2><table><tr><th>rule</th><th>observed</th><th></th></tr>\(th)</table>
+            <p>errors: \(errs.isEmpty ? "none" : errs) · answer samples checked against the oracle: \(s.answersChecked ?? 0)\((s.errors["wrong-answer"] ?? 0) > 0 ? " (<span class=bad>\(s.errors["wrong-answer"]!) wrong</span>)" : "")</p>
+            </body></html>
+
+            """
+    }
+
+    /// Latency and throughput per second (restarts of the backend dashed), and the percentile spectrum.
+    static func charts(_ r: LoadResults) -> (latency: String, throughput: String, spectrum: String) {
+        let s = r.summary
         let seconds = s.perSecond
         let restarts = (s.faultSeconds ?? []).map { (x: $0, label: "backend restarted (dashed)") }
         let secTicks = stride(from: 0, through: max(seconds.count - 1, 0), by: max(1, seconds.count / 10)).map {
@@ -131,6 +163,11 @@ enum LoadReportHTML {
                 (1, "0%"), (2, "50%"), (10, "90%"), (100, "99%"), (1000, "99.9%"), (10000, "99.99%"),
                 (100000, "99.999%"),
             ])
+        return (latency, throughput, spectrum)
+    }
+
+    /// The percentiles, the thresholds, and each operation with its errors by reason (rows of their tables).
+    static func tables(_ s: LoadResults.Summary) -> (percentiles: String, thresholds: String, perOperation: String) {
         let pct = ["p50", "p90", "p99", "p99.9", "p99.99", "max"].map { k in
             "<tr><td>\(k)</td><td>\(ms(s.latencyMicros[k] ?? 0))</td><td>\(ms(s.uncorrectedLatencyMicros[k] ?? 0))</td></tr>"
         }.joined()
@@ -155,6 +192,11 @@ enum LoadReportHTML {
                 + (reasons.isEmpty
                     ? "<p>No errors.</p>"
                     : "<h2>Errors by reason</h2><table><tr><th>operation</th><th>reason</th><th>count</th><th>first request with it</th></tr>\(reasons)</table>")
+        return (pct, th, perOperation)
+    }
+
+    /// The pool: its size, the run id, repeats, what was not sent and the answer samples.
+    static func poolLine(_ s: LoadResults.Summary) -> String {
         var pool = ""
         if let items = s.poolItems {
             pool = "<p>pool: \(items) artifacts and questions, run id \(esc(s.runId ?? "?"))"
@@ -166,7 +208,11 @@ enum LoadReportHTML {
             pool += s.answerSamples.map { " · answer samples: \(esc($0))" } ?? ""
             pool += "</p>"
         }
-        let capacity = s.capacity.map(capacitySection) ?? ""
+        return pool
+    }
+
+    /// iapcheck's memory at the start and end of the measured run, and the backend's restarts.
+    static func memoryLine(_ s: LoadResults.Summary) -> String {
         var memory = ""
         if let a = s.rssStartBytes, let b = s.rssEndBytes, a > 0 {
             memory = String(
@@ -175,27 +221,6 @@ enum LoadReportHTML {
                 Double(a) / 1e6, Double(b) / 1e6, (Double(b) - Double(a)) / Double(a) * 100,
                 s.faultSeconds.map { " · backend restarted \($0.count) times (dashed lines)" } ?? "")
         }
-        let errs = s.errors.sorted { $0.key < $1.key }.map { "\(esc($0.key)): \($0.value)" }.joined(separator: ", ")
-        return """
-            <!doctype html><html lang="en"><head><meta charset="utf-8"><title>iapcheck load: \(esc(s.profile))</title>
-            <style>body{font:15px/1.45 system-ui,sans-serif;max-width:1000px;margin:2em auto;padding:0 1em;color:#222}
-            table{border-collapse:collapse;margin:.5em 0} td,th{border-bottom:1px solid #ddd;padding:.3em .8em;text-align:left}
-            .ok{color:#116329;font-weight:600}.bad{color:#a40e26;font-weight:700}.big{font-size:1.3em}</style></head><body>
-            <h1>Load: \(esc(s.profile))</h1>
-            <p>target <b>\(esc(s.target))</b> · \(esc(s.executor)) · \(String(format: "%.1f", s.durationSeconds)) s · iapcheck \(esc(s.environment["iapcheck"] ?? "")) · \(esc(s.environment["cores"] ?? "?")) cores\(s.faults.map { " · <b>faults: \(esc($0))</b>" } ?? "")\(s.interrupted == true ? " · <b>interrupted (Ctrl-C): partial run</b>" : "")</p>
-            <p class=big><b>\(Int(s.throughputPerSecond))</b> requests/s · p99 <b>\(ms(s.latencyMicros["p99"] ?? 0))</b> · errors \(String(format: "%.3f", s.errorRate * 100)) % · dropped \(s.dropped) · <span class=\(s.passed ? "ok" : "bad")>\(s.passed ? "thresholds pass" : "thresholds FAIL")</span></p>
-            \(memory)
-            \(capacity)
-            \(latency)
-            \(spectrum)
-            \(throughput)
-            \(perOperation)
-            \(pool)
-            <h2>Percentiles</h2><table><tr><th></th><th>from intended send</th><th>from actual send</th></tr>\(pct)</table>
-            <h2>Thresholds</h2><table><tr><th>rule</th><th>observed</th><th></th></tr>\(th)</table>
-            <p>errors: \(errs.isEmpty ? "none" : errs) · answer samples checked against the oracle: \(s.answersChecked ?? 0)\((s.errors["wrong-answer"] ?? 0) > 0 ? " (<span class=bad>\(s.errors["wrong-answer"]!) wrong</span>)" : "")</p>
-            </body></html>
-
-            """
+        return memory
     }
 }

@@ -18,31 +18,9 @@ extension LoadResults {
         var options: (String?, String)?
         var capacities: [CapacitySearch.Result] = []
         for dir in directories {
-            func path(_ name: String) -> String { (dir as NSString).appendingPathComponent(name) }
-            let summary = try loadBaseline(path: path("summary.json"))
-            // Only the segments of this profile, each once, all of them: anything else would be counted wrong.
-            guard summary.profile == profile.name, summary.executor == "\(profile.executor)" else {
-                throw MergeError(
-                    description:
-                        "\(dir) is a run of profile \(summary.profile) (\(summary.executor)), not of \(profile.name) (\(profile.executor))"
-                )
-            }
-            let parts = (summary.segment ?? "").split(separator: "/").compactMap { Int($0) }
-            guard parts.count == 2, parts[1] >= 1, (0..<parts[1]).contains(parts[0]) else {
-                throw MergeError(description: "\(dir) is not a segment (run with --segment i/N)")
-            }
-            guard let workload = summary.workload else {
-                throw MergeError(
-                    description:
-                        "\(dir) does not record its workload (written by an older iapcheck?): run the segments again with this one"
-                )
-            }
-            guard workload == profile.workload else {
-                throw MergeError(
-                    description:
-                        "\(dir) ran another workload than the profile \(profile.name) now describes: the segment ran \(workload); the profile says \(profile.workload)"
-                )
-            }
+            let summary = try loadBaseline(path: (dir as NSString).appendingPathComponent("summary.json"))
+            let part = try segment(summary, of: dir, profile: profile)
+            // Only the segments of one run, each once, all of them: anything else would be counted wrong.
             if let (first, from) = options, first != summary.options {
                 throw MergeError(
                     description:
@@ -50,59 +28,17 @@ extension LoadResults {
                 )
             }
             options = options ?? (summary.options, dir)
-            let counted =
-                [summary.requests, summary.dropped, summary.answersChecked ?? 0, summary.repeats ?? 0]
-                + summary.errors.values + summary.perSecond.map(\.errors)
-                + (summary.operations ?? []).flatMap { [$0.requests, $0.dropped] + $0.errors.values }
-            guard counted.allSatisfy({ (0...Int(HistogramFile.maxTotal)).contains($0) }) else {
+            if let count, count != part.count {
                 throw MergeError(
                     description:
-                        "\(dir)/summary.json has a count (requests, dropped, errors or answers checked) below 0 or above \(HistogramFile.maxTotal)"
-                )
+                        "\(dir) is segment \(summary.segment!) of a run split in \(part.count), the others in \(count)")
             }
-            guard summary.interrupted != true else {
-                throw MergeError(
-                    description:
-                        "\(dir) was interrupted (segment \(summary.segment!) sent only part of its share): run that segment again"
-                )
-            }
-            if let count, count != parts[1] {
-                throw MergeError(
-                    description:
-                        "\(dir) is segment \(summary.segment!) of a run split in \(parts[1]), the others in \(count)")
-            }
-            count = parts[1]
-            if let other = seen[parts[0]] {
+            count = part.count
+            if let other = seen[part.index] {
                 throw MergeError(description: "segment \(summary.segment!) is given twice: \(other) and \(dir)")
             }
-            seen[parts[0]] = dir
-            var w = LoadDriver.WorkerResult()
-            w.corrected = try HistogramFile.read(path("histogram.json"))
-            w.uncorrected = try HistogramFile.read(path("histogram-uncorrected.json"))
-            w.perSecond = try HistogramFile.readSeries(path("per-second.json"))
-            w.errorsPerSecond = summary.perSecond.map(\.errors)
-            while w.errorsPerSecond.count < w.perSecond.count { w.errorsPerSecond.append(0) }
-            w.errors = summary.errors
-            w.sent = summary.requests
-            w.dropped = summary.dropped
-            w.answersChecked = summary.answersChecked ?? 0
-            w.repeats = summary.repeats ?? 0
-            // Per operation: its histogram from operations.json, its counts and reasons from the summary's rows.
-            let byOp = try HistogramFile.readOperations(path("operations.json"))
-            for row in summary.operations ?? [] {
-                guard let op = LoadProfile.Operation(rawValue: row.operation) else {
-                    throw MergeError(
-                        description: "\(dir)/summary.json: operations has an unknown operation \(row.operation)")
-                }
-                var o = OperationResult()
-                o.corrected = byOp[op.rawValue] ?? LoadResults.latencyHistogram()
-                o.requests = row.requests
-                o.dropped = row.dropped
-                o.errors = row.errors
-                o.errorSamples = row.errorSamples
-                w.operations[op.index] = o
-            }
-            workers.append(w)
+            seen[part.index] = dir
+            workers.append(try worker(summary, of: dir))
             seconds = max(seconds, summary.durationSeconds)
             if let c = summary.capacity { capacities.append(c) }
         }
@@ -124,6 +60,82 @@ extension LoadResults {
             merged.summary.capacity = CapacitySearch.merge(capacities)
         }
         return merged
+    }
+
+    /// Which segment of how many `dir` holds, if it is a whole segment of a run of this very workload whose counts
+    /// are in bounds; otherwise an error naming the folder.
+    static func segment(_ summary: Summary, of dir: String, profile: LoadProfile) throws -> (index: Int, count: Int) {
+        guard summary.profile == profile.name, summary.executor == "\(profile.executor)" else {
+            throw MergeError(
+                description:
+                    "\(dir) is a run of profile \(summary.profile) (\(summary.executor)), not of \(profile.name) (\(profile.executor))"
+            )
+        }
+        let parts = (summary.segment ?? "").split(separator: "/").compactMap { Int($0) }
+        guard parts.count == 2, parts[1] >= 1, (0..<parts[1]).contains(parts[0]) else {
+            throw MergeError(description: "\(dir) is not a segment (run with --segment i/N)")
+        }
+        guard let workload = summary.workload else {
+            throw MergeError(
+                description:
+                    "\(dir) does not record its workload (written by an older iapcheck?): run the segments again with this one"
+            )
+        }
+        guard workload == profile.workload else {
+            throw MergeError(
+                description:
+                    "\(dir) ran another workload than the profile \(profile.name) now describes: the segment ran \(workload); the profile says \(profile.workload)"
+            )
+        }
+        let counted =
+            [summary.requests, summary.dropped, summary.answersChecked ?? 0, summary.repeats ?? 0]
+            + summary.errors.values + summary.perSecond.map(\.errors)
+            + (summary.operations ?? []).flatMap { [$0.requests, $0.dropped] + $0.errors.values }
+        guard counted.allSatisfy({ (0...Int(HistogramFile.maxTotal)).contains($0) }) else {
+            throw MergeError(
+                description:
+                    "\(dir)/summary.json has a count (requests, dropped, errors or answers checked) below 0 or above \(HistogramFile.maxTotal)"
+            )
+        }
+        guard summary.interrupted != true else {
+            throw MergeError(
+                description:
+                    "\(dir) was interrupted (segment \(summary.segment!) sent only part of its share): run that segment again"
+            )
+        }
+        return (parts[0], parts[1])
+    }
+
+    /// A segment as one worker's result: its histograms rebuilt from their files under checked bounds, its counts
+    /// and, per operation, its histogram, counts and reasons.
+    static func worker(_ summary: Summary, of dir: String) throws -> LoadDriver.WorkerResult {
+        func path(_ name: String) -> String { (dir as NSString).appendingPathComponent(name) }
+        var w = LoadDriver.WorkerResult()
+        w.corrected = try HistogramFile.read(path("histogram.json"))
+        w.uncorrected = try HistogramFile.read(path("histogram-uncorrected.json"))
+        w.perSecond = try HistogramFile.readSeries(path("per-second.json"))
+        w.errorsPerSecond = summary.perSecond.map(\.errors)
+        while w.errorsPerSecond.count < w.perSecond.count { w.errorsPerSecond.append(0) }
+        w.errors = summary.errors
+        w.sent = summary.requests
+        w.dropped = summary.dropped
+        w.answersChecked = summary.answersChecked ?? 0
+        w.repeats = summary.repeats ?? 0
+        let byOp = try HistogramFile.readOperations(path("operations.json"))
+        for row in summary.operations ?? [] {
+            guard let op = LoadProfile.Operation(rawValue: row.operation) else {
+                throw MergeError(
+                    description: "\(dir)/summary.json: operations has an unknown operation \(row.operation)")
+            }
+            var o = OperationResult()
+            o.corrected = byOp[op.rawValue] ?? LoadResults.latencyHistogram()
+            o.requests = row.requests
+            o.dropped = row.dropped
+            o.errors = row.errors
+            o.errorSamples = row.errorSamples
+            w.operations[op.index] = o
+        }
+        return w
     }
 
     public struct MergeError: Error, CustomStringConvertible {
