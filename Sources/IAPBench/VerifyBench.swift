@@ -16,73 +16,26 @@ public enum VerifyBench {
         public var threads: Int
         public var opsPerSecond: Double
         public var microsecondsPerOp: Double
+
+        /// `name  threads  ops/s  µs/op`, aligned.
+        var line: String {
+            "\(name.column(44)) \(String(threads).leftPad(2)) thread\(threads == 1 ? " " : "s") \(String(Int(opsPerSecond)).leftPad(8)) ops/s  \(String(format: "%7.1f", microsecondsPerOp)) µs/op"
+        }
     }
 
     /// Measures each path for `seconds` over a pool of `tokens` StoreKit 2-shaped transactions signed by one leaf;
     /// `emit` receives the table's lines and the warm-cache / raw ratios.
     public static func run(seconds: Double, tokens: Int, threads: Int, emit: (String) -> Void) throws -> [Row] {
         let pki = TestPKI.harness
-        let signer = JWSSigner(pki: pki)
-        let t0 = CivilTime.days(fromCivil: 2026, 3, 1) * CivilTime.msPerDay
-        let pool: [String] = (0..<tokens).map { i in
-            var tx = JWSTransactionDecodedPayload(
-                transactionId: String(2_000_000_000_000_000 + i),
-                originalTransactionId: String(2_000_000_000_000_000 + i),
-                webOrderLineItemId: String(3_000_000_000_000_000 + i), bundleId: Catalog.standard.bundleId,
-                productId: "pro.monthly",
-                subscriptionGroupIdentifier: "21000001", purchaseDate: t0 + Int64(i) * 1000,
-                originalPurchaseDate: t0,
-                expiresDate: t0 + 30 * CivilTime.msPerDay, quantity: 1, type: .autoRenewable,
-                appAccountToken: "a1b2c3d4-0000-4000-8000-000000000001", signedDate: t0 + Int64(i) * 1000,
-                environment: .production, transactionReason: .purchase)
-            tx.storefront = "USA"; tx.storefrontId = "143441"; tx.currency = "USD"; tx.price = 4990
-            tx.originalPurchaseDate = t0; tx.offerType = nil
-            return signer.sign(tx, signedDate: t0)  // one leaf: a warm cache holds one chain
-        }
-        // Raw: the same signing inputs and signatures, verified with the leaf key directly.
-        let key = pki.leaf(at: t0).key.publicKey
-        let raw: [(Data, [UInt8])] = pool.map { jws in
-            let parts = jws.split(separator: ".")
-            return (Data("\(parts[0]).\(parts[1])".utf8), Base64URL.decode(parts[2])!)
-        }
-        emit(
-            "token: \(pool[0].utf8.count) bytes, x5c of 3 (P-384 root and intermediate, P-256 leaf); pool of \(tokens)")
-        var rows: [Row] = []
-        func measure(_ name: String, threads n: Int, _ makeOp: @escaping @Sendable () -> @Sendable (Int) -> Bool) {
-            let deadline = Measure.now() + UInt64(seconds * 1e9)
-            // Safe: thread k writes only `counts[k]`; they are read after every thread has joined.
-            nonisolated(unsafe) let counts = UnsafeMutableBufferPointer<Int>.allocate(capacity: n)
-            counts.initialize(repeating: 0)
-            let start = Measure.now()
-            DispatchQueue.concurrentPerform(iterations: n) { w in
-                let op = makeOp()
-                var i = w * 7919, done = 0
-                while Measure.now() < deadline {
-                    for _ in 0..<64 {
-                        precondition(op(i), "\(name): verification failed")
-                        i += 1
-                    }
-                    done += 64
-                }
-                counts[w] = done
-            }
-            let elapsed = Measure.seconds(since: start)
-            let total = Double(counts.reduce(0, +))
-            counts.deallocate()
-            let ops = total / elapsed
-            rows.append(Row(name: name, threads: n, opsPerSecond: ops, microsecondsPerOp: 1e6 * Double(n) / ops))
-            emit(
-                "\(name.column(44)) \(String(n).leftPad(2)) thread\(n == 1 ? " " : "s") \(String(Int(ops)).leftPad(8)) ops/s  \(String(format: "%7.1f", 1e6 * Double(n) / ops)) µs/op"
-            )
-        }
+        let (p, r, key) = tokenPool(tokens)
+        emit("token: \(p[0].utf8.count) bytes, x5c of 3 (P-384 root and intermediate, P-256 leaf); pool of \(tokens)")
         let reference = ReferenceValidator()
         try reference.reset(ValidatorConfig(catalog: .standard, policy: .default, trustedRoots: pki.trustedRoots))
         let warm = reference.verifier  // the reference validator's own verifier, shared by the threads
         var coldOptions = SignedDataVerifier.Options()
         coldOptions.cacheChains = false
         let cold = SignedDataVerifier(trustedRoots: pki.trustedRoots, options: coldOptions)
-        let poolCount = pool.count
-        let p = pool, r = raw
+        let poolCount = p.count
         // Raw: hashed as the reference hashes (the hasher's buffer entry point), so the two differ only by what the
         // reference does besides the cryptography.
         let rawOp: @Sendable (Int) -> Bool = { i in
@@ -93,14 +46,17 @@ public enum VerifyBench {
         let warmOp: @Sendable (Int) -> Bool = { i in
             (try? warm.verify(p[i % poolCount], as: JWSTransactionDecodedPayload.self) { $0.signedDate }.get()) != nil
         }
+        let coldOp: @Sendable (Int) -> Bool = { i in
+            (try? cold.verify(p[i % poolCount], as: JWSTransactionDecodedPayload.self) { $0.signedDate }.get()) != nil
+        }
+        var rows: [Row] = []
         for n in Set([1, max(1, threads)]).sorted() {
-            measure("raw P-256 ECDSA verify (same signing input)", threads: n) { rawOp }
-            measure("reference verify, warm chain cache", threads: n) { warmOp }
-            measure("reference verify, no cache", threads: n) {
-                { i in
-                    (try? cold.verify(p[i % poolCount], as: JWSTransactionDecodedPayload.self) { $0.signedDate }.get())
-                        != nil
-                }
+            for (name, op) in [
+                ("raw P-256 ECDSA verify (same signing input)", rawOp), ("reference verify, warm chain cache", warmOp),
+                ("reference verify, no cache", coldOp),
+            ] {
+                rows.append(measure(name, threads: n, seconds: seconds, op))
+                emit(rows.last!.line)
             }
         }
         rows += steps(of: p, verifier: warm, seconds: seconds, emit: emit)
@@ -117,6 +73,60 @@ public enum VerifyBench {
             }
         }
         return rows
+    }
+
+    /// `tokens` StoreKit 2-shaped transactions signed by one leaf (a warm cache holds one chain); the same signing
+    /// inputs and signatures for the raw verification; the leaf's public key.
+    static func tokenPool(_ tokens: Int) -> ([String], [(Data, [UInt8])], P256.Signing.PublicKey) {
+        let pki = TestPKI.harness
+        let signer = JWSSigner(pki: pki)
+        let t0 = CivilTime.days(fromCivil: 2026, 3, 1) * CivilTime.msPerDay
+        let pool: [String] = (0..<tokens).map { i in
+            var tx = JWSTransactionDecodedPayload(
+                transactionId: String(2_000_000_000_000_000 + i),
+                originalTransactionId: String(2_000_000_000_000_000 + i),
+                webOrderLineItemId: String(3_000_000_000_000_000 + i), bundleId: Catalog.standard.bundleId,
+                productId: "pro.monthly",
+                subscriptionGroupIdentifier: "21000001", purchaseDate: t0 + Int64(i) * 1000,
+                originalPurchaseDate: t0,
+                expiresDate: t0 + 30 * CivilTime.msPerDay, quantity: 1, type: .autoRenewable,
+                appAccountToken: "a1b2c3d4-0000-4000-8000-000000000001", signedDate: t0 + Int64(i) * 1000,
+                environment: .production, transactionReason: .purchase)
+            tx.storefront = "USA"; tx.storefrontId = "143441"; tx.currency = "USD"; tx.price = 4990
+            tx.originalPurchaseDate = t0; tx.offerType = nil
+            return signer.sign(tx, signedDate: t0)
+        }
+        let raw: [(Data, [UInt8])] = pool.map { jws in
+            let parts = jws.split(separator: ".")
+            return (Data("\(parts[0]).\(parts[1])".utf8), Base64URL.decode(parts[2])!)
+        }
+        return (pool, raw, pki.leaf(at: t0).key.publicKey)
+    }
+
+    /// `op` on `n` threads for `seconds`, in batches of 64 (each must succeed): operations per second and µs each.
+    static func measure(_ name: String, threads n: Int, seconds: Double, _ op: @escaping @Sendable (Int) -> Bool) -> Row
+    {
+        let deadline = Measure.now() + UInt64(seconds * 1e9)
+        // Safe: thread k writes only `counts[k]`; they are read after every thread has joined.
+        nonisolated(unsafe) let counts = UnsafeMutableBufferPointer<Int>.allocate(capacity: n)
+        counts.initialize(repeating: 0)
+        let start = Measure.now()
+        DispatchQueue.concurrentPerform(iterations: n) { w in
+            var i = w * 7919, done = 0
+            while Measure.now() < deadline {
+                for _ in 0..<64 {
+                    precondition(op(i), "\(name): verification failed")
+                    i += 1
+                }
+                done += 64
+            }
+            counts[w] = done
+        }
+        let elapsed = Measure.seconds(since: start)
+        let total = Double(counts.reduce(0, +))
+        counts.deallocate()
+        let ops = total / elapsed
+        return Row(name: name, threads: n, opsPerSecond: ops, microsecondsPerOp: 1e6 * Double(n) / ops)
     }
 
     /// Warm-cache against raw verification on one thread, in alternating bursts of 100 of each for `seconds`: on a

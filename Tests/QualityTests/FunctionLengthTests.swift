@@ -87,8 +87,6 @@ import Testing
     /// been split must leave the list.
     static let stillLong: Set<String> = [
 
-        "IAPBench/CheckBench.swift func run",
-        "IAPBench/VerifyBench.swift func run",
         "IAPModel/StoreKitConfiguration.swift func catalog", "ExampleBackend/ExampleBackend.swift func main",
         "IAPHTTP/AnswerMapping.swift func entries", "IAPHTTP/HTTPValidator+Target.swift func parseRoute",
         "IAPSigning/PKIExport.swift func samples",
