@@ -166,126 +166,18 @@ public struct AnswerMapping: Sendable {
             throw Mismatch(
                 message: "the entitlements body is not JSON: \(String(decoding: body.prefix(200), as: UTF8.self))")
         }
-        let entitlements = try entries(self.entitlements, root: root, body: body, at: at).map { e in
+        let entitlements = try EntryReader(mapping: self, body: body, at: at).entries(self.entitlements, root: root).map
+        { e in
             EntitlementGrant(
                 entitlementId: e.id, active: e.active, state: e.state, expiresDate: e.expires, ownership: e.ownership)
         }
-        let products = try entries(self.products, root: root, body: body, at: at).map { e in
+        let products = try EntryReader(mapping: self, body: body, at: at).entries(self.products, root: root).map { e in
             ProductEntitlement(
                 productId: e.id, active: e.active, state: e.state, expiresDate: e.expires, ownership: e.ownership)
         }
         let consumables = try balances(root: root, body: body)
         return EntitlementAnswer(
             products: products, groups: [], consumables: consumables, entitlements: entitlements)
-    }
-
-    struct Entry {
-        var id: String
-        var active: Bool
-        var state: EntitlementState
-        var expires: Millis?
-        var ownership: InAppOwnershipType?
-    }
-
-    private func entries(_ list: List?, root: Any, body: Data, at: Millis) throws(Mismatch) -> [Entry] {
-        guard let list else { return [] }
-        func fail(_ keyPath: String, _ why: String, fix: String? = nil) -> Mismatch {
-            Mismatch(
-                message:
-                    "\(file): \(keyPath): \(why) (response: \(String(decoding: body.prefix(300), as: UTF8.self)))",
-                fix: fix ?? "point \(keyPath) in \(file) at where the response above has it (a JSON Pointer)")
-        }
-        guard let container = Self.resolve(list.each, in: root) else {
-            throw fail(list.eachKeyPath, "\"\(list.each)\" finds nothing in the response")
-        }
-        var items: [(String?, Any)] = []
-        if let one = list.one {
-            guard container is [String: Any] else {
-                throw fail(list.eachKeyPath, "\"\(list.each)\" is not an object (the entry \"\(one)\" names)")
-            }
-            items = [(one, container)]
-        } else if let a = container as? [Any] {
-            items = a.map { (nil, $0) }
-        } else if let d = container as? [String: Any] {
-            items = d.keys.sorted().map { ($0, d[$0]!) }
-        } else if container is NSNull {
-            items = []
-        } else {
-            throw fail(list.eachKeyPath, "\"\(list.each)\" is not an array or an object")
-        }
-        var out: [Entry] = []
-        for (name, item) in items {
-            let id: String
-            if let k = list.key {
-                guard let v = Self.resolve(k.pointer, in: item) else {
-                    throw fail(k.keyPath, "\"\(k.pointer)\" finds nothing in an entry")
-                }
-                guard let s = v as? String ?? (v as? NSNumber).map({ "\($0)" }) else {
-                    throw fail(k.keyPath, "\"\(k.pointer)\" is not a string in an entry")
-                }
-                id = s
-            } else {
-                guard let name else {
-                    throw fail(list.eachKeyPath, "\"\(list.each)\" is an array: name each entry's id with \"key\"")
-                }
-                id = name
-            }
-            func value(_ f: Field?) throws(Mismatch) -> Any? {
-                guard let f else { return nil }
-                guard let v = Self.resolve(f.pointer, in: item) else {
-                    // Fields are read inside each entry: a pointer into the whole response finds nothing there.
-                    let inside =
-                        item is [String: Any] || item is [Any]
-                        ? nil
-                        : "entry \"\(id)\" is \(Self.show(item)), not an object: a field's pointer is read inside each entry of \(list.eachKeyPath); for a response about one entitlement or product, point \(list.eachKeyPath) at it and name it with \"one\""
-                    throw fail(f.keyPath, "\"\(f.pointer)\" finds nothing in entry \"\(id)\"", fix: inside)
-                }
-                return v is NSNull ? nil : v
-            }
-            var expires: Millis?
-            if let v = try value(list.expiresDate), let f = list.expiresDate {
-                guard let t = Self.date(v, format: f.format ?? .epochMs) else {
-                    throw fail(
-                        f.keyPath,
-                        "\(Self.show(v)) in entry \"\(id)\" is not a date in \((f.format ?? .epochMs).rawValue)",
-                        fix:
-                            "set \"format\" of \(f.keyPath) in \(file) to the backend's: iso8601, epoch-ms or epoch-s (\(Self.show(v)) above)"
-                    )
-                }
-                expires = t
-            }
-            var active: Bool
-            if let f = list.active {
-                let v = try value(f)
-                guard let b = v.flatMap(Self.bool) else {
-                    throw fail(f.keyPath, "\(Self.show(v)) in entry \"\(id)\" is not a boolean")
-                }
-                active = b
-            } else {
-                active = expires.map { $0 > at } ?? true
-            }
-            var state: EntitlementState = active ? .active : .expired
-            if let f = list.state, let v = try value(f) {
-                guard let s = (v as? String).flatMap(EntitlementState.init(rawValue:)) else {
-                    throw fail(
-                        f.keyPath,
-                        "\(Self.show(v)) in entry \"\(id)\" is not a state (\(EntitlementState.allCases.map(\.rawValue).joined(separator: ", ")))"
-                    )
-                }
-                state = s
-            }
-            var ownership: InAppOwnershipType?
-            if let f = list.ownership, let v = try value(f) {
-                guard let s = v as? String else {
-                    throw fail(f.keyPath, "\(Self.show(v)) in entry \"\(id)\" is not PURCHASED or FAMILY_SHARED")
-                }
-                ownership = InAppOwnershipType(rawValue: s)
-            }
-            if active && ownership == nil && list.ownership == nil { ownership = .purchased }
-            out.append(
-                Entry(id: id, active: active, state: state, expires: active ? expires : nil, ownership: ownership))
-        }
-        return out
     }
 
     /// RFC 6901: `""` is the whole document; `/a/0/b` walks members and array indices; `~1` is `/`, `~0` is `~`.

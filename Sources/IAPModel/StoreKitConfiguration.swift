@@ -13,107 +13,16 @@ public enum StoreKitConfiguration {
     public static func catalog(from data: Data, file: String, defaults: Catalog) throws(ConfigError) -> Catalog {
         let r = StrictJSON(file: file)
         let root = try r.root(data)
-        var products: [CatalogProduct] = []
-        var paths: [String] = []
-        var groups: [SubscriptionGroup] = []
-        var defaulted: Set<String> = []
-        var skipped: [String] = []
-
-        for p in root.objects("products", required: false) ?? [] {
-            let id = p.string("productID")
-            let type = p.choice("type", ["Consumable", "NonConsumable"])
-            let shareable = p.bool("familyShareable", required: false) ?? false
-            if let id, let type {
-                let kind: ProductKind = type == "Consumable" ? .consumable : .nonConsumable
-                if shareable && kind == .consumable {
-                    r.problem(p.keyPath("familyShareable"), "a consumable cannot be family-shareable")
-                }
-                paths.append(p.keyPath("productID"))
-                products.append(
-                    CatalogProduct(id: id, kind: kind, familyShareable: shareable && kind == .nonConsumable))
-            }
-        }
-        for p in root.objects("nonRenewingSubscriptions", required: false) ?? [] {
-            let id = p.string("productID")
-            _ = p.choice("type", ["NonRenewingSubscription"], required: false)
-            if p.bool("familyShareable", required: false) == true {
-                r.problem(
-                    p.keyPath("familyShareable"),
-                    "App Store Connect offers Family Sharing for auto-renewable subscriptions and non-consumables only")
-            }
-            // Apple gives non-renewing subscriptions no duration; the app decides it (docs/semantics.md#product-types).
-            // One month is assumed, and the run says so; an entitlements file's `nonRenewing` gives the real one.
-            if let id {
-                paths.append(p.keyPath("productID"))
-                products.append(CatalogProduct(id: id, kind: .nonRenewing, period: Period(1, .month)))
-                defaulted.insert(id)
-            }
-        }
-        for g in root.objects("subscriptionGroups", required: false) ?? [] {
-            let gid = g.string("id")
-            let name = g.string("name", required: false) ?? gid ?? "?"
-            if let gid {
-                if let why = CatalogLoader.idProblem(gid) { r.problem(g.keyPath("id"), why) }
-                groups.append(SubscriptionGroup(id: gid, name: name))
-            }
-            let subscriptions = g.objects("subscriptions") ?? []
-            if g.has("subscriptions") && subscriptions.isEmpty {
-                r.problem(g.keyPath("subscriptions"), "a subscription group needs at least one subscription")
-            }
-            for s in subscriptions {
-                let id = s.string("productID")
-                if let type = s.string("type", required: false), type != "RecurringSubscription" {
-                    r.problem(
-                        s.keyPath("type"),
-                        "\"\(type)\" in a subscription group: only RecurringSubscription products belong there")
-                }
-                let level = s.int("groupNumber", range: 1...1000)
-                let period = s.renewalPeriod("recurringSubscriptionPeriod")
-                let shareable = s.bool("familyShareable", required: false) ?? false
-                // Older files have one `introductoryOffer`; newer ones an `introductoryOffers` array (one per
-                // eligibility rule). iapcheck models one introductory offer per product: the first.
-                let intro =
-                    s.object("introductoryOffer", required: false).flatMap { offer($0, idKey: nil) }
-                    ?? (s.objects("introductoryOffers", required: false) ?? []).compactMap { offer($0, idKey: nil) }
-                    .first
-                // Xcode writes the ordinary plan (BILLED_UPFRONT) on every subscription; installment plans (a
-                // commitment billed monthly) are outside what iapcheck models: left out, and the run says so.
-                for (i, plan) in (s.objects("billingPlans", required: false) ?? []).enumerated() {
-                    if let type = plan.string("billingPlanType", required: false), type != "BILLED_UPFRONT" {
-                        skipped.append(
-                            "\(id ?? "?"): billingPlans[\(i)] (\(type), billed in installments) is not modelled; the subscription is checked as billed up front"
-                        )
-                    }
-                }
-                let promos = (s.objects("adHocOffers", required: false) ?? []).compactMap {
-                    offer($0, idKey: "offerID")
-                }
-                let codes = (s.objects("codeOffers", required: false) ?? []).compactMap {
-                    offer($0, idKey: "referenceName")
-                }
-                let winBack = (s.objects("winbackOffers", required: false) ?? []).compactMap {
-                    offer($0, idKey: "offerID")
-                }
-                if let sg = s.string("subscriptionGroupID", required: false), let gid, sg != gid {
-                    r.problem(
-                        s.keyPath("subscriptionGroupID"), "\"\(sg)\" differs from the enclosing group id \"\(gid)\"")
-                }
-                if let id, let level, let period, let gid {
-                    paths.append(s.keyPath("productID"))
-                    products.append(
-                        CatalogProduct(
-                            id: id, kind: .autoRenewable, groupId: gid, level: Int(level), period: period,
-                            familyShareable: shareable, introductoryOffer: intro, promotionalOffers: promos,
-                            offerCodes: codes, winBackOffers: winBack))
-                }
-            }
-        }
+        var read = Reading(reader: r)
+        for p in root.objects("products", required: false) ?? [] { read.product(p) }
+        for p in root.objects("nonRenewingSubscriptions", required: false) ?? [] { read.nonRenewing(p) }
+        for g in root.objects("subscriptionGroups", required: false) ?? [] { read.group(g) }
         if !root.has("products") && !root.has("subscriptionGroups") && !root.has("nonRenewingSubscriptions") {
             r.problem(
                 "",
                 "no products, nonRenewingSubscriptions or subscriptionGroups: is this a StoreKit configuration file?")
         } else {
-            CatalogLoader.validate(products: products, paths: paths, reader: r)
+            CatalogLoader.validate(products: read.products, paths: read.paths, reader: r)
         }
         try r.finish()
         var c = defaults
@@ -127,11 +36,119 @@ public enum StoreKitConfiguration {
             c.graceChoice = .variesWhileOn
         case nil: break
         }
-        c.groups = groups
-        c.products = products
-        c.defaultedDurations = defaulted
-        c.skipped = skipped
+        c.groups = read.groups
+        c.products = read.products
+        c.defaultedDurations = read.defaulted
+        c.skipped = read.skipped
         return c
+    }
+
+    /// What a file's products, groups and subscriptions add up to while they are read, each problem recorded with
+    /// its key path.
+    struct Reading {
+        let reader: StrictJSON
+        var products: [CatalogProduct] = []
+        /// The key path of each product's id, for the catalog's own checks (duplicates, id shapes).
+        var paths: [String] = []
+        var groups: [SubscriptionGroup] = []
+        /// Non-renewing subscriptions whose duration was assumed (the file gives none).
+        var defaulted: Set<String> = []
+        /// What the file holds that is not modelled, said to the user.
+        var skipped: [String] = []
+
+        /// A consumable or non-consumable of `products[]`.
+        mutating func product(_ p: StrictJSON.Object) {
+            let id = p.string("productID")
+            let type = p.choice("type", ["Consumable", "NonConsumable"])
+            let shareable = p.bool("familyShareable", required: false) ?? false
+            guard let id, let type else { return }
+            let kind: ProductKind = type == "Consumable" ? .consumable : .nonConsumable
+            if shareable && kind == .consumable {
+                reader.problem(p.keyPath("familyShareable"), "a consumable cannot be family-shareable")
+            }
+            paths.append(p.keyPath("productID"))
+            products.append(CatalogProduct(id: id, kind: kind, familyShareable: shareable && kind == .nonConsumable))
+        }
+
+        /// A non-renewing subscription: Apple gives it no duration; the app decides it (docs/semantics.md#product-types).
+        /// One month is assumed, and the run says so; an entitlements file's `nonRenewing` gives the real one.
+        mutating func nonRenewing(_ p: StrictJSON.Object) {
+            let id = p.string("productID")
+            _ = p.choice("type", ["NonRenewingSubscription"], required: false)
+            if p.bool("familyShareable", required: false) == true {
+                reader.problem(
+                    p.keyPath("familyShareable"),
+                    "App Store Connect offers Family Sharing for auto-renewable subscriptions and non-consumables only")
+            }
+            guard let id else { return }
+            paths.append(p.keyPath("productID"))
+            products.append(CatalogProduct(id: id, kind: .nonRenewing, period: Period(1, .month)))
+            defaulted.insert(id)
+        }
+
+        /// A subscription group and its subscriptions (at least one).
+        mutating func group(_ g: StrictJSON.Object) {
+            let gid = g.string("id")
+            let name = g.string("name", required: false) ?? gid ?? "?"
+            if let gid {
+                if let why = CatalogLoader.idProblem(gid) { reader.problem(g.keyPath("id"), why) }
+                groups.append(SubscriptionGroup(id: gid, name: name))
+            }
+            let subscriptions = g.objects("subscriptions") ?? []
+            if g.has("subscriptions") && subscriptions.isEmpty {
+                reader.problem(g.keyPath("subscriptions"), "a subscription group needs at least one subscription")
+            }
+            for s in subscriptions { subscription(s, group: gid) }
+        }
+
+        /// An auto-renewable subscription of group `gid`: its level, period, Family Sharing and offers.
+        mutating func subscription(_ s: StrictJSON.Object, group gid: String?) {
+            let id = s.string("productID")
+            if let type = s.string("type", required: false), type != "RecurringSubscription" {
+                reader.problem(
+                    s.keyPath("type"),
+                    "\"\(type)\" in a subscription group: only RecurringSubscription products belong there")
+            }
+            let level = s.int("groupNumber", range: 1...1000)
+            let period = s.renewalPeriod("recurringSubscriptionPeriod")
+            let shareable = s.bool("familyShareable", required: false) ?? false
+            // Older files have one `introductoryOffer`; newer ones an `introductoryOffers` array (one per eligibility
+            // rule). iapcheck models one introductory offer per product: the first.
+            let intro =
+                s.object("introductoryOffer", required: false).flatMap { offer($0, idKey: nil) }
+                ?? (s.objects("introductoryOffers", required: false) ?? []).compactMap { offer($0, idKey: nil) }.first
+            skipInstallmentPlans(s, id: id)
+            let promos = (s.objects("adHocOffers", required: false) ?? []).compactMap { offer($0, idKey: "offerID") }
+            let codes = (s.objects("codeOffers", required: false) ?? []).compactMap {
+                offer($0, idKey: "referenceName")
+            }
+            let winBack = (s.objects("winbackOffers", required: false) ?? []).compactMap {
+                offer($0, idKey: "offerID")
+            }
+            if let sg = s.string("subscriptionGroupID", required: false), let gid, sg != gid {
+                reader.problem(
+                    s.keyPath("subscriptionGroupID"), "\"\(sg)\" differs from the enclosing group id \"\(gid)\"")
+            }
+            guard let id, let level, let period, let gid else { return }
+            paths.append(s.keyPath("productID"))
+            products.append(
+                CatalogProduct(
+                    id: id, kind: .autoRenewable, groupId: gid, level: Int(level), period: period,
+                    familyShareable: shareable, introductoryOffer: intro, promotionalOffers: promos,
+                    offerCodes: codes, winBackOffers: winBack))
+        }
+
+        /// Xcode writes the ordinary plan (BILLED_UPFRONT) on every subscription; installment plans (a commitment
+        /// billed monthly) are outside what iapcheck models: left out, and the run says so.
+        mutating func skipInstallmentPlans(_ s: StrictJSON.Object, id: String?) {
+            for (i, plan) in (s.objects("billingPlans", required: false) ?? []).enumerated() {
+                if let type = plan.string("billingPlanType", required: false), type != "BILLED_UPFRONT" {
+                    skipped.append(
+                        "\(id ?? "?"): billingPlans[\(i)] (\(type), billed in installments) is not modelled; the subscription is checked as billed up front"
+                    )
+                }
+            }
+        }
     }
 
     static func offer(_ o: StrictJSON.Object, idKey: String?) -> OfferSpec? {

@@ -40,15 +40,7 @@ public enum PKIExport {
             autoRenewStatus: .on, signedDate: t, environment: catalog.environment)
         renewal.renewalDate = tx.expiresDate
         renewal.isInBillingRetryPeriod = false
-        // One-time products are reported as ONE_TIME_CHARGE; subscriptions as SUBSCRIBED/INITIAL_BUY.
-        let notification = ResponseBodyV2DecodedPayload(
-            notificationType: renews ? .subscribed : .oneTimeCharge, subtype: renews ? .initialBuy : nil,
-            notificationUUID: "5e1f0000-0000-4000-9000-000000000001",
-            signedDate: t,
-            data: NotificationData(
-                appAppleId: catalog.appAppleId, bundleId: catalog.bundleId,
-                environment: catalog.environment, transactionInfo: tx, renewalInfo: renews ? renewal : nil,
-                status: renews ? .active : nil))
+        let notification = purchaseNotification(tx, renewal: renews ? renewal : nil, catalog: catalog, at: t)
         let renderer = ArtifactRenderer(pki: pki)
         func write(_ text: String, _ name: String, in dir: String = directory) throws {
             try Data(text.utf8).write(
@@ -58,38 +50,11 @@ public enum PKIExport {
         if renews { try write(renderer.renewal(renewal), "renewal.jws") }
         try write(renderer.notification(notification), "notification.jws")
         // Notifications without `data`: the app is named in `summary` / `externalPurchaseToken` instead.
-        let summary = ResponseBodyV2DecodedPayload(
-            notificationType: .renewalExtension, subtype: .summary,
-            notificationUUID: "5e1f0000-0000-4000-9000-000000000002",
-            signedDate: t, data: nil,
-            summary: NotificationSummary(
-                requestIdentifier: "5e1f0000-0000-4000-9000-000000000003", environment: catalog.environment,
-                appAppleId: catalog.appAppleId, bundleId: catalog.bundleId, productId: product.id,
-                failedCount: 0, succeededCount: 1))
-        let token = ResponseBodyV2DecodedPayload(
-            notificationType: .externalPurchaseToken, subtype: .unreported,
-            notificationUUID: "5e1f0000-0000-4000-9000-000000000004",
-            signedDate: t, data: nil,
-            externalPurchaseToken: ExternalPurchaseToken(
-                externalPurchaseId: (catalog.environment == .production ? "" : "SANDBOX")
-                    + "5e1f0000-0000-4000-9000-000000000005",
-                tokenCreationDate: t, appAppleId: catalog.appAppleId, bundleId: catalog.bundleId))
+        let (summary, token) = notificationsWithoutData(catalog, product: product.id, at: t)
         try write(renderer.notification(summary), "summary-notification.jws")
         let writesToken = [Environment.production, .sandbox].contains(catalog.environment)
         if writesToken { try write(renderer.notification(token), "external-purchase-token-notification.jws") }
-        let kit = ForgeryKit(pki: pki)
-        var forged: [[String: String]] = []
-        for f in ForgeryClass.allCases where f.applies(in: catalog.environment) {
-            let d = ForgeryKit.delivery(f, tempting: ForgeryClass.tempting(tx), notification: notification, userId: "u")
-            let kind: String, jws: String
-            switch kit.render(f, d) {
-            case .appTransaction(_, let s, _): (kind, jws) = ("transaction", s)
-            case .notification(let s): (kind, jws) = ("notification", s)
-            case .apiSnapshot, .legacyReceipt: continue
-            }
-            try write(jws, "\(f.rawValue).jws", in: forgedDir)
-            forged.append(["class": f.rawValue, "kind": kind, "file": "forged/\(f.rawValue).jws"])
-        }
+        let forged = try writeForgeries(pki, tempting: tx, notification: notification, catalog: catalog, to: forgedDir)
         let genuine =
             ["transaction.jws"] + (renews ? ["renewal.jws"] : []) + ["notification.jws", "summary-notification.jws"]
             + (writesToken ? ["external-purchase-token-notification.jws"] : [])
@@ -104,6 +69,70 @@ public enum PKIExport {
                 options: .atomic)
         _ = try export(pki, to: directory)
         return (genuine.count, forged.count)
+    }
+
+    /// The purchase's notification: ONE_TIME_CHARGE for a one-time product, SUBSCRIBED/INITIAL_BUY (with its renewal
+    /// info) for a subscription.
+    static func purchaseNotification(
+        _ tx: JWSTransactionDecodedPayload, renewal: JWSRenewalInfoDecodedPayload?, catalog: Catalog, at t: Millis
+    ) -> ResponseBodyV2DecodedPayload {
+        ResponseBodyV2DecodedPayload(
+            notificationType: renewal != nil ? .subscribed : .oneTimeCharge,
+            subtype: renewal != nil ? .initialBuy : nil,
+            notificationUUID: "5e1f0000-0000-4000-9000-000000000001",
+            signedDate: t,
+            data: NotificationData(
+                appAppleId: catalog.appAppleId, bundleId: catalog.bundleId,
+                environment: catalog.environment, transactionInfo: tx, renewalInfo: renewal,
+                status: renewal != nil ? .active : nil))
+    }
+
+    /// A RENEWAL_EXTENSION/SUMMARY and an EXTERNAL_PURCHASE_TOKEN notification: the app named in `summary` and
+    /// `externalPurchaseToken`, not in `data`.
+    static func notificationsWithoutData(
+        _ catalog: Catalog, product: String, at t: Millis
+    ) -> (summary: ResponseBodyV2DecodedPayload, token: ResponseBodyV2DecodedPayload) {
+        let summary = ResponseBodyV2DecodedPayload(
+            notificationType: .renewalExtension, subtype: .summary,
+            notificationUUID: "5e1f0000-0000-4000-9000-000000000002",
+            signedDate: t, data: nil,
+            summary: NotificationSummary(
+                requestIdentifier: "5e1f0000-0000-4000-9000-000000000003", environment: catalog.environment,
+                appAppleId: catalog.appAppleId, bundleId: catalog.bundleId, productId: product,
+                failedCount: 0, succeededCount: 1))
+        let token = ResponseBodyV2DecodedPayload(
+            notificationType: .externalPurchaseToken, subtype: .unreported,
+            notificationUUID: "5e1f0000-0000-4000-9000-000000000004",
+            signedDate: t, data: nil,
+            externalPurchaseToken: ExternalPurchaseToken(
+                externalPurchaseId: (catalog.environment == .production ? "" : "SANDBOX")
+                    + "5e1f0000-0000-4000-9000-000000000005",
+                tokenCreationDate: t, appAppleId: catalog.appAppleId, bundleId: catalog.bundleId))
+        return (summary, token)
+    }
+
+    /// One forged transaction or notification per forgery class of the environment, in `dir`; their entries for
+    /// `samples.json`.
+    static func writeForgeries(
+        _ pki: TestPKI, tempting tx: JWSTransactionDecodedPayload, notification: ResponseBodyV2DecodedPayload,
+        catalog: Catalog, to dir: String
+    ) throws -> [[String: String]] {
+        let kit = ForgeryKit(pki: pki)
+        var forged: [[String: String]] = []
+        for f in ForgeryClass.allCases where f.applies(in: catalog.environment) {
+            let d = ForgeryKit.delivery(f, tempting: ForgeryClass.tempting(tx), notification: notification, userId: "u")
+            let kind: String, jws: String
+            switch kit.render(f, d) {
+            case .appTransaction(_, let s, _): (kind, jws) = ("transaction", s)
+            case .notification(let s): (kind, jws) = ("notification", s)
+            case .apiSnapshot, .legacyReceipt: continue
+            }
+            try Data(jws.utf8).write(
+                to: URL(fileURLWithPath: (dir as NSString).appendingPathComponent("\(f.rawValue).jws")),
+                options: .atomic)
+            forged.append(["class": f.rawValue, "kind": kind, "file": "forged/\(f.rawValue).jws"])
+        }
+        return forged
     }
 }
 

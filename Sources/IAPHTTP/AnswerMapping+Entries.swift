@@ -1,0 +1,131 @@
+import Foundation
+import IAPModel
+
+extension AnswerMapping {
+    /// One entry of a list as the mapping reads it: its id, whether it is active, its state, its end and who owns it.
+    struct Entry {
+        var id: String
+        var active: Bool
+        var state: EntitlementState
+        var expires: Millis?
+        var ownership: InAppOwnershipType?
+    }
+
+    /// Reads a list's entries out of one response; each problem names the mapping file's key path, what the response
+    /// holds there, and the fix.
+    struct EntryReader {
+        let mapping: AnswerMapping
+        let body: Data
+        /// When the question was asked: an entry without `active` is active while its end is after it.
+        let at: Millis
+
+        func fail(_ keyPath: String, _ why: String, fix: String? = nil) -> Mismatch {
+            Mismatch(
+                message:
+                    "\(mapping.file): \(keyPath): \(why) (response: \(String(decoding: body.prefix(300), as: UTF8.self)))",
+                fix: fix ?? "point \(keyPath) in \(mapping.file) at where the response above has it (a JSON Pointer)")
+        }
+
+        func entries(_ list: List?, root: Any) throws(Mismatch) -> [Entry] {
+            guard let list else { return [] }
+            guard let container = AnswerMapping.resolve(list.each, in: root) else {
+                throw fail(list.eachKeyPath, "\"\(list.each)\" finds nothing in the response")
+            }
+            var out: [Entry] = []
+            for (name, item) in try items(of: container, list) {
+                out.append(try entry(item, id: try id(of: item, named: name, list), list))
+            }
+            return out
+        }
+
+        /// The entries `each` finds: the one object `one` names, an array's items, or an object's members by name.
+        func items(of container: Any, _ list: List) throws(Mismatch) -> [(String?, Any)] {
+            if let one = list.one {
+                guard container is [String: Any] else {
+                    throw fail(list.eachKeyPath, "\"\(list.each)\" is not an object (the entry \"\(one)\" names)")
+                }
+                return [(one, container)]
+            }
+            if let a = container as? [Any] { return a.map { (nil, $0) } }
+            if let d = container as? [String: Any] { return d.keys.sorted().map { ($0, d[$0]!) } }
+            if container is NSNull { return [] }
+            throw fail(list.eachKeyPath, "\"\(list.each)\" is not an array or an object")
+        }
+
+        /// An entry's id: at its `key`, or its member name.
+        func id(of item: Any, named name: String?, _ list: List) throws(Mismatch) -> String {
+            guard let k = list.key else {
+                guard let name else {
+                    throw fail(list.eachKeyPath, "\"\(list.each)\" is an array: name each entry's id with \"key\"")
+                }
+                return name
+            }
+            guard let v = AnswerMapping.resolve(k.pointer, in: item) else {
+                throw fail(k.keyPath, "\"\(k.pointer)\" finds nothing in an entry")
+            }
+            guard let s = v as? String ?? (v as? NSNumber).map({ "\($0)" }) else {
+                throw fail(k.keyPath, "\"\(k.pointer)\" is not a string in an entry")
+            }
+            return s
+        }
+
+        /// A field's value inside the entry; nil for JSON null or a field the mapping does not name.
+        func value(_ f: Field?, in item: Any, id: String, _ list: List) throws(Mismatch) -> Any? {
+            guard let f else { return nil }
+            guard let v = AnswerMapping.resolve(f.pointer, in: item) else {
+                // Fields are read inside each entry: a pointer into the whole response finds nothing there.
+                let inside =
+                    item is [String: Any] || item is [Any]
+                    ? nil
+                    : "entry \"\(id)\" is \(AnswerMapping.show(item)), not an object: a field's pointer is read inside each entry of \(list.eachKeyPath); for a response about one entitlement or product, point \(list.eachKeyPath) at it and name it with \"one\""
+                throw fail(f.keyPath, "\"\(f.pointer)\" finds nothing in entry \"\(id)\"", fix: inside)
+            }
+            return v is NSNull ? nil : v
+        }
+
+        /// The entry: its end in the field's date format, active (from the field, or from the end), its state (or
+        /// active/expired) and its ownership (purchased when active and the mapping names none).
+        func entry(_ item: Any, id: String, _ list: List) throws(Mismatch) -> Entry {
+            var expires: Millis?
+            if let f = list.expiresDate, let v = try value(f, in: item, id: id, list) {
+                guard let t = AnswerMapping.date(v, format: f.format ?? .epochMs) else {
+                    throw fail(
+                        f.keyPath,
+                        "\(AnswerMapping.show(v)) in entry \"\(id)\" is not a date in \((f.format ?? .epochMs).rawValue)",
+                        fix:
+                            "set \"format\" of \(f.keyPath) in \(mapping.file) to the backend's: iso8601, epoch-ms or epoch-s (\(AnswerMapping.show(v)) above)"
+                    )
+                }
+                expires = t
+            }
+            var active = expires.map { $0 > at } ?? true
+            if let f = list.active {
+                let v = try value(f, in: item, id: id, list)
+                guard let b = v.flatMap(AnswerMapping.bool) else {
+                    throw fail(f.keyPath, "\(AnswerMapping.show(v)) in entry \"\(id)\" is not a boolean")
+                }
+                active = b
+            }
+            var state: EntitlementState = active ? .active : .expired
+            if let f = list.state, let v = try value(f, in: item, id: id, list) {
+                guard let s = (v as? String).flatMap(EntitlementState.init(rawValue:)) else {
+                    throw fail(
+                        f.keyPath,
+                        "\(AnswerMapping.show(v)) in entry \"\(id)\" is not a state (\(EntitlementState.allCases.map(\.rawValue).joined(separator: ", ")))"
+                    )
+                }
+                state = s
+            }
+            var ownership: InAppOwnershipType?
+            if let f = list.ownership, let v = try value(f, in: item, id: id, list) {
+                guard let s = v as? String else {
+                    throw fail(
+                        f.keyPath, "\(AnswerMapping.show(v)) in entry \"\(id)\" is not PURCHASED or FAMILY_SHARED")
+                }
+                ownership = InAppOwnershipType(rawValue: s)
+            }
+            if active && ownership == nil && list.ownership == nil { ownership = .purchased }
+            return Entry(id: id, active: active, state: state, expires: active ? expires : nil, ownership: ownership)
+        }
+    }
+}
