@@ -11,7 +11,8 @@ import Testing
     static func imports(of module: String) throws -> [String: Set<String>] {
         let dir = sources.appendingPathComponent(module)
         var out: [String: Set<String>] = [:]
-        for name in try FileManager.default.contentsOfDirectory(atPath: dir.path) where name.hasSuffix(".swift") {
+        let names = FileManager.default.enumerator(atPath: dir.path)?.compactMap { $0 as? String } ?? []
+        for name in names where name.hasSuffix(".swift") {
             let text = try String(contentsOf: dir.appendingPathComponent(name), encoding: .utf8)
             out[name] = Set(
                 text.split(separator: "\n").compactMap { line -> String? in
@@ -38,6 +39,21 @@ import Testing
                 wrong.isEmpty,
                 "Sources/\(module)/\(file) imports \(wrong.sorted()): runners see validators through IAPValidatorAPI only"
             )
+        }
+    }
+
+    /// IAPConformance is arranged in rooms, one folder per concern (docs/architecture.md#iapconformance-by-room):
+    /// no file loose at the top, no room over a dozen files or so, and only the rooms the architecture names.
+    @Test func theConformanceRunnerIsArrangedInRooms() throws {
+        let dir = Self.sources.appendingPathComponent("IAPConformance")
+        let rooms: Set<String> = ["Engine", "Runs", "Shards", "Certification", "Reports"]
+        for entry in try FileManager.default.contentsOfDirectory(atPath: dir.path) {
+            #expect(rooms.contains(entry), "Sources/IAPConformance/\(entry) is outside the rooms \(rooms.sorted())")
+        }
+        for room in rooms {
+            let files = try FileManager.default.contentsOfDirectory(atPath: dir.appendingPathComponent(room).path)
+                .filter { $0.hasSuffix(".swift") }
+            #expect(!files.isEmpty && files.count <= 13, "Sources/IAPConformance/\(room) holds \(files.count) files")
         }
     }
 
