@@ -71,12 +71,14 @@ public enum Build {
         return r
     }
 
-    /// A notification of `type` carrying `tx` and `renewal`, signed when the newer of them was.
+    /// A notification of `type` carrying `tx` and `renewal` (and the subscription's `status`), signed when the newer
+    /// of them was (or at `signed`).
     public static func notification(
         _ type: NotificationTypeV2, _ subtype: Subtype? = nil, tx: JWSTransactionDecodedPayload?,
-        renewal: JWSRenewalInfoDecodedPayload? = nil, uuid: String? = nil, catalog: Catalog = .standard
+        renewal: JWSRenewalInfoDecodedPayload? = nil, uuid: String? = nil, signed: Millis? = nil,
+        status: SubscriptionStatus? = nil, catalog: Catalog = .standard
     ) -> Delivery {
-        let signed = max(tx?.signedDate ?? .min, renewal?.signedDate ?? .min)
+        let signed = signed ?? max(tx?.signedDate ?? .min, renewal?.signedDate ?? .min)
         return .notification(
             ResponseBodyV2DecodedPayload(
                 notificationType: type, subtype: subtype,
@@ -84,7 +86,7 @@ public enum Build {
                 signedDate: signed,
                 data: NotificationData(
                     appAppleId: catalog.appAppleId, bundleId: catalog.bundleId, environment: catalog.environment,
-                    transactionInfo: tx, renewalInfo: renewal, status: nil)))
+                    transactionInfo: tx, renewalInfo: renewal, status: status)))
     }
 
     /// A notification id that differs per signing instant (a repeated delivery of one notification keeps its id).

@@ -1,4 +1,5 @@
 import IAPModel
+import IAPTesting
 import Testing
 
 @testable import IAPConformance
@@ -11,11 +12,7 @@ import Testing
     static func transaction(_ id: String, purchased: Millis, expires: Millis, ownership: InAppOwnershipType)
         -> JWSTransactionDecodedPayload
     {
-        JWSTransactionDecodedPayload(
-            transactionId: id, originalTransactionId: id, bundleId: Catalog.standard.bundleId,
-            productId: "pro.monthly", subscriptionGroupIdentifier: "21000001", purchaseDate: purchased,
-            expiresDate: expires, type: .autoRenewable, inAppOwnershipType: ownership,
-            signedDate: purchased, environment: .production)
+        Build.transaction(id, purchased: purchased, expires: expires, ownership: ownership, reason: nil)
     }
 
     @Test func theUsersOwnGraceIsListedBeforeALaterFamilyShare() {
@@ -24,11 +21,7 @@ import Testing
         let share = Self.transaction("2002", purchased: 20 * Self.day, expires: 35 * Self.day, ownership: .familyShared)
         facts.add(.appTransaction(AppTransactionSubmission(userId: "u1", transaction: own, deviceTime: nil)))
         facts.add(.appTransaction(AppTransactionSubmission(userId: "u1", transaction: share, deviceTime: nil)))
-        var retry = JWSRenewalInfoDecodedPayload(
-            originalTransactionId: "1001", productId: "pro.monthly", autoRenewProductId: "pro.monthly",
-            autoRenewStatus: .on, signedDate: 30 * Self.day, environment: .production)
-        retry.isInBillingRetryPeriod = true
-        retry.gracePeriodExpiresDate = 46 * Self.day
+        let retry = Build.renewalInfo(of: own, signed: 30 * Self.day, retry: true, grace: 46 * Self.day)
         facts.renew(retry)
         let lines = Explanation.productFacts(
             "pro.monthly", at: 40 * Self.day, facts, catalog: .standard, rel: { CivilTime.relative($0) })

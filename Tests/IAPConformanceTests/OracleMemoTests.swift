@@ -3,6 +3,7 @@ import IAPModel
 import IAPOracle
 import IAPReference
 import IAPSimulator
+import IAPTesting
 import Testing
 
 /// The oracle keeps what it derives from the facts between questions, and after a new transaction prepares again
@@ -61,11 +62,9 @@ import Testing
     static let day = CivilTime.msPerDay
 
     static func monthly(_ id: String, chain: String, signed: Millis) -> JWSTransactionDecodedPayload {
-        JWSTransactionDecodedPayload(
-            transactionId: id, originalTransactionId: chain, bundleId: Catalog.standard.bundleId,
-            productId: "pro.monthly", subscriptionGroupIdentifier: "21000001", purchaseDate: t0,
-            expiresDate: t0 + 30 * day, type: .autoRenewable, appAccountToken: "u1", signedDate: signed,
-            environment: Catalog.standard.environment, transactionReason: .purchase)
+        var tx = Build.transaction(id, chain: chain, purchased: t0, expires: t0 + 30 * day, signed: signed)
+        tx.appAccountToken = "u1"
+        return tx
     }
 
     static func judged(_ k: Knowledge) -> EntitlementAnswer {

@@ -17,11 +17,8 @@ import Testing
     static func monthly(_ id: String, purchased: Millis, signed: Millis, upgraded: Bool = false)
         -> JWSTransactionDecodedPayload
     {
-        var tx = JWSTransactionDecodedPayload(
-            transactionId: id, originalTransactionId: "2000000000000001", bundleId: Catalog.standard.bundleId,
-            productId: "pro.monthly", subscriptionGroupIdentifier: "21000001", purchaseDate: purchased,
-            expiresDate: purchased + 30 * day, type: .autoRenewable, signedDate: signed,
-            environment: Catalog.standard.environment, transactionReason: .purchase)
+        var tx = Build.transaction(
+            id, chain: "2000000000000001", purchased: purchased, expires: purchased + 30 * day, signed: signed)
         if upgraded { tx.isUpgraded = true }
         return tx
     }
@@ -30,11 +27,7 @@ import Testing
     static func failedRenewal(of tx: JWSTransactionDecodedPayload, retry: Bool, grace: Millis? = nil)
         -> JWSRenewalInfoDecodedPayload
     {
-        var r = JWSRenewalInfoDecodedPayload(
-            originalTransactionId: tx.originalTransactionId, productId: tx.productId, autoRenewProductId: tx.productId,
-            autoRenewStatus: .on, signedDate: tx.expiresDate!, environment: tx.environment)
-        r.isInBillingRetryPeriod = retry
-        r.gracePeriodExpiresDate = grace
+        var r = Build.renewalInfo(of: tx, retry: retry, grace: grace)
         r.expirationIntent = .billingError
         return r
     }
@@ -43,13 +36,9 @@ import Testing
     static func failedToRenew(_ tx: JWSTransactionDecodedPayload, _ r: JWSRenewalInfoDecodedPayload, subtype: Subtype?)
         -> Delivery
     {
-        .notification(
-            ResponseBodyV2DecodedPayload(
-                notificationType: .didFailToRenew, subtype: subtype,
-                notificationUUID: "5e1f0000-0000-4000-9000-0000000000ff", signedDate: r.signedDate,
-                data: NotificationData(
-                    appAppleId: Catalog.standard.appAppleId, bundleId: Catalog.standard.bundleId,
-                    environment: tx.environment, transactionInfo: tx, renewalInfo: r, status: nil)))
+        Build.notification(
+            .didFailToRenew, subtype, tx: tx, renewal: r, uuid: "5e1f0000-0000-4000-9000-0000000000ff",
+            signed: r.signedDate)
     }
 
     /// The flagged copy of a transaction arrives, but the transaction that upgraded it never does (a lost
@@ -183,13 +172,9 @@ import Testing
         let own = Self.monthly("2000000000000001", purchased: Self.t0, signed: Self.t0)
         let expiry = own.expiresDate!
         let retry = Self.failedRenewal(of: own, retry: true, grace: expiry + 16 * Self.day)
-        var share = JWSTransactionDecodedPayload(
-            transactionId: "3000000000000001", originalTransactionId: "3000000000000001",
-            bundleId: Catalog.standard.bundleId, productId: "pro.monthly", subscriptionGroupIdentifier: "21000001",
-            purchaseDate: expiry - 10 * Self.day, expiresDate: expiry + 5 * Self.day, type: .autoRenewable,
-            inAppOwnershipType: .familyShared, signedDate: expiry - 10 * Self.day,
-            environment: Catalog.standard.environment, transactionReason: .purchase)
-        share.appAccountToken = nil
+        let share = Build.transaction(
+            "3000000000000001", purchased: expiry - 10 * Self.day, expires: expiry + 5 * Self.day,
+            ownership: .familyShared)
         var k = Knowledge(config: ValidatorConfig(catalog: .standard, policy: .default))
         k.learn(.appTransaction(AppTransactionSubmission(userId: Self.user, transaction: own, deviceTime: nil)))
         k.learn(.appTransaction(AppTransactionSubmission(userId: Self.user, transaction: share, deviceTime: nil)))
@@ -322,15 +307,8 @@ import Testing
     /// new id's only version says it is not. Both readings are defensible, so the product is left open.
     @Test func aRestoredIdSignedAfterTheQuestionLeavesThePurchaseOpen() throws {
         let refundAt = Self.t0 + Self.day, reversedAt = refundAt + 2 * CivilTime.msPerHour
-        var bought = JWSTransactionDecodedPayload(
-            transactionId: "2000000000000001", originalTransactionId: "2000000000000001",
-            bundleId: Catalog.standard.bundleId,
-            productId: "lifetime.unlock", purchaseDate: Self.t0, type: .nonConsumable, signedDate: Self.t0,
-            environment: Catalog.standard.environment, transactionReason: .purchase)
-        var refunded = bought
-        refunded.signedDate = refundAt
-        refunded.revocationDate = refundAt
-        refunded.revocationReason = .refundedDueToIssue
+        var bought = Build.transaction("2000000000000001", product: "lifetime.unlock")
+        let refunded = Build.refunded(bought, at: refundAt, reason: .refundedDueToIssue, type: nil)
         var reversed = bought
         reversed.signedDate = reversedAt
         var restored = reversed
@@ -354,17 +332,9 @@ import Testing
     /// arithmetic of the oracle, the reference or the race mutant; each still counts what the refund left.
     @Test func absurdConsumableQuantitiesDoNotTrap() throws {
         func coins(_ id: String, quantity: Int, percentage: Int?) -> JWSTransactionDecodedPayload {
-            var tx = JWSTransactionDecodedPayload(
-                transactionId: id, originalTransactionId: id, bundleId: Catalog.standard.bundleId,
-                productId: "coins.100", purchaseDate: Self.t0, quantity: quantity, type: .consumable,
-                signedDate: Self.t0 + 1,
-                environment: Catalog.standard.environment, transactionReason: .purchase)
-            if let percentage {
-                tx.revocationDate = Self.t0 + 1
-                tx.revocationReason = .refundedDueToIssue
-                tx.revocationPercentage = percentage
-            }
-            return tx
+            let tx = Build.transaction(id, product: "coins.100", signed: Self.t0 + 1, quantity: quantity)
+            guard let percentage else { return tx }
+            return Build.refunded(tx, at: Self.t0 + 1, reason: .refundedDueToIssue, type: nil, percentage: percentage)
         }
         let deliveries: [Delivery] = [
             coins("2000000000000001", quantity: .max, percentage: 41_250),
@@ -390,12 +360,7 @@ import Testing
     /// and under `either` (the default) both answers pass; the reference follows each.
     @Test func anUpgradeDuringAnIntroductoryPeriodFollowsThePolicy() throws {
         let upgradeAt = Self.t0 + 10 * Self.day
-        var intro = JWSTransactionDecodedPayload(
-            transactionId: "2000000000000001", originalTransactionId: "2000000000000001",
-            bundleId: Catalog.standard.bundleId,
-            productId: "plus.monthly", subscriptionGroupIdentifier: "21000001", purchaseDate: Self.t0,
-            expiresDate: Self.t0 + 30 * Self.day, type: .autoRenewable, signedDate: Self.t0,
-            environment: Catalog.standard.environment, transactionReason: .purchase)
+        var intro = Build.transaction("2000000000000001", product: "plus.monthly", expires: Self.t0 + 30 * Self.day)
         intro.offerType = .introductory
         intro.webOrderLineItemId = "2000000000000101"
         var flagged = intro
@@ -454,18 +419,9 @@ import Testing
     @Test func anUpgradeInsideAnExtensionSignedOnlyInTheRenewalInfoKeepsTheExtension() throws {
         let policy = Policy(upgradeDuringIntro: .union, extensionSignedAs: .renewalInfo)
         let e1 = Self.t0 + 30 * Self.day, extended = e1 + 20 * Self.day, upgradeAt = e1 + 5 * Self.day
-        var basic = JWSTransactionDecodedPayload(
-            transactionId: "2000000000000001", originalTransactionId: "2000000000000001",
-            bundleId: Catalog.standard.bundleId,
-            productId: "basic.monthly", subscriptionGroupIdentifier: "21000001", purchaseDate: Self.t0, expiresDate: e1,
-            type: .autoRenewable, signedDate: Self.t0, environment: Catalog.standard.environment,
-            transactionReason: .purchase)
+        var basic = Build.transaction("2000000000000001", product: "basic.monthly", expires: e1)
         basic.webOrderLineItemId = "2000000000000101"
-        var r = JWSRenewalInfoDecodedPayload(
-            originalTransactionId: basic.originalTransactionId, productId: "basic.monthly",
-            autoRenewProductId: "basic.monthly",
-            autoRenewStatus: .on, signedDate: Self.t0 + 10 * Self.day, environment: basic.environment)
-        r.isInBillingRetryPeriod = false
+        var r = Build.renewalInfo(of: basic, signed: Self.t0 + 10 * Self.day, retry: false)
         r.renewalDate = extended
         var flagged = basic
         flagged.isUpgraded = true
@@ -477,13 +433,9 @@ import Testing
         pro.expiresDate = upgradeAt + 30 * Self.day
         pro.signedDate = upgradeAt
         pro.webOrderLineItemId = "2000000000000102"
-        let extendedNote = Delivery.notification(
-            ResponseBodyV2DecodedPayload(
-                notificationType: .renewalExtended, subtype: nil,
-                notificationUUID: "5e1f0000-0000-4000-9000-0000000000e1", signedDate: r.signedDate,
-                data: NotificationData(
-                    appAppleId: Catalog.standard.appAppleId, bundleId: Catalog.standard.bundleId,
-                    environment: basic.environment, transactionInfo: basic, renewalInfo: r, status: .active)))
+        let extendedNote = Build.notification(
+            .renewalExtended, tx: basic, renewal: r, uuid: "5e1f0000-0000-4000-9000-0000000000e1", signed: r.signedDate,
+            status: .active)
         let deliveries: [Delivery] =
             [
                 .appTransaction(AppTransactionSubmission(userId: Self.user, transaction: basic, deviceTime: nil)),

@@ -4,6 +4,7 @@ import IAPModel
 import IAPMutants
 import IAPReference
 import IAPSigning
+import IAPTesting
 import IAPVerification
 import Testing
 
@@ -12,11 +13,7 @@ import Testing
     static let t: Millis = 1_772_323_200_000  // 2026-03-01
 
     func transaction(signed: Millis = t) -> JWSTransactionDecodedPayload {
-        JWSTransactionDecodedPayload(
-            transactionId: "2000000000000001", originalTransactionId: "2000000000000001",
-            bundleId: "com.example.iapcheck",
-            productId: "lifetime.unlock", purchaseDate: signed, type: .nonConsumable, signedDate: signed,
-            environment: .production)
+        Build.transaction("2000000000000001", product: "lifetime.unlock", purchased: signed, reason: nil)
     }
 
     func verifier() -> SignedDataVerifier { SignedDataVerifier(trustedRoots: pki.trustedRoots) }
@@ -159,9 +156,7 @@ import Testing
             #expect((object?["padding"] as? String)?.count == ForgeryKit.oversizedBytes)
         }
         // A renewal info, and a value with no members (`{}` becomes `{"padding":"…"}`, no comma).
-        let renewal = JWSRenewalInfoDecodedPayload(
-            originalTransactionId: "1000", productId: "pro.monthly", autoRenewProductId: "pro.monthly",
-            autoRenewStatus: .on, signedDate: Self.t, environment: .production)
+        let renewal = Build.renewalInfo(of: Build.transaction("1000"), signed: Self.t)
         let renewalToken = ForgeryKit(pki: pki).jws(.oversizedToken, renewal, Self.t)
         #expect(
             try verifier.verify(renewalToken, as: JWSRenewalInfoDecodedPayload.self) { $0.signedDate }.get() == renewal)
@@ -217,12 +212,9 @@ import Testing
     static let t0: Millis = 1_772_323_200_000  // 2026-03-01
 
     func tx(_ i: Int, expires: Millis) -> JWSTransactionDecodedPayload {
-        JWSTransactionDecodedPayload(
-            transactionId: "\(1000 + i)", originalTransactionId: "1000", bundleId: "com.example.iapcheck",
-            productId: "pro.monthly",
-            subscriptionGroupIdentifier: "21000001", purchaseDate: Self.t0 + Millis(i) * 1000,
-            expiresDate: Self.t0 + expires, type: .autoRenewable,
-            signedDate: Self.t0 + 50_000, environment: .production, transactionReason: i == 0 ? .purchase : .renewal)
+        Build.transaction(
+            "\(1000 + i)", chain: "1000", purchased: Self.t0 + Millis(i) * 1000, expires: Self.t0 + expires,
+            signed: Self.t0 + 50_000, reason: i == 0 ? .purchase : .renewal)
     }
 
     @Test func historyIsPagedByTwentyWithRevisionsAndStatusesFollowA4() throws {
@@ -271,11 +263,9 @@ import Testing
         func tx(_ id: String, _ product: String, _ p: Millis, _ e: Millis, upgraded: Bool = false)
             -> JWSTransactionDecodedPayload
         {
-            var t = JWSTransactionDecodedPayload(
-                transactionId: id, originalTransactionId: "1", bundleId: "com.example.iapcheck", productId: product,
-                subscriptionGroupIdentifier: "21000001", purchaseDate: Self.t0 + p, expiresDate: Self.t0 + e,
-                type: .autoRenewable,
-                signedDate: Self.t0 + 100, environment: .production, transactionReason: nil)
+            var t = Build.transaction(
+                id, chain: "1", product: product, purchased: Self.t0 + p, expires: Self.t0 + e, signed: Self.t0 + 100,
+                reason: nil)
             t.isUpgraded = upgraded ? true : nil
             return t
         }

@@ -1,6 +1,7 @@
 import IAPModel
 import IAPMutants
 import IAPReference
+import IAPTesting
 import Testing
 
 /// Hand-written scenarios for the reference validator, each a rule of docs/semantics.md#core-rules.
@@ -20,12 +21,12 @@ import Testing
         _ id: String, chain: String? = nil, product: String = "pro.monthly", at t: Millis, expires: Millis? = nil,
         reason: TransactionReason = .purchase, signed: Millis? = nil
     ) -> JWSTransactionDecodedPayload {
-        let p = catalog.product(product)!
-        var x = JWSTransactionDecodedPayload(
-            transactionId: id, originalTransactionId: chain ?? id, bundleId: catalog.bundleId, productId: product,
-            subscriptionGroupIdentifier: p.groupId, purchaseDate: t, expiresDate: expires, type: p.kind.wireType,
-            appAccountToken: user, signedDate: signed ?? t, environment: .production, transactionReason: reason)
-        if p.kind != .autoRenewable { x.expiresDate = nil }
+        var x = Build.transaction(
+            id, chain: chain, product: product, purchased: t, expires: expires, signed: signed, reason: reason,
+            catalog: catalog)
+        x.appAccountToken = user
+        // Only a subscription's expiry is given here; a pass without one has none.
+        x.expiresDate = catalog.product(product)!.kind == .autoRenewable ? expires : nil
         return x
     }
 
@@ -33,12 +34,7 @@ import Testing
         _ type: NotificationTypeV2, _ subtype: Subtype? = nil, uuid: String, tx: JWSTransactionDecodedPayload?,
         renewal: JWSRenewalInfoDecodedPayload? = nil, signed: Millis
     ) -> Delivery {
-        .notification(
-            ResponseBodyV2DecodedPayload(
-                notificationType: type, subtype: subtype, notificationUUID: uuid, signedDate: signed,
-                data: NotificationData(
-                    appAppleId: catalog.appAppleId, bundleId: catalog.bundleId, environment: .production,
-                    transactionInfo: tx, renewalInfo: renewal, status: nil)))
+        Build.notification(type, subtype, tx: tx, renewal: renewal, uuid: uuid, signed: signed, catalog: catalog)
     }
 
     func active(_ v: ReferenceValidator, at t: Millis) throws -> [String] {
@@ -101,11 +97,7 @@ import Testing
     @Test func graceKeepsAccessUntilGracePeriodExpiresDateAndRetryDoesNot() throws {
         let v = try validator()
         let x = tx("1", at: t0, expires: t0 + 31 * day)
-        var r = JWSRenewalInfoDecodedPayload(
-            originalTransactionId: "1", productId: "pro.monthly", autoRenewProductId: "pro.monthly",
-            autoRenewStatus: .on, signedDate: t0 + 31 * day, environment: .production)
-        r.isInBillingRetryPeriod = true
-        r.gracePeriodExpiresDate = t0 + 34 * day
+        let r = Build.renewalInfo(of: x, signed: t0 + 31 * day, retry: true, grace: t0 + 34 * day)
         _ = try v.deliver(
             decoded: notification(.didFailToRenew, .gracePeriod, uuid: "n1", tx: x, renewal: r, signed: t0 + 31 * day),
             now: t0 + 31 * day)
