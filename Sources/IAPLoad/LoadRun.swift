@@ -57,12 +57,40 @@ public struct LoadRun: Sendable {
         self.policy = policy
     }
 
-    /// What a run measured. `results` is nil when it was interrupted before any measured request.
+    /// An earlier summary of this profile to compare with (the path as given, for the report), within the profile's
+    /// baselineTolerancePercent.
+    public var baseline: (path: String, summary: LoadResults.Summary)?
+
+    /// What a run measured, and what it means. `results` is nil when it was interrupted before any measured request.
     public struct Verdict: Sendable {
         public var results: LoadResults?
         public var interrupted: Bool
         /// Seconds measured (less than the profile's duration when interrupted).
         public var elapsed: Double
+        /// Thresholds and the baseline are gated on a whole, uninterrupted run; a segment's on the merge.
+        public var gated = false
+        /// The baseline's path and what regressed against it (empty: within tolerance); nil without a baseline.
+        public var baseline: (path: String, regressions: [String])?
+
+        /// 130 interrupted, 4 a threshold failed or the baseline regressed, 0 otherwise (and for a segment).
+        public var exitCode: Int32 {
+            guard let results, !interrupted else { return 130 }
+            guard gated else { return 0 }
+            return results.summary.passed && (baseline?.regressions ?? []).isEmpty ? 0 : 4
+        }
+
+        /// The summary, then the baseline's comparison.
+        public func lines(tolerance: Double) -> [String] {
+            var lines = results?.summaryLines ?? []
+            if let (path, regressions) = baseline {
+                lines.append(
+                    regressions.isEmpty
+                        ? "baseline: within \(Int(tolerance * 100))% of \(path)"
+                        : "baseline: REGRESSION against \(path)")
+                lines += regressions.map { "  \($0)" }
+            }
+            return lines
+        }
     }
 
     /// The pool, then the run: the warm-up, the measured seconds or the capacity search. `makeValidator` makes each
@@ -83,8 +111,16 @@ public struct LoadRun: Sendable {
         r.summary.capacity = capacity
         (r.summary.rssStartBytes, r.summary.rssEndBytes) = rss
         record(in: &r.summary, pool: made, driver: driver, workers: workers)
-        if shouldStop() { r.summary.interrupted = true }
-        return Verdict(results: r, interrupted: shouldStop(), elapsed: elapsed)
+        let interrupted = shouldStop()
+        if interrupted { r.summary.interrupted = true }
+        var verdict = Verdict(results: r, interrupted: interrupted, elapsed: elapsed)
+        verdict.gated = !interrupted && segment == nil
+        if verdict.gated, let baseline {
+            verdict.baseline = (
+                baseline.path, r.regressions(against: baseline.summary, tolerance: profile.baselineTolerance)
+            )
+        }
+        return verdict
     }
 
     /// The warm-up, then the measured run: workers, the capacity search's result, seconds measured, and iapcheck's

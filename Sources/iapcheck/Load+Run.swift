@@ -11,7 +11,8 @@ extension Load.Run {
     /// The library run the options describe, or exit 2 naming the option: the run id, the segment, the kill
     /// interval, and a kill only where iapcheck started the backend.
     func loadRun(
-        _ p: LoadProfile, catalog: Catalog, policy: Policy, faults faultProfile: FaultProfile, first: any Validator
+        _ p: LoadProfile, catalog: Catalog, policy: Policy, faults faultProfile: FaultProfile, first: any Validator,
+        baseline base: LoadResults.Summary?
     ) throws -> LoadRun {
         if let runId, !(0..<10_000_000_000).contains(runId) {
             throw fail("error: --run-id takes 0 to 9999999999, not \(runId)", code: Exit.usage)
@@ -33,6 +34,7 @@ extension Load.Run {
             runId, faultProfile, faults, timeout, quiet
         )
         run.shouldStop = { Interrupt.requested }
+        if let baseline, let base { run.baseline = (baseline, base) }
         run.say = { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }
         if faultProfile.kill {
             guard let backend = (first as? ManagedHTTPValidator)?.backend else {
@@ -56,22 +58,20 @@ extension Load.Run {
                 "error: could not write the results to \(dir): \(StrictJSON.reason(error)); the summary above is the record of this run",
                 code: Exit.usage)
         }
+        if let segment, !verdict.interrupted {
+            print("segment \(segment): thresholds and baselines are gated on the merged result, not per segment")
+        }
+        // Said again at the end, beside the comparison: the baseline ran another workload of this profile.
+        if verdict.baseline != nil, let baseline { _ = try Load.readBaseline(baseline, for: p) }
+        for line in verdict.lines(tolerance: p.baselineTolerance) { print(line) }
+        print("results: \(dir)/report.html")
         if verdict.interrupted {
             // `load merge` refuses an interrupted segment.
-            do { try Load.report(r, dir: dir, profile: p, baseline: nil) } catch {}
             print(
                 "interrupted after \(String(format: "%.1f", verdict.elapsed)) s of \(p.durationSeconds) s; partial results above. Run again: iapcheck \(CommandLine.arguments.dropFirst().map(Shell.quote).joined(separator: " "))"
             )
-            throw ExitCode(130)
         }
-        if let segment {
-            print("segment \(segment): thresholds and baselines are gated on the merged result, not per segment")
-            do { try Load.report(r, dir: dir, profile: p, baseline: nil) } catch let e as ExitCode
-                where e == ExitCode(thresholdExit)
-            {}
-            return
-        }
-        try Load.report(r, dir: dir, profile: p, baseline: baseline)
+        if verdict.exitCode != 0 { throw ExitCode(verdict.exitCode) }
     }
 }
 

@@ -64,11 +64,12 @@ struct Load: ParsableCommand {
             let (catalog, policy) = try Load.app(p)
             try requireWritable(directory: results)
             // Before the run: a baseline that cannot be read would fail it only at the end.
-            if let baseline { _ = try Load.readBaseline(baseline, for: p, note: false) }
+            let base = try baseline.map { try Load.readBaseline($0, for: p, note: false) }
             let faultProfile = try parseFaults(faults)
             // a bad target is a usage error before anything starts
             let first = try makeValidator(p.target, timeout: timeout, faults: faultProfile, forLoad: true)
-            let run = try loadRun(p, catalog: catalog, policy: policy, faults: faultProfile, first: first)
+            let run = try loadRun(
+                p, catalog: catalog, policy: policy, faults: faultProfile, first: first, baseline: base)
             FileHandle.standardError.write(Data("load \(p.name): rendering the artifact pool…\n".utf8))
             // Ctrl-C: the workers stop after their current request; what was measured is written and reported.
             Interrupt.install()

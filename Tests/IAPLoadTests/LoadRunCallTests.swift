@@ -35,6 +35,30 @@ import Testing
         #expect(run.folderName(at: Date(timeIntervalSince1970: 0)) == "call-1970-01-01T000000000Z-segment-1of2")
     }
 
+    /// The verdict's exit code: a run whose throughput fell below its baseline's is a regression (4); the same run
+    /// as a segment is gated on the merge (0); within tolerance it passes.
+    @Test func theBaselineAndTheSegmentDecideTheExitCode() throws {
+        var run = LoadRun(profile: try Self.profile(), catalog: .standard, policy: .default)
+        let first = try #require(try run.run(first: ReferenceValidator()) { _ in ReferenceValidator() }.results)
+        #expect(first.summary.passed)
+        var faster = first.summary
+        faster.throughputPerSecond *= 100
+        run.baseline = ("fast.json", faster)
+        let slower = try run.run(first: ReferenceValidator()) { _ in ReferenceValidator() }
+        #expect(slower.exitCode == 4 && slower.baseline?.regressions.isEmpty == false)
+        #expect(slower.lines(tolerance: 0.1).contains("baseline: REGRESSION against fast.json"))
+        run.segment = (0, 2)
+        let segment = try run.run(first: ReferenceValidator()) { _ in ReferenceValidator() }
+        #expect(segment.exitCode == 0 && segment.baseline == nil && !segment.gated)
+        run.segment = nil
+        var slow = first.summary
+        slow.throughputPerSecond /= 100
+        slow.latencyMicros = slow.latencyMicros.mapValues { $0 * 1000 }
+        run.baseline = ("slow.json", slow)
+        let within = try run.run(first: ReferenceValidator()) { _ in ReferenceValidator() }
+        #expect(within.exitCode == 0 && within.lines(tolerance: 0.1).contains("baseline: within 10% of slow.json"))
+    }
+
     /// A backend on libfaketime gets one frozen clock, after every artifact's own instant; on the header clock none.
     @Test func aFakeClockIsFrozenAfterEveryArtifact() throws {
         var run = LoadRun(profile: try Self.profile(), catalog: .standard, policy: .default)
