@@ -31,6 +31,9 @@ extension HTTPValidator {
         public var file: String?
         /// What the backend is called (`"name"`): its corpus folder's name, whatever the file is called.
         public var name: String?
+        /// The backend's accepted divergences (`"baseline"`, a file relative to the target file; docs/check.md#baselines):
+        /// `check` and `certify` read it when no `--baseline` is given.
+        public var baseline: String?
 
         /// How the backend learns "now" (docs/http-target.md#the-backends-clock).
         public enum Clock: Sendable, Equatable {
@@ -72,6 +75,14 @@ extension HTTPValidator {
                 (host, port) = parseBaseURL(base, o)
             }
             let name = o.string("name", required: false)
+            let baseline = o.string("baseline", required: false).map { file in
+                // Relative to the target file, so a target and its baseline travel together.
+                file.hasPrefix("/")
+                    ? file : URL(fileURLWithPath: path).deletingLastPathComponent().appendingPathComponent(file).path
+            }
+            if let baseline, !FileManager.default.fileExists(atPath: baseline) {
+                r.problem(o.keyPath("baseline"), "no file at \(baseline) (iapcheck check --write-baseline writes one)")
+            }
             let concurrency = Int(o.int("maxConcurrency", required: false, range: 1...256) ?? 1)
             if concurrency > 1, o.has("store") {
                 r.problem(
@@ -112,6 +123,7 @@ extension HTTPValidator {
             t.maxConcurrency = concurrency
             t.file = path
             t.name = name
+            t.baseline = baseline
             return t
         }
 

@@ -27,6 +27,16 @@ struct Certify: ParsableCommand {
     var knownDivergences: String?
     @Option(
         help: ArgumentHelp(
+            "Accepted divergences by failure signature, each with its reason (as check --write-baseline or certify --write-baseline writes it and a person completes; default: the \"baseline\" of an http: target file). A property that fails only with these is certified with them as declared exceptions, each listed with its reason; entries not met are named. See docs/check.md#baselines.",
+            valueName: "FILE"))
+    var baseline: String?
+    @Option(
+        help: ArgumentHelp(
+            "Write the undeclared divergences of properties to FILE as a baseline, each with an empty reason to fill in and its replay command.",
+            valueName: "FILE"))
+    var writeBaseline: String?
+    @Option(
+        help: ArgumentHelp(
             "Fault profile, as for check (kill, reset, webhook-5xx, slow-store): the suite runs under it; kill adds the durable-ack property.",
             valueName: "LIST"))
     var faults: String?
@@ -39,6 +49,8 @@ struct Certify: ParsableCommand {
     func run() throws {
         let (catalog, policy) = try options.loadOrExit()
         try requireWritable(directory: results)
+        if let writeBaseline { try requireWritable(file: writeBaseline) }
+        let accepted = try acceptedDivergences(option: baseline, validator: try parseValidator(validator))
         let faultProfile = try parseFaults(faults)
         // Before anything starts: a target's maxConcurrency bounds --jobs.
         let jobCount = try resolveJobs(jobs, for: validator, faults: faultProfile)
@@ -48,6 +60,7 @@ struct Certify: ParsableCommand {
         (run.spec, run.knownDivergences, run.maxSize) = (validator, try declared(), options.maxSize)
         (run.faults, run.durableAck) = (faultProfile.isEmpty ? nil : faults, faultProfile.kill)
         run.catalogRecord = try catalogRecord(catalog)
+        if let accepted { (run.baseline, run.baselineFile) = accepted }
         (run.jobs, run.makeWorker) = (
             jobCount, workerFactory(validator, timeout: timeout, faults: faultProfile, jobs: jobCount)
         )
@@ -67,8 +80,17 @@ struct Certify: ParsableCommand {
                 toFile: (dir as NSString).appendingPathComponent("report.html"), atomically: true, encoding: .utf8)
         }
         print("catalog: \(run.catalogRecord!.description), bundle id \(run.catalogRecord!.bundleId)")
+        if let writeBaseline { try write(report.baselineOfDivergences, to: writeBaseline) }
         print("\(report.verdictWord): \(dir)/report.html")
         if report.exitCode != 0 { throw ExitCode(report.exitCode) }
+    }
+
+    /// `--write-baseline`: the entries, and what to do with them.
+    func write(_ b: Baseline, to file: String) throws {
+        try writeResults("the baseline", to: file) { try b.write(to: file) }
+        print(
+            "baseline: \(b.entries.count) signature\(b.entries.count == 1 ? "" : "s") written to \(file); give each a \"reason\", then run with --baseline \(file)"
+        )
     }
 
     /// A fault profile the validator cannot take, or a backend without a reset route and no catalog named: exit 2.

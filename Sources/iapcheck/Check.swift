@@ -136,7 +136,7 @@ struct Check: ParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "Accepted divergences: a file of failure signatures, each with its reason (as --write-baseline writes it and a person completes). Failures with those signatures, in the corpus replay and in generated cases, are listed as accepted and do not fail the run; entries not met are named. See docs/check.md#baselines.",
+            "Accepted divergences: a file of failure signatures, each with its reason (as --write-baseline writes it and a person completes). Failures with those signatures, in the corpus replay and in generated cases, are listed as accepted and do not fail the run; entries not met are named. Default: the \"baseline\" of an http: target file. See docs/check.md#baselines.",
             valueName: "FILE"))
     var baseline: String?
 
@@ -158,10 +158,7 @@ struct Check: ParsableCommand {
             policy = p
         }
         for file in [json, writeBaseline, junit].compactMap({ $0 }) { try requireWritable(file: file) }
-        let accepted: Baseline?
-        do { accepted = try baseline.map { path throws(ConfigError) in try Baseline.load(path: path) } } catch {
-            throw fail("error: \(error)", code: Exit.usage)
-        }
+        let accepted = try acceptedDivergences(option: baseline, validator: spec)
         let faultProfile = try parseFaults(faults)
         if !noDoctor && spec.isOutOfProcess { try runPreflight(catalog: catalog, policy: policy) }
         // Before anything starts: a target's maxConcurrency bounds --jobs.
@@ -172,8 +169,7 @@ struct Check: ParsableCommand {
         (run.corpus, run.sharedCorpus) = corpusDirectories(spec, bundleId: catalog.bundleId)
         run.savesCounterexamples = !spec.isMutant
         run.willRunCases = { progress.restart() }
-        run.baseline = accepted
-        if let baseline { run.baselineFile = baseline }
+        if let accepted { (run.baseline, run.baselineFile) = accepted }
         let result: CheckRunReport
         do {
             result = try run.run { print($0) }

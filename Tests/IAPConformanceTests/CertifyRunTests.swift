@@ -35,7 +35,10 @@ import Testing
         var declared = CertifyRun(policy: Policy(tokenSizeLimit: 262_144), scale: 0.05)
         declared.knownDivergences = ["oversized-token"]
         let forgiven = declared.run(Mutants.named("no-size-limit")!.make())
-        #expect(forgiven.verdictWord == "CERTIFIED WITH DECLARED DIVERGENCES" && forgiven.exitCode == 0)
+        let n = forgiven.divergences.filter(\.declared).count
+        #expect(
+            forgiven.verdictWord == "CERTIFIED WITH \(n) DECLARED EXCEPTION\(n == 1 ? "" : "S")" && n >= 1
+                && forgiven.exitCode == 0)
         #expect(forgiven.lines.contains { $0.hasPrefix("divergence (declared): forgery oversized-token") })
     }
 
@@ -49,5 +52,32 @@ import Testing
     @Test func onlyCertifiedPropertiesAndForgeryClassesCanBeDeclared() {
         #expect(CertifyRun.unknownDivergence(in: ["oversized-token", "robust-input"]) == nil)
         #expect(CertifyRun.unknownDivergence(in: ["robust-input", "no-such-thing"]) == "no-such-thing")
+    }
+
+    /// A baseline written from a run (`certify --write-baseline`), each entry given its reason, certifies the same
+    /// validator with those exceptions listed, never plainly; without one of its entries the run names only that
+    /// signature as unexpected; an entry no run meets is named as not met.
+    @Test func aBaselineCertifiesWithItsExceptionsListedAndNothingMore() throws {
+        let mutant = { Mutants.named("latest-by-max-expires")!.make() }
+        let first = CertifyRun(scale: 0.1).run(mutant())
+        var written = first.baselineOfDivergences
+        try #require(written.entries.count >= 2, "\(first.lines)")
+        for i in written.entries.indices { written.entries[i].reason = "we read the latest by expiry on purpose" }
+        let madeUp = try JSONDecoder().decode(FailureSignature.self, from: Data(#"{"difference":"made up"}"#.utf8))
+        written.entries.append(Baseline.Entry(signature: madeUp, reason: "never met", replay: nil))
+        var run = CertifyRun(scale: 0.1)
+        (run.baseline, run.baselineFile) = (written, "baseline.json")
+        let accepted = run.run(mutant())
+        #expect(!accepted.passed && accepted.exitCode == 0, "\(accepted.lines)")
+        #expect(
+            accepted.verdictWord.hasPrefix("CERTIFIED WITH ") && accepted.verdictWord.hasSuffix("DECLARED EXCEPTIONS"))
+        #expect(accepted.lines.contains("  accepted (baseline.json): we read the latest by expiry on purpose"))
+        #expect(accepted.baselineNotSeen == ["made up"])
+        #expect(accepted.properties.contains { ($0.accepted ?? 0) > 0 })
+        run.baseline?.entries.removeFirst()
+        let partial = run.run(mutant())
+        #expect(partial.exitCode == 1 && partial.verdictWord == "NOT CERTIFIED")
+        let unexpected = partial.divergences.filter { !$0.declared }
+        #expect(unexpected.map(\.signatureFields) == [written.entries[0].signature], "\(partial.lines)")
     }
 }

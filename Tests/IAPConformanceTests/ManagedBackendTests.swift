@@ -1,4 +1,5 @@
 import Foundation
+import IAPEncoding
 import IAPHTTP
 import IAPTesting
 import IAPValidatorAPI
@@ -109,5 +110,23 @@ import Testing
             #expect(LoopbackHTTPClient.accepts(host: "127.0.0.1", port: instance.port))
         }
         #expect(started[0] !== started[1] && started[0].directory != started[1].directory)
+    }
+
+    /// A target's "baseline" is read relative to the target file; a missing file is named.
+    @Test func aTargetsBaselineIsRelativeToItsFile() throws {
+        let dir = Scratch.directory + "baseline-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        try Data(#"{"version":1,"entries":[]}"#.utf8).write(to: URL(fileURLWithPath: dir + "/accepted.json"))
+        let json =
+            #"{"baseURL":"http://127.0.0.1:9","baseline":"accepted.json","routes":{"entitlements":{"method":"GET","path":"/e/{userId}?at={at}"},"appTransaction":{"method":"POST","path":"/a"},"notification":{"method":"POST","path":"/n"},"apiSnapshot":{"method":"POST","path":"/s"},"legacyReceipt":{"method":"POST","path":"/l"}}}"#
+        try Data(json.utf8).write(to: URL(fileURLWithPath: dir + "/target.json"))
+        #expect(try HTTPValidator.Target.load(path: dir + "/target.json").baseline == dir + "/accepted.json")
+        try Data(json.replacingOccurrences(of: "accepted.json", with: "gone.json").utf8)
+            .write(to: URL(fileURLWithPath: dir + "/target.json"))
+        #expect {
+            try HTTPValidator.Target.load(path: dir + "/target.json")
+        } throws: { error in
+            (error as? ConfigError)?.problems.contains { $0.key == "baseline" } == true
+        }
     }
 }

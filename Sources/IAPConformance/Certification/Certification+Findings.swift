@@ -9,6 +9,10 @@ extension CertificationSuite {
         /// The forgery class of the forged artifact the counterexample turns on, if it turns on one.
         var forgeryClass: String?
         var signature: String
+        /// The signature's fields, for a baseline entry that accepts it (`certify --write-baseline`).
+        var fields: FailureSignature?
+        /// The command that replays the shrunk case.
+        var replay: String?
         /// What the divergence table says: the finding and the first difference, or the validator failure.
         var detail: String
 
@@ -20,7 +24,7 @@ extension CertificationSuite {
     }
 
     static func finding(_ f: FailureReport, replay: String) -> Finding {
-        var found = Finding(signature: f.signature.description, detail: "")
+        var found = Finding(signature: f.signature.description, fields: f.signature, replay: replay, detail: "")
         if let d = f.discrepancy {
             // The forged artifact at the failing step, or the last one before it.
             for step in f.shrunk.steps.prefix(d.step + 1).reversed() {

@@ -3,11 +3,22 @@ import IAPValidatorAPI
 
 /// A certification report read as a verdict: the lines `iapcheck certify` prints, its word and its exit code.
 extension CertificationSuite.Report {
-    /// CERTIFIED, CERTIFIED WITH DECLARED DIVERGENCES or NOT CERTIFIED.
+    /// CERTIFIED, CERTIFIED WITH N DECLARED EXCEPTIONS (every divergence declared: a known divergence or a baseline
+    /// entry, each listed) or NOT CERTIFIED.
     public var verdictWord: String {
-        passed
-            ? "CERTIFIED"
-            : passedWithDeclaredDivergences ? "CERTIFIED WITH DECLARED DIVERGENCES" : "NOT CERTIFIED"
+        if passed { return "CERTIFIED" }
+        guard passedWithDeclaredDivergences else { return "NOT CERTIFIED" }
+        let n = divergences.filter(\.declared).count
+        return "CERTIFIED WITH \(n) DECLARED EXCEPTION\(n == 1 ? "" : "S")"
+    }
+
+    /// A baseline of this run's undeclared property divergences, each with an empty reason to fill in and the
+    /// command that replays it (`certify --write-baseline`).
+    public var baselineOfDivergences: Baseline {
+        Baseline(
+            entries: divergences.filter { !$0.declared }.compactMap { d in
+                d.signatureFields.map { Baseline.Entry(signature: $0, reason: "", replay: d.replay) }
+            })
     }
 
     /// 2 the validator is misconfigured, 3 it failed as a program, 1 not certified, 0 certified (declared
@@ -38,6 +49,12 @@ extension CertificationSuite.Report {
             let under = d.seenUnder.map { $0.count > 1 ? " (seen under \($0.joined(separator: ", ")))" : "" } ?? ""
             lines.append(
                 "divergence (\(d.declared ? "declared" : "UNEXPECTED")): \(d.kind) \(d.name): \(d.detail)\(under)")
+            if let reason = d.reason { lines.append("  accepted (\(baseline ?? "the baseline")): \(reason)") }
+        }
+        if let missed = baselineNotSeen, !missed.isEmpty {
+            lines.append(
+                "baseline entries not met in this run (fixed? if so, remove them from \(baseline ?? "the baseline")): \(missed.joined(separator: "; "))"
+            )
         }
         if !declaredButNotObserved.isEmpty {
             lines.append("declared but not observed: \(declaredButNotObserved.joined(separator: ", "))")
@@ -59,7 +76,7 @@ extension CertificationSuite.Report {
             "  " + ($0.finding.map { $0 + ": " } ?? "") + ($0.differences.first ?? $0.observed)
         }
         return
-            "\(p.property.padding(toLength: 24, withPad: " ", startingAt: 0)) \(p.passed ? "pass" : "FAIL")  \(p.casesPhrase)\(example ?? "")\(p.validatorFailure.map { "  validator failure: " + $0.message } ?? "")\(p.moreFailures.map { " (+\($0.count) more distinct)" } ?? "")"
+            "\(p.property.padding(toLength: 24, withPad: " ", startingAt: 0)) \(p.passed ? "pass" : "FAIL")  \(p.casesPhrase)\(example ?? "")\(p.validatorFailure.map { "  validator failure: " + $0.message } ?? "")\(p.moreFailures.map { " (+\($0.count) more distinct)" } ?? "")\(p.accepted.map { ", \($0) accepted by the baseline" } ?? "")"
     }
 
     /// How many forgery classes were rejected, and which were not, not credited or not probed.

@@ -43,6 +43,8 @@ public enum CertificationSuite {
         public var forgeryClass: String?
         /// Distinct failures after the first (another signature), each shrunk: a second bug found in the same run.
         public var moreFailures: [FailureSummary]?
+        /// Failing cases whose signature the baseline accepts (`--baseline`): not failures of the property.
+        public var accepted: Int?
     }
 
     /// A distinct failure of a property beyond its first, as the report lists it.
@@ -130,6 +132,10 @@ public enum CertificationSuite {
         public var divergences: [Divergence] = []
         /// Declared divergences that did not occur (the declaration can go).
         public var declaredButNotObserved: [String] = []
+        /// The baseline the run accepted divergences from (`--baseline`, or the target file's), and its entries the
+        /// run did not meet (fixed, or not reached: the entry may go).
+        public var baseline: String?
+        public var baselineNotSeen: [String]?
         /// What the validator declared it answers and which channels it takes, when it declared anything.
         public var profile: ValidatorProfile?
         /// What that profile leaves unchecked: fields not compared, channels not used, and the properties and
@@ -210,6 +216,12 @@ public enum CertificationSuite {
         public var seenUnder: [String]?
         /// What makes a failure this one (``FailureSignature``); nil for a forgery class.
         public var signature: String?
+        /// The signature's fields, as a baseline entry names them; nil for a forgery class.
+        public var signatureFields: FailureSignature?
+        /// Why it is accepted: the reason of the baseline entry that accepts it (`--baseline`); nil otherwise.
+        public var reason: String?
+        /// The command that replays the first case that showed it.
+        public var replay: String?
 
         /// What diverged: a property that failed, or a forgery class that was accepted.
         public enum Kind: String, Codable, Sendable, Hashable, CustomStringConvertible {
@@ -235,9 +247,10 @@ public enum CertificationSuite {
 
     /// One row per distinct failure (its signature), listing every property it was seen under, then the forgery
     /// classes that did not hold; each says whether it was declared.
-    static func divergences(_ findings: [(Finding, String)], _ forgeries: [ForgeryResult], declared known: Set<String>)
-        -> [Divergence]
-    {
+    static func divergences(
+        _ findings: [(Finding, String)], _ forgeries: [ForgeryResult], declared known: Set<String>,
+        baseline: Baseline? = nil
+    ) -> [Divergence] {
         var out: [Divergence] = []
         var order: [String] = []
         var groups: [String: [(Finding, String)]] = [:]
@@ -249,14 +262,18 @@ public enum CertificationSuite {
             let seen = groups[signature]!
             let (first, property) = seen[0]
             let properties = seen.map(\.1)
-            // A failure on a forged artifact of a declared class is that declared divergence, seen again.
+            // A failure on a forged artifact of a declared class is that declared divergence, seen again; one whose
+            // signature a baseline entry names is accepted for that entry's reason.
+            let accepted = first.fields.flatMap { baseline?.entry(for: $0) }
             let declared =
                 properties.contains(where: known.contains) || first.forgeryClass.map(known.contains) == true
+                || accepted != nil
             var d = Divergence(
                 kind: .property, name: property, declared: declared,
                 detail: first.forgeryClass.map { "\(first.detail) (forged artifact: \($0))" } ?? first.detail)
             d.seenUnder = properties
             d.signature = signature
+            (d.signatureFields, d.reason, d.replay) = (first.fields, accepted?.reason, first.replay)
             out.append(d)
         }
         for f in forgeries where !f.holds {

@@ -58,7 +58,7 @@ public enum CertificationHTML {
             <p><b>\(esc(r.hello ?? r.validator))</b> <small>(\(esc(r.validator)))</small><br>
             suite \(esc(r.suite)) · iapcheck \(esc(r.iapcheckVersion)) · \(esc(r.date))\(r.scale != 1 ? " · scale \(r.scale) (not the certified size)" : "")\(r.faults.map { " · under faults: \(esc($0))" } ?? "")<br>
             \(catalogLine(r.catalog))</p>
-            <p class="verdict \(r.passed || r.passedWithDeclaredDivergences ? "pass" : "fail")">\(r.passed ? "Certified: every property held and every forgery was rejected" : r.passedWithDeclaredDivergences ? "Certified with declared divergences (below)" : "Not certified")</p>
+            <p class="verdict \(r.passed || r.passedWithDeclaredDivergences ? "pass" : "fail")">\(r.passed ? "Certified: every property held and every forgery was rejected" : r.passedWithDeclaredDivergences ? "Certified with \(r.divergences.filter(\.declared).count) declared exceptions, each listed below with its reason" : "Not certified")</p>
             \(divergenceSection(r))
             \(profileSection(r))
             <h2>Properties</h2>
@@ -105,13 +105,17 @@ public enum CertificationHTML {
     }
 
     static func divergenceSection(_ r: CertificationSuite.Report) -> String {
-        guard !r.divergences.isEmpty || !r.declaredButNotObserved.isEmpty else { return "" }
+        guard !r.divergences.isEmpty || !r.declaredButNotObserved.isEmpty || !(r.baselineNotSeen ?? []).isEmpty
+        else { return "" }
         let rows = r.divergences.map {
-            "<tr><td>\($0.kind)</td><td>\(esc(($0.seenUnder ?? [$0.name]).joined(separator: ", ")))</td><td>\($0.declared ? "declared (known)" : "<b>unexpected</b>")</td><td>\(esc($0.detail))</td></tr>"
+            "<tr><td>\($0.kind)</td><td>\(esc(($0.seenUnder ?? [$0.name]).joined(separator: ", ")))</td><td>\($0.declared ? "declared (known)" : "<b>unexpected</b>")</td><td>\(esc($0.detail))\($0.reason.map { "<br><small>accepted: \(esc($0))</small>" } ?? "")</td></tr>"
         }.joined(separator: "\n")
         let unused =
-            r.declaredButNotObserved.isEmpty
-            ? "" : "<p>Declared but not observed: \(esc(r.declaredButNotObserved.joined(separator: ", ")))</p>"
+            (r.declaredButNotObserved.isEmpty
+                ? "" : "<p>Declared but not observed: \(esc(r.declaredButNotObserved.joined(separator: ", ")))</p>")
+            + ((r.baselineNotSeen ?? []).isEmpty
+                ? ""
+                : "<p>Baseline entries not met in this run (fixed? if so, remove them from \(esc(r.baseline ?? "the baseline"))): \(esc((r.baselineNotSeen ?? []).joined(separator: "; ")))</p>")
         return """
             <h2>Divergences from the reference</h2>
             <p>\(r.passedWithDeclaredDivergences ? "Every divergence was declared in advance." : "Some divergences were not declared.")</p>

@@ -16,6 +16,10 @@ public struct CertifyRun {
     public var scale: Double = 1
     /// Properties and forgery classes where the validator is known to differ from the reference.
     public var knownDivergences: Set<String> = []
+    /// Accepted divergences by signature, each with its reason (docs/check.md#baselines), and the file they came
+    /// from: a property that fails only with these is certified with them as declared exceptions.
+    public var baseline: Baseline?
+    public var baselineFile: String?
     /// The fault profile as the user wrote it; nil for none. With `durableAck` the suite adds that property.
     public var faults: String?
     public var durableAck = false
@@ -50,6 +54,7 @@ public struct CertifyRun {
         let faultArgs = (faults.map { " --faults \(Shell.quote($0))" } ?? "") + record.arguments
         var results: [CertificationSuite.PropertyResult] = []
         var findings: [(CertificationSuite.Finding, String)] = []
+        var accepted: [(FailureSignature, Int, String)] = []
         let counts = entries.map { max(1, Int(Double($0.cases) * scale)) }
         for (i, e) in entries.enumerated() {
             progress?("\(e.property.rawValue): \(counts[i]) cases, seed \(e.seed)")
@@ -60,11 +65,18 @@ public struct CertifyRun {
                 let label = "certify (\(e.property.rawValue), property \(i + 1) of \(entries.count))"
                 checker.progress = { done, _ in caseProgress(before + done, total, label) }
             }
-            let (result, found) = CertificationSuite.propertyResult(
-                e, cases: counts[i], checker.run(),
+            let checked = checker.run()
+            var (result, found) = CertificationSuite.propertyResult(
+                e, cases: counts[i], checked,
                 replay:
                     "iapcheck check --validator \(Shell.quote(spec)) --property \(e.property.rawValue) --seed \(e.seed)",
                 arguments: faultArgs)
+            // Failing cases whose signature the baseline accepts: counted, not shrunk, and not failures.
+            let met = checked.repeatsOfReported.filter { baseline?.entry(for: $0.key) != nil }
+            if !met.isEmpty { result.accepted = met.values.reduce(0, +) }
+            accepted += met.sorted { $0.key.description < $1.key.description }.map {
+                ($0.key, $0.value, e.property.rawValue)
+            }
             results.append(result)
             findings += found.map { ($0, e.property.rawValue) }
         }
@@ -73,7 +85,9 @@ public struct CertifyRun {
         }
         progress?("forgery probe: \(probed.count) classes")
         let forgeries = CertificationSuite.probeForgeries(validator, catalog: catalog, policy: policy)
-        return report(validator, results, forgeries, findings, record: record)
+        var report = report(validator, results, forgeries, findings, record: record)
+        if baseline != nil { acceptDivergences(accepted, into: &report) }
+        return report
     }
 
     /// One property's check: its seed and cases, every distinct failure up to the suite's limit, shrunk within a
@@ -89,6 +103,8 @@ public struct CertifyRun {
         // Past the first failure: a second bug shows in the same run, not after the first is fixed.
         o.keepGoing = CertificationSuite.distinctFailuresPerProperty
         o.shrinkLimit = CertificationSuite.distinctFailuresPerProperty + 1
+        // Accepted divergences do not take the place of a new failure: counted, never shrunk.
+        o.reportedSignatures = baseline?.signatures ?? []
         return o
     }
 
@@ -118,10 +134,39 @@ public struct CertifyRun {
                     (report.notChecked ?? []) + [.init(kind: "forgery", name: f.name, why: why)]
             }
         }
-        report.divergences = CertificationSuite.divergences(findings, forgeries, declared: knownDivergences)
+        report.divergences = CertificationSuite.divergences(
+            findings, forgeries, declared: knownDivergences, baseline: baseline)
         report.declaredButNotObserved = knownDivergences.subtracting(
             report.divergences.flatMap { [$0.name] + ($0.seenUnder ?? []) }
         ).sorted()
         return report
+    }
+
+    /// The baseline's entries met, one declared divergence per signature with every property it showed under, its
+    /// failing cases and its reason; the entries not met named. A run with an accepted divergence is never a plain
+    /// certificate.
+    func acceptDivergences(_ met: [(FailureSignature, Int, String)], into report: inout CertificationSuite.Report) {
+        guard let baseline else { return }
+        var order: [FailureSignature] = []
+        var seen: [FailureSignature: (cases: Int, properties: [String])] = [:]
+        for (signature, n, property) in met {
+            if seen[signature] == nil { order.append(signature) }
+            seen[signature, default: (0, [])].cases += n
+            seen[signature]!.properties.append(property)
+        }
+        for signature in order {
+            let (cases, properties) = seen[signature]!
+            let entry = baseline.entry(for: signature)
+            var d = CertificationSuite.Divergence(
+                kind: .property, name: properties[0], declared: true,
+                detail: "\(signature) (\(cases) failing case\(cases == 1 ? "" : "s"), accepted)")
+            (d.seenUnder, d.signature, d.signatureFields) = (properties, signature.description, signature)
+            (d.reason, d.replay) = (entry?.reason, entry?.replay)
+            report.divergences.append(d)
+        }
+        let shown = Set(report.divergences.compactMap(\.signatureFields))
+        report.baseline = baselineFile ?? "the baseline"
+        report.baselineNotSeen = baseline.entries.filter { !shown.contains($0.signature) }.map(\.signature.description)
+        if !order.isEmpty { report.passed = false }
     }
 }
