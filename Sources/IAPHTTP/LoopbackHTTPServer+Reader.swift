@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 
 #if canImport(Glibc)
@@ -21,6 +22,13 @@ extension LoopbackHTTPServer {
     struct RequestReader {
         let fd: Int32
         let maxBody: Int
+        /// Seconds one request may take to arrive once its first byte has (a peer trickling bytes cannot hold the
+        /// connection's thread beyond it); between requests the connection's idle timeout applies.
+        var requestSeconds = LoopbackHTTPServer.requestSeconds
+        /// When the request being read must be complete (monotonic nanoseconds); nil between requests.
+        var deadline: UInt64?
+        /// The receive timeout was shortened to the deadline (and must be set back to the idle timeout).
+        var shortened = false
         var buffer: [UInt8] = []
         /// Where the unread bytes of `buffer` start.
         var start = 0
@@ -32,8 +40,17 @@ extension LoopbackHTTPServer {
             self.maxBody = maxBody
         }
 
-        /// Reads more bytes; false on end of stream, timeout or error.
+        /// Reads more bytes; false on end of stream, timeout, error, or past the request's deadline.
         mutating func fill() -> Bool {
+            if let deadline {
+                // Within a request: wait no longer than what is left of its time.
+                let now = DispatchTime.now().uptimeNanoseconds
+                guard now < deadline else { return false }
+                let left = deadline - now
+                var t = timeval(tv_sec: Int(left / 1_000_000_000), tv_usec: Int(left % 1_000_000_000 / 1000) + 1)
+                setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &t, socklen_t(MemoryLayout<timeval>.size))
+                shortened = true
+            }
             while true {
                 let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
                 if n < 0 && errno == EINTR { continue }
@@ -63,12 +80,21 @@ extension LoopbackHTTPServer {
                 buffer.removeFirst(start)
                 start = 0
             }
+            // Between requests the connection's idle timeout applies (restored if a request shortened it).
+            deadline = nil
+            if shortened {
+                shortened = false
+                var idle = timeval(tv_sec: LoopbackHTTPServer.idleSeconds, tv_usec: 0)
+                setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &idle, socklen_t(MemoryLayout<timeval>.size))
+            }
             // Empty lines before a request line are ignored (RFC 9112 §2.2).
             while true {
                 while start < buffer.count && (buffer[start] == 13 || buffer[start] == 10) { start += 1 }
                 if start < buffer.count { break }
                 guard fill() else { return .closed }
             }
+            // From its first byte, the request has `requestSeconds` to arrive whole.
+            deadline = DispatchTime.now().uptimeNanoseconds + UInt64(requestSeconds * 1e9)
             var end: Int?
             var scanned = start
             while true {

@@ -47,12 +47,18 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
     let handler: @Sendable (Request) -> Response
     /// The largest request body taken; a larger one is answered 413.
     let maxBody: Int
+    /// Connections served at once (a thread each); one more is answered 503 and closed.
+    let maxConnections: Int
+    /// Seconds a request may take to arrive once it has begun.
+    let requestSeconds: Double
+    let open = Locked(0)
     let stopped = Locked(false)
 
     /// Binds 127.0.0.1:`port` (0: any free port) and listens; `start()` begins accepting.
-    public init(port: Int, maxBody: Int = 8 << 20, handler: @escaping @Sendable (Request) -> Response)
-        throws(StartError)
-    {
+    public init(
+        port: Int, maxBody: Int = 8 << 20, maxConnections: Int = 256, requestSeconds: Double = requestSeconds,
+        handler: @escaping @Sendable (Request) -> Response
+    ) throws(StartError) {
         // Close-on-exec: a backend iapcheck starts must not inherit the store's sockets.
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw StartError(description: "socket: \(String(cString: strerror(errno)))") }
@@ -81,6 +87,8 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
         self.listener = fd
         self.handler = handler
         self.maxBody = maxBody
+        self.maxConnections = maxConnections
+        self.requestSeconds = requestSeconds
     }
 
     /// Accepts connections on a thread of its own until `stop()`.
@@ -94,7 +102,21 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
                     continue
                 }
                 _ = fcntl(fd, F_SETFD, FD_CLOEXEC)  // (accept4 is a GNU extension the Glibc module leaves out)
-                let connection = Thread { [self] in serve(fd) }
+                guard
+                    open.withLock({ n in
+                        n < maxConnections
+                            ? {
+                                n += 1; return true
+                            }() : false
+                    })
+                else {
+                    Self.turnAway(fd)
+                    continue
+                }
+                let connection = Thread { [self] in
+                    serve(fd)
+                    open.withLock { $0 -= 1 }
+                }
                 connection.stackSize = 4 << 20
                 connection.start()
             }
@@ -109,8 +131,28 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
         close(listener)
     }
 
-    /// Seconds a connection may sit idle (or a request stall) before it is closed; said in `Keep-Alive`.
+    /// Seconds a connection may sit idle between requests before it is closed; said in `Keep-Alive`.
     static let idleSeconds = 600
+    /// Seconds a request may take to arrive once its first byte has, by default.
+    public static let requestSeconds = 60.0
+
+    /// A connection beyond `maxConnections`: a 503 that says to retry, sent without waiting on the peer, and closed.
+    static func turnAway(_ fd: Int32) {
+        var brief = timeval(tv_sec: 0, tv_usec: 100_000)
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &brief, socklen_t(MemoryLayout<timeval>.size))
+        let text = "too many connections\n"
+        _ = sendAll(
+            fd,
+            Data(
+                "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Type: text/plain\r\nContent-Length: \(text.utf8.count)\r\nConnection: close\r\n\r\n\(text)"
+                    .utf8))
+        // What the peer sent already is read without waiting (closing on unread input would reset the connection
+        // before the 503 is read); the accept loop never waits on a peer it turns away.
+        shutdown(fd, Int32(SHUT_WR))
+        var sink = [UInt8](repeating: 0, count: 16 << 10)
+        _ = sink.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+        close(fd)
+    }
 
     /// One connection: requests in order until the peer closes, asks to, or idles for ten minutes.
     func serve(_ fd: Int32) {
@@ -121,6 +163,7 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &idle, socklen_t(MemoryLayout<timeval>.size))
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &idle, socklen_t(MemoryLayout<timeval>.size))
         var reader = RequestReader(fd: fd, maxBody: maxBody)
+        reader.requestSeconds = requestSeconds
         while true {
             switch reader.next() {
             case .closed: return

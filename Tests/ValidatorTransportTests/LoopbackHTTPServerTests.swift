@@ -109,6 +109,52 @@ import Testing
         #expect(!old.contains("100 Continue") && old.contains("2:hi"))
     }
 
+    /// Connections beyond the cap are answered 503 (with Retry-After) and closed, not given a thread each; a slot
+    /// freed by a closed connection serves again.
+    @Test func aConnectionOverTheCapIsTurnedAway() throws {
+        let s = try LoopbackHTTPServer(port: 0, maxConnections: 2) { _ in .init(status: 200, text: "ok") }
+        s.start()
+        defer { s.stop() }
+        let held = (0..<2).map { _ in Self.connected(s.port) }
+        usleep(200_000)
+        let turned = Self.exchange(s.port, ["GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"])
+        #expect(turned.hasPrefix("HTTP/1.1 503 ") && turned.contains("Retry-After: 1"), "\(turned.prefix(80))")
+        for fd in held { close(fd) }
+        var served = ""
+        for _ in 0..<40 where !served.hasPrefix("HTTP/1.1 200") {
+            usleep(50_000)
+            served = Self.exchange(s.port, ["GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"])
+        }
+        #expect(served.hasPrefix("HTTP/1.1 200"), "\(served.prefix(80))")
+    }
+
+    /// A request trickled a header at a time past its deadline is closed unanswered: the peer cannot keep the
+    /// connection's thread by sending slowly. The same request sent at once is answered.
+    @Test func aRequestTrickledPastItsDeadlineIsClosed() throws {
+        let s = try LoopbackHTTPServer(port: 0, requestSeconds: 0.5) { _ in .init(status: 200, text: "ok") }
+        s.start()
+        defer { s.stop() }
+        let parts = ["GET / HTTP/1.1\r\nHost: x\r\n"] + (0..<6).map { "X-\($0): 1\r\n" } + ["Connection: close\r\n\r\n"]
+        let trickled = Self.exchange(s.port, parts, pause: 200_000, timeout: 3)
+        #expect(!trickled.contains("200"), "\(trickled.prefix(80))")
+        #expect(Self.exchange(s.port, [parts.joined()]).hasPrefix("HTTP/1.1 200"))
+    }
+
+    /// A connected socket to the server, sending nothing.
+    static func connected(_ port: Int) -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = in_port_t(UInt16(port).bigEndian)
+        inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr)
+        _ = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        return fd
+    }
+
     /// A refused upload still reads its refusal: the server drains what the client sends before closing.
     @Test func aRefusedUploadGetsItsStatusNotAReset() throws {
         let s = try LoopbackHTTPServer(port: 0, maxBody: 1 << 10) { _ in .init(status: 200, text: "ok") }
