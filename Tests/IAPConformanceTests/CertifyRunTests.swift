@@ -32,6 +32,9 @@ import Testing
         let bad = CertifyRun(scale: 0.05).run(Mutants.named("skip-signature")!.make())
         #expect(bad.verdictWord == "NOT CERTIFIED" && bad.exitCode == 1)
         #expect(bad.lines.contains { $0.hasPrefix("divergence (UNEXPECTED)") }, "\(bad.lines)")
+        // Distinct failures that read alike are told apart: no two divergence lines are the same.
+        let divergenceLines = bad.lines.filter { $0.hasPrefix("divergence") }
+        #expect(Set(divergenceLines).count == divergenceLines.count, "\(divergenceLines)")
         var declared = CertifyRun(policy: Policy(tokenSizeLimit: 262_144), scale: 0.05)
         declared.knownDivergences = ["oversized-token"]
         let forgiven = declared.run(Mutants.named("no-size-limit")!.make())

@@ -45,10 +45,13 @@ extension CertificationSuite.Report {
     public var lines: [String] {
         var lines = properties.map(Self.row)
         lines.append(forgeryLine)
-        for d in divergences {
+        // Distinct failures whose first difference reads alike (one forgery accepted after different deliveries) are
+        // told apart by their signatures.
+        let texts = divergences.map { "\($0.kind) \($0.name): \($0.detail)" }
+        for (d, text) in zip(divergences, texts) {
             let under = d.seenUnder.map { $0.count > 1 ? " (seen under \($0.joined(separator: ", ")))" : "" } ?? ""
-            lines.append(
-                "divergence (\(d.declared ? "declared" : "UNEXPECTED")): \(d.kind) \(d.name): \(d.detail)\(under)")
+            let which = texts.filter { $0 == text }.count > 1 ? d.signature.map { " [\($0)]" } ?? "" : ""
+            lines.append("divergence (\(d.declared ? "declared" : "UNEXPECTED")): \(text)\(under)\(which)")
             if let reason = d.reason { lines.append("  accepted (\(baseline ?? "the baseline")): \(reason)") }
         }
         if let missed = baselineNotSeen, !missed.isEmpty {
