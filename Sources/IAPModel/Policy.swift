@@ -78,6 +78,19 @@ public struct Policy: Codable, Hashable, Sendable {
         case latestPurchase = "latest-purchase"
     }
 
+    /// What a product's `expiresDate` and `ownership` mean where the user's own grace period and a paid grant (a
+    /// family share) cover it at once (docs/semantics.md#q18-one-product-several-chains): Apple says to keep giving
+    /// service through the grace period, and nothing about which grant a backend reports.
+    public enum ExpiresMeaning: String, Codable, Sendable, CaseIterable {
+        /// Either reading passes: there, the end and the ownership are not compared (default).
+        case either
+        /// The access end: the latest end of every grant covering the instant, grace included, and the user's own
+        /// ownership (`PURCHASED`) when the grace is theirs.
+        case accessEnd = "access-end"
+        /// The paid grant first: its end and ownership while a paid grant covers; the grace end once none does.
+        case paidFirst = "paid-first"
+    }
+
     public var refundScope: RefundScope
     /// Consumable refunds take back the credited quantity (a business choice; default on).
     public var consumableClawback: Bool
@@ -90,6 +103,7 @@ public struct Policy: Codable, Hashable, Sendable {
     public var upgradeDuringIntro: UpgradeDuringIntro
     public var extensionSignedAs: ExtensionSignedAs
     public var inactiveState: InactiveState
+    public var expiresMeaning: ExpiresMeaning
     /// A hardening choice of the application, not App Store semantics: signed tokens larger than this many bytes
     /// must be refused. Apple documents no size limit and its libraries set none, so by default (nil) a validly
     /// signed token of any size may be accepted or refused (docs/semantics.md#q19-token-size).
@@ -100,9 +114,10 @@ public struct Policy: Codable, Hashable, Sendable {
         introEligibility: IntroEligibility = .neverReceivedIntro, nonRenewingStacking: Bool = false,
         graceWithoutRetryFlag: GraceWithoutRetryFlag = .either, consumableRefundShare: ConsumableRefundShare = .all,
         upgradeDuringIntro: UpgradeDuringIntro = .either, extensionSignedAs: ExtensionSignedAs = .transaction,
-        inactiveState: InactiveState = .either, tokenSizeLimit: Int? = nil
+        inactiveState: InactiveState = .either, expiresMeaning: ExpiresMeaning = .either, tokenSizeLimit: Int? = nil
     ) {
         self.inactiveState = inactiveState
+        self.expiresMeaning = expiresMeaning
         self.tokenSizeLimit = tokenSizeLimit
         self.upgradeDuringIntro = upgradeDuringIntro
         self.extensionSignedAs = extensionSignedAs
@@ -131,6 +146,7 @@ public struct Policy: Codable, Hashable, Sendable {
         extensionSignedAs =
             try c.decodeIfPresent(ExtensionSignedAs.self, forKey: .extensionSignedAs) ?? extensionSignedAs
         inactiveState = try c.decodeIfPresent(InactiveState.self, forKey: .inactiveState) ?? inactiveState
+        expiresMeaning = try c.decodeIfPresent(ExpiresMeaning.self, forKey: .expiresMeaning) ?? expiresMeaning
         tokenSizeLimit = try c.decodeIfPresent(Int.self, forKey: .tokenSizeLimit)
     }
 
@@ -164,6 +180,9 @@ public struct Policy: Codable, Hashable, Sendable {
         }
         if let s = o.choice("inactiveState", InactiveState.allCases.map(\.rawValue), required: false) {
             p.inactiveState = InactiveState(rawValue: s)!
+        }
+        if let s = o.choice("expiresMeaning", ExpiresMeaning.allCases.map(\.rawValue), required: false) {
+            p.expiresMeaning = ExpiresMeaning(rawValue: s)!
         }
         if let n = o.int("tokenSizeLimit", required: false, range: 1024...(64 << 20)) { p.tokenSizeLimit = Int(n) }
         o.rejectUnknownKeys()

@@ -39,7 +39,8 @@ extension Oracle {
         public init(policy: Policy) {
             self.init(
                 graceDateMeansRetry: policy.graceWithoutRetryFlag != .deny,
-                introOutlivesChange: policy.upgradeDuringIntro == .union)
+                introOutlivesChange: policy.upgradeDuringIntro == .union,
+                paidGrantFirst: policy.expiresMeaning == .paidFirst)
         }
 
         /// Every reading of the facts in `k`: the policy's first, then the others where the facts or the policy
@@ -85,8 +86,10 @@ extension Oracle {
                 }
             }
             // Only where a share and a grace date may meet: a family-shared transaction and a renewal info with a
-            // grace date (the grant rules then decide whether they cover one product at one instant).
-            if k.transactions.values.contains(where: { $0.inAppOwnershipType == .familyShared }),
+            // grace date (the grant rules then decide whether they cover one product at one instant); a policy
+            // that says what the end means (expiresMeaning) leaves no choice.
+            if k.config.policy.expiresMeaning == .either,
+                k.transactions.values.contains(where: { $0.inAppOwnershipType == .familyShared }),
                 k.renewals.values.contains(where: { $0.gracePeriodExpiresDate != nil })
             {
                 rs += rs.map {

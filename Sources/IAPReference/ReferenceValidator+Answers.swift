@@ -16,6 +16,8 @@ extension ReferenceValidator {
         var introTxs: [String: [JWSTransactionDecodedPayload]] = [:]
         /// Per non-renewing product, its transactions of every chain (stacking spans chains).
         var nonRenewing: [String: [JWSTransactionDecodedPayload]] = [:]
+        /// Policy expiresMeaning paid-first: a paid grant beside the user's own grace gives the end and ownership.
+        var paidFirst = false
 
         /// Keeps the better of two holdings of a product: entitled beats not; of two entitled, paid access gives the
         /// state, the holding lasts as long as either (a grace of the user's own beyond a family share still
@@ -28,6 +30,9 @@ extension ReferenceValidator {
             }
             switch (old.state.isEntitled, h.state.isEntitled) {
             case (false, true): held[productId] = h
+            case (true, true) where paidFirst && (old.state == .active) != (h.state == .active):
+                // Policy expiresMeaning paid-first: the paid grant's end and ownership while it covers.
+                held[productId] = old.state == .active ? old : h
             case (true, true):
                 var merged = h.state == .active && old.state != .active ? h : old
                 if let a = old.expires, let b = h.expires { merged.expires = max(a, b) }
@@ -45,6 +50,7 @@ extension ReferenceValidator {
     func answer(_ q: EntitlementQuery) -> EntitlementAnswer {
         let t = evaluationInstant(q)
         var holdings = Holdings()
+        holdings.paidFirst = config.policy.expiresMeaning == .paidFirst
         for otid in chains.keys.filter({ user(ofChain: $0) == q.userId }).sorted() {
             hold(chain: otid, at: t, into: &holdings)
         }

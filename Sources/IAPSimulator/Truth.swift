@@ -64,12 +64,14 @@ extension StoreSimulator {
         for id in had {
             if let segs = covering[id] {
                 // Paid access gives the state; every covering grant, paid or grace, counts for the end and for whether
-                // the customer owns it (their own grace while a family share covers the product still grants).
+                // the customer owns it (their own grace while a family share covers the product still grants) —
+                // or, under policy expiresMeaning paid-first, the paid grants alone while one covers.
                 let paid = segs.contains { $0.kind == .paid }
+                let counted = paid && policy.expiresMeaning == .paidFirst ? segs.filter { $0.kind == .paid } : segs
                 products[id] = ProductEntitlement(
                     productId: id, active: true, state: paid ? .active : .grace,
-                    expiresDate: segs.compactMap(\.promisedEnd).max(),
-                    ownership: segs.contains { $0.ownership == .purchased } ? .purchased : .familyShared)
+                    expiresDate: counted.compactMap(\.promisedEnd).max(),
+                    ownership: counted.contains { $0.ownership == .purchased } ? .purchased : .familyShared)
             } else {
                 // Not granted: the state of the chain whose current period of this product began last; a product
                 // no chain is on any more (changed away from) has simply expired.

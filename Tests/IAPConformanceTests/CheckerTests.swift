@@ -33,7 +33,8 @@ import Testing
         Policy(nonRenewingStacking: true), Policy(graceWithoutRetryFlag: .grant), Policy(graceWithoutRetryFlag: .deny),
         Policy(consumableRefundShare: .share), Policy(upgradeDuringIntro: .cut), Policy(upgradeDuringIntro: .union),
         Policy(refundScope: .chain, upgradeDuringIntro: .union), Policy(extensionSignedAs: .renewalInfo),
-        Policy(upgradeDuringIntro: .union, extensionSignedAs: .renewalInfo),
+        Policy(upgradeDuringIntro: .union, extensionSignedAs: .renewalInfo), Policy(expiresMeaning: .accessEnd),
+        Policy(expiresMeaning: .paidFirst),
     ])
     func theReferenceValidatorFollowsEveryPolicy(_ policy: Policy) {
         var o = CheckOptions()

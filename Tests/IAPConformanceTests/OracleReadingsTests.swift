@@ -193,6 +193,43 @@ import Testing
         #expect(!graceOnly.undetermined.contains(product(.expiresDate)))
     }
 
+    /// The same overlap under a policy that says what the end means (expiresMeaning): nothing is open, and the answer
+    /// is the access end (the later grace end, PURCHASED) or the paid grant first (the share's end, FAMILY_SHARED).
+    @Test(arguments: [Policy.ExpiresMeaning.accessEnd, .paidFirst])
+    func aDeclaredMeaningDecidesTheOverlap(_ meaning: Policy.ExpiresMeaning) throws {
+        let own = Self.monthly("2000000000000001", purchased: Self.t0, signed: Self.t0)
+        let expiry = own.expiresDate!
+        let graceEnd = expiry + 16 * Self.day, shareEnd = expiry + 5 * Self.day
+        let share = Build.transaction(
+            "3000000000000001", purchased: expiry - 10 * Self.day, expires: shareEnd, ownership: .familyShared)
+        var k = Build.knowledge(
+            [Build.appTransaction(own), Build.appTransaction(share)], policy: Policy(expiresMeaning: meaning))
+        k.merge(Self.failedRenewal(of: own, retry: true, grace: graceEnd))
+        let overlap = Oracle.judge(k, user: Self.user, at: expiry + Self.day)
+        let p = try #require(overlap.answer.products.first { $0.productId == "pro.monthly" })
+        #expect(overlap.undetermined.isEmpty, "\(overlap.undetermined)")
+        #expect(p.active && p.state == .active)
+        if meaning == .accessEnd {
+            #expect(p.expiresDate == graceEnd && p.ownership == .purchased)
+        } else {
+            #expect(p.expiresDate == shareEnd && p.ownership == .familyShared)
+        }
+        // The reference follows the policy.
+        let v = ReferenceValidator()
+        try v.reset(ValidatorConfig(catalog: .standard, policy: Policy(expiresMeaning: meaning)))
+        for d in [Build.appTransaction(own), Build.appTransaction(share)] { _ = try v.deliver(decoded: d, now: expiry) }
+        _ = try v.deliver(
+            decoded: Self.failedToRenew(
+                own, Self.failedRenewal(of: own, retry: true, grace: graceEnd), subtype: .gracePeriod),
+            now: expiry)
+        let answered = try v.entitlements(EntitlementQuery(userId: Self.user, at: expiry + Self.day)).products.first {
+            $0.productId == "pro.monthly"
+        }
+        #expect(
+            answered?.expiresDate == p.expiresDate && answered?.ownership == p.ownership,
+            "\(String(describing: answered))")
+    }
+
     /// A `GRACE_PERIOD` notification whose renewal info has no grace date: no grace by rule, but a validator that
     /// trusts the subtype is not failed while that renewal info is in force; without the subtype nothing is open.
     @Test func aGracePeriodSubtypeWithoutADateLeavesGraceOpen() throws {

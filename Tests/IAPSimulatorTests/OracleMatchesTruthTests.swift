@@ -61,6 +61,8 @@ import Testing
         Policy(refundScope: .chain, upgradeDuringIntro: .union),
         Policy(extensionSignedAs: .renewalInfo),
         Policy(upgradeDuringIntro: .union, extensionSignedAs: .renewalInfo),
+        Policy(expiresMeaning: .accessEnd),
+        Policy(expiresMeaning: .paidFirst),
     ])
     func oracleEqualsTruthUnderEveryPolicy(_ policy: Policy) {
         var failures: [String] = []
@@ -69,6 +71,33 @@ import Testing
             if failures.count > 3 { break }
         }
         #expect(failures.isEmpty, "\(failures.prefix(3).joined(separator: "\n"))")
+    }
+
+    /// The user's own chain in its grace period while a parent's family share of the same product is paid: the
+    /// truth and the oracle agree under every meaning of the end (expiresMeaning), and the history does reach the
+    /// overlap (the two meanings answer differently there).
+    @Test(arguments: [Policy.ExpiresMeaning.either, .accessEnd, .paidFirst])
+    func ownGraceBesideAPaidShareAgreesWithTheTruth(_ meaning: Policy.ExpiresMeaning) throws {
+        let start = HistoryGenerator.epoch, day = CivilTime.msPerDay
+        var catalog = Catalog.standard
+        catalog.gracePeriod = GracePeriodSetting(days: 16, eligibility: .allRenewals)
+        let policy = Policy(expiresMeaning: meaning)
+        var sim = StoreSimulator(
+            catalog: catalog, policy: policy,
+            persons: [Person(index: 0, familyId: 1), Person(index: 1, familyId: 1)], start: start)
+        sim.buySubscription(person: 1, productId: "plus.monthly", offer: .none, at: start, familyMates: [0])
+        let parent = try #require(sim.chainOrder.first { sim.chains[$0]?.person == 1 })
+        sim.buySubscription(person: 0, productId: "plus.monthly", offer: .none, at: start + 10 * day, familyMates: [])
+        let own = try #require(sim.chainOrder.last { sim.chains[$0]?.person == 0 })
+        sim.renew(parent)
+        sim.failBilling(own, retryDays: 60)
+        #expect(Self.mismatches(sim: sim, policy: policy).isEmpty, "\(Self.mismatches(sim: sim, policy: policy))")
+        // At the overlap the truth is the reading the meaning names (either: the access end).
+        let ownEnd = Period(1, .month).added(to: start + 10 * day)
+        let truth = sim.truth(person: 0, at: ownEnd + day)
+        let p = try #require(truth.products["plus.monthly"])
+        #expect(p.active && p.state == .active)
+        #expect(p.ownership == (meaning == .paidFirst ? .familyShared : .purchased), "\(p)")
     }
 
     /// Under stacking, a second season pass starts where the first ends; a refund of it that is reversed before
