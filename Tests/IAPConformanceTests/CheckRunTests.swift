@@ -14,14 +14,17 @@ import Testing
 @Suite struct CheckRunTests {
     static func run(
         _ v: any Validator, corpus: String?, cases: Int = 40, keepGoing: Int = 1, baseline: Baseline? = nil,
-        shouldStop: @escaping @Sendable () -> Bool = { false }
+        jobs: Int = 1, make: (() -> any Validator)? = nil, shouldStop: @escaping @Sendable () -> Bool = { false }
     ) throws -> (CheckRunReport, [String]) {
         var o = CheckOptions()
         o.cases = cases
         o.keepGoing = keepGoing
+        o.jobs = jobs
         o.seed = 3
         o.shouldStop = shouldStop
-        var run = CheckRun(validator: "mutant:ignore-revocation", checker: Checker(options: o, validator: v))
+        var checker = Checker(options: o, validator: v)
+        checker.makeWorker = make
+        var run = CheckRun(validator: "mutant:ignore-revocation", checker: checker)
         run.corpus = corpus
         run.baseline = baseline
         var lines: [String] = []
@@ -97,6 +100,36 @@ import Testing
         #expect(fixedText.contains { $0.contains("fixed? if so, remove it") })
     }
 
+    /// Ignores refunds (the accepted divergence) and grace periods (a new bug).
+    final class RevocationAndGrace: ReferenceValidator, @unchecked Sendable {
+        override func isRevoked(_ tx: JWSTransactionDecodedPayload, at t: Millis) -> Bool { false }
+        override func graceEnd(_ renewal: JWSRenewalInfoDecodedPayload?, latest: JWSTransactionDecodedPayload)
+            -> Millis?
+        { nil }
+    }
+
+    /// A gate with a baseline and without --keep-going, on one job or several: an accepted failure does not end the
+    /// run (on several jobs it used to stop the workers, and the run read as interrupted, exit 130), a run that meets
+    /// only accepted failures passes having run every case, and shrinks that end in accepted failures do not use up
+    /// what a new bug needs (it used to pass with "failing cases not shrunk").
+    @Test(arguments: [1, 2])
+    func aBaselineGateRunsEveryCaseAndStillCatchesANewBug(jobs: Int) throws {
+        let mutant = Mutants.named("ignore-revocation")!
+        let (first, _) = try Self.run(mutant.make(), corpus: nil, cases: 400, keepGoing: 50)
+        var baseline = first.baseline
+        for i in baseline.entries.indices { baseline.entries[i].reason = "accepted, for the test" }
+        let (gate, text) = try Self.run(
+            mutant.make(), corpus: nil, cases: 400, baseline: baseline, jobs: jobs, make: { mutant.make() })
+        #expect(gate.verdict == .pass && !gate.report.interrupted && gate.report.cases == 400, "\(text)")
+        #expect(!text.contains { $0.contains("not met before the run stopped") }, "\(text)")
+        let (both, bothText) = try Self.run(
+            RevocationAndGrace(), corpus: nil, cases: 400, baseline: baseline, jobs: jobs,
+            make: { RevocationAndGrace() })
+        #expect(both.verdict == .discrepancy, "\(bothText)")
+        let accepted = Set(baseline.entries.map(\.signature.description))
+        #expect(both.summary.discrepancies.contains { !accepted.contains($0.signature ?? "") }, "\(bothText)")
+    }
+
     @Test func aBaselineEntryWithoutAReasonIsRefusedNamingIt() throws {
         let path = Scratch.url.appendingPathComponent("baseline-\(getpid()).json").path
         defer { try? FileManager.default.removeItem(atPath: path) }
@@ -123,12 +156,14 @@ import Testing
         #expect(!first.shrinkStopped && whole.summary.interrupted != true && first.shrinkAttempts > 20)
         // Asked once per case up to the failing one, then before each shrink attempt: stop after a few attempts.
         let asked = Mutex(0)
-        let (cut, text) = try Self.run(mutant.make(), corpus: nil, cases: 600) {
-            asked.withLock { n in
-                n += 1
-                return n > first.caseIndex + 1 + 10
-            }
-        }
+        let (cut, text) = try Self.run(
+            mutant.make(), corpus: nil, cases: 600,
+            shouldStop: {
+                asked.withLock { n in
+                    n += 1
+                    return n > first.caseIndex + 1 + 10
+                }
+            })
         let f = try #require(cut.report.failure)
         #expect(f.caseIndex == first.caseIndex && f.shrinkStopped && f.shrinkAttempts < first.shrinkAttempts)
         #expect(f.shrunk.actionCount >= first.shrunk.actionCount && f.discrepancy != nil)

@@ -49,6 +49,9 @@ public struct CheckOptions: Sendable {
     /// Failures this run reported before its cases (the corpus replay's), by signature: a generated case that fails
     /// the same way is counted into them, not shrunk and printed again (docs/check.md#distinct-failures).
     public var reportedSignatures: Set<FailureSignature> = []
+    /// Whether a failing case leaves later cases to run: with `--keep-going`, or when failures were reported before
+    /// the run (an accepted failure is not the end of it).
+    var runsPastAFailure: Bool { keepGoing > 1 || !reportedSignatures.isEmpty }
     public var maxShrinks: Int { shrinkLimit ?? (keepGoing == 1 ? 1 : keepGoing * 3) }
     /// Sets ``maxShrinks`` (certify shrinks fewer, since it runs six properties).
     public var shrinkLimit: Int?

@@ -52,10 +52,12 @@ extension Checker {
                     let (i, take) = board.withLock { board in
                         if !board.stopped && checker.options.shouldStop() { board.stopped = true }
                         let i = board.next
-                        // With --keep-going every index runs: which failures count is decided after the join.
+                        // With --keep-going, or failures reported before the run (a baseline's, the corpus's) that a
+                        // failure may turn out to be, every index runs: which failures count is decided after the
+                        // join.
                         let take =
                             !board.stopped && i < range.upperBound
-                            && (checker.options.keepGoing > 1
+                            && (checker.options.runsPastAFailure
                                 ? (board.lowestEnd.map { i < $0 } ?? true)
                                 : (board.lowestFailure.map { i < $0 } ?? true))
                         if take { board.next += 1 }

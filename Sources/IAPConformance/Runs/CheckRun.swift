@@ -84,7 +84,11 @@ public struct CheckRun {
         for f in report.failures { record(f, selection, into: &found, emit: emit) }
         emitStopLines(report, emit: emit)
         var summary = summarize(report, found)
-        if baseline != nil { emit(Self.baselineLines(summary, file: baselineFile)) }
+        if baseline != nil {
+            let total = options.onlyCase == nil ? options.caseRange.count : 1
+            let stopped = report.cases < total ? (report.cases, total) : nil
+            emit(Self.baselineLines(summary, file: baselineFile, stoppedAt: stopped))
+        }
         if options.onlyCase == nil { summary.run = identity(summary) }
         emitClosingLines(report, summary, emit: emit)
         var result = CheckRunReport(summary: summary, report: report)
@@ -318,8 +322,9 @@ public struct CheckRun {
 
 extension CheckRun {
     /// What a run with a baseline says of it: the accepted divergences it met, with their reasons and counts, and
-    /// the entries it did not meet (fixed, or just not reached by these cases).
-    static func baselineLines(_ s: Reports.CheckSummary, file: String) -> String {
+    /// the entries it did not meet (fixed, or just not reached by these cases; a run that stopped early says only
+    /// that it stopped: `stoppedAt` is the cases run of the run's).
+    static func baselineLines(_ s: Reports.CheckSummary, file: String, stoppedAt: (Int, Int)? = nil) -> String {
         var lines: [String] = []
         let met = s.accepted ?? []
         lines.append(
@@ -329,7 +334,11 @@ extension CheckRun {
                 "  - \(a.signature) (\(a.occurrences) failing case\(a.occurrences == 1 ? "" : "s")): \(a.reason)")
         }
         for n in s.baselineNotSeen ?? [] {
-            lines.append("  not met in this run: \(n) — fixed? if so, remove it from \(file)")
+            if let (run, total) = stoppedAt {
+                lines.append("  not met before the run stopped (after \(run) of \(total) cases): \(n)")
+            } else {
+                lines.append("  not met in this run: \(n) — fixed? if so, remove it from \(file)")
+            }
         }
         return lines.joined(separator: "\n")
     }
