@@ -8,10 +8,8 @@
 #
 #   IAPCHECK=/path/to/iapcheck CASES=300 Tests/Fixtures/node-service/gate-demo.sh
 #
-# Every step passes --keep-going 10: `check --baseline` without it is unusable here (iapcheck problem, see README.md,
-# "Known iapcheck problems"): with 2 jobs it stops after the first accepted failure and exits 130 "INTERRUPTED", and
-# with 1 job its single shrink can be spent on an accepted failure, after which a new bug is only counted as
-# "not shrunk" and the run exits 0. --shrink-seconds 600 keeps shrinking bound by attempts (deterministic) rather
+# Every step passes --keep-going 10 (written when `check --baseline` without it stopped at the first accepted
+# failure; fixed since, see README.md). --shrink-seconds 600 keeps shrinking bound by attempts (deterministic) rather
 # than by time, so a slow machine shrinks to the same case and signature as a fast one.
 set -u
 cd "$(dirname "$0")/../../.." || exit 2 # the iapcheck checkout: the target's start command uses paths relative to it

@@ -24,6 +24,7 @@ const ROOT = new X509Certificate(fs.readFileSync(process.env.ROOT_PEM ?? 'root.p
 const FIXED = process.env.FIXED === '1';
 const PLANTED_BUG = process.env.PLANTED_BUG ?? '';
 const MAX_BODY = 2 * 1024 * 1024;
+if (!['', 'no-grace'].includes(PLANTED_BUG)) { console.error(`unknown PLANTED_BUG ${PLANTED_BUG} (known: no-grace)`); process.exit(2); }
 
 class Rejected extends Error {}
 const reject = (why) => { throw new Rejected(why); };
@@ -250,8 +251,9 @@ function access(customer, t) {
     const mine = chain.filter((x) => x.purchaseDate <= t);
     const voidedBefore = policy.refundScope === 'chain'
       ? Math.max(-Infinity, ...mine.filter(revoked).map((x) => x.revocationDate)) : -Infinity;
+    const voided = (x) => revoked(x) || x.purchaseDate < voidedBefore;
     for (const x of mine) {
-      if (revoked(x) || x.purchaseDate < voidedBefore) continue;
+      if (voided(x)) continue;
       let end = x.expiresDate; // an upgrade (a later PURCHASE inside this period) ends it early
       for (const y of chain) {
         if (y.purchaseDate > x.purchaseDate && y.purchaseDate < end && y.transactionReason === 'PURCHASE') end = y.purchaseDate;
@@ -263,7 +265,7 @@ function access(customer, t) {
     const last = mine.at(-1), r = db.renewals[otid];
     const inRetry = r && (r.isInBillingRetryPeriod === true || policy.graceWithoutRetryFlag !== 'deny');
     if (PLANTED_BUG === 'no-grace') continue;
-    if (inRetry && !revoked(last) && last.expiresDate <= t && t < r.gracePeriodExpiresDate) grant(last, r.gracePeriodExpiresDate);
+    if (inRetry && !voided(last) && last.expiresDate <= t && t < r.gracePeriodExpiresDate) grant(last, r.gracePeriodExpiresDate);
   }
   for (const x of known.filter((y) => y.type === NON_CONSUMABLE)) if (!revoked(x)) grant(x, null);
   const lastEnd = new Map();
