@@ -19,6 +19,13 @@ extension AnswerMapping {
         /// When the question was asked: an entry without `active` is active while its end is after it.
         let at: Millis
 
+        /// How to map a value in the backend's own words: `"values"` beside the field's pointer.
+        func wordsFix(_ f: Field, _ v: Any) -> String? {
+            guard let word = v as? String else { return nil }
+            return
+                "if \(AnswerMapping.show(word)) is the backend's word for one of iapcheck's values, say which in \(mapping.file): \(f.keyPath) as {\"pointer\": \"\(f.pointer)\", \"values\": {\"\(word)\": …}}"
+        }
+
         func fail(_ keyPath: String, _ why: String, fix: String? = nil) -> Mismatch {
             Mismatch(
                 message:
@@ -108,19 +115,22 @@ extension AnswerMapping {
             }
             var state: EntitlementState = active ? .active : .expired
             if let f = list.state, let v = try value(f, in: item, id: id, list) {
-                guard let s = (v as? String).flatMap(EntitlementState.init(rawValue:)) else {
+                guard let s = (v as? String).map(f.translated).flatMap(EntitlementState.init(rawValue:)) else {
                     throw fail(
                         f.keyPath,
-                        "\(AnswerMapping.show(v)) in entry \"\(id)\" is not a state (\(EntitlementState.allCases.map(\.rawValue).joined(separator: ", ")))"
-                    )
+                        "\(AnswerMapping.show(v)) in entry \"\(id)\" is not a state (\(EntitlementState.allCases.map(\.rawValue).joined(separator: ", ")))",
+                        fix: wordsFix(f, v))
                 }
                 state = s
             }
             var ownership: InAppOwnershipType?
             if let f = list.ownership, let v = try value(f, in: item, id: id, list) {
-                guard let s = v as? String else {
+                // A value in the backend's own words is a mapping to complete, not a wrong answer.
+                guard let s = (v as? String).map(f.translated), InAppOwnershipType.known.map(\.rawValue).contains(s)
+                else {
                     throw fail(
-                        f.keyPath, "\(AnswerMapping.show(v)) in entry \"\(id)\" is not PURCHASED or FAMILY_SHARED")
+                        f.keyPath, "\(AnswerMapping.show(v)) in entry \"\(id)\" is not PURCHASED or FAMILY_SHARED",
+                        fix: wordsFix(f, v))
                 }
                 ownership = InAppOwnershipType(rawValue: s)
             }

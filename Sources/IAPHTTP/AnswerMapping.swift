@@ -28,6 +28,12 @@ public struct AnswerMapping: Sendable {
         public var precision: Millis = 1
         /// The key path of this field in the target file (for messages).
         public var keyPath: String
+        /// `state` and `ownership`: the backend's own words for iapcheck's values (`"values": {"purchase":
+        /// "PURCHASED", "family": "FAMILY_SHARED"}`); a value not listed is read as it is.
+        public var values: [String: String] = [:]
+
+        /// The value in iapcheck's words.
+        func translated(_ s: String) -> String { values[s] ?? s }
     }
 
     /// One mapped list (`entitlements` or `products`).
@@ -95,7 +101,17 @@ public struct AnswerMapping: Sendable {
             o.problem(keyPath, "\"\(s)\" is not a JSON Pointer: it must start with / (or be empty)")
             return nil
         }
-        func field(_ l: StrictJSON.Object, _ name: String, dates: Bool) -> Field? {
+        /// `"values"`: each of the backend's words to one of `allowed`.
+        func valueWords(_ f: StrictJSON.Object, allowed: [String]) -> [String: String]? {
+            guard let v = f.object("values", required: false) else { return nil }
+            var out: [String: String] = [:]
+            for word in v.dict.keys.sorted() {
+                guard let to = v.choice(word, allowed) else { continue }
+                out[word] = to
+            }
+            return out
+        }
+        func field(_ l: StrictJSON.Object, _ name: String, dates: Bool, words: [String]? = nil) -> Field? {
             let path = l.keyPath(name)
             guard l.has(name) else {
                 _ = l.string(name, required: false)
@@ -110,10 +126,12 @@ public struct AnswerMapping: Sendable {
             let format =
                 dates ? f.choice("format", DateFormat.allCases.map(\.rawValue), required: false) : nil
             let precision = dates ? f.choice("precision", ["ms", "s"], required: false) : nil
+            let values = words.flatMap { valueWords(f, allowed: $0) } ?? [:]
             f.rejectUnknownKeys()
             guard let p, let ptr = pointer(p, at: f.keyPath("pointer")) else { return nil }
             var out = Field(pointer: ptr, format: format.flatMap(DateFormat.init(rawValue:)), keyPath: path)
             if precision == "s" { out.precision = 1000 }
+            out.values = values
             return out
         }
         func list(_ name: String) -> List? {
@@ -132,13 +150,14 @@ public struct AnswerMapping: Sendable {
                 each: each.flatMap { pointer($0, at: l.keyPath("each")) } ?? "", eachKeyPath: l.keyPath("each"),
                 one: one, key: key, active: field(l, "active", dates: false),
                 expiresDate: field(l, "expiresDate", dates: true),
-                state: field(l, "state", dates: false), ownership: field(l, "ownership", dates: false))
+                state: field(l, "state", dates: false, words: EntitlementState.allCases.map(\.rawValue)),
+                ownership: field(l, "ownership", dates: false, words: InAppOwnershipType.known.map(\.rawValue)))
             l.rejectUnknownKeys()
             return each == nil ? nil : out
         }
         m.entitlements = list("entitlements")
         m.products = list("products")
-        m.consumables = parseConsumables(o, pointer: pointer, field: field)
+        m.consumables = parseConsumables(o, pointer: pointer, field: { field($0, $1, dates: $2) })
         o.rejectUnknownKeys()
         if !o.has("entitlements") && !o.has("products") && !o.has("consumables") {
             o.problem(o.path, "map \"entitlements\", \"products\" or \"consumables\" (any of them)")

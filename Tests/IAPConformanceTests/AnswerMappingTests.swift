@@ -45,6 +45,35 @@ import Testing
         }
     }
 
+    /// A backend's own words for ownership or state: without `"values"` the answer is a mapping to complete (not a
+    /// wrong answer of the backend), and the fix says how; with them the words read as iapcheck's values.
+    @Test func aBackendsOwnWordsForOwnershipAreMappedOrRefused() throws {
+        let body = Data(#"{"products": [{"sku": "pro.monthly", "active": true, "source": "family"}]}"#.utf8)
+        let plain = try Self.target(
+            Self.mapped(
+                #"{"products": {"each": "/products", "key": "/sku", "active": "/active", "ownership": "/source"}}"#))
+        #expect {
+            try plain.mapping!.answer(from: body, at: 0)
+        } throws: { error in
+            let m = error as? AnswerMapping.Mismatch
+            return m?.message.contains("\"family\" in entry \"pro.monthly\" is not PURCHASED or FAMILY_SHARED") == true
+                && m?.fix?.contains("\"values\": {\"family\": …}") == true
+        }
+        let worded = try Self.target(
+            Self.mapped(
+                #"{"products": {"each": "/products", "key": "/sku", "active": "/active", "ownership": {"pointer": "/source", "values": {"purchase": "PURCHASED", "family": "FAMILY_SHARED"}}}}"#
+            ))
+        let a = try worded.mapping!.answer(from: body, at: 0)
+        #expect(a.products.first?.ownership == .familyShared)
+        // Words must map to iapcheck's values.
+        #expect(throws: ConfigError.self) {
+            try Self.target(
+                Self.mapped(
+                    #"{"products": {"each": "/products", "key": "/sku", "ownership": {"pointer": "/source", "values": {"family": "SHARED"}}}}"#
+                ))
+        }
+    }
+
     @Test func aRevenueCatStyleRecordReadsAsEntitlements() throws {
         let t = try Self.target(
             Self.mapped(
