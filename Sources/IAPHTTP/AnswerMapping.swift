@@ -31,6 +31,9 @@ public struct AnswerMapping: Sendable {
         /// `state` and `ownership`: the backend's own words for iapcheck's values (`"values": {"purchase":
         /// "PURCHASED", "family": "FAMILY_SHARED"}`); a value not listed is read as it is.
         public var values: [String: String] = [:]
+        /// `expiresDate`: what the date means where the user's own grace and a paid grant (a family share) cover the
+        /// product at once (`"meaning": "paid-first"` or `"access-end"`, docs/http-target.md#what-a-date-means).
+        public var meaning: Policy.ExpiresMeaning?
 
         /// The value in iapcheck's words.
         func translated(_ s: String) -> String { values[s] ?? s }
@@ -62,6 +65,11 @@ public struct AnswerMapping: Sendable {
     public var datePrecision: Millis? {
         let declared = [entitlements?.expiresDate?.precision, products?.expiresDate?.precision].compactMap { $0 }
         return declared.max().flatMap { $0 > 1 ? $0 : nil }
+    }
+
+    /// What the mapped expiries mean, as declared (one meaning for both lists: a parse problem otherwise).
+    public var expiresMeaning: Policy.ExpiresMeaning? {
+        entitlements?.expiresDate?.meaning ?? products?.expiresDate?.meaning
     }
 
     /// The answer fields this mapping provides (what the target answers unless it says otherwise).
@@ -101,16 +109,6 @@ public struct AnswerMapping: Sendable {
             o.problem(keyPath, "\"\(s)\" is not a JSON Pointer: it must start with / (or be empty)")
             return nil
         }
-        /// `"values"`: each of the backend's words to one of `allowed`.
-        func valueWords(_ f: StrictJSON.Object, allowed: [String]) -> [String: String]? {
-            guard let v = f.object("values", required: false) else { return nil }
-            var out: [String: String] = [:]
-            for word in v.dict.keys.sorted() {
-                guard let to = v.choice(word, allowed) else { continue }
-                out[word] = to
-            }
-            return out
-        }
         func field(_ l: StrictJSON.Object, _ name: String, dates: Bool, words: [String]? = nil) -> Field? {
             let path = l.keyPath(name)
             guard l.has(name) else {
@@ -126,12 +124,19 @@ public struct AnswerMapping: Sendable {
             let format =
                 dates ? f.choice("format", DateFormat.allCases.map(\.rawValue), required: false) : nil
             let precision = dates ? f.choice("precision", ["ms", "s"], required: false) : nil
-            let values = words.flatMap { valueWords(f, allowed: $0) } ?? [:]
+            let values = words.flatMap { Self.valueWords(f, allowed: $0) } ?? [:]
+            // `either` is what no declaration means; a backend's date has one meaning.
+            let meaning =
+                dates
+                ? f.choice(
+                    "meaning", Policy.ExpiresMeaning.allCases.filter { $0 != .either }.map(\.rawValue), required: false)
+                : nil
             f.rejectUnknownKeys()
             guard let p, let ptr = pointer(p, at: f.keyPath("pointer")) else { return nil }
             var out = Field(pointer: ptr, format: format.flatMap(DateFormat.init(rawValue:)), keyPath: path)
             if precision == "s" { out.precision = 1000 }
             out.values = values
+            out.meaning = meaning.flatMap(Policy.ExpiresMeaning.init(rawValue:))
             return out
         }
         func list(_ name: String) -> List? {
@@ -158,11 +163,34 @@ public struct AnswerMapping: Sendable {
         m.entitlements = list("entitlements")
         m.products = list("products")
         m.consumables = parseConsumables(o, pointer: pointer, field: { field($0, $1, dates: $2) })
+        requireOneMeaning(m, o)
         o.rejectUnknownKeys()
         if !o.has("entitlements") && !o.has("products") && !o.has("consumables") {
             o.problem(o.path, "map \"entitlements\", \"products\" or \"consumables\" (any of them)")
         }
         return m
+    }
+
+    /// `"values"`: each of the backend's words to one of `allowed`.
+    static func valueWords(_ f: StrictJSON.Object, allowed: [String]) -> [String: String]? {
+        guard let v = f.object("values", required: false) else { return nil }
+        var out: [String: String] = [:]
+        for word in v.dict.keys.sorted() {
+            guard let to = v.choice(word, allowed) else { continue }
+            out[word] = to
+        }
+        return out
+    }
+
+    /// One policy holds for both lists: their dates declare one meaning.
+    static func requireOneMeaning(_ m: AnswerMapping, _ o: StrictJSON.Object) {
+        guard let a = m.entitlements?.expiresDate?.meaning, let b = m.products?.expiresDate?.meaning, a != b else {
+            return
+        }
+        o.problem(
+            o.keyPath("products"),
+            "entitlements.expiresDate means \(a.rawValue) and products.expiresDate \(b.rawValue): one policy holds for both, declare one meaning"
+        )
     }
 
     /// A mapped response that does not fit the mapping: a pointer that finds nothing, a value of the wrong kind.

@@ -167,6 +167,7 @@ extension HTTPValidator {
                 }
             }
             if let precision = mapping?.datePrecision { profile.datePrecision = precision }
+            profile.expiresMeaning = mapping?.expiresMeaning
             return profile
         }
 

@@ -152,6 +152,27 @@ public struct Policy: Codable, Hashable, Sendable {
 
     public static let `default` = Policy()
 
+    /// This policy with the meaning a validator declares for its `expiresDate` (``ValidatorProfile/expiresMeaning``,
+    /// a target's `"meaning"`): the oracle then computes that meaning exactly. A policy that already says another
+    /// meaning is a contradiction, refused naming both (`file` is the target file, for the message).
+    public func adopting(_ profile: ValidatorProfile, file: String) throws(ConfigError) -> Policy {
+        guard let declared = profile.expiresMeaning, declared != expiresMeaning else { return self }
+        guard expiresMeaning == .either else {
+            throw ConfigError(
+                file: file,
+                problems: [
+                    .init(
+                        key: "answer.*.expiresDate.meaning",
+                        message:
+                            "the answer mapping says expiresDate means \(declared.rawValue), the policy says \(expiresMeaning.rawValue): drop one of them"
+                    )
+                ])
+        }
+        var p = self
+        p.expiresMeaning = declared
+        return p
+    }
+
     /// Reads a policy file: a JSON object with any of the keys above; missing keys take their defaults.
     public static func load(path: String) throws(ConfigError) -> Policy {
         let data = try StrictJSON.readFile(path)

@@ -62,6 +62,10 @@ public struct ValidatorProfile: Hashable, Sendable, CustomStringConvertible {
     /// expiry within this of the oracle's counts as equal, and no question is asked closer than this to an instant
     /// where the answer changes (docs/http-target.md#precision).
     public var datePrecision: Millis = 1
+    /// What the validator's `expiresDate` means where the user's own grace and a paid grant cover a product at once,
+    /// when it says (a target's answer mapping, `"meaning"`): the run's policy then takes it
+    /// (``Policy/adopting(_:)``, docs/http-target.md#what-a-date-means). nil: it does not say.
+    public var expiresMeaning: Policy.ExpiresMeaning?
 
     public init(answers: some Sequence<AnswerField>, channels: some Sequence<DeliveryChannel>) {
         self.answers = Set(answers).sorted()
@@ -101,6 +105,7 @@ public struct ValidatorProfile: Hashable, Sendable, CustomStringConvertible {
     public var description: String {
         "answers \(answers.map(\.rawValue).joined(separator: ", ")); channels \(channels.map(\.protocolName).joined(separator: ", "))"
             + (datePrecision == 1 ? "" : "; dates to \(datePrecision == 1000 ? "the second" : "\(datePrecision) ms")")
+            + (expiresMeaning.map { "; expiresDate means \($0.rawValue)" } ?? "")
     }
 
     /// A profile from the names a validator declares (`hello.answers`, `hello.channels`, `--answers`, `--channels`,
@@ -152,7 +157,7 @@ public struct ValidatorProfile: Hashable, Sendable, CustomStringConvertible {
 }
 
 extension ValidatorProfile: Codable {
-    enum CodingKeys: String, CodingKey { case answers, channels, datePrecision }
+    enum CodingKeys: String, CodingKey { case answers, channels, datePrecision, expiresMeaning }
 
     /// As declared on the wire: field names and channel protocol names.
     public init(from decoder: any Decoder) throws {
@@ -162,6 +167,7 @@ extension ValidatorProfile: Codable {
                 answers: try c.decode([String].self, forKey: .answers),
                 channels: try c.decode([String].self, forKey: .channels), prefix: "profile.")
             if let p = try c.decodeIfPresent(Millis.self, forKey: .datePrecision), p >= 1 { datePrecision = p }
+            expiresMeaning = try c.decodeIfPresent(Policy.ExpiresMeaning.self, forKey: .expiresMeaning)
         } catch let e as ProfileError {
             throw DecodingError.dataCorrupted(.init(codingPath: c.codingPath, debugDescription: e.message))
         }
@@ -172,6 +178,7 @@ extension ValidatorProfile: Codable {
         try c.encode(answers.map(\.rawValue), forKey: .answers)
         try c.encode(channels.map(\.protocolName), forKey: .channels)
         if datePrecision != 1 { try c.encode(datePrecision, forKey: .datePrecision) }
+        try c.encodeIfPresent(expiresMeaning, forKey: .expiresMeaning)
     }
 }
 

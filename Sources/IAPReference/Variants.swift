@@ -24,6 +24,11 @@ public enum Variants {
             description:
                 "takes a subscription to be in billing retry (and so in grace) only when isInBillingRetryPeriod says so, never from a grace date alone (the reference reads the date)",
             make: { RetryFlagOnly() }),
+        Entry(
+            name: "paid-first",
+            description:
+                "while a paid grant (a family share) covers a product in the user's own grace period, answers the paid grant's end and ownership (the reference: the later grace end and PURCHASED)",
+            make: { PaidFirst() }),
     ]
 }
 
@@ -34,6 +39,18 @@ public final class RetryFlagOnly: ReferenceValidator {
     override public var name: String { "variant:retry-flag-only" }
     override public func inBillingRetry(_ renewal: JWSRenewalInfoDecodedPayload?) -> Bool {
         renewal?.isInBillingRetryPeriod == true
+    }
+}
+
+/// Reads a product's end paid grant first (docs/semantics.md#q18-one-product-several-chains): where the user's own
+/// grace and a family share cover the product at once, the share's end and `FAMILY_SHARED`. Differs from the
+/// reference only there, which the default policy (`expiresMeaning: either`) leaves open.
+public final class PaidFirst: ReferenceValidator {
+    override public var name: String { "variant:paid-first" }
+    override public func reset(_ config: ValidatorConfig) throws(ValidatorFailure) {
+        var c = config
+        if c.policy.expiresMeaning == .either { c.policy.expiresMeaning = .paidFirst }
+        try super.reset(c)
     }
 }
 

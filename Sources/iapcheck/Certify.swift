@@ -47,7 +47,8 @@ struct Certify: ParsableCommand {
     var jobs: Int?
 
     func run() throws {
-        let (catalog, policy) = try options.loadOrExit()
+        let (catalog, loaded) = try options.loadOrExit()
+        let policy = try adoptingMeaning(loaded, try parseValidator(validator))
         try requireWritable(directory: results)
         if let writeBaseline { try requireWritable(file: writeBaseline) }
         let accepted = try acceptedDivergences(option: baseline, validator: try parseValidator(validator))

@@ -26,7 +26,8 @@ struct DoctorCommand: ParsableCommand {
     @OptionGroup var options: CaseOptions
 
     func run() throws {
-        let (catalog, policy) = try options.loadOrExit()
+        let (catalog, loaded) = try options.loadOrExit()
+        let policy = try adoptingMeaning(loaded, try parseValidator(validator))
         let v = try makeValidator(validator, timeout: timeout)
         defer { v.shutdown() }
         if v.isolation == .namespace && options.catalog == nil {

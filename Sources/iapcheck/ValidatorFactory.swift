@@ -9,6 +9,18 @@ import IAPStore
 import IAPSubprocess
 import IAPValidatorAPI
 
+/// The run's policy with the meaning a target's answer mapping declares for its dates (`"meaning"` on
+/// `expiresDate`, docs/http-target.md#what-a-date-means); a policy saying another meaning is refused.
+func adoptingMeaning(_ policy: Policy, _ spec: ValidatorSpec) throws -> Policy {
+    // An unreadable target file is reported by makeValidator, with its problems.
+    guard let path = spec.targetFile, let target = try? HTTPValidator.Target.load(path: path) else { return policy }
+    do {
+        return try policy.adopting(target.profile, file: path)
+    } catch {
+        throw fail("error: \(error)", code: Exit.usage)
+    }
+}
+
 /// `--jobs`: as asked, or one per core for validators that live in this process. A program (`exec:`) runs N copies
 /// only when asked, since copies of a correct validator that share a file would fail each other. An `http:` target
 /// says how jobs share it (``HTTPValidator/Target/jobSharing``): one instance per job when its start command takes

@@ -74,6 +74,36 @@ import Testing
         }
     }
 
+    /// What a mapped date means (`"meaning"`): the profile carries it, the run's policy takes it, and a policy or a
+    /// second list saying another meaning is refused.
+    @Test func aDeclaredMeaningOfTheDateBecomesThePolicys() throws {
+        let t = try Self.target(
+            Self.mapped(
+                #"{"products": {"each": "/products", "key": "/sku", "expiresDate": {"pointer": "/until", "meaning": "paid-first"}}}"#
+            ))
+        #expect(t.profile.expiresMeaning == .paidFirst)
+        #expect(try Policy.default.adopting(t.profile, file: "t.json").expiresMeaning == .paidFirst)
+        var accessEnd = Policy.default
+        accessEnd.expiresMeaning = .accessEnd
+        #expect(throws: ConfigError.self) { try accessEnd.adopting(t.profile, file: "t.json") }
+        // Undeclared: the policy stays as it is.
+        let plain = try Self.target(
+            Self.mapped(#"{"products": {"each": "/products", "key": "/sku", "expiresDate": "/until"}}"#))
+        #expect(plain.profile.expiresMeaning == nil)
+        #expect(try accessEnd.adopting(plain.profile, file: "t.json").expiresMeaning == .accessEnd)
+        // One meaning for both lists, and only the meanings the oracle computes ("either" is no declaration).
+        #expect(throws: ConfigError.self) {
+            try Self.target(
+                Self.mapped(
+                    #"{"products": {"each": "/p", "expiresDate": {"pointer": "/u", "meaning": "paid-first"}}, "entitlements": {"each": "/e", "expiresDate": {"pointer": "/u", "meaning": "access-end"}}}"#
+                ))
+        }
+        #expect(throws: ConfigError.self) {
+            try Self.target(
+                Self.mapped(#"{"products": {"each": "/p", "expiresDate": {"pointer": "/u", "meaning": "either"}}}"#))
+        }
+    }
+
     @Test func aRevenueCatStyleRecordReadsAsEntitlements() throws {
         let t = try Self.target(
             Self.mapped(

@@ -242,8 +242,9 @@ function access(customer, t) {
   const policy = app().policy ?? {};
   const all = purchasesOf(customer);
   const known = all.filter((x) => x.purchaseDate <= t && x.type !== 'Consumable');
-  const grants = new Map(known.map((x) => [x.productId, []])); // sku -> [{ until, own }]
-  const grant = (x, until) => grants.get(x.productId).push({ until, own: x.inAppOwnershipType !== 'FAMILY_SHARED' });
+  const grants = new Map(known.map((x) => [x.productId, []])); // sku -> [{ until, own, grace }]
+  const grant = (x, until, grace = false) =>
+    grants.get(x.productId).push({ until, own: x.inAppOwnershipType !== 'FAMILY_SHARED', grace });
   const revoked = (x) => x.revocationDate != null && x.revocationDate <= t;
 
   for (const otid of new Set(known.filter((x) => x.type === AUTO).map((x) => x.originalTransactionId))) {
@@ -265,7 +266,7 @@ function access(customer, t) {
     const last = mine.at(-1), r = db.renewals[otid];
     const inRetry = r && (r.isInBillingRetryPeriod === true || policy.graceWithoutRetryFlag !== 'deny');
     if (PLANTED_BUG === 'no-grace') continue;
-    if (inRetry && !voided(last) && last.expiresDate <= t && t < r.gracePeriodExpiresDate) grant(last, r.gracePeriodExpiresDate);
+    if (inRetry && !voided(last) && last.expiresDate <= t && t < r.gracePeriodExpiresDate) grant(last, r.gracePeriodExpiresDate, true);
   }
   for (const x of known.filter((y) => y.type === NON_CONSUMABLE)) if (!revoked(x)) grant(x, null);
   const lastEnd = new Map();
@@ -279,8 +280,12 @@ function access(customer, t) {
 
   return [...grants].sort(([a], [b]) => (a < b ? -1 : 1)).map(([sku, gs]) => {
     if (!gs.length) return { sku, active: false, until: null, source: null };
-    const until = gs.some((g) => g.until === null) ? null : new Date(Math.max(...gs.map((g) => g.until))).toISOString();
-    return { sku, active: true, until, source: gs.some((g) => g.own) ? 'purchase' : 'family' };
+    // While a paid grant (a family share) covers the product, `until` and `source` are the paid grants'; a grace
+    // period of the customer's own counts only once none does (our reading: paid-first).
+    const paid = gs.filter((g) => !g.grace);
+    const counted = paid.length ? paid : gs;
+    const until = counted.some((g) => g.until === null) ? null : new Date(Math.max(...counted.map((g) => g.until))).toISOString();
+    return { sku, active: true, until, source: counted.some((g) => g.own) ? 'purchase' : 'family' };
   });
 }
 
