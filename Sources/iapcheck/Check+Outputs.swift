@@ -3,6 +3,7 @@ import Foundation
 import IAPConformance
 import IAPEncoding
 import IAPHTTP
+import IAPModel
 import IAPSupport
 import IAPValidatorAPI
 
@@ -72,5 +73,24 @@ extension Check {
         case .discrepancy: throw ExitCode(Exit.discrepancy)
         case .interrupted: throw ExitCode(130)
         }
+    }
+
+    /// `--record DIR`: every case of the run again, transcribed without the oracle, into DIR (docs/diff.md).
+    func recordAnswers(_ checker: Checker, into dir: String) throws {
+        var identity = DiffRun.identity(of: checker)
+        let profile = checker.validator.profile
+        if !profile.isUndeclared { identity.profile = profile }
+        let header = Recording.Header(
+            iapcheck: IAPCheckVersion.current, validator: checker.validator.name, identity: identity)
+        let progress = Progress("record \(checker.validator.name)", quiet: quiet)
+        let written: Int
+        do {
+            written = try DiffRun.record(checker, header: header, into: dir) { progress.update($0, $1) }
+        } catch {
+            throw fail("error: cannot record into \(dir): \(error)", code: Exit.usage)
+        }
+        print(
+            "recorded the answers of \(written) cases in \(dir)/\(Recording.fileName): compare a later build with `iapcheck diff --against \(dir)`"
+        )
     }
 }

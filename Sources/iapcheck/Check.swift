@@ -146,6 +146,12 @@ struct Check: ParsableCommand {
             valueName: "FILE"))
     var writeBaseline: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "Record every case's answers in DIR for `iapcheck diff --against DIR` (a second pass over the cases, without the oracle; a build's answers where the oracle leaves them open are recorded too). See docs/diff.md.",
+            valueName: "DIR"))
+    var record: String?
+
     /// `--shrink-seconds` of a program or a backend when none is given.
     static let outOfProcessShrinkSeconds = 60.0
 
@@ -157,6 +163,7 @@ struct Check: ParsableCommand {
         if options.policy == nil, let name = spec.mutantName, let p = Mutants.named(name)?.policy {
             policy = p
         }
+        policy = try adoptingMeaning(policy, spec)
         for file in [json, writeBaseline, junit].compactMap({ $0 }) { try requireWritable(file: file) }
         let accepted = try acceptedDivergences(option: baseline, validator: spec)
         let faultProfile = try parseFaults(faults)
@@ -177,6 +184,7 @@ struct Check: ParsableCommand {
             throw fail("error: \(error)", code: Exit.usage)
         }
         try writeOutputs(result)
+        if let record { try recordAnswers(checker, into: record) }
         try exit(result, checker.validator)
     }
 

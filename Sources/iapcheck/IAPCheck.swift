@@ -27,7 +27,8 @@ struct IAPCheck: ParsableCommand {
             """,
         version: IAPCheckVersion.current + (buildCommit.map { " (commit \($0))" } ?? " (built from source)"),
         subcommands: [
-            Check.self, DoctorCommand.self, MutantsCommand.self, Replay.self, Certify.self, Load.self, Store.self,
+            Check.self, DoctorCommand.self, MutantsCommand.self, Replay.self, Diff.self, Certify.self, Load.self,
+            Store.self,
             PKI.self, Bench.self,
             Serve.self, MergeReports.self,
         ],

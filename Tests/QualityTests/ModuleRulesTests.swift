@@ -46,7 +46,7 @@ import Testing
     /// no file loose at the top, no room over a dozen files or so, and only the rooms the architecture names.
     @Test func theConformanceRunnerIsArrangedInRooms() throws {
         let dir = Self.sources.appendingPathComponent("IAPConformance")
-        let rooms: Set<String> = ["Engine", "Runs", "Shards", "Certification", "Reports"]
+        let rooms: Set<String> = ["Engine", "Runs", "Shards", "Certification", "Reports", "Differential"]
         for entry in try FileManager.default.contentsOfDirectory(atPath: dir.path) {
             #expect(rooms.contains(entry), "Sources/IAPConformance/\(entry) is outside the rooms \(rooms.sorted())")
         }

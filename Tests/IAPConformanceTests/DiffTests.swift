@@ -1,0 +1,111 @@
+import Foundation
+import IAPConformance
+import IAPModel
+import IAPReference
+import IAPTesting
+import IAPValidatorAPI
+import Testing
+
+/// `iapcheck diff`: two builds compared case by case with no oracle — a change where the oracle leaves the answer open
+/// is reported (shrunk, under its signature), identical builds report nothing, and a recording stands in for the old
+/// build.
+@Suite struct DiffTests {
+    static func checker(_ v: any Validator, seed: UInt64, cases: Int, only: Int? = nil) -> Checker {
+        var o = CheckOptions()
+        (o.seed, o.cases, o.onlyCase) = (seed, cases, only)
+        o.drawsCatalogs = true  // as the command line without --catalog
+        return Checker(options: o, validator: v)
+    }
+
+    /// The reference and the variant reading a product's end paid grant first differ only where the user's own grace
+    /// and a family share overlap, which the oracle leaves open: `check` passes both, `diff` reports exactly that
+    /// change, shrunk to a smaller history on which the two still differ.
+    @Test func aChangeWhereTheOracleIsOpenIsReportedShrunk() throws {
+        let paidFirst = Variants.named("paid-first")!.make()
+        // The variant passes the oracle on the case where it differs.
+        let check = Self.checker(paidFirst, seed: 2, cases: 173, only: 172).run()
+        #expect(check.failures.isEmpty)
+        let run = DiffRun(
+            checker: Self.checker(paidFirst, seed: 2, cases: 173, only: 172), old: .validator(ReferenceValidator()))
+        let result = try run.run()
+        #expect(result.compared == 1)
+        let change = try #require(result.changes.first)
+        #expect(result.changes.count == 1)
+        #expect(change.signature.difference == "answer changed")
+        #expect(change.signature.field == "ownership" || change.signature.field == "expiresDate")
+        #expect(change.shrinkAttempts > 0 && change.history.actionCount < change.originalActions)
+        #expect(change.change.observedAnswer != change.change.expectedAnswer)
+        let text = result.lines(against: "reference", seed: 2, replay: { "replay \($0)" })
+        #expect(text.contains { $0.hasPrefix("CHANGED answer changed") })
+        #expect(text.contains { $0.contains("ownership old build PURCHASED, this build FAMILY_SHARED") })
+        #expect(text.last?.hasPrefix("CHANGED: 1 kind of change in 1 case") == true)
+        #expect(result.exitCode == 1)
+        // Accepted in an allow file: listed, exit 0.
+        var allowing = run
+        allowing.allow = Baseline(entries: [.init(signature: change.signature, reason: "our reading", replay: nil)])
+        let allowed = try allowing.run()
+        #expect(allowed.changes.isEmpty && allowed.allowed[change.signature] == 1 && allowed.exitCode == 0)
+    }
+
+    @Test func identicalBuildsReportNothing() throws {
+        let result = try DiffRun(
+            checker: Self.checker(ReferenceValidator(), seed: 5, cases: 150), old: .validator(ReferenceValidator())
+        ).run()
+        #expect(result.compared == 150 && result.changes.isEmpty && result.exitCode == 0)
+    }
+
+    /// `check --record DIR`, then `diff --against DIR`: the same build against its recording changes nothing; a build
+    /// that reads grace from the retry flag alone (another open point) shows its changes, unshrunk; a recording of
+    /// other cases is refused.
+    @Test func aRecordingStandsInForTheOldBuild() throws {
+        let dir = Scratch.url.appendingPathComponent("recording-\(getpid())").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let recorder = Self.checker(ReferenceValidator(), seed: 1, cases: 120)
+        let header = Recording.Header(
+            iapcheck: "test", validator: "reference", identity: DiffRun.identity(of: recorder))
+        #expect(try DiffRun.record(recorder, header: header, into: dir) == 120)
+        let recording = try Recording.load(directory: dir)
+        #expect(recording.cases.count == 120 && recording.header.identity.seed == 1)
+
+        let same = try DiffRun(
+            checker: Self.checker(ReferenceValidator(), seed: 1, cases: 120), old: .recording(recording)
+        )
+        .run()
+        #expect(same.compared == 120 && same.changes.isEmpty)
+
+        let flagOnly = try DiffRun(
+            checker: Self.checker(Variants.named("retry-flag-only")!.make(), seed: 1, cases: 120),
+            old: .recording(recording)
+        ).run()
+        #expect(!flagOnly.changes.isEmpty)
+        #expect(flagOnly.changes.allSatisfy { $0.shrinkAttempts == 0 })
+        // The oracle accepts the variant on the same cases: the changes are where it leaves the answer open.
+        #expect(Self.checker(Variants.named("retry-flag-only")!.make(), seed: 1, cases: 120).run().failures.isEmpty)
+
+        // Cases the recording does not hold are counted apart; other cases under the same index are refused.
+        let more = try DiffRun(
+            checker: Self.checker(ReferenceValidator(), seed: 1, cases: 130), old: .recording(recording)
+        )
+        .run()
+        #expect(more.compared == 120 && more.notRecorded == 10)
+        #expect(throws: DiffRun.RecordingMismatch.self) {
+            try DiffRun(checker: Self.checker(ReferenceValidator(), seed: 9, cases: 5), old: .recording(recording))
+                .run()
+        }
+    }
+
+    /// A recording's last line cut off by a killed run is dropped; the cases before it stand.
+    @Test func aCutOffLastLineLosesOnlyThatCase() throws {
+        let dir = Scratch.url.appendingPathComponent("recording-cut-\(getpid())").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let recorder = Self.checker(ReferenceValidator(), seed: 1, cases: 3)
+        let header = Recording.Header(
+            iapcheck: "test", validator: "reference", identity: DiffRun.identity(of: recorder))
+        _ = try DiffRun.record(recorder, header: header, into: dir)
+        let path = dir + "/" + Recording.fileName
+        var text = try String(contentsOfFile: path, encoding: .utf8)
+        text.removeLast(40)
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        #expect(try Recording.load(directory: dir).cases.keys.sorted() == [0, 1])
+    }
+}
