@@ -182,8 +182,16 @@ public struct AnswerMapping: Sendable {
         return out
     }
 
-    /// One policy holds for both lists: their dates declare one meaning.
+    /// One policy holds for both lists: their dates declare one meaning. A paid-through date says nothing of a grace
+    /// period, so whether an entry is active must be mapped beside it.
     static func requireOneMeaning(_ m: AnswerMapping, _ o: StrictJSON.Object) {
+        for (name, list) in [("entitlements", m.entitlements), ("products", m.products)]
+        where list?.expiresDate?.meaning == .paidThrough && list?.active == nil {
+            o.problem(
+                o.keyPath(name) + ".expiresDate.meaning",
+                "a paid-through date ends before a grace period does, so it cannot say whether the entry is active: map \"active\" too"
+            )
+        }
         guard let a = m.entitlements?.expiresDate?.meaning, let b = m.products?.expiresDate?.meaning, a != b else {
             return
         }

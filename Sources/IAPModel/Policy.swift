@@ -89,6 +89,10 @@ public struct Policy: Codable, Hashable, Sendable {
         case accessEnd = "access-end"
         /// The paid grant first: its end and ownership while a paid grant covers; the grace end once none does.
         case paidFirst = "paid-first"
+        /// Paid through: the end of paid access only — the paid grant's end while one covers, and in the user's own
+        /// grace period the end of the period that lapsed (a grace date is a separate field, as RevenueCat reports
+        /// `expires_date` and `grace_period_expires_date` apart).
+        case paidThrough = "paid-through"
     }
 
     public var refundScope: RefundScope

@@ -7,8 +7,11 @@ extension Oracle {
     struct Held {
         var end: Millis?
         var purchased = false
+        /// Grace grants: the latest end of the paid periods that lapsed.
+        var paidEnd: Millis?
         mutating func add(_ g: Grant) {
             if let e = g.end { end = max(end ?? e, e) }
+            if let p = g.paidEnd { paidEnd = max(paidEnd ?? p, p) }
             if g.ownership == .purchased { purchased = true }
         }
     }
@@ -31,7 +34,7 @@ extension Oracle {
         var products: [ProductEntitlement] = []
         products.reserveCapacity(listed.count)
         for id in listed.sorted() {
-            if let (h, state) = held(paid: paid[id], grace: grace[id], paidFirst: reading.paidGrantFirst) {
+            if let (h, state) = held(paid: paid[id], grace: grace[id], meaning: reading.expiresMeaning) {
                 products.append(
                     ProductEntitlement(
                         productId: id, active: true, state: state, expiresDate: h.end,
@@ -56,12 +59,18 @@ extension Oracle {
 
     /// A product is active when any grant holds it; grace gives the state only without paid access, and the user's
     /// own grace still counts while another grant (a family share) covers the product: the later end, and the
-    /// user's own ownership — or, read paid-first (``Reading/paidGrantFirst``), the paid grant's end and ownership
+    /// user's own ownership — or, read paid-first or paid-through (``Reading/expiresMeaning``), the paid grant's end
+    /// and ownership; paid-through, in grace alone, the end of the paid period that lapsed
     /// (docs/semantics.md#q18-one-product-several-chains: "continue to provide service through the grace period"
     /// says access, not which grant a backend reports).
-    static func held(paid: Held?, grace: Held?, paidFirst: Bool = false) -> (Held, EntitlementState)? {
+    static func held(paid: Held?, grace: Held?, meaning: Policy.ExpiresMeaning = .accessEnd)
+        -> (Held, EntitlementState)?
+    {
         switch (paid, grace) {
-        case (let p?, _?) where paidFirst: return (p, .active)
+        case (let p?, _?) where meaning == .paidFirst || meaning == .paidThrough: return (p, .active)
+        case (nil, var g?) where meaning == .paidThrough:
+            g.end = g.paidEnd
+            return (g, .grace)
         case (var p?, let g?):
             if let e = g.end { p.end = max(p.end ?? e, e) }
             p.purchased = p.purchased || g.purchased

@@ -201,11 +201,13 @@ extension Oracle {
         guard let e = latest.expiresDate, e <= c.t else { return nil }
         if let g = renewal?.gracePeriodExpiresDate {
             guard c.t < g else { return nil }
-            return Grant(productId: latest.productId, end: g, ownership: latest.inAppOwnershipType, grace: true)
+            return Grant(
+                productId: latest.productId, end: g, ownership: latest.inAppOwnershipType, grace: true, paidEnd: e)
         }
         guard reading.graceFromSubtype, let r = renewal, k.graceClaims[c.chain.id]?.contains(r.signedDate) == true
         else { return nil }
-        return Grant(productId: latest.productId, end: nil, ownership: latest.inAppOwnershipType, grace: true)
+        return Grant(
+            productId: latest.productId, end: nil, ownership: latest.inAppOwnershipType, grace: true, paidEnd: e)
     }
 
     /// Non-renewing subscriptions: each grants the app's duration from its purchase, or from the end of the one

@@ -21,18 +21,19 @@ extension Oracle {
         public var introOutlivesChange = false
         /// The user's own grace period while a paid grant (a family share) covers the same product
         /// (docs/semantics.md#q18-one-product-several-chains): Apple says to keep giving service through the grace
-        /// period and nothing about which grant a backend reports. `false`: the later end of the two, the user's own
-        /// ownership; `true`: the paid grant's end and ownership, grace only once no paid grant covers.
-        public var paidGrantFirst = false
+        /// period and nothing about which grant a backend reports. `access-end`: the later end of the two, the user's
+        /// own ownership; `paid-first`: the paid grant's end and ownership, grace only once no paid grant covers;
+        /// `paid-through`: as paid-first, and in grace alone the end of the lapsed paid period (policy expiresMeaning).
+        public var expiresMeaning: Policy.ExpiresMeaning = .accessEnd
         public init(
             upgradedGrantsNothing: Bool = false, graceDateMeansRetry: Bool = true, graceFromSubtype: Bool = false,
-            introOutlivesChange: Bool = false, paidGrantFirst: Bool = false
+            introOutlivesChange: Bool = false, expiresMeaning: Policy.ExpiresMeaning = .accessEnd
         ) {
             self.upgradedGrantsNothing = upgradedGrantsNothing
             self.graceDateMeansRetry = graceDateMeansRetry
             self.graceFromSubtype = graceFromSubtype
             self.introOutlivesChange = introOutlivesChange
-            self.paidGrantFirst = paidGrantFirst
+            self.expiresMeaning = expiresMeaning
         }
 
         /// The reading a policy asks for where it decides (the first of several where it leaves the choice open).
@@ -40,7 +41,7 @@ extension Oracle {
             self.init(
                 graceDateMeansRetry: policy.graceWithoutRetryFlag != .deny,
                 introOutlivesChange: policy.upgradeDuringIntro == .union,
-                paidGrantFirst: policy.expiresMeaning == .paidFirst)
+                expiresMeaning: policy.expiresMeaning == .either ? .accessEnd : policy.expiresMeaning)
         }
 
         /// Every reading of the facts in `k`: the policy's first, then the others where the facts or the policy
@@ -93,7 +94,7 @@ extension Oracle {
                 k.renewals.values.contains(where: { $0.gracePeriodExpiresDate != nil })
             {
                 rs += rs.map {
-                    var r = $0; r.paidGrantFirst = true; return r
+                    var r = $0; r.expiresMeaning = .paidFirst; return r
                 }
             }
             return rs

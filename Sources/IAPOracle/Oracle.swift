@@ -12,6 +12,8 @@ public enum Oracle {
         var end: Millis?
         var ownership: InAppOwnershipType
         var grace: Bool
+        /// A grace grant: the end of the paid period that lapsed (what a paid-through date reports in grace).
+        var paidEnd: Millis? = nil
         /// An earlier end the facts already say (a revocation or an immediate product change after the instant
         /// asked about, known to a validator whose clock is behind Apple's): then the expiry is either
         /// (docs/answers.md#what-the-facts-leave-open).

@@ -16,7 +16,8 @@ extension ReferenceValidator {
         var introTxs: [String: [JWSTransactionDecodedPayload]] = [:]
         /// Per non-renewing product, its transactions of every chain (stacking spans chains).
         var nonRenewing: [String: [JWSTransactionDecodedPayload]] = [:]
-        /// Policy expiresMeaning paid-first: a paid grant beside the user's own grace gives the end and ownership.
+        /// Policy expiresMeaning paid-first or paid-through: a paid grant beside the user's own grace gives the end and
+        /// ownership.
         var paidFirst = false
 
         /// Keeps the better of two holdings of a product: entitled beats not; of two entitled, paid access gives the
@@ -50,7 +51,7 @@ extension ReferenceValidator {
     func answer(_ q: EntitlementQuery) -> EntitlementAnswer {
         let t = evaluationInstant(q)
         var holdings = Holdings()
-        holdings.paidFirst = config.policy.expiresMeaning == .paidFirst
+        holdings.paidFirst = [.paidFirst, .paidThrough].contains(config.policy.expiresMeaning)
         for otid in chains.keys.filter({ user(ofChain: $0) == q.userId }).sorted() {
             hold(chain: otid, at: t, into: &holdings)
         }
@@ -132,7 +133,11 @@ extension ReferenceValidator {
             return
         }
         let grace = s != .active
-        let exp = grace ? graceEnd(renewal, latest: latest) : periodEnd(of: latest, chain: otid)
+        // Policy expiresMeaning paid-through: in grace, the end of the period that lapsed.
+        let lapsed = grace && config.policy.expiresMeaning == .paidThrough
+        let exp =
+            grace && !lapsed
+            ? graceEnd(renewal, latest: latest) : lapsed ? latest.expiresDate : periodEnd(of: latest, chain: otid)
         holdings.record(
             productId,
             Holding(

@@ -65,12 +65,15 @@ extension StoreSimulator {
             if let segs = covering[id] {
                 // Paid access gives the state; every covering grant, paid or grace, counts for the end and for whether
                 // the customer owns it (their own grace while a family share covers the product still grants) —
-                // or, under policy expiresMeaning paid-first, the paid grants alone while one covers.
+                // or, under policy expiresMeaning paid-first or paid-through, the paid grants alone while one covers;
+                // paid-through, in grace alone, the end of the paid period that lapsed (where the grace began).
                 let paid = segs.contains { $0.kind == .paid }
-                let counted = paid && policy.expiresMeaning == .paidFirst ? segs.filter { $0.kind == .paid } : segs
+                let paidOnly = policy.expiresMeaning == .paidFirst || policy.expiresMeaning == .paidThrough
+                let counted = paid && paidOnly ? segs.filter { $0.kind == .paid } : segs
+                let lapsed = !paid && policy.expiresMeaning == .paidThrough
                 products[id] = ProductEntitlement(
                     productId: id, active: true, state: paid ? .active : .grace,
-                    expiresDate: counted.compactMap(\.promisedEnd).max(),
+                    expiresDate: lapsed ? segs.map(\.start).max() : counted.compactMap(\.promisedEnd).max(),
                     ownership: counted.contains { $0.ownership == .purchased } ? .purchased : .familyShared)
             } else {
                 // Not granted: the state of the chain whose current period of this product began last; a product

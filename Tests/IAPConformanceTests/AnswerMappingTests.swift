@@ -102,6 +102,17 @@ import Testing
             try Self.target(
                 Self.mapped(#"{"products": {"each": "/p", "expiresDate": {"pointer": "/u", "meaning": "either"}}}"#))
         }
+        // A paid-through date needs `active` beside it (in grace the date has passed while access goes on).
+        #expect(throws: ConfigError.self) {
+            try Self.target(
+                Self.mapped(
+                    #"{"products": {"each": "/p", "expiresDate": {"pointer": "/u", "meaning": "paid-through"}}}"#))
+        }
+        let paidThrough = try Self.target(
+            Self.mapped(
+                #"{"products": {"each": "/p", "active": "/a", "expiresDate": {"pointer": "/u", "meaning": "paid-through"}}}"#
+            ))
+        #expect(paidThrough.profile.expiresMeaning == .paidThrough)
     }
 
     @Test func aRevenueCatStyleRecordReadsAsEntitlements() throws {

@@ -34,7 +34,7 @@ import Testing
         Policy(consumableRefundShare: .share), Policy(upgradeDuringIntro: .cut), Policy(upgradeDuringIntro: .union),
         Policy(refundScope: .chain, upgradeDuringIntro: .union), Policy(extensionSignedAs: .renewalInfo),
         Policy(upgradeDuringIntro: .union, extensionSignedAs: .renewalInfo), Policy(expiresMeaning: .accessEnd),
-        Policy(expiresMeaning: .paidFirst),
+        Policy(expiresMeaning: .paidFirst), Policy(expiresMeaning: .paidThrough),
     ])
     func theReferenceValidatorFollowsEveryPolicy(_ policy: Policy) {
         var o = CheckOptions()

@@ -194,8 +194,10 @@ import Testing
     }
 
     /// The same overlap under a policy that says what the end means (expiresMeaning): nothing is open, and the answer
-    /// is the access end (the later grace end, PURCHASED) or the paid grant first (the share's end, FAMILY_SHARED).
-    @Test(arguments: [Policy.ExpiresMeaning.accessEnd, .paidFirst])
+    /// is the access end (the later grace end, PURCHASED) or the paid grant first (the share's end, FAMILY_SHARED);
+    /// paid through, the share's end there too, and once the share has ended, in grace alone, the end of the period
+    /// that lapsed (the grace end is not the paid-through date).
+    @Test(arguments: [Policy.ExpiresMeaning.accessEnd, .paidFirst, .paidThrough])
     func aDeclaredMeaningDecidesTheOverlap(_ meaning: Policy.ExpiresMeaning) throws {
         let own = Self.monthly("2000000000000001", purchased: Self.t0, signed: Self.t0)
         let expiry = own.expiresDate!
@@ -214,6 +216,11 @@ import Testing
         } else {
             #expect(p.expiresDate == shareEnd && p.ownership == .familyShared)
         }
+        let graceOnly = Oracle.judge(k, user: Self.user, at: shareEnd + Self.day).answer.products.first {
+            $0.productId == "pro.monthly"
+        }
+        #expect(graceOnly?.state == .grace && graceOnly?.ownership == .purchased)
+        #expect(graceOnly?.expiresDate == (meaning == .paidThrough ? expiry : graceEnd))
         // The reference follows the policy.
         let v = ReferenceValidator()
         try v.reset(ValidatorConfig(catalog: .standard, policy: Policy(expiresMeaning: meaning)))
@@ -228,6 +235,9 @@ import Testing
         #expect(
             answered?.expiresDate == p.expiresDate && answered?.ownership == p.ownership,
             "\(String(describing: answered))")
+        let answeredLater = try v.entitlements(EntitlementQuery(userId: Self.user, at: shareEnd + Self.day)).products
+            .first { $0.productId == "pro.monthly" }
+        #expect(answeredLater?.expiresDate == graceOnly?.expiresDate, "\(String(describing: answeredLater))")
     }
 
     /// A `GRACE_PERIOD` notification whose renewal info has no grace date: no grace by rule, but a validator that

@@ -62,7 +62,7 @@ import Testing
         Policy(extensionSignedAs: .renewalInfo),
         Policy(upgradeDuringIntro: .union, extensionSignedAs: .renewalInfo),
         Policy(expiresMeaning: .accessEnd),
-        Policy(expiresMeaning: .paidFirst),
+        Policy(expiresMeaning: .paidFirst), Policy(expiresMeaning: .paidThrough),
     ])
     func oracleEqualsTruthUnderEveryPolicy(_ policy: Policy) {
         var failures: [String] = []
@@ -76,7 +76,7 @@ import Testing
     /// The user's own chain in its grace period while a parent's family share of the same product is paid: the
     /// truth and the oracle agree under every meaning of the end (expiresMeaning), and the history does reach the
     /// overlap (the two meanings answer differently there).
-    @Test(arguments: [Policy.ExpiresMeaning.either, .accessEnd, .paidFirst])
+    @Test(arguments: [Policy.ExpiresMeaning.either, .accessEnd, .paidFirst, .paidThrough])
     func ownGraceBesideAPaidShareAgreesWithTheTruth(_ meaning: Policy.ExpiresMeaning) throws {
         let start = HistoryGenerator.epoch, day = CivilTime.msPerDay
         var catalog = Catalog.standard
@@ -97,7 +97,7 @@ import Testing
         let truth = sim.truth(person: 0, at: ownEnd + day)
         let p = try #require(truth.products["plus.monthly"])
         #expect(p.active && p.state == .active)
-        #expect(p.ownership == (meaning == .paidFirst ? .familyShared : .purchased), "\(p)")
+        #expect(p.ownership == (meaning == .paidFirst || meaning == .paidThrough ? .familyShared : .purchased), "\(p)")
     }
 
     /// Under stacking, a second season pass starts where the first ends; a refund of it that is reversed before
