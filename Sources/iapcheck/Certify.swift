@@ -58,6 +58,7 @@ struct Certify: ParsableCommand {
         let v = try makeValidator(validator, timeout: timeout, faults: faultProfile)
         try refuseUnusable(v, faults: faultProfile)
         var run = CertifyRun(catalog: catalog, policy: policy, scale: scale)
+        run.collectsEverySignature = writeBaseline != nil
         (run.spec, run.knownDivergences, run.maxSize) = (validator, try declared(), options.maxSize)
         (run.faults, run.durableAck) = (faultProfile.isEmpty ? nil : faults, faultProfile.kill)
         run.catalogRecord = try catalogRecord(catalog)

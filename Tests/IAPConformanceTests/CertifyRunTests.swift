@@ -61,10 +61,15 @@ import Testing
     /// validator with those exceptions listed, never plainly; without one of its entries the run names only that
     /// signature as unexpected; an entry no run meets is named as not met.
     @Test func aBaselineCertifiesWithItsExceptionsListedAndNothingMore() throws {
-        let mutant = { Mutants.named("latest-by-max-expires")!.make() }
-        let first = CertifyRun(scale: 0.1).run(mutant())
+        // The first of these mutants that shows two signatures or more at this scale (which one depends on the
+        // generator).
+        let names = ["latest-by-max-expires", "no-grace", "ignore-revocation", "family-as-owner", "intro-per-product"]
+        var writing = CertifyRun(scale: 0.1)
+        writing.collectsEverySignature = true  // as `certify --write-baseline` runs
+        let runs = names.lazy.map { name in (name, writing.run(Mutants.named(name)!.make())) }
+        let (name, first) = try #require(runs.first { $0.1.baselineOfDivergences.entries.count >= 2 })
+        let mutant = { Mutants.named(name)!.make() }
         var written = first.baselineOfDivergences
-        try #require(written.entries.count >= 2, "\(first.lines)")
         for i in written.entries.indices { written.entries[i].reason = "we read the latest by expiry on purpose" }
         let madeUp = try JSONDecoder().decode(FailureSignature.self, from: Data(#"{"difference":"made up"}"#.utf8))
         written.entries.append(Baseline.Entry(signature: madeUp, reason: "never met", replay: nil))

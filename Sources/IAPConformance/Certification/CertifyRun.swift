@@ -20,6 +20,9 @@ public struct CertifyRun {
     /// from: a property that fails only with these is certified with them as declared exceptions.
     public var baseline: Baseline?
     public var baselineFile: String?
+    /// Writing a baseline (`--write-baseline`): every property's cases run past up to 20 distinct failures, so the
+    /// baseline holds every signature a run with it will meet, not only the first few per property.
+    public var collectsEverySignature = false
     /// The fault profile as the user wrote it; nil for none. With `durableAck` the suite adds that property.
     public var faults: String?
     public var durableAck = false
@@ -101,8 +104,8 @@ public struct CertifyRun {
         o.shrinkBudget = .init(maxAttempts: 300)
         o.jobs = jobs
         // Past the first failure: a second bug shows in the same run, not after the first is fixed.
-        o.keepGoing = CertificationSuite.distinctFailuresPerProperty
-        o.shrinkLimit = CertificationSuite.distinctFailuresPerProperty + 1
+        o.keepGoing = collectsEverySignature ? 20 : CertificationSuite.distinctFailuresPerProperty
+        o.shrinkLimit = o.keepGoing + 1
         // Accepted divergences do not take the place of a new failure: counted, never shrunk.
         o.reportedSignatures = baseline?.signatures ?? []
         return o
