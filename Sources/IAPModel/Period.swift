@@ -95,7 +95,7 @@ public enum CivilTime {
         return era * 146_097 + doe - 719_468
     }
 
-    static func daysInMonth(_ y: Int64, _ m: Int64) -> Int64 {
+    public static func daysInMonth(_ y: Int64, _ m: Int64) -> Int64 {
         switch m {
         case 2: (y % 4 == 0 && (y % 100 != 0 || y % 400 == 0)) ? 29 : 28
         case 4, 6, 9, 11: 30
@@ -114,7 +114,7 @@ public enum CivilTime {
         return days(fromCivil: ny, nm, nd) * msPerDay + timeOfDay
     }
 
-    static func floorDiv(_ a: Int64, _ b: Int64) -> Int64 {
+    public static func floorDiv(_ a: Int64, _ b: Int64) -> Int64 {
         let q = a / b
         return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q
     }

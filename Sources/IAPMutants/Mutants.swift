@@ -275,6 +275,16 @@ public enum Mutants {
                 "legacy: reads the receipt of a verifyReceipt answer whatever its status, a missing status counting as 0",
             make: { LegacyStatusUnchecked() }),
         Entry(
+            name: "month-overflow", pitfall: "J58",
+            description:
+                "adds months to a non-renewing purchase as Date.setMonth does: a day the target month lacks spills into the next (31 January + 1 month is 3 March, not 28 February)",
+            make: { MonthOverflow() }),
+        Entry(
+            name: "past-from-current-state", pitfall: "J59",
+            description:
+                "answers a question about an instant more than a day before the newest fact it holds from the current state (a per-user entitlement row and one day of events), so \"was this customer entitled last week?\" gets today's answer",
+            make: { PastFromCurrentState() }),
+        Entry(
             name: "legacy-first-entry-latest", pitfall: "J3",
             description: "legacy: takes the first latest_receipt_info entry of a chain as its latest transaction",
             make: { LegacyFirstEntryLatest() }),

@@ -274,3 +274,51 @@ final class IntroFromAnyOffer: ReferenceValidator {
         !txs.contains { $0.offerType != nil }
     }
 }
+
+/// J58: month arithmetic without clamping. A non-renewing period of months ends on the same day of the month N
+/// months on; where that month is shorter, the days left over run into the next month, as JavaScript's
+/// `date.setMonth(date.getMonth() + n)` and PHP's `strtotime("+1 month")` do (docs/mistakes.md#j58-months-added-without-clamping).
+final class MonthOverflow: ReferenceValidator {
+    override var name: String { "mutant:month-overflow" }
+    override func nonRenewingEnd(_ tx: JWSTransactionDecodedPayload, start: Millis) -> Millis? {
+        guard let period = product(tx.productId)?.period, period.unit == .month || period.unit == .year else {
+            return super.nonRenewingEnd(tx, start: start)
+        }
+        let months = Int64(period.count) * (period.unit == .year ? 12 : 1)
+        let day = CivilTime.floorDiv(start, CivilTime.msPerDay)
+        let (y, m, d) = CivilTime.civil(fromDays: day)
+        let total = y * 12 + (m - 1) + months
+        let ny = CivilTime.floorDiv(total, 12)
+        let nm = total - ny * 12 + 1
+        // The first of the target month, plus the day of the month less one: 31 days into a 28-day month overflow.
+        return (CivilTime.days(fromCivil: ny, nm, 1) + d - 1) * CivilTime.msPerDay + (start - day * CivilTime.msPerDay)
+    }
+}
+
+/// J59: the past answered from the current state (docs/mistakes.md#j59-the-past-answered-from-the-current-state).
+/// The backend keeps a current entitlement row per user and one day of events: a question about an instant further
+/// back than a day before the newest fact it holds is answered as of that fact. Questions about now (even under a
+/// skewed clock, at most an hour off) are right; only questions in hindsight show it.
+final class PastFromCurrentState: ReferenceValidator {
+    override var name: String { "mutant:past-from-current-state" }
+    private var newest: Millis = 0
+
+    override func reset(_ config: ValidatorConfig) throws(ValidatorFailure) {
+        try super.reset(config)
+        newest = 0
+    }
+
+    override func store(_ tx: JWSTransactionDecodedPayload, via channel: DeliveryChannel) {
+        super.store(tx, via: channel)
+        newest = max(newest, tx.signedDate)
+    }
+
+    override func store(_ r: JWSRenewalInfoDecodedPayload) {
+        super.store(r)
+        newest = max(newest, r.signedDate)
+    }
+
+    override func evaluationInstant(_ q: EntitlementQuery) -> Millis {
+        q.at < newest - CivilTime.msPerDay ? newest : q.at
+    }
+}

@@ -84,4 +84,13 @@ public struct PlannedQuery: Codable, Hashable, Sendable {
     public var appleTime: Millis
     public var query: EntitlementQuery
     public var person: Int
+    /// Asked after the fact: about an instant before `appleTime`, with what has arrived by then (nil: false; a
+    /// question about now, or about the validator's "now" under a clock skew).
+    public var hindsight: Bool?
+
+    public init(appleTime: Millis, query: EntitlementQuery, person: Int, hindsight: Bool? = nil) {
+        (self.appleTime, self.query, self.person, self.hindsight) = (appleTime, query, person, hindsight)
+    }
+
+    public var isHindsight: Bool { hindsight == true }
 }

@@ -41,7 +41,13 @@ public struct DeliveryPlanner: Sendable {
             a.element.arrival != b.element.arrival ? a.element.arrival < b.element.arrival : a.offset < b.offset
         }.map(\.element)
         let queries = planQueries(sim, deliveries: order, validatorSkew: validatorSkew, deviceSkew: deviceSkew)
-        return Self.interleave(order, queries)
+        let hindsight = hindsightQueries(sim, deliveries: order)
+        // Questions about now first, then those in hindsight, each in instant and person order.
+        let all = (queries + hindsight).sorted {
+            ($0.appleTime, $0.isHindsight ? 1 : 0, $0.query.at, $0.person)
+                < ($1.appleTime, $1.isHindsight ? 1 : 0, $1.query.at, $1.person)
+        }
+        return Self.interleave(order, all)
     }
 
     /// Perturbation `clockSkew`: how far the validator's clock and the device's are from Apple's
@@ -144,6 +150,40 @@ public struct DeliveryPlanner: Sendable {
                     userId: sim.persons[k.p].accountId, at: k.t + validatorSkew, deviceTime: k.t + deviceSkew),
                 person: k.p)
         }
+    }
+
+    /// Questions in hindsight (docs/answers.md#questions-about-the-past): right after each delivery, about the
+    /// instants of its person's history that fell since that person's previous delivery — a refund's
+    /// `revocationDate`, the end of a family share, an upgrade's `purchaseDate`, a recovery, an expiry — each at
+    /// b − 1 ms, b and b + 1 ms, asked now about then. Support tools, audits and revenue reports ask so; a backend
+    /// that applies what it learned later to the wrong side of such an instant is wrong only here. At most the
+    /// two latest instants per delivery, and `maxQueries` in all.
+    func hindsightQueries(_ sim: StoreSimulator, deliveries: [PlannedDelivery]) -> [PlannedQuery] {
+        var instants: [Int: Set<Millis>] = [:]
+        for seg in sim.segments {
+            instants[seg.person, default: []].insert(seg.start)
+            if seg.end < StoreSimulator.forever { instants[seg.person, default: []].insert(seg.end) }
+        }
+        let sorted = instants.mapValues { $0.sorted() }
+        var previous: [Int: Millis] = [:]
+        var out: [PlannedQuery] = []
+        var asked: Set<PlannedQuery> = []
+        for d in deliveries {
+            let since = previous[d.person] ?? .min
+            previous[d.person] = d.arrival
+            for b in (sorted[d.person] ?? []).filter({ $0 > since && $0 < d.arrival }).suffix(2) {
+                for t in [b - 1, b, b + 1] where t < d.arrival {
+                    let q = PlannedQuery(
+                        appleTime: d.arrival,
+                        query: EntitlementQuery(userId: sim.persons[d.person].accountId, at: t, deviceTime: nil),
+                        person: d.person, hindsight: true)
+                    if asked.insert(q).inserted { out.append(q) }
+                }
+            }
+        }
+        guard out.count > maxQueries else { return out }
+        let stride = Double(out.count) / Double(maxQueries)
+        return (0..<maxQueries).map { out[Int(Double($0) * stride)] }
     }
 
     struct Key: Hashable, Comparable {

@@ -97,7 +97,7 @@ public struct HistoryGenerator: Sendable {
         case (3, _): cat.gracePeriod = GracePeriodSetting(days: 28, eligibility: .allRenewals)
         default: cat.gracePeriod = GracePeriodSetting(days: 16, eligibility: .paidRenewalsOnly)
         }
-        let start = Self.epoch + Millis(src.int(below: 1440)) * CivilTime.msPerMinute
+        let start = Self.startDay(src) * CivilTime.msPerDay + Millis(src.int(below: 1440)) * CivilTime.msPerMinute
         var sim = StoreSimulator(catalog: cat, policy: policy, persons: persons, start: start)
         let clocks = Self.entropy(src)
         var notificationEntropy: [[UInt64]] = []
@@ -214,10 +214,15 @@ public struct HistoryGenerator: Sendable {
     func userActionTime(
         _ sim: StoreSimulator, boundary: Boundary?, src: ChoiceSource
     ) -> Millis? {
+        // The first action falls on the day the history starts, so a drawn month end or leap day is a purchase's
+        // (docs/check.md#the-calendar).
+        if sim.now == sim.start { return sim.now + Millis(1 + src.int(below: 60)) * CivilTime.msPerSecond }
         let gap =
             Self.gapUnits[src.int(below: Self.gapUnits.count)] * Millis(1 + src.int(below: 3))
             + Millis(src.int(below: 60)) * CivilTime.msPerSecond
         var t = sim.now + max(gap, 1000)
+        // One action in eight moves on to the last day of its month (docs/check.md#the-calendar).
+        if src.chance(12) { t = Self.lastDayOfMonth(t) }
         if let b = boundary?.time, t >= b {
             t = sim.now + (b - sim.now) / 2
             if t <= sim.now { return nil }

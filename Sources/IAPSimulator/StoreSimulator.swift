@@ -11,6 +11,8 @@ public struct StoreSimulator: Sendable {
     public let policy: Policy
     public let persons: [Person]
     public internal(set) var now: Millis
+    /// The instant the history starts (its first purchase, when it opens with one).
+    public let start: Millis
     public internal(set) var chains: [String: SimChain] = [:]
     public internal(set) var chainOrder: [String] = []
     public internal(set) var txVersions: [String: [JWSTransactionDecodedPayload]] = [:]
@@ -46,6 +48,7 @@ public struct StoreSimulator: Sendable {
         self.policy = policy
         self.persons = persons
         self.now = start
+        self.start = start
     }
 
     // MARK: Clock

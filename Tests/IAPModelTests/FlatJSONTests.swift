@@ -21,7 +21,7 @@ import Testing
     @Test func generatedTransactionsReadAsJSONDecoderReadsThem() throws {
         let encoder = JSONFormat.compact()
         var read = 0
-        for seed in 0..<60 {
+        for seed in 0..<80 {
             let (c, _) = Fixtures.generated(seed: UInt64(seed), drawsCatalogs: true)
             for case .deliver(let d) in c.steps {
                 var txs: [JWSTransactionDecodedPayload] = []

@@ -76,6 +76,8 @@ import Testing
         "legacy-first-entry-latest": "latest by purchaseDate",
         "check-then-act-credit": "transactionId …",
         "unlinked-notifications-dropped": "appAccountToken",
+        "month-overflow": "the catalog's duration",
+        "past-from-current-state": "in hindsight",
     ]
 
     static let corpus = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

@@ -33,7 +33,8 @@ extension DiffRun.Result {
         if notRecorded > 0 {
             out.append("note: \(notRecorded) cases of this run are not in the recording, and were not compared")
         }
-        let over = "over \(compared) cases against \(old) (\(TextReport.rate(Double(compared), seconds: seconds)))"
+        let over =
+            "over \(compared) \(compared == 1 ? "case" : "cases") against \(old) (\(TextReport.rate(Double(compared), seconds: seconds)))"
         if changes.isEmpty {
             out.append(
                 "NO CHANGE \(over)" + (allowed.isEmpty ? "" : ", \(allowed.count) allowed")

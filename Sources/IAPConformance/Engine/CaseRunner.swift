@@ -291,7 +291,10 @@ public enum CaseRunner {
                     return c.property
                 }
             case .query(let q):
-                if q.query.at != q.appleTime || (q.query.deviceTime.map { $0 != q.query.at } ?? false) {
+                // A question in hindsight is about another instant by design, not under a skewed clock.
+                if !q.isHindsight
+                    && (q.query.at != q.appleTime || (q.query.deviceTime.map { $0 != q.query.at } ?? false))
+                {
                     return c.property
                 }
             }

@@ -41,7 +41,8 @@ extension GeneratedCase {
                 for shift in [-precision, precision, -2 * precision, 2 * precision]
                 where answer(at + shift) == here && steady(at + shift) {
                     var moved = q
-                    moved.appleTime += shift
+                    // A question in hindsight stays where it is asked; only the instant it asks about moves.
+                    if !q.isHindsight { moved.appleTime += shift }
                     moved.query.at += shift
                     moved.query.deviceTime = q.query.deviceTime.map { $0 + shift }
                     out.append(.query(moved))

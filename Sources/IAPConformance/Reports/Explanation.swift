@@ -46,7 +46,11 @@ public enum Explanation {
         default: products = [parts[1]]
         }
         let rel = { (t: Millis) in CivilTime.relative(t - c.origin) }
-        var out = ["  why the oracle expects this (\(subject), \(field), asked at \(rel(q.query.at))):"]
+        let when =
+            q.isHindsight
+            ? "about \(rel(q.query.at)), asked in hindsight at \(rel(q.appleTime)) with the facts known then"
+            : "asked at \(rel(q.query.at))"
+        var out = ["  why the oracle expects this (\(subject), \(field), \(when)):"]
         if let device = q.query.deviceTime, device != q.query.at, explained.isEmpty {
             out.append(
                 "    - the question's deviceTime says \(rel(device)), Apple's time is \(rel(q.query.at)): a device's clock decides nothing"

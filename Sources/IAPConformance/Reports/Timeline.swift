@@ -92,7 +92,7 @@ public enum Timeline {
                 if i == last, failingStep != nil {
                     let who = name[q.query.userId] ?? q.query.userId
                     var line =
-                        "\(indent)  \(relative(q.appleTime, c)) ask: what may \(who) use at \(CivilTime.relative(q.query.at - c.origin))?"
+                        "\(indent)  \(relative(q.appleTime, c)) ask: what may \(who) use at \(CivilTime.relative(q.query.at - c.origin))?\(q.isHindsight ? " (in hindsight)" : "")"
                     if let d = q.query.deviceTime, d != q.query.at {
                         line += " (device says \(CivilTime.relative(d - c.origin)))"
                     }
