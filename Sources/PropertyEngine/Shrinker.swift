@@ -132,16 +132,28 @@ public struct Shrinker {
             }
         }
 
+        // A budget of time (a program's or a backend's shrink, each attempt a round trip) goes to the structure
+        // first: spans and blocks are deleted and zeroed until none more goes, and values are lowered only then,
+        // since lowering every value of a long history spends the time before a small one is reached. A budget of
+        // attempts keeps the interleaved order (its counterexamples are deterministic and saved in corpora).
+        let structureFirst = budget.maxSeconds.isFinite
         while progress && !outOfBudget {
             progress = false
             var deleteSpans = DeleteSpans(state)
             run(&deleteSpans)
             var zeroSpans = ZeroSpans(state)
             run(&zeroSpans)
+            if structureFirst {
+                var deleteBlocks = DeleteBlocks()
+                run(&deleteBlocks)
+                if progress { continue }
+            }
             var lowerValues = LowerValues(state)
             run(&lowerValues)
-            var deleteBlocks = DeleteBlocks()
-            run(&deleteBlocks)
+            if !structureFirst {
+                var deleteBlocks = DeleteBlocks()
+                run(&deleteBlocks)
+            }
         }
         // Whether a stop cut the passes short, read before the last look at the budget: a Ctrl-C after the passes
         // ended does not make a finished shrink look cut.

@@ -72,6 +72,23 @@ import Testing
         #expect(!result.stopped)
     }
 
+    /// A budget of time (a program's or a backend's shrink) removes structure before lowering values: from 200 large
+    /// values of which one is needed, 60 attempts reach a short sequence, where the interleaved order of an attempt
+    /// budget spends them lowering the first values one by one.
+    @Test func aTimeBudgetDeletesBeforeItLowers() {
+        let start = Array(repeating: UInt64(999), count: 200)
+        func test(_ c: [UInt64]) -> Shrinker.Outcome {
+            Shrinker.Outcome(failing: c.contains { $0 >= 500 }, spans: [], consumed: c)
+        }
+        let timed = Shrinker(budget: .init(maxAttempts: 60, maxSeconds: 600)).shrink(start, spans: [], test: test)
+        let counted = Shrinker(budget: .init(maxAttempts: 60)).shrink(start, spans: [], test: test)
+        #expect(timed.choices.count <= 160, "\(timed.choices.count) left")
+        #expect(counted.choices.count == 200)
+        // Given the attempts, both end at the smallest counterexample.
+        let whole = Shrinker(budget: .init(maxAttempts: 100_000, maxSeconds: 600)).shrink(start, spans: [], test: test)
+        #expect(whole.choices == [500])
+    }
+
     /// Ctrl-C: `shouldStop` ends shrinking at once, keeping the simplest failing sequence found so far.
     @Test func shrinkingStopsWhenAsked() {
         let start = Array(repeating: UInt64(999), count: 200)
