@@ -155,7 +155,7 @@ public struct DeliveryPlanner: Sendable {
     /// Questions in hindsight (docs/answers.md#questions-about-the-past): right after each delivery, about the
     /// instants of its person's history that fell since that person's previous delivery — a refund's
     /// `revocationDate`, the end of a family share, an upgrade's `purchaseDate`, a recovery, an expiry — each at
-    /// b − 1 ms, b and b + 1 ms, asked now about then. Support tools, audits and revenue reports ask so; a backend
+    /// b − 1 ms and at b, asked now about then. Support tools, audits and revenue reports ask so; a backend
     /// that applies what it learned later to the wrong side of such an instant is wrong only here. At most the
     /// two latest instants per delivery, and `maxQueries` in all.
     func hindsightQueries(_ sim: StoreSimulator, deliveries: [PlannedDelivery]) -> [PlannedQuery] {
@@ -172,7 +172,7 @@ public struct DeliveryPlanner: Sendable {
             let since = previous[d.person] ?? .min
             previous[d.person] = d.arrival
             for b in (sorted[d.person] ?? []).filter({ $0 > since && $0 < d.arrival }).suffix(2) {
-                for t in [b - 1, b, b + 1] where t < d.arrival {
+                for t in [b - 1, b] where t < d.arrival {
                     let q = PlannedQuery(
                         appleTime: d.arrival,
                         query: EntitlementQuery(userId: sim.persons[d.person].accountId, at: t, deviceTime: nil),
