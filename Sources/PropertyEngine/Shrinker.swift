@@ -75,18 +75,21 @@ public struct Shrinker {
     /// The batch is what a one-at-a-time shrink would try next if each attempt failed; the first failing candidate
     /// of the batch is kept and the rest are dropped unread (and not counted as attempts). So the result, and the
     /// attempt count, are the same for any width: width only buys time.
+    ///
+    /// A budget of time (a program's or a backend's shrink, each attempt a round trip) goes to the structure first:
+    /// spans and blocks are deleted and zeroed until none more goes, and values are lowered only then, since lowering
+    /// every value of a long history spends the time before a small one is reached. A budget of attempts keeps the
+    /// interleaved order (its counterexamples are deterministic and saved in corpora).
     public func shrink(
         _ initial: [UInt64], spans initialSpans: [ChoiceSource.Span], width: Int,
         testBatch: ([[UInt64]]) -> [Outcome]
     ) -> Result {
         var state = ShrinkState(best: initial, spans: initialSpans, zeroOnly: zeroOnlyLabels)
-        var attempts = 0
-        var improvements = 0
+        var (attempts, improvements) = (0, 0)
         let deadline: UInt64? =
             budget.maxSeconds.isFinite
             ? DispatchTime.now().uptimeNanoseconds + UInt64(min(max(budget.maxSeconds, 0), 1e9) * 1e9) : nil
-        var stopped = false
-        var timedOut = false
+        var (stopped, timedOut) = (false, false)
         var outOfBudget: Bool {
             if stopped || budget.shouldStop() {
                 stopped = true
@@ -132,38 +135,28 @@ public struct Shrinker {
             }
         }
 
-        // A budget of time (a program's or a backend's shrink, each attempt a round trip) goes to the structure
-        // first: spans and blocks are deleted and zeroed until none more goes, and values are lowered only then,
-        // since lowering every value of a long history spends the time before a small one is reached. A budget of
-        // attempts keeps the interleaved order (its counterexamples are deterministic and saved in corpora).
-        let structureFirst = budget.maxSeconds.isFinite
+        let structureFirst = budget.maxSeconds.isFinite  // see above
         while progress && !outOfBudget {
             progress = false
             var deleteSpans = DeleteSpans(state)
             run(&deleteSpans)
             var zeroSpans = ZeroSpans(state)
             run(&zeroSpans)
+            var deleteBlocks = DeleteBlocks()
             if structureFirst {
-                var deleteBlocks = DeleteBlocks()
                 run(&deleteBlocks)
                 if progress { continue }
             }
             var lowerValues = LowerValues(state)
             run(&lowerValues)
-            if !structureFirst {
-                var deleteBlocks = DeleteBlocks()
-                run(&deleteBlocks)
-            }
+            if !structureFirst { run(&deleteBlocks) }
         }
         // Whether a stop cut the passes short, read before the last look at the budget: a Ctrl-C after the passes
         // ended does not make a finished shrink look cut.
-        let cut = stopped
-        let cutByTime = timedOut
-        let exhausted = outOfBudget
+        let (cut, cutByTime) = (stopped, timedOut)
         var result = Result(
-            choices: state.best, attempts: attempts, improvements: improvements, exhaustedBudget: exhausted)
-        result.stopped = cut
-        result.timedOut = cutByTime
+            choices: state.best, attempts: attempts, improvements: improvements, exhaustedBudget: outOfBudget)
+        (result.stopped, result.timedOut) = (cut, cutByTime)
         return result
     }
 }
