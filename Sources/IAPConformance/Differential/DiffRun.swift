@@ -84,7 +84,7 @@ public struct DiffRun {
         public var caseIndex: Int
         public var version: String
         public var description: String {
-            "case \(caseIndex) of the recording is not the case this iapcheck generates (recorded by iapcheck \(version), this is \(IAPCheckVersion.current)): record the old build again with this version"
+            "case \(caseIndex) of the recording is not the case this run generates: another iapcheck version (it was recorded by \(version), this is \(IAPCheckVersion.current)) or a validator declaring other channels makes other cases; record the old build again with this version and these channels"
         }
     }
 
