@@ -5,7 +5,9 @@ import IAPEncoding
 import IAPModel
 import IAPMutants
 import IAPSimulator
+import IAPSubprocess
 import IAPSupport
+import IAPValidatorAPI
 
 struct MutantsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -33,6 +35,12 @@ struct MutantsCommand: ParsableCommand {
 
     @Option(help: "Run only this mutant (repeatable).")
     var only: [String] = []
+
+    @Option(
+        help: ArgumentHelp(
+            "Check each in-process mutant as a program instead (`exec:'iapcheck serve --validator mutant:NAME'`), to compare what the subprocess transport's shrinking reaches with the in-process table.",
+            valueName: "exec"))
+    var over: String?
 
     @Flag(help: "List the mutants and exit.")
     var list = false
@@ -81,6 +89,7 @@ struct MutantsCommand: ParsableCommand {
             return
         }
         guard cases >= 1 else { throw ValidationError("--cases must be at least 1, not \(cases)") }
+        if let over, over != "exec" { throw ValidationError("--over takes exec, not \"\(over)\"") }
         let (catalog, policy) = try options.loadOrExit()
         let (entries, own, identity) = try selected(catalog, policy, shard: slice)
         var run = MutantsRun(options: checkOptions(catalog, policy))
@@ -136,9 +145,16 @@ struct MutantsCommand: ParsableCommand {
                 "error: \(backendEntries.map(\.name).joined(separator: ", ")) need the example backend: swift build --product iapcheck-example-backend",
                 code: Exit.usage)
         }
+        let me =
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
         let inProcess = entries.map { m in
-            MutantsRun.Entry(
-                name: m.name, description: m.description, pitfall: m.pitfall, make: m.make, policy: m.policy)
+            // Over exec: this very binary serving the mutant, one process per mutant, as a team's program would run.
+            let overExec: @Sendable () -> any Validator = {
+                SubprocessValidator(command: "\(Shell.quote(me)) serve --validator mutant:\(m.name)", timeout: 10)
+            }
+            return MutantsRun.Entry(
+                name: m.name, description: m.description, pitfall: m.pitfall, make: over == nil ? m.make : overExec,
+                policy: m.policy)
         }
         let own = backendEntries.map { m -> MutantsRun.OwnCheck in
             var run: (@Sendable (CheckOptions) throws -> CheckReport)?

@@ -75,3 +75,28 @@ import Testing
         #expect(verdict.summary(seed: 1, casesPerMutant: 300, identity: nil) == nil)
     }
 }
+
+/// `mutants --over exec`: each mutant served by the iapcheck binary as a program, caught at the same case as in this
+/// process, its shrunk counterexample within two actions of the in-process one (docs/check.md#mutants-over-exec).
+@Suite struct MutantsOverExecTests {
+    @Test func caughtAtTheSameCaseAndShrunkAlike() throws {
+        let dir = try CLI.folder("over-exec")
+        let names = ["ignore-revocation", "no-grace"]
+        let only = names.flatMap { ["--only", $0] }
+        let inProcess = try CLI.run(["mutants", "--cases", "40", "--json", dir + "/in.json"] + only)
+        let overExec = try CLI.run(["mutants", "--cases", "40", "--over", "exec", "--json", dir + "/exec.json"] + only)
+        #expect(inProcess.status == 0 && overExec.status == 0, "\(overExec.out)\(overExec.err)")
+        let a = try JSONDecoder().decode(
+            Reports.MutantsSummary.self, from: Data(contentsOf: URL(fileURLWithPath: dir + "/in.json")))
+        let b = try JSONDecoder().decode(
+            Reports.MutantsSummary.self, from: Data(contentsOf: URL(fileURLWithPath: dir + "/exec.json")))
+        #expect(a.mutants.map(\.name) == names && b.mutants.map(\.name) == names)
+        for (x, y) in zip(a.mutants, b.mutants) {
+            #expect(x.killed && y.killed)
+            #expect(x.casesToKill == y.casesToKill, "\(x.name)")
+            #expect(abs((x.shrunkEvents ?? 0) - (y.shrunkEvents ?? 0)) <= 2, "\(x.name)")
+        }
+        let bad = try CLI.run(["mutants", "--over", "http"])
+        #expect(bad.status == 2 && bad.err.contains("--over takes exec"))
+    }
+}
