@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Verify iapcheck's signed samples with Apple's official Python verifier.
 
-Usage: python3 verify_samples.py DIR   (DIR written by `iapcheck pki sample DIR`)
+Usage: python3 verify_samples.py DIR   (DIR written by `iapcheck pki sample DIR` or `iapcheck send --dry-run --out DIR`)
 
 Prints one JSON object: {"genuine": {file: "accepted"|error}, "forged": {class: "accepted"|error}}.
 Exit status 0 when every genuine sample is accepted.
@@ -41,9 +41,15 @@ def main(directory):
             status = getattr(e, "status", None)
             return "rejected: " + (status.name if status is not None else type(e).__name__)
 
-    kinds = {"transaction.jws": "transaction", "renewal.jws": "renewal"}
-    kinds.update({name: "notification" for name in meta["genuine"] if name.endswith("notification.jws")})
-    genuine = {name: check(kinds[name], name) for name in meta["genuine"]}
+    # The kind is in the file name's last part: `transaction.jws`, `01-app.transaction.jws`, `renewal.jws`,
+    # `02-notification-REFUND.notification.jws` (`iapcheck pki sample`, `iapcheck send --dry-run --out`).
+    def kind_of(name):
+        for kind in ("transaction", "renewal", "notification"):
+            if name.endswith(kind + ".jws"):
+                return kind
+        raise ValueError("no kind in the name " + name)
+
+    genuine = {name: check(kind_of(name), name) for name in meta["genuine"]}
     forged = {f["class"]: check(f["kind"], f["file"]) for f in meta["forged"]}
     print(json.dumps({"genuine": genuine, "forged": forged}, indent=2, sort_keys=True))
     return 0 if all(v == "accepted" for v in genuine.values()) else 1

@@ -35,6 +35,10 @@ public class HTTPValidator: Validator {
     /// A `faketime` backend's clock for a whole load run: one clock for all the workers, so it stands still at this
     /// instant (after every artifact's own) instead of moving per request; questions are asked at it.
     public var frozenClock: Millis?
+    /// Sees every request as it is sent (`send --dry-run`, `--format curl`).
+    public var recorder: ((SentRequest) -> Void)?
+    /// Requests go to ``recorder`` only and are answered as accepted: nothing reaches the backend (`send --dry-run`).
+    public var dryRun = false
     private var frozenClockSet = false
     /// Whether the backend reads its clock from libfaketime (`"clock": "faketime"`).
     public var hasFakeClock: Bool { target.clock == .faketime }
@@ -107,6 +111,7 @@ public class HTTPValidator: Validator {
         if let now {
             switch target.clock {
             case .header(let name): headers.append((name, String(now)))
+            case .faketime where dryRun: break
             case .faketime:
                 // Under load the clock stands at one instant for the whole run (one clock, many callers): set once.
                 if let frozen = frozenClock {
@@ -134,6 +139,13 @@ public class HTTPValidator: Validator {
             if name.lowercased() == "content-type" { contentType = value } else { headers.append((name, value)) }
         }
         lastExchange = ("\(route.method) \(path.prefix(120))", nil)
+        if let recorder {
+            recorder(
+                SentRequest(
+                    method: route.method, url: "http://\(target.host):\(target.port)\(path)",
+                    headers: headers + (payload == nil ? [] : [("Content-Type", contentType)]), body: payload))
+        }
+        if dryRun { return (route.acceptedStatus, Data("{}".utf8)) }
         do {
             let reply = try client.request(
                 route.method, path, headers: headers, body: payload, contentType: contentType)

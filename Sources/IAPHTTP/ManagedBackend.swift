@@ -81,8 +81,13 @@ public final class ManagedBackend: Sendable {
         }
     }
 
+    /// When set, the folder `{tmp}` names (with the port appended) and never removed: `iapcheck send` starts the
+    /// backend at every send, and a database there keeps what the earlier sends gave it.
+    public static let persistentDirectory = Locked<String?>(nil)
+
     /// Removes a backend's directory, or says where it stays (``keepDirectories``: a failed run, `--keep-tmp`).
     static func removeOrKeep(_ directory: String) {
+        if let kept = persistentDirectory.value, directory.hasPrefix(kept) { return }
         guard keepDirectories.value else {
             try? FileManager.default.removeItem(atPath: directory)
             return
@@ -97,7 +102,9 @@ public final class ManagedBackend: Sendable {
         self.host = host
         self.port = port
         self.readySeconds = readySeconds
-        let dir = NSTemporaryDirectory() + "iapcheck-backend-\(getpid())-\(port)"
+        let dir =
+            Self.persistentDirectory.value.map { "\($0)-\(port)" }
+            ?? NSTemporaryDirectory() + "iapcheck-backend-\(getpid())-\(port)"
         try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         directory = dir
         self.command = command.replacingOccurrences(of: "{tmp}", with: dir).replacingOccurrences(

@@ -40,14 +40,15 @@ extension StoreSimulator {
 
     /// The renewal charge fails: billing retry, with grace if the app has it and it applies. With `quirk`, the
     /// renewal info signed now is flawed as production payloads have been: grace given without the retry flag, or
-    /// (when grace does not apply to this period) a `GRACE_PERIOD` subtype with no grace date.
-    public mutating func failBilling(_ cid: String, retryDays: Int, quirk: Bool = false) {
+    /// (when grace does not apply to this period) a `GRACE_PERIOD` subtype with no grace date. `grace: false`: the
+    /// developer has turned the app's grace period off (App Store Connect allows it at any time), so none is given.
+    public mutating func failBilling(_ cid: String, retryDays: Int, quirk: Bool = false, grace: Bool = true) {
         let c0 = chains[cid]!
         let e = c0.expires!
         advance(to: e)
         let product = product(c0.autoRenewProductId)
         var graceEnd: Millis?
-        if let g = catalog.gracePeriod, g.eligibility == .allRenewals || !c0.currentIsFreeTrial {
+        if grace, let g = catalog.gracePeriod, g.eligibility == .allRenewals || !c0.currentIsFreeTrial {
             graceEnd = e + Int64(g.days(forPeriod: product.period!)) * Self.day
         }
         let flaw: RenewalQuirk? =

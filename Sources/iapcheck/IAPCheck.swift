@@ -28,7 +28,7 @@ struct IAPCheck: ParsableCommand {
         version: IAPCheckVersion.current + (buildCommit.map { " (commit \($0))" } ?? " (built from source)"),
         subcommands: [
             Check.self, DoctorCommand.self, MutantsCommand.self, Replay.self, Diff.self, Certify.self, Load.self,
-            Store.self,
+            Store.self, Send.self,
             PKI.self, Bench.self,
             Serve.self, MergeReports.self,
         ],

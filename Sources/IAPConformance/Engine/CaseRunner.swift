@@ -354,17 +354,20 @@ public enum CaseRunner {
         }
     }
 
-    /// A one-line summary of an answer: the entitled products with their states and the balances, or for a
-    /// validator that answers in entitlements and not products, its active entitlements.
+    /// A one-line summary of an answer: the entitled products with their states (when the validator answers them)
+    /// and the balances, or for a validator that answers in entitlements and not products, its active entitlements.
     public static func summary(_ a: EntitlementAnswer, profile: ValidatorProfile = .undeclared) -> String {
         let byProducts = profile.answers.contains { $0.list == .products } || !profile.answersEntitlements
         let active =
             byProducts
             ? a.products.filter(\.active).map { p in
-                p.state == .active ? p.productId : "\(p.productId) (\(p.state.rawValue))"
+                p.state == .active || !profile.declares(.productsState)
+                    ? p.productId : "\(p.productId) (\(p.state.rawValue))"
             }
             : a.entitlements.filter(\.active).map { e in
-                e.state == .active ? e.entitlementId : "\(e.entitlementId) (\(e.state.rawValue))"
+                // A state the validator does not answer is not compared, so not shown either.
+                e.state == .active || !profile.declares(.entitlementsState)
+                    ? e.entitlementId : "\(e.entitlementId) (\(e.state.rawValue))"
             }
         let coins =
             profile.declares(.consumables)

@@ -103,7 +103,8 @@ public enum Timeline {
         return out
     }
 
-    static func describe(_ d: PlannedDelivery, names: [String: String]) -> String {
+    /// One delivery as a timeline line: channel, kind and the transaction it carries.
+    public static func describe(_ d: PlannedDelivery, names: [String: String]) -> String {
         let tag = d.label.isFirstSending ? "" : " [\(d.label)]"
         switch d.delivery {
         case .appTransaction(let s):

@@ -1,0 +1,106 @@
+import Foundation
+import IAPConformance
+import IAPModel
+import IAPSimulator
+import IAPValidatorAPI
+
+/// What a send prints (docs/send.md#reading-a-send): what the App Store did, every delivery with the backend's
+/// verdict, then the backend's answer about the customer beside the expected one, and on a difference the
+/// explanation a `check` failure gives.
+struct SendReport {
+    let command: Send
+    let c: GeneratedCase
+    let outcome: SendRun.Outcome
+    /// The script step of this send (its events carry its number).
+    let action: Int
+    let profile: ValidatorProfile
+    /// The customer's transactions made outside the app that it has not submitted yet.
+    var awaitingTheApp: [String] = []
+
+    /// A line of the report: on stdout, or on stderr when stdout carries curl commands.
+    func say(_ line: String) {
+        if command.format == "curl" {
+            FileHandle.standardError.write(Data((line + "\n").utf8))
+        } else {
+            Swift.print(line)
+        }
+    }
+
+    func print(validatorName: String, statePath: String) {
+        let who = c.persons[CustomerScript.customer]
+        let what = command.scenario ?? "--advance \(command.advance ?? "")"
+        say("send \(what) → \(validatorName): customer \(command.user) (user id \(who.accountId))")
+        let events = c.events.filter { $0.action == action }
+        say("  the App Store:")
+        if events.isEmpty {
+            say(
+                command.scenario == SendScenario.openApp.rawValue
+                    ? "    \(command.user) opens the app; it submits the transactions it has not sent"
+                    : "    nothing happens")
+        }
+        for e in events {
+            say("    \(CivilTime.iso8601(e.time))  \(e.summary.trimmingCharacters(in: .whitespaces))")
+        }
+        let names = Dictionary(c.persons.map { ($0.accountId, $0.name) }, uniquingKeysWith: { a, _ in a })
+        say(outcome.sent.isEmpty ? "  delivered: nothing" : "  delivered:")
+        for s in outcome.sent { say(delivery(s, names: names)) }
+        if let f = outcome.failure {
+            say("  the validator failed: \(f.message)")
+            for line in f.transcript.suffix(6) { say("    \(line)") }
+            return
+        }
+        answers()
+        for id in awaitingTheApp {
+            say(
+                "  note: the app has not submitted transaction \(id) (made outside it): a backend cannot tell it is \(command.user)'s until it does (send open-app)"
+            )
+        }
+    }
+
+    /// One delivery: what it was, its ids, the verdict (and the expected one when they differ), the exchange.
+    func delivery(_ s: SendRun.Sent, names: [String: String]) -> String {
+        let verdict: String =
+            switch s.verdict {
+            case .accepted: "accepted"
+            case .rejected(let why): "rejected (\(why))"
+            }
+        let wrong = (verdict == "accepted") != (s.expected == "accepted") ? "   ✗ expected: \(s.expected)" : ""
+        return
+            "    \(CivilTime.iso8601(s.delivery.arrival))  \(Timeline.describe(s.delivery, names: names)) → \(command.isDryRun ? "written" : verdict)\(wrong)\n"
+            + "        \(Self.ids(s.delivery.delivery))\(s.exchange.map { "   [\($0)]" } ?? "")"
+    }
+
+    /// The ids a backend keys on.
+    static func ids(_ d: Delivery) -> String {
+        func tx(_ t: JWSTransactionDecodedPayload) -> String {
+            "transactionId \(t.transactionId), originalTransactionId \(t.originalTransactionId)"
+        }
+        switch d {
+        case .notification(let n):
+            return "notificationUUID \(n.notificationUUID)" + (n.data?.transactionInfo.map { ", " + tx($0) } ?? "")
+        case .appTransaction(let a): return tx(a.transaction) + ", userId \(a.userId)"
+        case .apiSnapshot(let s): return "originalTransactionId \(s.originalTransactionId)"
+        case .legacyReceipt(let l): return "userId \(l.userId)"
+        }
+    }
+
+    func answers() {
+        guard let q = outcome.question else { return }
+        say("  asked about \(command.user) at \(CivilTime.iso8601(q.query.at)):")
+        if let e = outcome.expected { say("    expected: \(CaseRunner.summary(e, profile: profile))") }
+        guard !command.isDryRun else { return }
+        if let o = outcome.observed { say("    observed: \(CaseRunner.summary(o, profile: profile))") }
+        guard let d = outcome.discrepancy else {
+            say("  agree: the backend's answer is the expected one")
+            return
+        }
+        say("  DIFFERS: \(d.finding)")
+        if d.kind == .verdict { say("    expected \(d.expected); observed \(d.observed)") }
+        for line in d.differences { say("    \(line)") }
+        let why = Explanation.lines(d, in: c)
+        if !why.isEmpty {
+            say("  why the oracle expects this:")
+            for line in why { say("  \(line)") }
+        }
+    }
+}

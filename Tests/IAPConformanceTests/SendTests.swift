@@ -1,0 +1,293 @@
+import Foundation
+import IAPConformance
+import IAPHTTP
+import IAPModel
+import IAPReference
+import IAPSigning
+import IAPSimulator
+import IAPStore
+import IAPValidatorAPI
+import Testing
+
+/// `iapcheck send` (docs/send.md): every scenario's shortest chain of sends, against the reference in this process
+/// and against the example backend over HTTP, each send delivering what the App Store sends for it and getting the
+/// expected verdicts and answer.
+@Suite struct SendTests {
+    /// One send of a chain: a scenario with its choices, or the clock moved on (`advance`).
+    struct Step {
+        var scenario: SendScenario?
+        var product: String? = nil
+        var flags: [String] = []
+        var quantity: Int? = nil
+        var advance: Millis = 0
+    }
+
+    /// A scenario's shortest chain, the notification (or app delivery) its last send must make, and the oracle's
+    /// answer about the customer after it.
+    struct Chain: CustomStringConvertible, Sendable {
+        var steps: [SendScenario?]
+        var last: Step
+        var delivers: String
+        var answer: String
+        var description: String {
+            (steps.map { $0?.rawValue ?? "advance" } + [last.scenario?.rawValue ?? "advance"]).joined(separator: " → ")
+                + " " + last.flags.joined(separator: " ")
+        }
+
+        init(_ before: [SendScenario?], _ last: Step, _ delivers: String, _ answer: String) {
+            (steps, self.last, self.delivers, self.answer) = (before, last, delivers, answer)
+        }
+    }
+
+    static let chains: [Chain] = [
+        Chain([], Step(scenario: .buy), "SUBSCRIBED/INITIAL_BUY", "pro.yearly"),
+        Chain([], Step(scenario: .buy, product: "consumable", quantity: 3), "ONE_TIME_CHARGE", "coins.100×3"),
+        Chain([], Step(scenario: .buy, product: "non-consumable"), "ONE_TIME_CHARGE", "lifetime.unlock"),
+        Chain([], Step(scenario: .buy, product: "non-renewing"), "ONE_TIME_CHARGE", "season.pass"),
+        Chain([.buy], Step(scenario: .renew), "DID_RENEW", "pro.yearly"),
+        Chain([.buy], Step(scenario: .failBilling), "DID_FAIL_TO_RENEW/GRACE_PERIOD", "pro.yearly (grace)"),
+        Chain([.buy], Step(scenario: .failBilling, flags: ["no-grace"]), "DID_FAIL_TO_RENEW", "nothing"),
+        Chain([.buy, .failBilling], Step(scenario: .recover), "DID_RENEW/BILLING_RECOVERY", "pro.yearly"),
+        Chain([.buy, .failBilling, nil], Step(scenario: .recover), "DID_RENEW/BILLING_RECOVERY", "pro.yearly"),
+        Chain([.buy], Step(scenario: .expire), "EXPIRED/VOLUNTARY", "nothing"),
+        Chain([.buy, .failBilling], Step(scenario: .expire), "EXPIRED/BILLING_RETRY", "nothing"),
+        Chain([.buy], Step(scenario: .refund), "REFUND", "nothing"),
+        Chain([.buy], Step(scenario: .refund, flags: ["prorated"]), "REFUND", "nothing"),
+        Chain([.buy, .refund], Step(scenario: .reverseRefund), "REFUND_REVERSED", "pro.yearly"),
+        Chain([.buy], Step(scenario: .declineRefund), "REFUND_DECLINED", "pro.yearly"),
+        Chain([.buy], Step(scenario: .consumptionRequest), "CONSUMPTION_REQUEST", "pro.yearly"),
+        Chain([.buy], Step(scenario: .downgrade), "DID_CHANGE_RENEWAL_PREF/DOWNGRADE", "pro.yearly"),
+        Chain([.buy], Step(scenario: .crossgrade), "DID_CHANGE_RENEWAL_PREF", "pro.yearly"),
+        Chain([], Step(scenario: .familyShare), "SUBSCRIBED/INITIAL_BUY", "nothing"),
+        Chain([.familyShare], Step(scenario: .openApp), "app: u1 submits pro.yearly", "pro.yearly"),
+        Chain([.familyShare, .openApp], Step(scenario: .revoke), "REVOKE", "nothing"),
+        Chain([.offerCode], Step(scenario: .openApp), "app: u1 submits pro.yearly", "pro.yearly"),
+        Chain([.buy], Step(scenario: .promotionalOffer), "OFFER_REDEEMED", "pro.yearly"),
+        Chain([.buy, .expire], Step(scenario: .winBack), "pro.yearly", "pro.yearly"),
+        Chain([.buy], Step(scenario: .extend), "RENEWAL_EXTENDED", "pro.yearly"),
+        Chain([.buy], Step(scenario: .priceIncrease), "PRICE_INCREASE/PENDING", "pro.yearly"),
+        Chain(
+            [.buy, .priceIncrease], Step(scenario: .priceIncrease, flags: ["accept"]), "PRICE_INCREASE/ACCEPTED",
+            "pro.yearly"),
+        Chain(
+            [.buy], Step(scenario: .priceIncrease, flags: ["no-consent-needed"]), "PRICE_INCREASE/ACCEPTED",
+            "pro.yearly"),
+        Chain([.buy], Step(scenario: .autoRenewOff), "DID_CHANGE_RENEWAL_STATUS/AUTO_RENEW_DISABLED", "pro.yearly"),
+        Chain(
+            [.buy, .autoRenewOff], Step(scenario: .autoRenewOn), "DID_CHANGE_RENEWAL_STATUS/AUTO_RENEW_ENABLED",
+            "pro.yearly"),
+        Chain([], Step(scenario: .test), "TEST", "nothing"),
+        Chain([.buy], Step(scenario: nil, advance: 400 * CivilTime.msPerDay), "DID_RENEW", "pro.yearly"),
+    ]
+
+    /// The `upgrade` chain starts from the group's lowest level.
+    static let upgrade = Chain([], Step(scenario: .upgrade), "DID_CHANGE_RENEWAL_PREF/UPGRADE", "pro.yearly")
+
+    /// Runs a chain as successive sends against one validator: the outcome of each send.
+    static func send(
+        _ chain: Chain, to v: any Validator, http: Bool, resetsFirst: Bool = false,
+        prepare: (GeneratedCase, SendRun, Millis) throws -> Void = { _, _, _ in }
+    ) throws -> [SendRun.Outcome] {
+        let t0 = CivilTime.days(fromCivil: 2027, 1, 30) * CivilTime.msPerDay
+        var script = CustomerScript(start: t0 - 1000)
+        var delivered: Set<String> = []
+        let namespace = IDNamespace.next()
+        var outcomes: [SendRun.Outcome] = []
+        var steps =
+            chain.steps.map { Step(scenario: $0, advance: $0 == nil ? 20 * CivilTime.msPerDay : 0) } + [chain.last]
+        if chain.last.scenario == .upgrade { steps.insert(Step(scenario: .buy, product: "basic.monthly"), at: 0) }
+        for (k, step) in steps.enumerated() {
+            let clock = script.steps.isEmpty ? t0 : try script.clock(catalog: .standard, policy: .default)
+            let at = step.scenario == nil ? clock + step.advance : clock + CivilTime.msPerMinute
+            script.steps.append(
+                ScriptStep(
+                    scenario: step.scenario, at: at, product: step.product, quantity: step.quantity, flags: step.flags))
+            let run = SendRun(
+                catalog: .standard, policy: .default, script: script, namespace: namespace, delivered: delivered)
+            let askAt = try script.clock(catalog: .standard, policy: .default)
+            let c = try run.plan(profile: v.profile, askAt: askAt)
+            try prepare(c, run, askAt)
+            let out = run.run(c, against: v, replaysEarlier: !http, resets: k == 0 && resetsFirst)
+            delivered = out.delivered
+            outcomes.append(out)
+        }
+        return outcomes
+    }
+
+    /// Every send of the chain delivered something, got the expected verdicts and answer; the last delivered what its
+    /// scenario names and left the customer as it should.
+    static func expectAsScenarioSays(_ chain: Chain, _ outcomes: [SendRun.Outcome], profile: ValidatorProfile) {
+        for (k, out) in outcomes.enumerated() {
+            #expect(out.failure == nil, "\(chain) send \(k): \(out.failure.map { "\($0)" } ?? "")")
+            #expect(out.discrepancy == nil, "\(chain) send \(k): \(out.differences)")
+            #expect(!out.sent.isEmpty, "\(chain) send \(k) delivered nothing")
+        }
+        guard let last = outcomes.last else { return }
+        let names = ["u1", "u2"]
+        let lines = last.sent.map { s in
+            Timeline.describe(
+                s.delivery,
+                names: Dictionary(uniqueKeysWithValues: zip(last.question.map { [$0.query.userId] } ?? [], names)))
+        }
+        #expect(lines.contains { $0.contains(chain.delivers) }, "\(chain): \(lines)")
+        #expect(last.expected.map { CaseRunner.summary($0, profile: profile) } == chain.answer, "\(chain)")
+    }
+
+    @Test(arguments: chains + [upgrade])
+    func everyScenarioAgainstTheReference(_ chain: Chain) throws {
+        let v = ReferenceValidator()
+        let outcomes = try Self.send(chain, to: v, http: false)
+        Self.expectAsScenarioSays(chain, outcomes, profile: v.profile)
+    }
+
+    /// The same chains against the example backend (Hummingbird + SQLite) over HTTP, with a mock App Store: one
+    /// backend for every chain, reset once, each chain a customer of its own, as sends to one backend go.
+    @Test(
+        .enabled(
+            if: FileManager.default.isExecutableFile(atPath: ExampleBackendTests.binary),
+            "the example backend is not built"))
+    func everyScenarioAgainstTheExampleBackendOverHTTP() throws {
+        let store = try MockAppStore(
+            settings: StoreSettings(
+                port: 0, sharedSecret: "example-secret",
+                apiKey: .init(
+                    keyId: "IAPCHK0001", issuerId: "6f3c2a90-0b1e-4c4e-9a57-1a2b3c4d5e6f",
+                    privateKeyFile: ExampleBackendTests.keyFile)))
+        try store.start()
+        let (p, target) = try ExampleBackendTests.start(store: store, slot: 20)
+        defer { p.terminate(); p.waitUntilExit() }
+        let v = HTTPValidator(target: target, name: "http:example", timeout: 10, store: store)
+        for (k, chain) in (Self.chains + [Self.upgrade]).enumerated() {
+            let outcomes = try Self.send(chain, to: v, http: true, resetsFirst: k == 0) { c, run, t in
+                var config = c.config
+                config.trustedRoots = TestPKI.harness.trustedRoots
+                let renderer = ArtifactRenderer(pki: TestPKI.harness, appAppleId: c.config.catalog.appAppleId)
+                try v.prepareForSend(
+                    config, resets: false, snapshots: try run.currentSnapshots(at: t).map { renderer.render($0) })
+            }
+            Self.expectAsScenarioSays(chain, outcomes, profile: v.profile)
+        }
+    }
+}
+
+/// The `send` command as a developer runs it: a customer's history across invocations against a backend iapcheck
+/// starts at every send, a mutant caught with both answers shown, refusals that leave the state alone, and a dry
+/// run's files verified by Apple's own Python library.
+@Suite struct SendCommandTests {
+    static func send(_ args: [String], state: String) throws -> CLI.Result {
+        try CLI.run(["send"] + args + ["--state", state], in: CLI.repo.path)
+    }
+
+    /// The expected line of a send's output.
+    static func expected(_ r: CLI.Result) -> String? {
+        r.out.split(separator: "\n").first { $0.contains("expected: ") }.map {
+            String($0.split(separator: ":", maxSplits: 1)[1]).trimmingCharacters(in: .whitespaces)
+        }
+    }
+
+    @Test(
+        .enabled(
+            if: FileManager.default.isExecutableFile(atPath: ExampleBackendTests.binary),
+            "the example backend is not built"))
+    func chainedSendsGiveTheExpectedAnswerAtEachStep() throws {
+        let dir = try CLI.folder("send-chain")
+        let target = try ExampleBackendTests.managedTarget(
+            port: ExampleBackendTests.port(22), backendArguments: "", store: ExampleBackendTests.port(23))
+        let state = dir + "/state.json"
+        let v = ["--validator", "http:" + target.file!]
+        let steps: [([String], String)] = [
+            (["buy"], "pro.yearly"), (["fail-billing"], "pro.yearly (grace)"), (["--advance", "20d"], "nothing"),
+            (["recover"], "pro.yearly"), (["refund"], "nothing"), (["reverse-refund"], "pro.yearly"),
+        ]
+        for (args, answer) in steps {
+            let r = try Self.send(args + v, state: state)
+            #expect(r.status == 0, "\(args): \(r.out)\(r.err)")
+            #expect(Self.expected(r) == answer, "\(args): \(r.out)")
+            #expect(r.out.contains("observed: \(answer)") && r.out.contains("agree"), "\(args): \(r.out)")
+        }
+        // The backend kept its database beside the state, across six starts.
+        #expect(FileManager.default.fileExists(atPath: dir + "/backend-\(ExampleBackendTests.port(22))/backend.sqlite"))
+        let reset = try Self.send(["--reset"] + v, state: state)
+        #expect(reset.status == 0 && reset.out.contains("1 customer") && !FileManager.default.fileExists(atPath: state))
+    }
+
+    @Test func aMutantThatIgnoresRefundReversedIsShownExpectedAndObserved() throws {
+        let state = try CLI.folder("send-mutant") + "/state.json"
+        let v = ["--validator", "mutant:refund-irreversible"]
+        #expect(try Self.send(["buy"] + v, state: state).status == 0)
+        #expect(try Self.send(["refund"] + v, state: state).status == 0)
+        let r = try Self.send(["reverse-refund"] + v, state: state)
+        #expect(r.status == 1, "\(r.out)\(r.err)")
+        #expect(r.out.contains("notification REFUND_REVERSED"))
+        #expect(r.out.contains("expected: pro.yearly") && r.out.contains("observed: nothing"), "\(r.out)")
+        #expect(r.out.contains("DIFFERS: entitlement disagreement (product pro.yearly/active)"))
+        #expect(r.out.contains("why the oracle expects this"))
+    }
+
+    @Test func aStepTheCustomerCannotTakeIsRefusedAndChangesNothing() throws {
+        let state = try CLI.folder("send-refused") + "/state.json"
+        let r = try Self.send(["recover"], state: state)
+        #expect(r.status == 2 && r.err.contains("no subscription in billing retry"), "\(r.err)")
+        #expect(!FileManager.default.fileExists(atPath: state))
+        let upgrade = try Self.send(["buy"], state: state)
+        #expect(upgrade.status == 0)
+        let top = try Self.send(["upgrade"], state: state)
+        #expect(top.status == 2 && top.err.contains("no upgrade from pro.yearly (level 1)"), "\(top.err)")
+        let bad = try Self.send(["refund", "--at", "yesterday"], state: state)
+        #expect(bad.status == 2 && bad.err.contains("neither an instant"), "\(bad.err)")
+    }
+
+    static let applePython: Bool = {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = ["python3", "-c", "import appstoreserverlibrary"]
+        p.standardError = FileHandle.nullDevice
+        guard (try? p.run()) != nil else { return false }
+        p.waitUntilExit()
+        return p.terminationStatus == 0
+    }()
+
+    /// A dry run writes what the target would get; Apple's Python library verifies every JWS against the root it
+    /// wrote; `--format curl` prints commands whose body files exist.
+    @Test(.enabled(if: applePython, "python3 with app-store-server-library is not installed"))
+    func aDryRunsFilesVerifyWithApplesLibrary() throws {
+        let dir = try CLI.folder("send-dry")
+        let v = ["--validator", "http:Examples/http/example-backend.json", "--dry-run"]
+        #expect(try Self.send(["buy"] + v + ["--out", dir + "/1"], state: dir + "/s.json").status == 0)
+        let r = try Self.send(["refund"] + v + ["--out", dir + "/2"], state: dir + "/s.json")
+        #expect(r.status == 0, "\(r.err)")
+        let files = try FileManager.default.contentsOfDirectory(atPath: dir + "/2")
+        #expect(files.contains("01-notification-REFUND.notification.jws"), "\(files)")
+        #expect(files.contains("01-notification-REFUND.request.txt") && files.contains("root.der"))
+        let request = try String(contentsOfFile: dir + "/2/01-notification-REFUND.request.txt", encoding: .utf8)
+        #expect(
+            request.hasPrefix("POST http://127.0.0.1:8080/apple/notifications\n")
+                && request.contains("X-IAPCheck-Now: "))
+        for folder in ["1", "2"] {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            p.arguments = [
+                "python3", CLI.repo.appendingPathComponent("Examples/python/verify_samples.py").path,
+                dir + "/" + folder,
+            ]
+            let out = Pipe()
+            p.standardOutput = out
+            try p.run()
+            let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            p.waitUntilExit()
+            #expect(p.terminationStatus == 0 && text.contains("\"accepted\""), "\(text)")
+        }
+        let curl = try Self.send(
+            [
+                "reverse-refund", "--validator", "http:Examples/http/example-backend.json", "--format", "curl", "--out",
+                dir + "/3",
+            ], state: dir + "/s.json")
+        let commands = curl.out.split(separator: "\n").filter { $0.hasPrefix("curl ") }
+        #expect(commands.count == 1, "\(curl.out)\(curl.err)")
+        #expect(commands.first?.contains("-X POST http://127.0.0.1:8080/apple/notifications") == true)
+        #expect(
+            commands.first?.contains("--data-binary @" + dir + "/3/01-notification-REFUND_REVERSED.body") == true,
+            "\(commands)")
+        #expect(curl.err.contains("expected: pro.yearly"), "the report goes to stderr beside curl commands")
+    }
+}
