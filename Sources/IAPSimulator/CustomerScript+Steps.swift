@@ -12,9 +12,11 @@ extension ScriptStep {
         }
         switch scenario {
         case .renew, .failBilling:
-            let c = try subscription(sim, "active subscription") { $0.phase == .active }
+            let c = try subscription(sim, "active subscription", then: "send buy first") { $0.phase == .active }
             guard c.autoRenew else {
-                throw ScriptError("auto-renew is off for \(c.productId): send auto-renew-on first, or expire")
+                throw ScriptError(
+                    "auto-renew is off for \(c.productId) (turned off by the customer or by a refund): send auto-renew-on first, or expire"
+                )
             }
             Self.settle(&sim, before: c.expires!)
             if scenario == .renew {
@@ -40,7 +42,8 @@ extension ScriptStep {
         case .buy: try buy(&sim, offer: .none)
         case .offerCode, .winBack, .promotionalOffer: try offer(scenario, &sim)
         case .recover:
-            let c = try subscription(sim, "subscription in billing retry", Self.retrying)
+            let c = try subscription(
+                sim, "subscription in billing retry", then: "send fail-billing first", Self.retrying)
             sim.recover(c.id, at: at)
         case .refund, .declineRefund, .consumptionRequest:
             let tx = try transaction(sim, Self.refundable(sim), "purchase to refund")
@@ -60,12 +63,13 @@ extension ScriptStep {
             }
             sim.stopSharing(c.id, at: at)
         case .extend:
-            let c = try subscription(sim, "active subscription outside a free trial") {
+            let c = try subscription(sim, "active subscription outside a free trial", then: "send buy first") {
                 $0.phase == .active && !$0.currentIsFreeTrial
             }
+            try Self.mayExtend(c, days: days ?? 30, at: at)
             sim.extendRenewal(c.id, days: days ?? 30, at: at)
         case .priceIncrease:
-            let c = try subscription(sim, "active subscription") { $0.phase == .active }
+            let c = try subscription(sim, "active subscription", then: "send buy first") { $0.phase == .active }
             if has("accept") {
                 guard c.priceIncrease == .customerHasNotResponded else {
                     throw ScriptError("no price increase awaits the customer's consent: send price-increase first")
@@ -76,7 +80,10 @@ extension ScriptStep {
             }
         case .autoRenewOff, .autoRenewOn:
             let on = scenario == .autoRenewOn
-            let c = try subscription(sim, "active subscription with auto-renew \(on ? "off" : "on")") {
+            let c = try subscription(
+                sim, "active subscription with auto-renew \(on ? "off" : "on")",
+                then: on ? "send auto-renew-off first" : "send buy first"
+            ) {
                 $0.phase == .active && $0.autoRenew != on
             }
             sim.setAutoRenew(c.id, on: on, at: at)
@@ -89,7 +96,7 @@ extension ScriptStep {
     /// At the period's end after auto-renew was turned off (turned off now when it is on), or when billing retry
     /// gives up.
     func expire(_ sim: inout StoreSimulator) throws(ScriptError) {
-        let c = try subscription(sim, "subscription that is active or in billing retry") {
+        let c = try subscription(sim, "subscription that is active or in billing retry", then: "send buy first") {
             $0.phase == .active || Self.retrying($0)
         }
         if case .retry(_, _, let retryEnd) = c.phase {
@@ -183,7 +190,7 @@ extension ScriptStep {
     }
 
     func change(_ scenario: SendScenario, _ sim: inout StoreSimulator) throws(ScriptError) {
-        let c = try subscription(sim, "active subscription") { $0.phase == .active }
+        let c = try subscription(sim, "active subscription", then: "send buy first") { $0.phase == .active }
         let from = sim.catalog.product(c.productId)!
         let wanted: (ProductChange) -> Bool = { k in
             switch scenario {
@@ -198,8 +205,11 @@ extension ScriptStep {
         let target = product.map { id in candidates.first { $0.id == id } } ?? candidates.first
         guard let q = target else {
             let levels = sim.catalog.products(inGroup: c.groupId!).map { "\($0.id) (level \($0.level ?? 1))" }
+            let hint =
+                scenario == .upgrade
+                ? "buy a lower level first" : scenario == .downgrade ? "buy a higher level first" : "give --product"
             throw ScriptError(
-                "no \(scenario.rawValue) from \(c.productId) (level \(from.level ?? 1))\(product.map { " to \($0)" } ?? ""): the group has \(levels.joined(separator: ", "))"
+                "no \(scenario.rawValue) from \(c.productId) (level \(from.level ?? 1))\(product.map { " to \($0)" } ?? ""): the group has \(levels.joined(separator: ", ")); \(hint) (--product ID; level 1 is the highest)"
             )
         }
         sim.changeProduct(c.id, to: q.id, at: at)
@@ -208,16 +218,18 @@ extension ScriptStep {
     // MARK: What a step applies to
 
     /// The customer's own subscription the step applies to: of `--product`'s group, else the most recent one.
-    func subscription(_ sim: StoreSimulator, _ what: String, _ matches: (SimChain) -> Bool) throws(ScriptError)
-        -> SimChain
-    {
+    func subscription(
+        _ sim: StoreSimulator, _ what: String, then hint: String, _ matches: (SimChain) -> Bool
+    ) throws(ScriptError) -> SimChain {
         let group = product.flatMap { sim.catalog.product($0)?.groupId }
         let found = Self.purchasers(sim).first { c in
             c.person == CustomerScript.customer && c.kind == .autoRenewable && (group == nil || c.groupId == group)
                 && matches(c)
         }
         guard let found else {
-            throw ScriptError("the customer has no \(what)\(product.map { " of \($0)'s group" } ?? "")")
+            throw ScriptError(
+                "\(sim.persons[CustomerScript.customer].name) has no \(what)\(product.map { " of \($0)'s group" } ?? ""): \(hint)"
+            )
         }
         return found
     }
@@ -228,7 +240,10 @@ extension ScriptStep {
             guard let tx = sim.latest(id), let c = sim.chains[tx.originalTransactionId] else { return false }
             return c.person == CustomerScript.customer && (product == nil || tx.productId == product)
         }
-        guard let found else { throw ScriptError("the customer has no \(what)\(product.map { " of \($0)" } ?? "")") }
+        guard let found else {
+            throw ScriptError(
+                "\(sim.persons[CustomerScript.customer].name) has no \(what)\(product.map { " of \($0)" } ?? "")")
+        }
         return found
     }
 
@@ -272,6 +287,15 @@ extension ScriptStep {
                     sim.expire(c.id)
                 }
             }
+        }
+    }
+
+    /// Apple's limits on renewal date extensions: 1 to 90 days, at most twice per subscription in 365 days, before
+    /// the subscription expires (docs/semantics.md#renewal-date-extension).
+    static func mayExtend(_ c: SimChain, days: Int, at t: Millis) throws(ScriptError) {
+        guard (1...90).contains(days) else { throw ScriptError("--days \(days): Apple extends by 1 to 90 days") }
+        guard c.extensions.filter({ t - $0 < 365 * CivilTime.msPerDay }).count < 2 else {
+            throw ScriptError("\(c.productId) was extended twice in the last 365 days, Apple's limit")
         }
     }
 

@@ -29,18 +29,19 @@ public enum SendScenario: String, CaseIterable, Codable, Sendable {
         case .failBilling: "the renewal charge fails: billing retry, with the app's grace unless --no-grace"
         case .recover: "billing recovers during retry (DID_RENEW/BILLING_RECOVERY)"
         case .expire: "the subscription expires: at its period's end (auto-renew turned off first) or when retry ends"
-        case .refund: "Apple refunds the latest purchase (REFUND; --prorated for a partial refund)"
+        case .refund:
+            "Apple refunds the latest purchase (REFUND; --prorated for a partial refund); a refunded subscription stops renewing"
         case .reverseRefund: "Apple reverses the latest refund (REFUND_REVERSED)"
         case .declineRefund: "Apple declines a refund request (REFUND_DECLINED)"
         case .upgrade: "a move to a higher level of the group, at once (DID_CHANGE_RENEWAL_PREF/UPGRADE)"
         case .downgrade: "a move to a lower level, at the next renewal (DID_CHANGE_RENEWAL_PREF/DOWNGRADE)"
         case .crossgrade: "a move within the level (at once for the same duration, else at the next renewal)"
-        case .familyShare: "a family organizer (u2) buys a shareable product, shared with the customer"
+        case .familyShare: "a family organizer buys a shareable product and shares it with the customer"
         case .revoke: "the organizer stops sharing: the customer loses access (REVOKE)"
-        case .offerCode: "an offer code redeemed for a new subscription (OFFER_REDEEMED)"
+        case .offerCode: "an offer code redeemed in the App Store for a new subscription (then open-app)"
         case .promotionalOffer: "a promotional offer for the next renewal, or a resubscription with one"
         case .winBack: "a lapsed subscriber comes back with a win-back offer"
-        case .extend: "a renewal date extension (RENEWAL_EXTENDED; --days N, default 30)"
+        case .extend: "a renewal date extension (RENEWAL_EXTENDED; --days 1-90, default 30; twice a year at most)"
         case .priceIncrease:
             "a price increase that needs consent (PRICE_INCREASE/PENDING; --no-consent-needed, --accept)"
         case .consumptionRequest: "the customer asks for a refund and Apple asks for consumption data"
@@ -88,25 +89,31 @@ public struct ScriptError: Error, CustomStringConvertible, Sendable {
 /// the sends in order. Replaying it gives the same store (the simulator is deterministic), so each invocation
 /// rebuilds the history and delivers only what is new (docs/send.md#a-customers-history).
 ///
-/// The customer is person 0 (`u1`); person 1 (`u2`) is the family organizer who shares with them.
+/// The customer is person 0 (named by `--user`); person 1 is the family organizer who shares with them.
 public struct CustomerScript: Codable, Hashable, Sendable {
     public var start: Millis
     public var steps: [ScriptStep]
+    /// The customer's name in what the store says (`--user`); the organizer is `organizer`.
+    public var customerName: String?
 
     public static let customer = 0
     public static let organizer = 1
 
-    public init(start: Millis, steps: [ScriptStep] = []) {
+    public init(start: Millis, steps: [ScriptStep] = [], customerName: String? = nil) {
         self.start = start
         self.steps = steps
+        self.customerName = customerName
     }
 
     /// The store after every step, or the first step it cannot make (the step's number and why).
     public func replay(catalog: Catalog, policy: Policy) throws(ScriptError) -> StoreSimulator {
-        var sim = StoreSimulator(
-            catalog: catalog, policy: policy,
-            persons: [Person(index: Self.customer, familyId: 1), Person(index: Self.organizer, familyId: 1)],
-            start: start)
+        var customer = Person(index: Self.customer, familyId: 1)
+        var organizer = Person(index: Self.organizer, familyId: 1)
+        if let customerName {
+            customer.name = customerName
+            organizer.name = customerName == "organizer" ? "their organizer" : "organizer"
+        }
+        var sim = StoreSimulator(catalog: catalog, policy: policy, persons: [customer, organizer], start: start)
         for (i, step) in steps.enumerated() {
             sim.currentAction = i
             try step.apply(to: &sim)

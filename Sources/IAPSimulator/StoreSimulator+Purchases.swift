@@ -107,6 +107,9 @@ extension StoreSimulator {
             if c.kind == .autoRenewable {
                 signRenewal(mid)
                 notify(mid, .subscribed, .initialBuy)
+            } else {
+                // Sharing a non-consumable sends the member ONE_TIME_CHARGE (docs/semantics.md#family-sharing).
+                notify(mid, .oneTimeCharge)
             }
             log(m, .familyShare, "\(name(m)) gets \(c.productId) through Family Sharing from \(name(c.person))")
         }

@@ -125,7 +125,7 @@ extension StoreSimulator {
         let c = chains[cid]!
         log(
             c.person, inGrace ? .recoverInGrace : .recoverAfterGrace,
-            "billing recovers \(inGrace ? "inside" : "after") grace for \(name(c.person))'s \(c.productId); paid until \(CivilTime.relative(c.expires! - (origin ?? 0)))"
+            "billing recovers \(inGrace ? "inside grace" : g == nil ? "in billing retry" : "after grace") for \(name(c.person))'s \(c.productId); paid until \(CivilTime.relative(c.expires! - (origin ?? 0)))"
         )
     }
 

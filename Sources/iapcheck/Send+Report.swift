@@ -11,8 +11,8 @@ struct SendReport {
     let command: Send
     let c: GeneratedCase
     let outcome: SendRun.Outcome
-    /// The script step of this send (its events carry its number).
-    let action: Int
+    /// The script steps of this send (their events carry their numbers).
+    let actions: Range<Int>
     let profile: ValidatorProfile
     /// The customer's transactions made outside the app that it has not submitted yet.
     var awaitingTheApp: [String] = []
@@ -30,12 +30,12 @@ struct SendReport {
         let who = c.persons[CustomerScript.customer]
         let what = command.scenario ?? "--advance \(command.advance ?? "")"
         say("send \(what) → \(validatorName): customer \(command.user) (user id \(who.accountId))")
-        let events = c.events.filter { $0.action == action }
+        let events = c.events.filter { $0.action.map(actions.contains) ?? false }
         say("  the App Store:")
         if events.isEmpty {
             say(
                 command.scenario == SendScenario.openApp.rawValue
-                    ? "    \(command.user) opens the app; it submits the transactions it has not sent"
+                    ? "    \(CivilTime.iso8601(outcome.sent.first?.delivery.arrival ?? outcome.question?.query.at ?? 0))  \(command.user) opens the app; it submits the transactions it has not sent"
                     : "    nothing happens")
         }
         for e in events {
@@ -97,10 +97,6 @@ struct SendReport {
         say("  DIFFERS: \(d.finding)")
         if d.kind == .verdict { say("    expected \(d.expected); observed \(d.observed)") }
         for line in d.differences { say("    \(line)") }
-        let why = Explanation.lines(d, in: c)
-        if !why.isEmpty {
-            say("  why the oracle expects this:")
-            for line in why { say("  \(line)") }
-        }
+        for line in Explanation.lines(d, in: c) { say("  \(line)") }
     }
 }

@@ -22,11 +22,8 @@ struct SendSession {
 
     init(command: Send) throws {
         self.command = command
-        // A dry run's customers are not the backend's: they live in a state of their own unless --state says.
-        statePath =
-            command.isDryRun && command.state == ".iapcheck/send.json" ? ".iapcheck/send-dry-run.json" : command.state
-        let spec = try parseValidator(command.validator)
-        target = try spec.targetFile.map { path in
+        statePath = command.statePath
+        target = try command.spec.targetFile.map { path in
             do { return try HTTPValidator.Target.load(path: path) } catch {
                 throw fail("error: \(error)", code: Exit.usage)
             }
@@ -34,26 +31,34 @@ struct SendSession {
         let loaded: SendState?
         do { loaded = try SendState.load(path: statePath) } catch { throw fail("error: \(error)", code: Exit.usage) }
         if let s = loaded {
-            guard s.validator == command.validator else {
+            guard s.validator == command.validatorKey else {
                 throw fail(
                     "error: \(statePath) holds customers of \(s.validator): give --state another file for \(command.validator), or start over with --reset",
                     code: Exit.usage)
             }
-            if command.app.given {
+            if command.app.given, let (c, p) = try? command.app.load(), c != s.catalog || p != s.policy {
                 FileHandle.standardError.write(
                     Data(
-                        "note: \(statePath) keeps the catalog and policy it started with; --reset to change them\n".utf8
-                    ))
+                        "note: \(statePath) keeps the catalog and policy it started with (\(s.catalog.bundleId)), not these; --reset to change them\n"
+                            .utf8))
             }
             state = s
         } else {
+            // A backend without a reset route is never told the app: the catalog must be the one it is configured
+            // with, as for check.
+            if let target, !target.resets, command.app.catalog == nil, !command.isDryRun {
+                throw fail(
+                    "error: \(command.validator) has no reset route, so iapcheck cannot tell the backend the app: give --catalog (and --bundle-id for a .storekit file) as the backend is configured",
+                    code: Exit.usage)
+            }
             let (catalog, policy) = try command.app.load()
-            state = SendState(validator: command.validator, catalog: catalog, policy: policy)
+            state = SendState(validator: command.validatorKey, catalog: catalog, policy: policy)
         }
         isNewCustomer = state.customers[command.user] == nil
         customer =
             state.customers[command.user]
-            ?? SendState.Customer(script: CustomerScript(start: 0), namespace: IDNamespace.next().value)
+            ?? SendState.Customer(
+                script: CustomerScript(start: 0, customerName: command.user), namespace: IDNamespace.next().value)
     }
 
     static var realNow: Millis { Millis((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
@@ -108,70 +113,111 @@ struct SendSession {
     /// Delivers the step; the exit code.
     mutating func send(_ step: ScriptStep) throws -> Int32 {
         var script = customer.script
+        let first = script.steps.count
         script.steps.append(step)
-        let sim = try scripted { try script.replay(catalog: state.catalog, policy: state.policy) }
-        let newClock = max(sim.now, step.at)
-        if wall && newClock > Self.realNow + CivilTime.msPerMinute {
+        var sim = try scripted { try script.replay(catalog: state.catalog, policy: state.policy) }
+        let now = Self.realNow
+        if wall && max(sim.now, step.at) > now + CivilTime.msPerMinute {
             throw fail(
-                "error: \(command.scenario ?? "this") happens at \(CivilTime.iso8601(newClock)), ahead of the real clock a backend with \"clock\": \"wall\" reads; give it a clock header or run it under faketime (docs/send.md#clocks)",
+                "error: \(command.scenario ?? "this") happens at \(CivilTime.iso8601(max(sim.now, step.at))), ahead of the real clock a backend with \"clock\": \"wall\" reads; give it a clock header or run it under faketime (docs/send.md#clocks)",
                 code: Exit.usage)
         }
+        if wall && now > max(sim.now, step.at) {
+            // On the real clock the store lives on to now: what fell due since the step is delivered too.
+            script.steps.append(ScriptStep(scenario: nil, at: now))
+            sim = try scripted { try script.replay(catalog: state.catalog, policy: state.policy) }
+        }
+        let askAt = max(sim.now, step.at)
         let run = SendRun(
             catalog: state.catalog, policy: state.policy, script: script,
             namespace: IDNamespace(value: customer.namespace), delivered: Set(customer.delivered))
         let sending = try SendTransport(session: self)
-        let askAt = wall ? Self.realNow : newClock
         let c = try scripted { try run.plan(profile: sending.validator.profile, askAt: askAt) }
         let resets = sending.http != nil && target?.resets == true && !state.backendReset && !command.isDryRun
-        try sending.prepare(c, run, at: askAt, resets: resets)
+        try sending.prepare(c, run, at: askAt, resets: resets || (sending.replays && target?.resets == true))
         let outcome = run.run(
-            c, against: sending.validator, replaysEarlier: sending.http == nil, resets: false,
+            c, against: sending.validator, replaysEarlier: sending.replays, resets: sending.http == nil,
             asks: !command.isDryRun, exchange: sending.exchange)
         var report = SendReport(
-            command: command, c: c, outcome: outcome, action: script.steps.count - 1,
+            command: command, c: c, outcome: outcome, actions: first..<script.steps.count,
             profile: sending.validator.profile)
         if sending.validator.profile.accepts(.app) {
             report.awaitingTheApp = (try? run.awaitingTheApp(c, at: askAt)) ?? []
         }
         report.print(validatorName: sending.validator.name, statePath: statePath)
         try sending.finish(outcome, c, command: command)
+        return try record(outcome, script: script, resets: resets)
+    }
+
+    /// The state after a send, and the exit code: nothing recorded when nothing arrived; a configuration problem
+    /// the backend's answer shows (a pointer that finds nothing) is exit 2, as for check.
+    mutating func record(_ outcome: SendRun.Outcome, script: CustomerScript, resets: Bool) throws -> Int32 {
+        let code: Int32 =
+            outcome.failure.map {
+                [.misconfigured, .unavailable].contains($0.kind) ? Exit.usage : Exit.validatorFailure
+            }
+            ?? (outcome.discrepancy == nil ? Exit.pass : Exit.discrepancy)
+        if let f = outcome.failure, let fix = f.fix { print("  fix: \(fix)") }
         guard outcome.failure == nil || !outcome.sent.isEmpty else {
-            print("nothing was delivered: \(statePath) is unchanged")
-            return Exit.validatorFailure
+            print("nothing was delivered: \(statePath) is unchanged; send again once the backend answers")
+            return code
+        }
+        if outcome.failure != nil {
+            print(
+                "the send is recorded in \(statePath) with \(outcome.sent.count) deliveries made; `iapcheck send --advance 0m` with the same options delivers the rest"
+            )
         }
         customer.script = script
         customer.delivered = outcome.delivered.sorted()
         state.customers[command.user] = customer
         if resets { state.backendReset = true }
         try state.save(path: statePath)
-        if outcome.failure != nil { return Exit.validatorFailure }
-        return outcome.discrepancy == nil ? Exit.pass : Exit.discrepancy
+        return code
     }
 }
 
 extension Send {
     var isDryRun: Bool { dryRun || format == "curl" }
+
+    var spec: ValidatorSpec { (try? parseValidator(validator)) ?? .reference }
+
+    /// The validator as a state file names it: a target file by its absolute path, so `http:target.json` and
+    /// `http:/abs/target.json` are one backend.
+    var validatorKey: String {
+        guard let path = spec.targetFile else { return validator }
+        return "http:" + URL(fileURLWithPath: path).standardizedFileURL.path
+    }
+
+    /// A dry run's customers are not the backend's: they live in a state file of their own (`send.json` →
+    /// `send-dry-run.json`).
+    var statePath: String {
+        guard isDryRun else { return state }
+        let base = state.hasSuffix(".json") ? String(state.dropLast(5)) : state
+        return base + "-dry-run.json"
+    }
 }
 
-/// `--at` and `--advance`: an instant, or a duration after a base.
+/// `--at` and `--advance`: an instant, or a duration after (or before) a base. Errors exit 2, naming the option.
 enum SendTime {
     /// `2027-01-31T10:00:00Z` (seconds and milliseconds optional), `now`, or `+3d` / `-2h` from `base`.
     static func instant(_ text: String, after base: Millis) throws -> Millis {
         if text == "now" { return SendSession.realNow }
         if text.hasPrefix("+") { return try after(base, String(text.dropFirst()), option: "--at") }
-        if text.hasPrefix("-") { return base - (try after(0, String(text.dropFirst()), option: "--at")) }
+        if text.hasPrefix("-") { return try after(base, String(text.dropFirst()), option: "--at", sign: -1) }
         let f = ISO8601DateFormatter()
         f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         let g = ISO8601DateFormatter()
         if let d = f.date(from: text) ?? g.date(from: text) {
             return Millis((d.timeIntervalSince1970 * 1000).rounded())
         }
-        throw ValidationError(
-            "--at \"\(text)\" is neither an instant (2027-01-31T10:00:00Z) nor a time after the clock (+3d, +2h, +30m)")
+        throw fail(
+            "error: --at \"\(text)\" is neither an instant (2027-01-31T10:00:00Z) nor a time from the customer's clock (+3d, +2h, --at=-30d)",
+            code: Exit.usage)
     }
 
-    /// `base` plus `30d`, `12h`, `45m`, `10s`, `2w`, `3mo` or `1y` (months and years on the calendar).
-    static func after(_ base: Millis, _ text: String, option: String) throws -> Millis {
+    /// `base` plus (or, with `sign` -1, minus) `30d`, `12h`, `45m`, `10s`, `2w`, `3mo` or `1y` (months and years on
+    /// the calendar).
+    static func after(_ base: Millis, _ text: String, option: String, sign: Int = 1) throws -> Millis {
         let units: [(String, Millis)] = [
             ("ms", 1), ("mo", 0), ("y", 0), ("w", 7 * CivilTime.msPerDay), ("d", CivilTime.msPerDay),
             ("h", CivilTime.msPerHour), ("m", CivilTime.msPerMinute), ("s", CivilTime.msPerSecond),
@@ -179,11 +225,12 @@ enum SendTime {
         for (unit, ms) in units where text.hasSuffix(unit) {
             guard let n = Int(text.dropLast(unit.count)), n >= 0 else { break }
             switch unit {
-            case "mo": return CivilTime.addingMonths(n, to: base)
-            case "y": return CivilTime.addingMonths(12 * n, to: base)
-            default: return base + Millis(n) * ms
+            case "mo": return CivilTime.addingMonths(sign * n, to: base)
+            case "y": return CivilTime.addingMonths(sign * 12 * n, to: base)
+            default: return base + Millis(sign * n) * ms
             }
         }
-        throw ValidationError("\(option) \"\(text)\" is not a duration such as 30d, 12h, 45m, 2w or 3mo")
+        throw fail(
+            "error: \(option) \"\(text)\" is not a duration such as 30d, 12h, 45m, 2w or 3mo", code: Exit.usage)
     }
 }

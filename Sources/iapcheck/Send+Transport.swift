@@ -14,6 +14,9 @@ import IAPValidatorAPI
 final class SendTransport {
     let validator: any Validator
     let http: HTTPValidator?
+    /// The validator remembers nothing of earlier sends: it lives in this process or a new one, or it is a backend
+    /// iapcheck starts without a `{tmp}` folder for its data. Earlier deliveries go to it first, quietly.
+    let replays: Bool
     /// A dry run's requests, in order, and the number of them each delivery made.
     let recorded = Locked<[SentRequest]>([])
     var perDelivery: [Range<Int>] = []
@@ -30,7 +33,7 @@ final class SendTransport {
                 target: target, name: "http:\(target.host):\(target.port) (dry run)", timeout: 1, store: store)
             v.dryRun = true
             v.recorder = { [recorded] r in recorded.withLock { $0.append(r) } }
-            (validator, http) = (v, v)
+            (validator, http, replays) = (v, v, false)
             return
         }
         if session.target != nil {
@@ -42,6 +45,14 @@ final class SendTransport {
         }
         validator = try makeValidator(command.validator, timeout: command.timeout, forLoad: true)
         http = validator as? HTTPValidator
+        let forgets = session.target?.start.map { !$0.command.contains("{tmp}") } ?? false
+        replays = http == nil || forgets
+        if forgets {
+            FileHandle.standardError.write(
+                Data(
+                    "note: the target's start command has no {tmp} folder for the backend's data, so the backend may remember nothing between sends: the customer's earlier deliveries go first, again (docs/send.md#a-customers-history)\n"
+                        .utf8))
+        }
     }
 
     /// The last request's line and status (`POST /apple/notifications → 200`), for the delivery just made; in a dry
@@ -76,7 +87,13 @@ final class SendTransport {
             var f = SendFiles(directory: dir, catalog: c.config.catalog)
             try f.write(outcome, requests: requests, perDelivery: perDelivery)
             files = f
-            print("wrote \(f.written.count) files to \(dir) (verify the JWS against root.der, the test PKI's root)")
+            let line = "wrote \(f.written.count) files to \(dir) (verify the JWS against root.der, the test PKI's root)"
+            // Beside curl commands, stdout is a script: what is said goes to stderr.
+            if command.format == "curl" {
+                FileHandle.standardError.write(Data((line + "\n").utf8))
+            } else {
+                print(line)
+            }
         }
         guard command.format == "curl" else { return }
         let names = Dictionary(c.persons.map { ($0.accountId, $0.name) }, uniquingKeysWith: { a, _ in a })
@@ -89,6 +106,16 @@ final class SendTransport {
             for (n, i) in perDelivery[k].enumerated() {
                 print(Self.curl(requests[i], bodyFile: files?.bodyFile(delivery: k, request: n)))
             }
+        }
+        // The question, as the target file asks it.
+        guard let q = outcome.question, let http else { return }
+        let before = recorded.value.count
+        _ = try? http.entitlements(q.query)
+        if let asked = recorded.value.dropFirst(before).first {
+            print(
+                "# what may \(command.user) use at \(CivilTime.iso8601(q.query.at))? expected: \(outcome.expected.map { CaseRunner.summary($0, profile: http.profile) } ?? "?")"
+            )
+            print(Self.curl(asked, bodyFile: nil))
         }
     }
 

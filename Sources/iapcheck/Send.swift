@@ -89,6 +89,17 @@ struct Send: ParsableCommand {
             throw ValidationError("no scenario \"\(scenario)\"; iapcheck send --list names them")
         }
         if out != nil && !dryRun && format != "curl" { throw ValidationError("--out goes with --dry-run") }
+        if user.isEmpty { throw ValidationError("--user needs a name") }
+        // An option the scenario does not read would be silently ignored: refused, naming the scenario it goes with.
+        let given: [(Bool, String, [SendScenario])] = [
+            (quantity != nil, "--quantity", [.buy]), (days != nil, "--days", [.extend]),
+            (prorated, "--prorated", [.refund]), (noGrace, "--no-grace", [.failBilling]),
+            (noConsentNeeded, "--no-consent-needed", [.priceIncrease]), (accept, "--accept", [.priceIncrease]),
+        ]
+        let asked = scenario.flatMap(SendScenario.init(rawValue:))
+        for (isGiven, option, scenarios) in given where isGiven && !scenarios.contains(where: { $0 == asked }) {
+            throw ValidationError("\(option) goes with \(scenarios.map(\.rawValue).joined(separator: ", "))")
+        }
     }
 
     func run() throws {
@@ -109,9 +120,14 @@ struct Send: ParsableCommand {
 
     /// `--reset`: the state file goes (said, with what it held).
     func startOver() throws {
-        let held = (try? SendState.load(path: state))??.customers.count ?? 0
-        if FileManager.default.fileExists(atPath: state) { try FileManager.default.removeItem(atPath: state) }
-        print("reset: \(state) removed (\(held) customer\(held == 1 ? "" : "s")); the next send starts over")
+        let path = statePath
+        guard FileManager.default.fileExists(atPath: path) else {
+            print("reset: no state at \(path); the next send starts a new one")
+            return
+        }
+        let held = (try? SendState.load(path: path))??.customers.count ?? 0
+        try FileManager.default.removeItem(atPath: path)
+        print("reset: \(path) removed (\(held) customer\(held == 1 ? "" : "s")); the next send starts over")
     }
 
     /// The step this invocation asks for, at its instant.

@@ -237,6 +237,35 @@ import Testing
         #expect(bad.status == 2 && bad.err.contains("neither an instant"), "\(bad.err)")
     }
 
+    /// What a first user of `send` stumbled on: a dry run kept apart from the backend's state, options a scenario does
+    /// not read refused, Apple's limits on extensions, the customer's own name, one target file by any path.
+    @Test func aNewUsersStumblesAreAnswered() throws {
+        let dir = try CLI.folder("send-stumbles")
+        let state = dir + "/state.json"
+        let relative = ["--validator", "http:Examples/http/example-backend.json"]
+        #expect(try Self.send(["buy", "--dry-run"] + relative, state: state).status == 0)
+        #expect(FileManager.default.fileExists(atPath: dir + "/state-dry-run.json"))
+        #expect(!FileManager.default.fileExists(atPath: state), "a dry run must not touch the backend's state")
+        let absolute = [
+            "--validator", "http:" + CLI.repo.appendingPathComponent("Examples/http/example-backend.json").path,
+        ]
+        #expect(
+            try Self.send(["refund", "--dry-run"] + absolute, state: state).status == 0,
+            "the same target by its absolute path")
+        let quantity = try Self.send(["refund", "--quantity", "3"], state: state)
+        #expect(quantity.status == 2 && quantity.err.contains("--quantity goes with buy"), "\(quantity.err)")
+        let alice = try Self.send(["buy", "--user", "alice"], state: state)
+        #expect(alice.out.contains("alice buys pro.yearly"), "\(alice.out)")
+        let zero = try Self.send(["extend", "--user", "alice", "--days", "0"], state: state)
+        #expect(zero.status == 2 && zero.err.contains("1 to 90 days"), "\(zero.err)")
+        let family = try Self.send(["family-share", "--user", "bob", "--product", "non-consumable"], state: state)
+        let charges = family.out.split(separator: "\n").filter { $0.contains("notification ONE_TIME_CHARGE") }
+        #expect(charges.count == 2, "the organizer's purchase and the member's access: \(family.out)")
+        #expect(family.out.contains("note: the app has not submitted transaction"))
+        let opened = try Self.send(["open-app", "--user", "bob"], state: state)
+        #expect(opened.status == 0 && opened.out.contains("expected: lifetime.unlock"), "\(opened.out)")
+    }
+
     static let applePython: Bool = {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
@@ -283,7 +312,9 @@ import Testing
                 dir + "/3",
             ], state: dir + "/s.json")
         let commands = curl.out.split(separator: "\n").filter { $0.hasPrefix("curl ") }
-        #expect(commands.count == 1, "\(curl.out)\(curl.err)")
+        // The delivery, then the question as the target asks it.
+        #expect(commands.count == 2, "\(curl.out)\(curl.err)")
+        #expect(commands.last?.contains("-X GET 'http://127.0.0.1:8080/users/") == true, "\(commands)")
         #expect(commands.first?.contains("-X POST http://127.0.0.1:8080/apple/notifications") == true)
         #expect(
             commands.first?.contains("--data-binary @" + dir + "/3/01-notification-REFUND_REVERSED.body") == true,
