@@ -15,7 +15,8 @@ struct Send: ParsableCommand {
             test clock), each delivering what the App Store would send — signed as `check` signs it, over the \
             channels the target declares — then asking the backend about the customer and printing its answer beside \
             the expected one, with the explanation a `check` failure gives. Exit 1 when they differ, 3 when the \
-            backend fails, 2 for a step the customer's state does not allow.
+            backend fails (times out, closes, answers what cannot be read), 2 for a step the customer's state does \
+            not allow, a usage error, or a backend that cannot be reached.
 
               iapcheck send buy --validator http:backend.json
               iapcheck send refund --prorated --validator http:backend.json

@@ -15,13 +15,13 @@ import Testing
         .deletingLastPathComponent()
     static let binary = root.appendingPathComponent(".build/debug/iapcheck-example-backend").path
 
-    /// A loopback port for this test process: `offset` (0..<24) keeps tests that run at the same time apart (slots
+    /// A loopback port for this test process: `offset` (0..<26) keeps tests that run at the same time apart (slots
     /// 0–11 are `start`'s, 12–15 the managed targets', 16 the doctor's, 17 and 19 the notes backend's, 18 one where
-    /// nothing listens, 20–23 `send`'s). The ports lie in 10000–29199, below Linux's ephemeral range (32768–60999),
+    /// nothing listens, 20–25 `send`'s). The ports lie in 10000–29499, below Linux's ephemeral range (32768–60999),
     /// so a client connection of a concurrent test is never given one of them.
     static func port(_ offset: Int) -> Int {
-        precondition((0..<24).contains(offset))
-        return 10_000 + Int(ProcessInfo.processInfo.processIdentifier % 800) * 24 + offset
+        precondition((0..<26).contains(offset))
+        return 10_000 + Int(ProcessInfo.processInfo.processIdentifier % 750) * 26 + offset
     }
 
     /// Starts the backend on a free-looking loopback port; returns the process and a target for it.

@@ -266,6 +266,63 @@ import Testing
         #expect(opened.status == 0 && opened.out.contains("expected: lifetime.unlock"), "\(opened.out)")
     }
 
+    /// A backend that reads the wall clock (the notes backend: Python, SQLite, Apple's library, no reset route):
+    /// started by iapcheck under faketime at every send, then started by hand on its real clock.
+    @Test(
+        .enabled(if: NotesBackendTests.usable, "needs libfaketime and python3 -m pip install app-store-server-library"))
+    func theNotesBackendUnderFaketimeAndOnTheRealClock() throws {
+        let dir = try CLI.folder("send-notes")
+        let catalog = [
+            "--catalog",
+            NotesBackendTests.root.appendingPathComponent("Examples/notes-backend/iapcheck-catalog.json").path,
+        ]
+        let faketime = try NotesBackendTests.target("target.json", port: ExampleBackendTests.port(24))
+        let v = ["--validator", "http:" + faketime.file!] + catalog
+        for (scenario, answer) in [
+            ("buy", "maps, pro"), ("fail-billing", "maps, pro"), ("recover", "maps, pro"), ("refund", "nothing"),
+            ("reverse-refund", "maps, pro"),
+        ] {
+            let r = try Self.send([scenario] + v, state: dir + "/faketime.json")
+            #expect(
+                r.status == 0 && Self.expected(r) == answer && r.out.contains("agree"), "\(scenario): \(r.out)\(r.err)")
+        }
+        let port = ExampleBackendTests.port(25)
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = [
+            "python3", NotesBackendTests.root.appendingPathComponent("Examples/notes-backend/notes_backend.py").path,
+            "--port", String(port), "--db", dir + "/wall.sqlite", "--bundle-id", "com.acme.notes", "--environment",
+            "Production", "--app-apple-id", "1234567890", "--root-cert",
+            NotesBackendTests.root.appendingPathComponent("Examples/notes-backend/iapcheck-root.pem").path, "--catalog",
+            NotesBackendTests.root.appendingPathComponent("Examples/notes-backend/catalog.json").path,
+        ]
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        // SIGKILL: a child of the test process may start with SIGTERM blocked (the mask of the thread that spawned it).
+        defer {
+            kill(p.processIdentifier, SIGKILL)
+            p.waitUntilExit()
+        }
+        let wall = try NotesBackendTests.target("target-running.json", port: port) {
+            $0.replacingOccurrences(of: "8710", with: String(port))
+        }
+        let w = ["--validator", "http:" + wall.file!] + catalog
+        var first = try Self.send(["buy"] + w, state: dir + "/wall.json")
+        for _ in 0..<50 where first.status == 2 && (first.out + first.err).contains("cannot connect") {
+            Thread.sleep(forTimeInterval: 0.2)  // the backend is still starting
+            first = try Self.send(["buy"] + w, state: dir + "/wall.json")
+        }
+        #expect(first.status == 0 && Self.expected(first) == "maps, pro", "\(first.out)\(first.err)")
+        for (scenario, answer) in [("refund", "nothing"), ("reverse-refund", "maps, pro")] {
+            let r = try Self.send([scenario] + w, state: dir + "/wall.json")
+            #expect(
+                r.status == 0 && Self.expected(r) == answer && r.out.contains("agree"), "\(scenario): \(r.out)\(r.err)")
+        }
+        let advance = try Self.send(["--advance", "1d"] + w, state: dir + "/wall.json")
+        #expect(advance.status == 2 && advance.err.contains("reads the real clock"), "\(advance.err)")
+    }
+
     static let applePython: Bool = {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
