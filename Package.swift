@@ -7,6 +7,7 @@ let package = Package(
         .executable(name: "iapcheck", targets: ["iapcheck"]),
         .executable(name: "iapcheck-example-backend", targets: ["ExampleBackend"]),
         .executable(name: "iapcheck-fuzz", targets: ["IAPFuzz"]),
+        .executable(name: "iapcheck-loopback-probe", targets: ["LoopbackProbe"]),
         // For a team's own `swift test`: the checker, the Validator protocol its service implements, and the model
         // (catalog, transactions, answers). See Examples/SwiftPackage.
         .library(name: "IAPConformance", targets: ["IAPConformance", "IAPValidatorAPI", "IAPModel"]),
@@ -30,7 +31,9 @@ let package = Package(
         .target(name: "IAPEncoding", dependencies: ["CByteLoops"]),
         // Small shared support: the one lock primitive, shell quoting for printed commands, markup escaping for
         // reports, the crypto counters of `bench check`.
-        .target(name: "IAPSupport"),
+        .target(name: "IAPSupport", dependencies: ["CThreadSanitizer"]),
+        // ThreadSanitizer's lock annotations, used only by a sanitizer build with -DIAPCHECK_TSAN (see its header).
+        .target(name: "CThreadSanitizer"),
         // Byte loops in SIMD (base64url blocks, the JSON string scan; the scalar code in IAPEncoding does the rest,
         // and all of it elsewhere): tokens are base64url kilobytes, converted and scanned on every signature and
         // verification.
@@ -150,6 +153,8 @@ let package = Package(
                 "IAPConformance", "IAPLoad",
                 "IAPSigning",
             ]),
+        // The loopback HTTP server alone in a process, for its abuse tests (and their ThreadSanitizer build in CI).
+        .executableTarget(name: "LoopbackProbe", dependencies: ["IAPHTTP"]),
         // Test support shared by the test targets.
         .target(
             name: "IAPTesting",

@@ -33,6 +33,8 @@ extension LoopbackHTTPServer {
         /// Where the unread bytes of `buffer` start.
         var start = 0
         var chunk = [UInt8](repeating: 0, count: 64 << 10)
+        /// Called when a request's first byte is in (the connection stops waiting).
+        var began: () -> Void = {}
         static let maxHead = 64 << 10
 
         init(fd: Int32, maxBody: Int) {
@@ -93,6 +95,7 @@ extension LoopbackHTTPServer {
                 if start < buffer.count { break }
                 guard fill() else { return .closed }
             }
+            began()
             // From its first byte, the request has `requestSeconds` to arrive whole.
             deadline = DispatchTime.now().uptimeNanoseconds + UInt64(requestSeconds * 1e9)
             var end: Int?

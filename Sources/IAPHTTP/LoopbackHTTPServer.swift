@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import IAPModel
 import IAPSupport
@@ -9,7 +10,9 @@ import IAPSupport
 /// The HTTP/1.1 server of what iapcheck serves itself on 127.0.0.1: the mock App Store a backend calls, and the
 /// trivial endpoint of `bench driver`. Keep-alive, `Content-Length` and chunked request bodies, `Expect:
 /// 100-continue`, pipelined requests; one thread per connection (loopback peers are few: a backend's HTTP client
-/// pool, a load driver's connections). Written here rather than taken from a server framework so that building
+/// pool, a load driver's connections), at most `maxConnections` of them: at the cap, the connection that has waited
+/// longest for a request is closed to make room (HTTP lets a server close an idle connection at any time), and only
+/// when every connection is within a request is a newcomer turned away. Written here rather than taken from a server framework so that building
 /// iapcheck costs no event-loop library (docs/release.md#building-from-source).
 public final class LoopbackHTTPServer: @unchecked Sendable {
     public struct Request: Sendable {
@@ -47,12 +50,24 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
     let handler: @Sendable (Request) -> Response
     /// The largest request body taken; a larger one is answered 413.
     let maxBody: Int
-    /// Connections served at once (a thread each); one more is answered 503 and closed.
+    /// Connections served at once (a thread each); at the cap, an idle one makes room or a newcomer is answered 503.
     let maxConnections: Int
     /// Seconds a request may take to arrive once it has begun.
     let requestSeconds: Double
-    let open = Locked(0)
+    let connections = Locked(Connections())
     let stopped = Locked(false)
+
+    /// What each open connection is doing, by descriptor: waiting for a request (since when, monotonic
+    /// nanoseconds) or within one; an evicted one is closing and is not counted against the cap.
+    struct Connections {
+        var waitingSince: [Int32: UInt64] = [:]
+        var working: Set<Int32> = []
+        var evicted: Set<Int32> = []
+        var counted: Int { waitingSince.count + working.count }
+    }
+
+    /// Connections open now (closing ones included): their threads.
+    public var openConnections: Int { connections.withLock { $0.counted + $0.evicted.count } }
 
     /// Binds 127.0.0.1:`port` (0: any free port) and listens; `start()` begins accepting.
     public init(
@@ -102,20 +117,18 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
                     continue
                 }
                 _ = fcntl(fd, F_SETFD, FD_CLOEXEC)  // (accept4 is a GNU extension the Glibc module leaves out)
-                guard
-                    open.withLock({ n in
-                        n < maxConnections
-                            ? {
-                                n += 1; return true
-                            }() : false
-                    })
-                else {
+                guard admit(fd) else {
                     Self.turnAway(fd)
                     continue
                 }
                 let connection = Thread { [self] in
                     serve(fd)
-                    open.withLock { $0 -= 1 }
+                    connections.withLock {
+                        $0.waitingSince[fd] = nil
+                        $0.working.remove(fd)
+                        $0.evicted.remove(fd)
+                    }
+                    close(fd)
                 }
                 connection.stackSize = 4 << 20
                 connection.start()
@@ -124,11 +137,53 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
         thread.start()
     }
 
-    /// Stops accepting; a connection already open answers the request it is reading, then closes.
+    /// Stops accepting; a connection within a request answers it, then closes; a waiting one is closed now.
     public func stop() {
         stopped.withLock { $0 = true }
         shutdown(listener, Int32(SHUT_RDWR))
         close(listener)
+        connections.withLock { table in
+            for fd in table.waitingSince.keys { shutdown(fd, Int32(SHUT_RDWR)) }
+        }
+    }
+
+    /// Takes a new connection, waiting for its first request, if there is room: below the cap, or by closing the
+    /// connection that has waited longest. While evicted connections are still closing (at most a quarter of the
+    /// cap), newcomers wait for them rather than evict more: the threads stay bounded under a flood.
+    func admit(_ fd: Int32) -> Bool {
+        let now = DispatchTime.now().uptimeNanoseconds
+        return connections.withLock { table in
+            if table.counted >= maxConnections {
+                guard table.evicted.count < max(1, maxConnections / 4),
+                    let oldest = table.waitingSince.min(by: { $0.value < $1.value })?.key
+                else { return false }
+                // Under the lock: the descriptor is still this connection's (its thread closes it only after
+                // leaving the table), so no later connection reusing the number can be shut down by mistake.
+                shutdown(oldest, Int32(SHUT_RDWR))
+                table.waitingSince[oldest] = nil
+                table.evicted.insert(oldest)
+            }
+            table.waitingSince[fd] = now
+            return true
+        }
+    }
+
+    /// A connection began a request (false) or waits for the next one (true); an evicted one stays evicted.
+    func mark(_ fd: Int32, waiting: Bool) {
+        let now = DispatchTime.now().uptimeNanoseconds
+        connections.withLock { table in
+            guard !table.evicted.contains(fd) else { return }
+            if waiting {
+                table.working.remove(fd)
+                table.waitingSince[fd] = now
+                // stop() sets `stopped` before it closes the waiting connections under this lock: one of the two
+                // sees the other.
+                if stopped.value { shutdown(fd, Int32(SHUT_RDWR)) }
+            } else {
+                table.waitingSince[fd] = nil
+                table.working.insert(fd)
+            }
+        }
     }
 
     /// Seconds a connection may sit idle between requests before it is closed; said in `Keep-Alive`.
@@ -155,8 +210,8 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
     }
 
     /// One connection: requests in order until the peer closes, asks to, or idles for ten minutes.
+    /// The caller closes `fd` once the connection has left the table.
     func serve(_ fd: Int32) {
-        defer { close(fd) }
         var one: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
         var idle = timeval(tv_sec: Self.idleSeconds, tv_usec: 0)
@@ -164,6 +219,7 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &idle, socklen_t(MemoryLayout<timeval>.size))
         var reader = RequestReader(fd: fd, maxBody: maxBody)
         reader.requestSeconds = requestSeconds
+        reader.began = { [self] in mark(fd, waiting: false) }
         while true {
             switch reader.next() {
             case .closed: return
@@ -175,6 +231,7 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
                 let response = handler(request)
                 let open = keepAlive && !stopped.value
                 guard write(fd, response, keepAlive: open, head: request.method == "HEAD"), open else { return }
+                mark(fd, waiting: true)
             }
         }
     }

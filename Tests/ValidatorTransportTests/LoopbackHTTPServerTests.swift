@@ -109,13 +109,15 @@ import Testing
         #expect(!old.contains("100 Continue") && old.contains("2:hi"))
     }
 
-    /// Connections beyond the cap are answered 503 (with Retry-After) and closed, not given a thread each; a slot
-    /// freed by a closed connection serves again.
+    /// Connections beyond the cap, when every open one is within a request, are answered 503 (with Retry-After)
+    /// and closed, not given a thread each; a slot freed by a closed connection serves again. (When some are idle,
+    /// the one idle longest makes room instead: LoopbackAbuseTests.)
     @Test func aConnectionOverTheCapIsTurnedAway() throws {
         let s = try LoopbackHTTPServer(port: 0, maxConnections: 2) { _ in .init(status: 200, text: "ok") }
         s.start()
         defer { s.stop() }
         let held = (0..<2).map { _ in Self.connected(s.port) }
+        for fd in held { _ = send(fd, "GET / HTTP/1.1\r\n", 16, Int32(MSG_NOSIGNAL)) }
         usleep(200_000)
         let turned = Self.exchange(s.port, ["GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"])
         #expect(turned.hasPrefix("HTTP/1.1 503 ") && turned.contains("Retry-After: 1"), "\(turned.prefix(80))")
@@ -126,6 +128,32 @@ import Testing
             served = Self.exchange(s.port, ["GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"])
         }
         #expect(served.hasPrefix("HTTP/1.1 200"), "\(served.prefix(80))")
+    }
+
+    /// At the cap, an idle connection (one that never sent a byte, or waits between requests) is closed to make
+    /// room for a newcomer, the one idle longest first; stopping the server closes the idle ones at once.
+    @Test func anIdleConnectionMakesRoomAtTheCap() throws {
+        let s = try LoopbackHTTPServer(port: 0, maxConnections: 2) { _ in .init(status: 200, text: "ok") }
+        s.start()
+        let oldest = Self.connected(s.port)
+        usleep(100_000)
+        let newer = Self.connected(s.port)
+        defer { for fd in [oldest, newer] { close(fd) } }
+        usleep(200_000)
+        let served = Self.exchange(s.port, ["GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"])
+        #expect(served.hasPrefix("HTTP/1.1 200"), "\(served.prefix(80))")
+        #expect(Self.closedByPeer(oldest) && !Self.closedByPeer(newer))
+        s.stop()
+        usleep(200_000)
+        #expect(Self.closedByPeer(newer))
+        #expect(s.openConnections == 0)
+    }
+
+    /// The server closed this connection (a read returns its end at once rather than waiting).
+    static func closedByPeer(_ fd: Int32) -> Bool {
+        var byte: UInt8 = 0
+        let n = recv(fd, &byte, 1, Int32(MSG_DONTWAIT))
+        return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
     }
 
     /// A request trickled a header at a time past its deadline is closed unanswered: the peer cannot keep the
