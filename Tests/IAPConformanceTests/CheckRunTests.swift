@@ -14,9 +14,11 @@ import Testing
 @Suite struct CheckRunTests {
     static func run(
         _ v: any Validator, corpus: String?, cases: Int = 40, keepGoing: Int = 1, baseline: Baseline? = nil,
-        jobs: Int = 1, make: (() -> any Validator)? = nil, shouldStop: @escaping @Sendable () -> Bool = { false }
+        jobs: Int = 1, make: (() -> any Validator)? = nil, shouldStop: @escaping @Sendable () -> Bool = { false },
+        shrinkAttempts: Int? = nil
     ) throws -> (CheckRunReport, [String]) {
         var o = CheckOptions()
+        if let shrinkAttempts { o.shrinkBudget.maxAttempts = shrinkAttempts }
         o.cases = cases
         o.keepGoing = keepGoing
         o.jobs = jobs
@@ -73,28 +75,36 @@ import Testing
         #expect(text.contains { $0.contains("not shrunk again") }, "\(text)")
     }
 
+    /// Shrink attempts per failure in the baseline tests: each of up to 50 failures is shrunk, and a baseline is about
+    /// which signatures are accepted, not how small they get (400 signed attempts each took minutes in a debug build).
+    static let baselineShrink = 40
+
     /// A gate on the backend a team has (docs/check.md#baselines): the signatures it accepts, with reasons, pass;
     /// a new kind of failure fails, named alone; an entry no longer met is named.
     @Test func aBaselineAcceptsItsSignaturesOnlyAndNamesThoseNotMet() throws {
         let mutant = Mutants.named("ignore-revocation")!
-        let (first, _) = try Self.run(mutant.make(), corpus: nil, cases: 400, keepGoing: 50)
+        let (first, _) = try Self.run(
+            mutant.make(), corpus: nil, cases: 400, keepGoing: 50, shrinkAttempts: Self.baselineShrink)
         #expect(first.verdict == .discrepancy)
         var baseline = first.baseline
         #expect(!baseline.entries.isEmpty && baseline.entries.allSatisfy { $0.reason.isEmpty })
         for i in baseline.entries.indices { baseline.entries[i].reason = "a judgement call, for the test" }
 
-        let (again, text) = try Self.run(mutant.make(), corpus: nil, cases: 400, baseline: baseline)
+        let (again, text) = try Self.run(
+            mutant.make(), corpus: nil, cases: 400, baseline: baseline, shrinkAttempts: Self.baselineShrink)
         #expect(again.verdict == .pass, "\(text)")
         #expect((again.summary.accepted ?? []).count == baseline.entries.count, "\(text)")
         #expect(text.contains { $0.contains("accepted divergences (the baseline)") && $0.contains("a judgement call") })
 
         let (other, otherText) = try Self.run(
-            Mutants.named("no-grace")!.make(), corpus: nil, cases: 400, keepGoing: 50, baseline: baseline)
+            Mutants.named("no-grace")!.make(), corpus: nil, cases: 400, keepGoing: 50, baseline: baseline,
+            shrinkAttempts: Self.baselineShrink)
         #expect(other.verdict == .discrepancy)
         let accepted = Set(baseline.entries.map(\.signature.description))
         #expect(other.summary.discrepancies.allSatisfy { !accepted.contains($0.signature ?? "") }, "\(otherText)")
 
-        let (fixed, fixedText) = try Self.run(ReferenceValidator(), corpus: nil, cases: 60, baseline: baseline)
+        let (fixed, fixedText) = try Self.run(
+            ReferenceValidator(), corpus: nil, cases: 60, baseline: baseline, shrinkAttempts: Self.baselineShrink)
         #expect(fixed.verdict == .pass)
         #expect(fixed.summary.baselineNotSeen?.count == baseline.entries.count)
         #expect(fixedText.contains { $0.contains("fixed? if so, remove it") })
@@ -115,16 +125,18 @@ import Testing
     @Test(arguments: [1, 2])
     func aBaselineGateRunsEveryCaseAndStillCatchesANewBug(jobs: Int) throws {
         let mutant = Mutants.named("ignore-revocation")!
-        let (first, _) = try Self.run(mutant.make(), corpus: nil, cases: 400, keepGoing: 50)
+        let (first, _) = try Self.run(
+            mutant.make(), corpus: nil, cases: 400, keepGoing: 50, shrinkAttempts: Self.baselineShrink)
         var baseline = first.baseline
         for i in baseline.entries.indices { baseline.entries[i].reason = "accepted, for the test" }
         let (gate, text) = try Self.run(
-            mutant.make(), corpus: nil, cases: 400, baseline: baseline, jobs: jobs, make: { mutant.make() })
+            mutant.make(), corpus: nil, cases: 400, baseline: baseline, jobs: jobs, make: { mutant.make() },
+            shrinkAttempts: Self.baselineShrink)
         #expect(gate.verdict == .pass && !gate.report.interrupted && gate.report.cases == 400, "\(text)")
         #expect(!text.contains { $0.contains("not met before the run stopped") }, "\(text)")
         let (both, bothText) = try Self.run(
             RevocationAndGrace(), corpus: nil, cases: 400, baseline: baseline, jobs: jobs,
-            make: { RevocationAndGrace() })
+            make: { RevocationAndGrace() }, shrinkAttempts: Self.baselineShrink)
         #expect(both.verdict == .discrepancy, "\(bothText)")
         let accepted = Set(baseline.entries.map(\.signature.description))
         #expect(both.summary.discrepancies.contains { !accepted.contains($0.signature ?? "") }, "\(bothText)")
