@@ -198,7 +198,7 @@ import Testing
             "the example backend is not built"))
     func theExampleBackendPassesThroughItsMappedRoute() throws {
         let (p, plain) = try ExampleBackendTests.start(slot: 8)
-        defer { p.terminate(); p.waitUntilExit() }
+        defer { p.killAndWait() }
         func mappedTarget(_ each: String) throws -> HTTPValidator.Target {
             try Self.target(
                 #"""

@@ -2,6 +2,7 @@ import Foundation
 import IAPConformance
 import IAPModel
 import IAPSubprocess
+import IAPTesting
 import Testing
 
 /// Apple's official Python library, wrapped by `Examples/python/apple_validator.py`, checked over the subprocess
@@ -10,15 +11,7 @@ import Testing
     static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("Examples/python/apple_validator.py").path
 
-    static let available: Bool = {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = ["python3", "-c", "import appstoreserverlibrary"]
-        p.standardError = FileHandle.nullDevice
-        guard (try? p.run()) != nil else { return false }
-        p.waitUntilExit()
-        return p.terminationStatus == 0
-    }()
+    static let available = Installed.applePython
 
     @Test(.enabled(if: available, "python3 with app-store-server-library is not installed"))
     func applesLibraryWithTheAdapterAgreesWithTheOracle() {

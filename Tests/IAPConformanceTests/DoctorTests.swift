@@ -45,7 +45,7 @@ import Testing
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: ExampleBackendTests.binary), "not built"))
     func brokenTargetsAreNamedWithTheirFix() throws {
         let (p, started) = try ExampleBackendTests.start(slot: 16)
-        defer { p.terminate(); p.waitUntilExit() }
+        defer { p.killAndWait() }
         let port = started.port
 
         let (_, good) = try Self.target(port: port)

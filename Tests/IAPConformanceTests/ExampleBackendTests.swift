@@ -51,7 +51,7 @@ import Testing
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: binary), "the example backend is not built"))
     func theExampleBackendPassesOverHTTP() throws {
         let (p, target) = try Self.start()
-        defer { p.terminate(); p.waitUntilExit() }
+        defer { p.killAndWait() }
         var o = CheckOptions()
         o.cases = 36
         let report = Checker(options: o, validator: HTTPValidator(target: target, name: "http:example", timeout: 10))
@@ -68,7 +68,7 @@ import Testing
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: binary), "the example backend is not built"))
     func concurrentJobsKeepTheirOwnStateInOneBackend() throws {
         let (p, plain) = try Self.start(slot: 10)
-        defer { p.terminate(); p.waitUntilExit() }
+        defer { p.killAndWait() }
         var target = plain
         target.maxConcurrency = 3
         func run(jobs: Int) -> CheckReport {
@@ -142,7 +142,7 @@ import Testing
             ))
         try store.start()
         let (p, target) = try Self.start(store: store)
-        defer { p.terminate(); p.waitUntilExit() }
+        defer { p.killAndWait() }
         #expect(target.store?.port == store.port)
         var o = CheckOptions()
         o.cases = 36
@@ -173,7 +173,7 @@ import Testing
                         privateKeyFile: Self.keyFile)))
             try store.start()
             let (p, target) = try Self.start(extra: extra, store: store, slot: extra.isEmpty ? 2 : 4)
-            defer { p.terminate(); p.waitUntilExit() }
+            defer { p.killAndWait() }
             var o = CheckOptions()
             o.cases = 40
             o.catalog.environment = .sandbox
@@ -202,7 +202,7 @@ import Testing
         let store = try MockAppStore(settings: StoreSettings(port: 0, sharedSecret: "example-secret"))
         try store.start()
         let (p, target) = try Self.start(extra: ["--slow-ack-ms", "2500"], store: store, slot: 6)
-        defer { p.terminate(); p.waitUntilExit() }
+        defer { p.killAndWait() }
         var o = CheckOptions()
         o.cases = 6
         o.properties = [.entitlementAgreement]

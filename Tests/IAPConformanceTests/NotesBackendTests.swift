@@ -11,17 +11,7 @@ import Testing
 /// the wall clock, no reset route), checked as it is through its target file, under libfaketime.
 @Suite struct NotesBackendTests {
     static let root = ExampleBackendTests.root
-    static let usable: Bool = {
-        guard FakeClock.findLibrary() != nil else { return false }
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = ["python3", "-c", "import appstoreserverlibrary"]
-        p.standardOutput = FileHandle.nullDevice
-        p.standardError = FileHandle.nullDevice
-        guard (try? p.run()) != nil else { return false }
-        p.waitUntilExit()
-        return p.terminationStatus == 0
-    }()
+    static let usable = FakeClock.findLibrary() != nil && Installed.applePython
 
     /// The example's target file, on a port of this test process, with the repository's paths made absolute.
     static func target(_ name: String, port: Int, edit: (String) -> String = { $0 }) throws -> HTTPValidator.Target {

@@ -6,6 +6,7 @@ import IAPReference
 import IAPSigning
 import IAPSimulator
 import IAPStore
+import IAPTesting
 import IAPValidatorAPI
 import Testing
 
@@ -155,7 +156,7 @@ import Testing
                     privateKeyFile: ExampleBackendTests.keyFile)))
         try store.start()
         let (p, target) = try ExampleBackendTests.start(store: store, slot: 20)
-        defer { p.terminate(); p.waitUntilExit() }
+        defer { p.killAndWait() }
         let v = HTTPValidator(target: target, name: "http:example", timeout: 10, store: store)
         for (k, chain) in (Self.chains + [Self.upgrade]).enumerated() {
             let outcomes = try Self.send(chain, to: v, http: true, resetsFirst: k == 0) { c, run, t in
@@ -323,15 +324,7 @@ import Testing
         #expect(advance.status == 2 && advance.err.contains("reads the real clock"), "\(advance.err)")
     }
 
-    static let applePython: Bool = {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = ["python3", "-c", "import appstoreserverlibrary"]
-        p.standardError = FileHandle.nullDevice
-        guard (try? p.run()) != nil else { return false }
-        p.waitUntilExit()
-        return p.terminationStatus == 0
-    }()
+    static let applePython = Installed.applePython
 
     /// A dry run writes what the target would get; Apple's Python library verifies every JWS against the root it
     /// wrote; `--format curl` prints commands whose body files exist.

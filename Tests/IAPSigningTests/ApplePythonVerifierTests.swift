@@ -23,7 +23,7 @@ import Testing
         return (p.terminationStatus, String(decoding: data, as: UTF8.self))
     }
 
-    static let available = run(["-c", "import appstoreserverlibrary"]).status == 0
+    static let available = Installed.applePython
 
     /// Known, documented differences (docs/verifiers.md#what-is-left-to-the-application): the library has no size limit, and it is
     /// stateless, so a replayed notification UUID is the application's to catch.
