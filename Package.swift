@@ -5,12 +5,18 @@ let package = Package(
     name: "iapcheck",
     products: [
         .executable(name: "iapcheck", targets: ["iapcheck"]),
-        .executable(name: "iapcheck-example-backend", targets: ["ExampleBackend"]),
         .executable(name: "iapcheck-fuzz", targets: ["IAPFuzz"]),
         .executable(name: "iapcheck-loopback-probe", targets: ["LoopbackProbe"]),
         // For a team's own `swift test`: the checker, the Validator protocol its service implements, and the model
         // (catalog, transactions, answers). See Examples/SwiftPackage.
         .library(name: "IAPConformance", targets: ["IAPConformance", "IAPValidatorAPI", "IAPModel"]),
+        // For the example backend (Examples/ExampleBackend, a package of its own): the reference logic, its mutants'
+        // switches, the loopback HTTP client and the byte helpers they share.
+        .library(
+            name: "IAPReferenceLogic",
+            targets: [
+                "IAPReference", "IAPMutants", "IAPHTTP", "IAPModel", "IAPValidatorAPI", "IAPEncoding", "IAPSupport",
+            ]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -18,9 +24,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
-        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
-        .package(url: "https://github.com/vapor/sqlite-nio", from: "1.13.2"),
-        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
     ],
     targets: [
@@ -89,7 +92,8 @@ let package = Package(
         .target(
             name: "IAPHTTP", dependencies: ["IAPEncoding", "IAPSupport", "IAPModel", "IAPValidatorAPI", "IAPProcess"]),
         // The mock App Store (Server API with JWT auth, verifyReceipt, webhook posts with Apple's retries) on loopback,
-        // served by IAPHTTP's own small server: iapcheck itself needs no server framework (the example backend does).
+        // served by IAPHTTP's own small server: iapcheck itself needs no server framework
+        // (the example backend, Examples/ExampleBackend, a package of its own, does).
         .target(
             name: "IAPStore",
             dependencies: [
@@ -132,17 +136,6 @@ let package = Package(
                 "IAPSigning", "IAPLoad", "IAPStore", "IAPBench",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
-            ]),
-        // An example backend a team could start from: Hummingbird routes, SQLite persistence, the reference logic.
-        .executableTarget(
-            name: "ExampleBackend",
-            dependencies: [
-                "IAPEncoding", "IAPSupport",
-                "IAPModel", "IAPValidatorAPI", "IAPReference", "IAPMutants", "IAPHTTP",
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "SQLiteNIO", package: "sqlite-nio"),
-                .product(name: "Logging", package: "swift-log"),
             ]),
         // Fuzz targets for every reader of outside input; a replay tool without the fuzzer (see Fuzz/README.md).
         .executableTarget(

@@ -1,8 +1,9 @@
 import Foundation
 
 /// How much of the long sweeps (the oracle against the simulator's truth over many seeds, every policy, every mutant)
-/// `swift test` runs. Quick by default, for a developer's loop; `IAPCHECK_SWEEP=full` runs them as CI does;
-/// `IAPCHECK_LONG=1` ten times the full count (CONTRIBUTING.md, "How the tests are organised").
+/// `swift test` runs, and whether it runs the tests marked `.long` (LongTest.swift). Quick by default, for a
+/// developer's loop; `IAPCHECK_SWEEP=full` runs them all as CI does; `IAPCHECK_LONG=1` ten times the full count
+/// (CONTRIBUTING.md, "How the tests are organised").
 public enum Sweep: Sendable {
     case quick, full, long
 
@@ -12,10 +13,10 @@ public enum Sweep: Sendable {
         return env["IAPCHECK_SWEEP"] == "full" ? .full : .quick
     }()
 
-    /// `full` of a sweep's count at this setting: a quarter of it (at least one) quick, ten times it long.
+    /// `full` of a sweep's count at this setting: a thirty-second of it (at least one) quick, ten times it long.
     public static func count(_ full: Int) -> Int {
         switch current {
-        case .quick: max(1, full / 4)
+        case .quick: max(1, full / 32)
         case .full: full
         case .long: full * 10
         }

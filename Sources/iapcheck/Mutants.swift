@@ -20,9 +20,10 @@ struct MutantsCommand: ParsableCommand {
 
             The mutants whose names start with `backend-` are mistakes only a backend that calls Apple can make (the \
             verifyReceipt sandbox fallback, the webhook's answer time): they are the example backend started with one \
-            switch, from the `iapcheck-example-backend` executable built beside this one, on free loopback ports with \
-            a mock App Store of its own, and checked over HTTP after the in-process ones. Without that executable they \
-            are skipped, saying so.
+            switch, on free loopback ports with a mock App Store of its own, and checked over HTTP after the in-process \
+            ones. The executable is the one IAPCHECK_EXAMPLE_BACKEND names, else `iapcheck-example-backend` beside \
+            this one, else the build of Examples/ExampleBackend (`swift build --package-path Examples/ExampleBackend`) \
+            under the working directory. Without it they are skipped, saying so.
 
             `--list` names each mutant's mistake by its number (J1, J2, …): docs/mistakes.md in the repository describes \
             each one, how it shows up in real validators, and its public sources.
@@ -142,7 +143,7 @@ struct MutantsCommand: ParsableCommand {
         let backend = BackendMutant.backendExecutable
         if backend == nil && !only.isEmpty && !backendEntries.isEmpty {
             throw fail(
-                "error: \(backendEntries.map(\.name).joined(separator: ", ")) need the example backend: swift build --product iapcheck-example-backend",
+                "error: \(backendEntries.map(\.name).joined(separator: ", ")) need the example backend: \(BackendMutant.buildCommand)",
                 code: Exit.usage)
         }
         let me =
@@ -161,7 +162,7 @@ struct MutantsCommand: ParsableCommand {
             if let backend { run = { o in try m.run(o, backend: backend) } }
             return MutantsRun.OwnCheck(
                 name: m.name, description: m.description, pitfall: m.pitfall, run: run,
-                unavailable: "the example backend is not built (swift build --product iapcheck-example-backend)")
+                unavailable: "the example backend is not built (\(BackendMutant.buildCommand))")
         }
         return (inProcess, own, identity)
     }

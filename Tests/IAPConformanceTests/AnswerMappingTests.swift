@@ -193,6 +193,7 @@ import Testing
     /// The example backend's subscriber-record route, checked through the mapping; a wrong pointer is a
     /// configuration error naming the key, not a validator failure.
     @Test(
+        .long,
         .enabled(
             if: FileManager.default.isExecutableFile(atPath: ExampleBackendTests.binary),
             "the example backend is not built"))

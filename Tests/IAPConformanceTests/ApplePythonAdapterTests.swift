@@ -13,7 +13,7 @@ import Testing
 
     static let available = Installed.applePython
 
-    @Test(.enabled(if: available, "python3 with app-store-server-library is not installed"))
+    @Test(.long, .enabled(if: available, "python3 with app-store-server-library is not installed"))
     func applesLibraryWithTheAdapterAgreesWithTheOracle() {
         var o = CheckOptions()
         o.cases = 30
@@ -29,7 +29,7 @@ import Testing
 
     /// The library has no token size limit (docs/verifiers.md#what-is-left-to-the-application): fine without a
     /// declared limit (Apple sets none), found when the app's policy declares one.
-    @Test(.enabled(if: available, "python3 with app-store-server-library is not installed"))
+    @Test(.long, .enabled(if: available, "python3 with app-store-server-library is not installed"))
     func theSizeLimitDivergenceIsFound() throws {
         var o = CheckOptions()
         o.cases = 400

@@ -39,7 +39,7 @@ import Testing
         return Checker(options: o, validator: v).run()
     }
 
-    @Test func aBackendThatKeepsItsStatePassesWhenEveryCaseHasIdsOfItsOwn() {
+    @Test(.long) func aBackendThatKeepsItsStatePassesWhenEveryCaseHasIdsOfItsOwn() {
         let namespaced = Self.check(NeverForgets(isolation: .namespace), cases: 150)
         #expect(namespaced.failure == nil, "\(namespaced.failure.map { "\($0.discrepancy?.differences ?? [])" } ?? "")")
         // The same backend meeting every case under the same ids: earlier cases' purchases leak into later ones.
@@ -125,7 +125,7 @@ import Testing
         }
     }
 
-    @Test func aBackendThatKeepsSecondsPassesWhenItDeclaresItAndIsToldHowOtherwise() {
+    @Test(.long) func aBackendThatKeepsSecondsPassesWhenItDeclaresItAndIsToldHowOtherwise() {
         let declared = Self.check(KeepsSeconds(declares: 1000), cases: 300, seed: 2)
         #expect(declared.failure == nil, "\(declared.failure.map { "\($0.discrepancy?.differences ?? [])" } ?? "")")
         let undeclared = Self.check(KeepsSeconds(declares: 1), cases: 300, seed: 2)
@@ -150,7 +150,7 @@ import Testing
         }
     }
 
-    @Test func declaredForgeryClassesAreLeftOutAndListed() throws {
+    @Test(.long) func declaredForgeryClassesAreLeftOutAndListed() throws {
         var o = CheckOptions()
         o.cases = 400
         o.seed = 4

@@ -35,7 +35,7 @@ import Testing
     }
 
     /// Months added without clamping (31 January + 1 month = 3 March) are caught within 200 cases on seeds 1 to 3.
-    @Test(arguments: [UInt64(1), 2, 3])
+    @Test(.long, arguments: [UInt64(1), 2, 3])
     func monthOverflowIsCaughtWithin200Cases(_ seed: UInt64) throws {
         let (index, shrunk, _) = try #require(Self.firstFailure("month-overflow", seed: seed, cases: 200))
         #expect(index < 200)
@@ -45,7 +45,7 @@ import Testing
 
     /// Questions in hindsight follow the delivery that revealed their instant and ask about an earlier one; the
     /// mutant that answers the past from its current state is caught within 500 cases, at such a question.
-    @Test(arguments: [UInt64(1), 2, 3])
+    @Test(.long, arguments: [UInt64(1), 2, 3])
     func thePastFromTheCurrentStateIsCaughtInHindsight(_ seed: UInt64) throws {
         let (index, shrunk, step) = try #require(Self.firstFailure("past-from-current-state", seed: seed, cases: 500))
         #expect(index < 500)

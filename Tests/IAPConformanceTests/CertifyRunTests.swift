@@ -28,7 +28,7 @@ import Testing
         #expect(last?.2 == "certify (clock-skew, property 6 of 6)")
     }
 
-    @Test func aMutantIsNotCertifiedWithExitOneAndADeclaredDivergenceIsForgiven() {
+    @Test(.long) func aMutantIsNotCertifiedWithExitOneAndADeclaredDivergenceIsForgiven() {
         let bad = CertifyRun(scale: 0.05).run(Mutants.named("skip-signature")!.make())
         #expect(bad.verdictWord == "NOT CERTIFIED" && bad.exitCode == 1)
         #expect(bad.lines.contains { $0.hasPrefix("divergence (UNEXPECTED)") }, "\(bad.lines)")
@@ -60,7 +60,7 @@ import Testing
     /// A baseline written from a run (`certify --write-baseline`), each entry given its reason, certifies the same
     /// validator with those exceptions listed, never plainly; without one of its entries the run names only that
     /// signature as unexpected; an entry no run meets is named as not met.
-    @Test func aBaselineCertifiesWithItsExceptionsListedAndNothingMore() throws {
+    @Test(.long) func aBaselineCertifiesWithItsExceptionsListedAndNothingMore() throws {
         // The first of these mutants that shows two signatures or more at this scale (which one depends on the
         // generator).
         let names = ["latest-by-max-expires", "no-grace", "ignore-revocation", "family-as-owner", "intro-per-product"]

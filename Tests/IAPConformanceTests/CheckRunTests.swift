@@ -34,7 +34,7 @@ import Testing
         return (report, lines)
     }
 
-    @Test func aFailureIsSavedThenReplayedFromTheCorpus() throws {
+    @Test(.long) func aFailureIsSavedThenReplayedFromTheCorpus() throws {
         let dir = Scratch.url.appendingPathComponent("checkrun-\(getpid())").path
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let mutant = Mutants.named("ignore-revocation")!
@@ -61,7 +61,7 @@ import Testing
     }
 
     /// A bug is shrunk once per run: generated cases failing as a saved counterexample does are counted into it.
-    @Test func aBugSavedInTheCorpusIsCountedNotShrunkAgain() throws {
+    @Test(.long) func aBugSavedInTheCorpusIsCountedNotShrunkAgain() throws {
         let dir = Scratch.url.appendingPathComponent("checkrun-again-\(getpid())").path
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let mutant = Mutants.named("ignore-revocation")!
@@ -81,7 +81,7 @@ import Testing
 
     /// A gate on the backend a team has (docs/check.md#baselines): the signatures it accepts, with reasons, pass;
     /// a new kind of failure fails, named alone; an entry no longer met is named.
-    @Test func aBaselineAcceptsItsSignaturesOnlyAndNamesThoseNotMet() throws {
+    @Test(.long) func aBaselineAcceptsItsSignaturesOnlyAndNamesThoseNotMet() throws {
         let mutant = Mutants.named("ignore-revocation")!
         let (first, _) = try Self.run(
             mutant.make(), corpus: nil, cases: 400, keepGoing: 50, shrinkAttempts: Self.baselineShrink)
@@ -122,7 +122,7 @@ import Testing
     /// run (on several jobs it used to stop the workers, and the run read as interrupted, exit 130), a run that meets
     /// only accepted failures passes having run every case, and shrinks that end in accepted failures do not use up
     /// what a new bug needs (it used to pass with "failing cases not shrunk").
-    @Test(arguments: [1, 2])
+    @Test(.long, arguments: [1, 2])
     func aBaselineGateRunsEveryCaseAndStillCatchesANewBug(jobs: Int) throws {
         let mutant = Mutants.named("ignore-revocation")!
         let (first, _) = try Self.run(
@@ -142,7 +142,7 @@ import Testing
         #expect(both.summary.discrepancies.contains { !accepted.contains($0.signature ?? "") }, "\(bothText)")
     }
 
-    @Test func aBaselineEntryWithoutAReasonIsRefusedNamingIt() throws {
+    @Test(.long) func aBaselineEntryWithoutAReasonIsRefusedNamingIt() throws {
         let path = Scratch.url.appendingPathComponent("baseline-\(getpid()).json").path
         defer { try? FileManager.default.removeItem(atPath: path) }
         let (first, _) = try Self.run(Mutants.named("ignore-revocation")!.make(), corpus: nil, cases: 400)
@@ -161,7 +161,7 @@ import Testing
 
     /// Ctrl-C while a failure shrinks: the smallest failing case found so far is reported, said to be cut short,
     /// and the summary is marked interrupted (a merge of it is incomplete); the verdict is still the discrepancy.
-    @Test func ctrlCWhileShrinkingReportsTheCaseFoundSoFar() throws {
+    @Test(.long) func ctrlCWhileShrinkingReportsTheCaseFoundSoFar() throws {
         let mutant = Mutants.named("ignore-revocation")!
         let (whole, _) = try Self.run(mutant.make(), corpus: nil, cases: 600)
         let first = try #require(whole.report.failure)

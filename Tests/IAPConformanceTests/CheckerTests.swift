@@ -14,7 +14,7 @@ import PropertyEngine
 import Testing
 
 @Suite struct CheckerTests {
-    @Test func theReferenceValidatorPassesEveryProperty() {
+    @Test(.long) func theReferenceValidatorPassesEveryProperty() {
         var o = CheckOptions()
         o.cases = 600
         o.seed = 2026
@@ -48,7 +48,7 @@ import Testing
     }
 
     /// `--jobs`: the report and the shrunk counterexample do not depend on how many validators ran the cases.
-    @Test(arguments: ["entitlement-agreement-mutant", "passing-reference"])
+    @Test(.long, arguments: ["entitlement-agreement-mutant", "passing-reference"])
     func jobsDoNotChangeTheReport(_ which: String) throws {
         func report(jobs: Int) -> CheckReport {
             var o = CheckOptions()
@@ -81,7 +81,7 @@ import Testing
     /// Every forgery class travels on every channel it applies to — app, notification, API answers, legacy
     /// receipts — and the summary counts it per channel; the reference rejects them all, a validator that trusts
     /// API answers does not.
-    @Test func forgeriesTravelEveryChannelTheyApplyTo() throws {
+    @Test(.long) func forgeriesTravelEveryChannelTheyApplyTo() throws {
         var o = CheckOptions()
         o.cases = 300
         o.properties = [.forgeryRejected]
@@ -151,7 +151,7 @@ import Testing
     /// The same seed gives the same run: the same questions, coverage and forgeries when it passes, and when it
     /// fails the same case shrunk to the same bytes in the same number of attempts (shrinking counts attempts, not
     /// seconds).
-    @Test func theSameSeedReproducesTheSameRun() throws {
+    @Test(.long) func theSameSeedReproducesTheSameRun() throws {
         var o = CheckOptions()
         o.cases = 60
         let a = Checker(options: o, validator: ReferenceValidator()).run()
@@ -208,7 +208,7 @@ import Testing
 }
 
 @Suite struct CertificationTests {
-    @Test func theReferenceIsCertifiedAndAVerificationMutantIsNot() {
+    @Test(.long) func theReferenceIsCertifiedAndAVerificationMutantIsNot() {
         let good = CertifyRun(scale: 0.1).run(ReferenceValidator())
         #expect(good.passed)
         #expect(good.forgeries.count == ForgeryClass.allCases.count)
@@ -235,7 +235,7 @@ import Testing
 
     /// A validator that ignores the size limit its app declares (policy tokenSizeLimit) is certified with that
     /// divergence declared, and not without the declaration; without the policy there is nothing to declare.
-    @Test func declaredDivergencesAreListedAndOnlyThoseAreForgiven() {
+    @Test(.long) func declaredDivergencesAreListedAndOnlyThoseAreForgiven() {
         let limited = Policy(tokenSizeLimit: 262_144)
         #expect(CertifyRun(scale: 0.1).run(Mutants.named("no-size-limit")!.make()).passed)
         var run = CertifyRun(policy: limited, scale: 0.1)
@@ -323,7 +323,7 @@ final class CoinFlipValidator: ReferenceValidator {
     static let binary = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent(".build/debug/iapcheck").path
 
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: binary), "iapcheck is not built"))
+    @Test(.long, .enabled(if: FileManager.default.isExecutableFile(atPath: binary), "iapcheck is not built"))
     func durableAckCatchesAServerThatAcknowledgesBeforePersisting() throws {
         var o = CheckOptions()
         o.cases = 20
@@ -344,7 +344,7 @@ final class CoinFlipValidator: ReferenceValidator {
 }
 
 @Suite struct ParallelDeliveryTests {
-    @Test func theSynchronizedReferenceHasNoRaceAndTheCheckThenActMutantDoes() throws {
+    @Test(.long) func theSynchronizedReferenceHasNoRaceAndTheCheckThenActMutantDoes() throws {
         var o = CheckOptions()
         o.cases = 120
         o.properties = [.parallelDelivery]
@@ -370,7 +370,7 @@ final class ExpiresDateOnly: ReferenceValidator {
 @Suite struct ExtensionPolicyTests {
     /// Under policy extensionSignedAs `renewal-info` an extension moves only the renewal date: the reference keeps
     /// access to it; a validator that reads the transaction's expiresDate alone loses access early and is caught.
-    @Test func anExtensionSignedOnlyInTheRenewalInfoMustBeHonoured() throws {
+    @Test(.long) func anExtensionSignedOnlyInTheRenewalInfoMustBeHonoured() throws {
         var o = CheckOptions()
         o.cases = 600
         o.policy = Policy(extensionSignedAs: .renewalInfo)

@@ -20,7 +20,7 @@ import Testing
     /// The reference and the variant reading a product's end paid grant first differ only where the user's own grace
     /// and a family share overlap, which the oracle leaves open: `check` passes both, `diff` reports exactly that
     /// change, shrunk to a smaller history on which the two still differ.
-    @Test func aChangeWhereTheOracleIsOpenIsReportedShrunk() throws {
+    @Test(.long) func aChangeWhereTheOracleIsOpenIsReportedShrunk() throws {
         let paidFirst = Variants.named("paid-first")!.make()
         // The variant passes the oracle on the case where it differs.
         let check = Self.checker(paidFirst, seed: 1, cases: 1322, only: 1321).run()
@@ -48,7 +48,7 @@ import Testing
         #expect(allowed.changes.isEmpty && allowed.allowed[change.signature] == 1 && allowed.exitCode == 0)
     }
 
-    @Test func identicalBuildsReportNothing() throws {
+    @Test(.long) func identicalBuildsReportNothing() throws {
         let result = try DiffRun(
             checker: Self.checker(ReferenceValidator(), seed: 5, cases: 150), old: .validator(ReferenceValidator())
         ).run()
@@ -58,7 +58,7 @@ import Testing
     /// `check --record DIR`, then `diff --against DIR`: the same build against its recording changes nothing; a build
     /// that reads grace from the retry flag alone (another open point) shows its changes, unshrunk; a recording of
     /// other cases is refused.
-    @Test func aRecordingStandsInForTheOldBuild() throws {
+    @Test(.long) func aRecordingStandsInForTheOldBuild() throws {
         let dir = Scratch.url.appendingPathComponent("recording-\(getpid())").path
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let recorder = Self.checker(ReferenceValidator(), seed: 1, cases: 120)

@@ -40,7 +40,7 @@ import Testing
         return o
     }
 
-    @Test func keepGoingReportsBothBugsEachOnce() {
+    @Test(.long) func keepGoingReportsBothBugsEachOnce() {
         let report = Checker(options: options(keepGoing: 5), validator: TwoBugs()).run()
         let signatures = report.failures.map(\.signature)
         #expect(signatures.contains(where: Self.isGrace), "\(signatures)")
@@ -85,7 +85,7 @@ import Testing
     }
 
     /// With `--jobs`, failures are picked in index order and shrunk side by side on every validator.
-    @Test func jobsFindTheSameFailures() {
+    @Test(.long) func jobsFindTheSameFailures() {
         var o = options(keepGoing: 3)
         o.jobs = 2
         var checker = Checker(options: o, validator: TwoBugs())
@@ -101,7 +101,7 @@ import Testing
         #expect(parallel.cases == single.cases && parallel.passed == single.passed)
     }
 
-    @Test func certifyGroupsEachBugOnceWithThePropertiesItWasSeenUnder() {
+    @Test(.long) func certifyGroupsEachBugOnceWithThePropertiesItWasSeenUnder() {
         let r = CertifyRun(scale: 0.2).run(TwoBugs())
         let divergences = r.divergences.filter { $0.kind == .property }
         #expect(Set(divergences.compactMap(\.signature)).count == divergences.count, "\(divergences)")
@@ -119,6 +119,7 @@ import Testing
 
     /// `--keep-going` with no value, with a value after `=` and after a space; each JSON failure names its signature.
     @Test(
+        .long,
         .enabled(if: FileManager.default.isExecutableFile(atPath: binary), "iapcheck is not built"),
         arguments: [(["--keep-going"], 5), (["--keep-going=2"], 2), (["--keep-going", "2"], 2), ([], 1)])
     func theCommandLineTakesKeepGoingWithOrWithoutAValue(arguments: [String], limit: Int) throws {

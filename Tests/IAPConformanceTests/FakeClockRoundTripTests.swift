@@ -47,6 +47,7 @@ import Testing
     }
 
     @Test(
+        .long,
         .enabled(if: FakeClock.findLibrary() != nil, "libfaketime is not installed (apt-get install libfaketime)"),
         arguments: runtimes)
     func everyReaderSeesThePlannedMillisecond(_ runtime: Runtime) throws {

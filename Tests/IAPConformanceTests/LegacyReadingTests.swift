@@ -56,20 +56,20 @@ import Testing
         r.failure.map { Timeline.render($0.shrunk, failingStep: $0.failingStep) } ?? ""
     }
 
-    @Test(arguments: [UInt64(1), 2])
+    @Test(.long, arguments: [UInt64(1), 2])
     func readingLatestReceiptInfoWhereAppleReturnsItPasses(seed: UInt64) {
         let r = Self.check(Self.legacyOnly(ReferenceValidator()), .standard, seed: seed)
         #expect(r.failure == nil, "\(Self.failure(r))")
     }
 
-    @Test(arguments: [UInt64(1), 2])
+    @Test(.long, arguments: [UInt64(1), 2])
     func readingOnlyLatestReceiptInfoPassesForASubscriptionApp(seed: UInt64) {
         let subscriptions = Self.catalog([.autoRenewable])
         let r = Self.check(Self.legacyOnly(LatestOnly()), subscriptions, seed: seed)
         #expect(r.failure == nil, "\(Self.failure(r))")
     }
 
-    @Test func readingOnlyInAppPassesForAnAppWithoutSubscriptionsAndIsCaughtWithThem() {
+    @Test(.long) func readingOnlyInAppPassesForAnAppWithoutSubscriptionsAndIsCaughtWithThem() {
         let mutant = Mutants.named("legacy-in-app-only")!
         let oneTime = Self.catalog([.nonConsumable, .nonRenewing, .consumable])
         let r = Self.check(Self.legacyOnly(mutant.make()), oneTime, seed: 1)

@@ -30,7 +30,7 @@ import Testing
         return s
     }
 
-    @Test func mergedShardsGiveTheTableOfOneRun() throws {
+    @Test(.long) func mergedShardsGiveTheTableOfOneRun() throws {
         let whole = Self.summary(shard: nil)
         let shards = (0..<3).map {
             MutantsMerge.Input(path: "m\($0).json", summary: Self.summary(shard: Shard(index: $0, count: 3)))
@@ -62,7 +62,7 @@ import Testing
     }
 
     /// A summary file is input: an absurd shard count is merged (its slice is empty) without walking every shard.
-    @Test func anAbsurdShardCountNeitherHangsNorTraps() throws {
+    @Test(.long) func anAbsurdShardCountNeitherHangsNorTraps() throws {
         var huge = MutantsMerge.Input(path: "huge.json", summary: Self.summary(shard: Shard(index: 0, count: 3)))
         huge.summary.run?.shard = Shard(index: 0, count: Int.max)
         huge.summary.mutants = []

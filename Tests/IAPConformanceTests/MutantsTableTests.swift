@@ -24,7 +24,7 @@ import Testing
         var description: String { "could not start" }
     }
 
-    @Test func rowsComeInListOrderAndOwnChecksFollow() throws {
+    @Test(.long) func rowsComeInListOrderAndOwnChecksFollow() throws {
         var run = MutantsRun(options: Self.options)
         run.jobs = 2
         let own = [
@@ -51,7 +51,7 @@ import Testing
         #expect(summary.killed == 3 && summary.skipped == ["own-unavailable"])
     }
 
-    @Test func aSurvivorFailsTheRunAndASetupErrorIsExitThree() throws {
+    @Test(.long) func aSurvivorFailsTheRunAndASetupErrorIsExitThree() throws {
         let survivor = MutantsRun.Entry(
             name: "not-a-bug", description: "the reference itself", pitfall: "-", make: { ReferenceValidator() })
         let survived = try MutantsRun(options: Self.options).table([survivor], then: [], emit: { _ in })
@@ -79,7 +79,7 @@ import Testing
 /// `mutants --over exec`: each mutant served by the iapcheck binary as a program, caught at the same case as in this
 /// process, its shrunk counterexample within two actions of the in-process one (docs/check.md#mutants-over-exec).
 @Suite struct MutantsOverExecTests {
-    @Test func caughtAtTheSameCaseAndShrunkAlike() throws {
+    @Test(.long) func caughtAtTheSameCaseAndShrunkAlike() throws {
         let dir = try CLI.folder("over-exec")
         let names = ["ignore-revocation", "no-grace"]
         let only = names.flatMap { ["--only", $0] }

@@ -28,7 +28,7 @@ import Testing
         try CatalogLoader.load(path: root.appendingPathComponent("Examples/notes-backend/iapcheck-catalog.json").path)
     }
 
-    @Test(.enabled(if: usable, "needs libfaketime and python3 -m pip install app-store-server-library"))
+    @Test(.long, .enabled(if: usable, "needs libfaketime and python3 -m pip install app-store-server-library"))
     func theNotesBackendIsCheckedAsItIsAndItsPlantedBugIsCaught() throws {
         let catalog = try Self.catalog()
         let correct = try HTTPValidator.make(

@@ -11,7 +11,7 @@ import Testing
 /// of the facts kept while the original learns more), it must answer exactly as facts learned at once and never
 /// asked before.
 @Suite struct OracleMemoTests {
-    @Test func anOracleAskedAlongTheWayAnswersAsOneThatLearnedAtOnce() {
+    @Test(.long) func anOracleAskedAlongTheWayAnswersAsOneThatLearnedAtOnce() {
         var options = CheckOptions()
         options.seed = 7
         let checker = Checker(options: options, validator: ReferenceValidator())

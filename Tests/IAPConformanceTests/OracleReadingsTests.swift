@@ -260,7 +260,7 @@ import Testing
     }
 
     /// A validator that reads only the retry flag passes the default policy over generated cases.
-    @Test func aValidatorThatReadsOnlyTheRetryFlagPasses() {
+    @Test(.long) func aValidatorThatReadsOnlyTheRetryFlagPasses() {
         var o = CheckOptions()
         o.cases = 300
         let report = Checker(options: o, validator: RetryFlagOnly()).run()
@@ -271,7 +271,7 @@ import Testing
     }
 
     /// A validator that keeps every version and answers from the one in force is as right as the reference.
-    @Test func aValidatorThatKeepsHistoryPassesClockSkew() {
+    @Test(.long) func aValidatorThatKeepsHistoryPassesClockSkew() {
         for seed in UInt64(1)...2 {
             var o = CheckOptions()
             o.cases = 250
@@ -285,7 +285,7 @@ import Testing
     }
 
     /// An app tested in Sandbox: Production artifacts are the foreign ones.
-    @Test func aSandboxCatalogPasses() {
+    @Test(.long) func aSandboxCatalogPasses() {
         var o = CheckOptions()
         o.cases = 300
         o.catalog.environment = .sandbox

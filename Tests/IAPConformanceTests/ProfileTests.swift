@@ -159,7 +159,7 @@ import Testing
         #expect(plain.generate(caseIndex: 3).0.steps == undeclared.generate(caseIndex: 3).0.steps)
     }
 
-    @Test func theReferencePassesUnderAnEntitlementProfile() throws {
+    @Test(.long) func theReferencePassesUnderAnEntitlementProfile() throws {
         for catalog in [nil, try Self.exampleCatalog()] {
             let v = ReferenceValidator()
             v.profile = Self.entitlementsOnly
@@ -172,10 +172,12 @@ import Testing
 
     /// Mistakes that show in entitlements over the app and the webhook are caught, and the counterexample is told
     /// in entitlements.
-    @Test(arguments: [
-        "ignore-revocation", "expiry-from-duration", "no-grace", "device-clock", "family-rejected",
-        "arrival-order-wins", "ignore-revoke",
-    ])
+    @Test(
+        .long,
+        arguments: [
+            "ignore-revocation", "expiry-from-duration", "no-grace", "device-clock", "family-rejected",
+            "arrival-order-wins", "ignore-revoke",
+        ])
     func mutantsVisibleInTheProfileAreCaught(_ name: String) throws {
         let v = Mutants.named(name)!.make()
         v.profile = Self.entitlementsOnly
@@ -212,7 +214,7 @@ import Testing
         #expect(plain.profile == nil && plain.notChecked == nil)
     }
 
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: binary), "iapcheck is not built"))
+    @Test(.long, .enabled(if: FileManager.default.isExecutableFile(atPath: binary), "iapcheck is not built"))
     func serveDeclaresTheProfileAndAnswersOnlyItsFields() throws {
         let v = SubprocessValidator(
             command:

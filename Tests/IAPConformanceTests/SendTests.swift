@@ -270,6 +270,7 @@ import Testing
     /// A backend that reads the wall clock (the notes backend: Python, SQLite, Apple's library, no reset route):
     /// started by iapcheck under faketime at every send, then started by hand on its real clock.
     @Test(
+        .long,
         .enabled(if: NotesBackendTests.usable, "needs libfaketime and python3 -m pip install app-store-server-library"))
     func theNotesBackendUnderFaketimeAndOnTheRealClock() throws {
         let dir = try CLI.folder("send-notes")

@@ -46,7 +46,7 @@ import Testing
         for bad in ["3/3", "-1/3", "1/0", "1", "a/b", "1/2/3", ""] { #expect(Shard(parsing: bad) == nil, "\(bad)") }
     }
 
-    @Test func mergedShardsOfAPassingRunEqualTheUnshardedRun() throws {
+    @Test(.long) func mergedShardsOfAPassingRunEqualTheUnshardedRun() throws {
         let whole = try Self.summary(ReferenceValidator(), shard: nil)
         let result = try ShardMerge.merge(try Self.shards({ ReferenceValidator() }, count: 3))
         #expect(result.complete)
@@ -69,7 +69,7 @@ import Testing
 
     /// Shards sized so that the mutant's first failure falls in the second of three; a later failure (made up in the
     /// third shard's summary) must not count, as the unsharded run never gets there.
-    @Test func mergedShardsOfAFailingRunReportTheLowestFailureAsTheUnshardedRunDoes() throws {
+    @Test(.long) func mergedShardsOfAFailingRunReportTheLowestFailureAsTheUnshardedRunDoes() throws {
         // The first of these mutants whose first failure is late enough to fall in a later shard (which one depends on
         // the generator, not on what is tested here).
         var chosen: ((() throws -> ReferenceValidator), Int)?
@@ -109,7 +109,7 @@ import Testing
         #expect(headline.contains("shrunk") && m.discrepancies.first?.headline == headline)
     }
 
-    @Test func aMissingShardIsReportedAndForeignShardsAreRefused() throws {
+    @Test(.long) func aMissingShardIsReportedAndForeignShardsAreRefused() throws {
         var inputs = try Self.shards({ ReferenceValidator() }, count: 3)
         let result = try ShardMerge.merge([inputs[0], inputs[2]])
         #expect(result.missing == [Shard(index: 1, count: 3)])
@@ -128,7 +128,7 @@ import Testing
 
     /// Shards run under other faults, with another shrink budget, or with the corpus where the others skipped it, are
     /// parts of another run.
-    @Test func shardsOfOtherFaultsOrShrinkBudgetsAreRefused() throws {
+    @Test(.long) func shardsOfOtherFaultsOrShrinkBudgetsAreRefused() throws {
         let inputs = try Self.shards({ ReferenceValidator() }, count: 2, cases: 40)
         #expect(try ShardMerge.merge(inputs).complete)
         let underFaults = ShardMerge.Input(

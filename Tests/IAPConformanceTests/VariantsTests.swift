@@ -6,7 +6,7 @@ import Testing
 /// The variants are correct validators that read the App Store differently from the reference where Apple leaves
 /// room: each passes the default policy (a failure of one is a false failure of the harness).
 @Suite struct VariantsTests {
-    @Test(arguments: Variants.all.map(\.name))
+    @Test(.long, arguments: Variants.all.map(\.name))
     func eachVariantPassesTheDefaultPolicy(_ name: String) {
         for seed: UInt64 in [1, 2] {
             var o = CheckOptions()

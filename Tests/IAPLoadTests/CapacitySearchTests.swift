@@ -69,7 +69,7 @@ import Testing
         }
     }
 
-    @Test func findsTheRateAValidatorSustains() throws {
+    @Test(.long) func findsTheRateAValidatorSustains() throws {
         let profile = try LoadProfile.decode(
             Data(
                 #"""
@@ -103,7 +103,7 @@ import Testing
     }
 
     /// Two segments search with half of every rate each; `load merge` gives the combined capacity and steps.
-    @Test func segmentedSearchesMerge() throws {
+    @Test(.long) func segmentedSearchesMerge() throws {
         let profile = try LoadProfile.decode(
             Data(
                 #"""

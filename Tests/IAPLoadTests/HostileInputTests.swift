@@ -84,7 +84,7 @@ import Testing
         ]
     }
 
-    @Test(arguments: Reader.allCases)
+    @Test(.long, arguments: Reader.allCases)
     func hostileFilesGiveAnErrorNamingTheFile(_ reader: Reader) throws {
         let good = try Self.valid(reader)
         let goodPath = Scratch.directory + "good-\(UUID().uuidString).\(reader.ext)"

@@ -52,7 +52,7 @@ import Testing
         return LoadResults(profile: profile, workers: workers, seconds: 1)
     }
 
-    @Test func aBackendThatRefusesReusedIdsSeesNoneInARunNorAcrossTwo() throws {
+    @Test(.long) func aBackendThatRefusesReusedIdsSeesNoneInARunNorAcrossTwo() throws {
         let backend = RefusesReusedIds()
         let first = try Self.run(try Self.profile(), ArtifactPool.build(try Self.profile()), on: backend)
         #expect(first.summary.requests > 100)
@@ -93,7 +93,7 @@ import Testing
         }
     }
 
-    @Test func errorsAreCountedPerOperationWithTheirReason() throws {
+    @Test(.long) func errorsAreCountedPerOperationWithTheirReason() throws {
         var profile = try Self.profile()
         profile.thresholds = [Threshold("errors{op:appTransaction} < 1%")!, Threshold("errors{op:notification} < 1%")!]
         let pool = ArtifactPool.build(profile)

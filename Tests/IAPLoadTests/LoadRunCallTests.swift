@@ -37,7 +37,7 @@ import Testing
 
     /// The verdict's exit code: a run whose throughput fell below its baseline's is a regression (4); the same run
     /// as a segment is gated on the merge (0); within tolerance it passes.
-    @Test func theBaselineAndTheSegmentDecideTheExitCode() throws {
+    @Test(.long) func theBaselineAndTheSegmentDecideTheExitCode() throws {
         var run = LoadRun(profile: try Self.profile(), catalog: .standard, policy: .default)
         let first = try #require(try run.run(first: ReferenceValidator()) { _ in ReferenceValidator() }.results)
         #expect(first.summary.passed)

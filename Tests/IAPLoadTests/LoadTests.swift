@@ -76,7 +76,7 @@ import Testing
 }
 
 @Suite struct LoadRunTests {
-    @Test func aShortConstantRateRunAgainstTheReferenceMeetsItsRateAndWritesResults() throws {
+    @Test(.long) func aShortConstantRateRunAgainstTheReferenceMeetsItsRateAndWritesResults() throws {
         let profile = try LoadProfile.decode(
             Data(
                 #"""
@@ -117,7 +117,7 @@ import Testing
 
     /// Sampled questions about histories delivered before the clock are checked against the oracle while the pool's
     /// traffic runs: the reference agrees; a mutant that answers wrong is counted as `wrong-answer` errors.
-    @Test func sampledAnswersAreCheckedAgainstTheOracleUnderLoad() throws {
+    @Test(.long) func sampledAnswersAreCheckedAgainstTheOracleUnderLoad() throws {
         let profile = try Self.profile()
         let pool = ArtifactPool.build(profile)
         #expect(!pool.samples.questions.isEmpty && !pool.samples.deliveries.isEmpty)
@@ -180,7 +180,7 @@ final class SlowValidator: Validator {
 }
 
 @Suite struct LoadSegmentTests {
-    @Test func segmentsSplitTheScheduleAndMergeBackToTheWhole() throws {
+    @Test(.long) func segmentsSplitTheScheduleAndMergeBackToTheWhole() throws {
         let profile = try LoadProfile.decode(
             Data(
                 #"""
@@ -257,7 +257,7 @@ final class SlowValidator: Validator {
     }
 
     /// Segments send, between them, exactly the artifacts one whole run sends (each used to start from item 0).
-    @Test func segmentsSendTheArtifactsOfTheWholeRun() throws {
+    @Test(.long) func segmentsSendTheArtifactsOfTheWholeRun() throws {
         var profile = try Self.profile(
             #"{"type":"constant-rate","rate":120,"workers":2}"#, extra: #","maxLagMilliseconds":60000"#)
         profile.answerSamplePercent = 0  // sampled questions replace questions per worker, differently per segment
@@ -294,7 +294,7 @@ final class SlowValidator: Validator {
 
     /// A request dropped for lag is in the corrected histogram at the latency it already had (as wrk2 counts it),
     /// not in the uncorrected one, and still counted as dropped.
-    @Test func droppedRequestsAreInTheCorrectedHistogram() throws {
+    @Test(.long) func droppedRequestsAreInTheCorrectedHistogram() throws {
         let profile = try Self.profile(
             #"{"type":"constant-rate","rate":100,"workers":1}"#, extra: #","maxLagMilliseconds":5"#)
         let pool = ArtifactPool.build(profile)

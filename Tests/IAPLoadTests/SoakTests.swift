@@ -9,7 +9,7 @@ import Testing
 /// What a soak run records besides latency: when each injected fault fired (drawn on the report's plots) and
 /// iapcheck's own memory at the start and the end.
 @Suite struct SoakTests {
-    @Test func faultsAreTimedAndDrawnAndMemoryIsRead() throws {
+    @Test(.long) func faultsAreTimedAndDrawnAndMemoryIsRead() throws {
         let profile = try LoadProfile.decode(
             Data(
                 #"""

@@ -25,7 +25,7 @@ import Testing
 
     /// Every third mutant quick (CI's `iapcheck mutants` runs them all, and checks the shrunk sizes too); all of them
     /// with `IAPCHECK_SWEEP=full`.
-    @Test(arguments: Sweep.sample(Mutants.all.map(\.name), every: 3))
+    @Test(arguments: Sweep.sample(Mutants.all.map(\.name), every: 20))
     func everyMutantIsCaughtAndShrunk(_ name: String) throws {
         var o = CheckOptions()
         o.cases = 2000

@@ -27,7 +27,7 @@ import Testing
         #expect(text.split(separator: "\n", omittingEmptySubsequences: false).count <= 220)
     }
 
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: binary), "iapcheck is not built"))
+    @Test(.long, .enabled(if: FileManager.default.isExecutableFile(atPath: binary), "iapcheck is not built"))
     func everyShortReadmeCommandRunsAsWritten() throws {
         // A directory of its own, with the repository's files the commands name: what they write stays there.
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("readme-\(UUID().uuidString)")

@@ -55,14 +55,16 @@ import Testing
         #expect(String(decoding: reply.body, as: UTF8.self) == #"{"ok":true}"#)
     }
 
-    @Test(arguments: [
-        ("oversized", LoopbackHTTPClient.Failure.Kind.malformed),
-        ("endless-chunk", .malformed),
-        ("drip", .timedOut),
-        ("huge-length", .malformed),
-        ("endless-head", .malformed),
-        ("garbage", .malformed),
-    ])
+    @Test(
+        .long,
+        arguments: [
+            ("oversized", LoopbackHTTPClient.Failure.Kind.malformed),
+            ("endless-chunk", .malformed),
+            ("drip", .timedOut),
+            ("huge-length", .malformed),
+            ("endless-head", .malformed),
+            ("garbage", .malformed),
+        ])
     func hostileResponsesEndByTheDeadlineWithANamedFailure(_ mode: String, _ kind: LoopbackHTTPClient.Failure.Kind)
         throws
     {

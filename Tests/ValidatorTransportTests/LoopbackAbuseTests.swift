@@ -44,7 +44,7 @@ import Testing
 
     /// A client sending its request one byte a second is closed at the request deadline, unanswered, while other
     /// clients are answered the whole time.
-    @Test func aClientSendingOneByteASecondIsClosedAtItsDeadline() throws {
+    @Test(.long) func aClientSendingOneByteASecondIsClosedAtItsDeadline() throws {
         let probe = try Probe(["--request-seconds", "3"])
         let start = probe.snapshot()
         let slow = LoopbackHTTPServerTests.connected(probe.port)
@@ -70,7 +70,7 @@ import Testing
 
     /// A 100 MB body, declared or chunked, is answered 413 without being held: the probe's peak memory stays far
     /// below the body's size, and it goes on answering.
-    @Test(arguments: ["Content-Length: \(100 << 20)", "Transfer-Encoding: chunked"])
+    @Test(.long, arguments: ["Content-Length: \(100 << 20)", "Transfer-Encoding: chunked"])
     func aHundredMegabyteBodyIsRefusedWithoutBeingHeld(framing: String) throws {
         let probe = try Probe()
         let start = probe.snapshot()
