@@ -2,6 +2,7 @@
 # Fuzz one of iapcheck's readers of outside input with libFuzzer (and AddressSanitizer).
 #
 #   Fuzz/run.sh TARGET [SECONDS]     targets: verifier, reply, readers, http (default 60 s)
+#   Fuzz/run.sh build                only build the fuzzer (CI builds it beside other work, then fuzzes)
 #
 # Leak detection is off: LeakSanitizer reports Swift objects held by globals (the test PKI, the chain cache) as
 # leaked, a false positive on the first input; runaway memory is still caught by -rss_limit_mb.
@@ -12,9 +13,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 target=${1:?usage: Fuzz/run.sh TARGET [SECONDS]  (targets: verifier, reply, readers, http)}
 seconds=${2:-60}
-case "$target" in verifier|reply|readers|http) ;; *) echo "unknown target '$target' (verifier, reply, readers, http)" >&2; exit 2 ;; esac
+case "$target" in verifier|reply|readers|http|build) ;; *) echo "unknown target '$target' (verifier, reply, readers, http)" >&2; exit 2 ;; esac
 flags=(--scratch-path .build-fuzz --product iapcheck-fuzz -Xswiftc -sanitize=fuzzer,address -Xswiftc -DIAPCHECK_FUZZ -Xswiftc -use-ld=lld)
 swift build "${flags[@]}" >&2
+[ "$target" != build ] || exit 0
 bin="$(swift build "${flags[@]}" --show-bin-path)/iapcheck-fuzz"
 found=$(mktemp -d)
 mkdir -p "Fuzz/crashes/$target"
