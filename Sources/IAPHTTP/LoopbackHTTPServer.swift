@@ -12,8 +12,8 @@ import IAPSupport
 /// 100-continue`, pipelined requests; one thread per connection (loopback peers are few: a backend's HTTP client
 /// pool, a load driver's connections), at most `maxConnections` of them: at the cap, the connection that has waited
 /// longest for a request is closed to make room (HTTP lets a server close an idle connection at any time), and only
-/// when every connection is within a request is a newcomer turned away. Written here rather than taken from a server framework so that building
-/// iapcheck costs no event-loop library (docs/release.md#building-from-source).
+/// when every connection is within a request is a newcomer turned away. Written here rather than taken from a server
+/// framework so that building iapcheck costs no event-loop library (docs/release.md#building-from-source).
 public final class LoopbackHTTPServer: @unchecked Sendable {
     public struct Request: Sendable {
         public var method: String

@@ -5,8 +5,8 @@
 //     iapcheck-loopback-probe [--max-connections N] [--request-seconds S] [--max-body BYTES]
 //
 // Prints the port it listens on (127.0.0.1, a free one), followed by " tsan" when it runs under ThreadSanitizer
-// (whose memory the tests do not hold to the plain build's figures), serves until its standard input closes, then stops and
-// exits 0. `GET /` answers "ok"; any other request answers the length of the body it read.
+// (whose memory the tests do not hold to the plain build's figures), serves until its standard input closes, then
+// stops and exits 0. `GET /` answers "ok"; any other request answers the length of the body it read.
 import Foundation
 import IAPHTTP
 

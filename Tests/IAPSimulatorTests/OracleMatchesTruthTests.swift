@@ -9,7 +9,7 @@ import Testing
 /// answer (every product the person ever had with its state, expiry and ownership; groups; balances): the
 /// simulator's truth segments and chain marks, and the oracle over every fact signed so far.
 @Suite struct OracleMatchesTruthTests {
-    /// The seeds of a sweep: a thirty-second quick, all with `IAPCHECK_SWEEP=full` (CI), ten times with `IAPCHECK_LONG=1`.
+    /// The seeds of a sweep: a thirty-second quick, all with `IAPCHECK_SWEEP=full` (CI), ten times `IAPCHECK_LONG=1`.
     static func seeds(_ full: Int, from first: UInt64 = 1) -> Range<UInt64> {
         first..<(first + UInt64(Sweep.count(full)))
     }
