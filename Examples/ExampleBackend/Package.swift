@@ -5,8 +5,8 @@ import PackageDescription
 // Store client and iapcheck's reference logic. Built apart from iapcheck, so that iapcheck's own build and
 // `swift test` do without a server framework:
 //   swift build --package-path Examples/ExampleBackend
-// puts `iapcheck-example-backend` in Examples/ExampleBackend/.build/debug/, where Examples/http/ and the tests
-// look for it.
+// puts `iapcheck-example-backend` in Examples/ExampleBackend/.build/debug/, where Examples/http/, `iapcheck mutants`
+// and the tests look for it (and in iapcheck's .build, where CI builds it).
 let package = Package(
     name: "iapcheck-example-backend",
     products: [

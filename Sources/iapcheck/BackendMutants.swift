@@ -5,6 +5,7 @@ import IAPHTTP
 import IAPModel
 import IAPProcess
 import IAPStore
+import IAPSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -48,23 +49,13 @@ struct BackendMutant: Sendable {
 
     static func named(_ name: String) -> BackendMutant? { all.first { $0.name == name } }
 
-    /// The example backend's executable, or nil when it was not built: the one `IAPCHECK_EXAMPLE_BACKEND` names, else
-    /// one beside this executable (a packed release), else the build of its package (Examples/ExampleBackend, release
-    /// first) under the working directory.
+    /// The example backend's executable, or nil when it was not built (ExampleBackendBuild says where it looks; beside
+    /// this executable counts, for a packed release).
     static var backendExecutable: String? {
         let me =
             (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-        let name = "iapcheck-example-backend"
-        let candidates = [
-            ProcessInfo.processInfo.environment["IAPCHECK_EXAMPLE_BACKEND"],
-            (me as NSString).deletingLastPathComponent + "/" + name,
-            "Examples/ExampleBackend/.build/release/" + name, "Examples/ExampleBackend/.build/debug/" + name,
-        ]
-        return candidates.compactMap { $0 }.first { FileManager.default.isExecutableFile(atPath: $0) }
+        return ExampleBackendBuild.executable(root: FileManager.default.currentDirectoryPath, besides: me)
     }
-
-    /// How to build the example backend, for the errors that need it.
-    static let buildCommand = "swift build --package-path Examples/ExampleBackend"
 
     enum Failure: Error, CustomStringConvertible {
         case setup(String)

@@ -21,9 +21,10 @@ struct MutantsCommand: ParsableCommand {
             The mutants whose names start with `backend-` are mistakes only a backend that calls Apple can make (the \
             verifyReceipt sandbox fallback, the webhook's answer time): they are the example backend started with one \
             switch, on free loopback ports with a mock App Store of its own, and checked over HTTP after the in-process \
-            ones. The executable is the one IAPCHECK_EXAMPLE_BACKEND names, else `iapcheck-example-backend` beside \
-            this one, else the build of Examples/ExampleBackend (`swift build --package-path Examples/ExampleBackend`) \
-            under the working directory. Without it they are skipped, saying so.
+            ones. The executable is the one IAPCHECK_EXAMPLE_BACKEND names, else the newest of \
+            `iapcheck-example-backend` beside this one and the builds of Examples/ExampleBackend under the working \
+            directory (`swift build --package-path Examples/ExampleBackend`; in .build or in its package's .build). \
+            Without it they are skipped, saying so.
 
             `--list` names each mutant's mistake by its number (J1, J2, …): docs/mistakes.md in the repository describes \
             each one, how it shows up in real validators, and its public sources.
@@ -143,7 +144,7 @@ struct MutantsCommand: ParsableCommand {
         let backend = BackendMutant.backendExecutable
         if backend == nil && !only.isEmpty && !backendEntries.isEmpty {
             throw fail(
-                "error: \(backendEntries.map(\.name).joined(separator: ", ")) need the example backend: \(BackendMutant.buildCommand)",
+                "error: \(backendEntries.map(\.name).joined(separator: ", ")): " + ExampleBackendBuild.notBuilt(),
                 code: Exit.usage)
         }
         let me =
@@ -162,7 +163,7 @@ struct MutantsCommand: ParsableCommand {
             if let backend { run = { o in try m.run(o, backend: backend) } }
             return MutantsRun.OwnCheck(
                 name: m.name, description: m.description, pitfall: m.pitfall, run: run,
-                unavailable: "the example backend is not built (\(BackendMutant.buildCommand))")
+                unavailable: ExampleBackendBuild.notBuilt())
         }
         return (inProcess, own, identity)
     }

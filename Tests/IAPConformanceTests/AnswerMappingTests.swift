@@ -195,8 +195,7 @@ import Testing
     @Test(
         .long,
         .enabled(
-            if: FileManager.default.isExecutableFile(atPath: ExampleBackendTests.binary),
-            "the example backend is not built"))
+            if: ExampleBackendTests.built != nil, ExampleBackendTests.notBuilt))
     func theExampleBackendPassesThroughItsMappedRoute() throws {
         let (p, plain) = try ExampleBackendTests.start(slot: 8)
         defer { p.killAndWait() }

@@ -42,7 +42,7 @@ import Testing
 
     static func problem(_ r: Doctor.Report) -> Doctor.Item? { r.items.first { $0.status == .misconfigured } }
 
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: ExampleBackendTests.binary), "not built"))
+    @Test(.enabled(if: ExampleBackendTests.built != nil, ExampleBackendTests.notBuilt))
     func brokenTargetsAreNamedWithTheirFix() throws {
         let (p, started) = try ExampleBackendTests.start(slot: 16)
         defer { p.killAndWait() }

@@ -5,6 +5,7 @@ import IAPHTTP
 import IAPModel
 import IAPSigning
 import IAPStore
+import IAPSupport
 import IAPTesting
 import IAPValidatorAPI
 import Testing
@@ -13,11 +14,11 @@ import Testing
 @Suite struct ExampleBackendTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
-    /// The example backend's debug build (a package of its own: `swift build --package-path Examples/ExampleBackend`),
-    /// or the executable `IAPCHECK_EXAMPLE_BACKEND` names. Its tests are skipped, saying so, when it is not built.
-    static let binary =
-        ProcessInfo.processInfo.environment["IAPCHECK_EXAMPLE_BACKEND"]
-        ?? root.appendingPathComponent("Examples/ExampleBackend/.build/debug/iapcheck-example-backend").path
+    /// The example backend's executable (a package of its own, built as CONTRIBUTING says), found where
+    /// `iapcheck mutants` finds it; nil when not built, and its tests are skipped, saying why (`notBuilt`).
+    static let built = ExampleBackendBuild.executable(root: root.path, besides: CommandLine.arguments.first)
+    static let binary = built ?? "/nonexistent/" + ExampleBackendBuild.executableName
+    static let notBuilt = Comment(rawValue: ExampleBackendBuild.notBuilt())
 
     /// A loopback port for this test process: `offset` (0..<26) keeps tests that run at the same time apart (slots
     /// 0–11 are `start`'s, 12–15 the managed targets', 16 the doctor's, 17 and 19 the notes backend's, 18 one where
@@ -52,7 +53,7 @@ import Testing
         return (p, target)
     }
 
-    @Test(.long, .enabled(if: FileManager.default.isExecutableFile(atPath: binary), "the example backend is not built"))
+    @Test(.long, .enabled(if: built != nil, notBuilt))
     func theExampleBackendPassesOverHTTP() throws {
         let (p, target) = try Self.start()
         defer { p.killAndWait() }
@@ -69,7 +70,7 @@ import Testing
     /// `"maxConcurrency"`: jobs run at once, each on its own connection and in its own tenant of the backend (the
     /// X-IAPCheck-Job header), and the report is the one a single job gives. Without the header the jobs' resets and
     /// ids would collide in the one backend state.
-    @Test(.long, .enabled(if: FileManager.default.isExecutableFile(atPath: binary), "the example backend is not built"))
+    @Test(.long, .enabled(if: built != nil, notBuilt))
     func concurrentJobsKeepTheirOwnStateInOneBackend() throws {
         let (p, plain) = try Self.start(slot: 10)
         defer { p.killAndWait() }
@@ -136,7 +137,7 @@ import Testing
 
     /// The backend pulls chains from the mock App Store's Server API (with its JWT) and checks receipts with its
     /// verifyReceipt; notifications come from the store's webhook sender.
-    @Test(.long, .enabled(if: FileManager.default.isExecutableFile(atPath: binary), "the example backend is not built"))
+    @Test(.long, .enabled(if: built != nil, notBuilt))
     func theExampleBackendPassesWhenItCallsTheMockAppStore() throws {
         let store = try MockAppStore(
             settings: StoreSettings(
@@ -165,7 +166,7 @@ import Testing
 
     /// Mistake J29: an app tested in the sandbox (and App Review) sends sandbox receipts, which production
     /// verifyReceipt answers with 21007. The backend that retries on the sandbox passes; one that does not is caught.
-    @Test(.long, .enabled(if: FileManager.default.isExecutableFile(atPath: binary), "the example backend is not built"))
+    @Test(.long, .enabled(if: built != nil, notBuilt))
     func aBackendWithoutTheSandboxFallbackIsCaught() throws {
         var verdicts: [Bool] = []
         for extra in [[], ["--no-sandbox-fallback"]] {
@@ -201,7 +202,7 @@ import Testing
 
     /// Mistake J41: a webhook that answers after the sender's deadline. Apple counts each such delivery failed and
     /// sends the same notification again on its schedule; iapcheck reports the time-out with every attempt.
-    @Test(.long, .enabled(if: FileManager.default.isExecutableFile(atPath: binary), "the example backend is not built"))
+    @Test(.long, .enabled(if: built != nil, notBuilt))
     func aWebhookThatAnswersTooLateIsCaught() throws {
         let store = try MockAppStore(settings: StoreSettings(port: 0, sharedSecret: "example-secret"))
         try store.start()
@@ -271,7 +272,7 @@ import Testing
 
     /// Fault profile kill over HTTP: iapcheck kills the backend it started and starts it again; durable-ack passes
     /// when the backend stores before answering and catches it when it answers first.
-    @Test(.long, .enabled(if: FileManager.default.isExecutableFile(atPath: binary), "the example backend is not built"))
+    @Test(.long, .enabled(if: built != nil, notBuilt))
     func killingTheHTTPBackendCatchesAcknowledgingBeforePersisting() throws {
         var faults = FaultProfile()
         faults.kill = true
@@ -296,7 +297,7 @@ import Testing
 
     /// Faults reset, webhook-5xx and slow-store around the example backend and its mock App Store: answers lost after
     /// the backend processed them (so it sees requests twice), webhook retries, a slow App Store. It still agrees.
-    @Test(.long, .enabled(if: FileManager.default.isExecutableFile(atPath: binary), "the example backend is not built"))
+    @Test(.long, .enabled(if: built != nil, notBuilt))
     func theExampleBackendSurvivesResetsWebhookRetriesAndASlowStore() throws {
         guard case .success(let faults) = FaultProfile.parse("reset,webhook-5xx,slow-store") else {
             Issue.record("parse"); return
@@ -322,7 +323,7 @@ import Testing
 
     /// A journal row the backend cannot read or apply would silently lose acknowledged state: it refuses to start,
     /// naming the row, instead of answering from less than it acknowledged.
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: binary), "the example backend is not built"))
+    @Test(.enabled(if: built != nil, notBuilt))
     func anUnreadableJournalRowStopsTheBackendNamingTheRow() throws {
         let dir = Scratch.url.appendingPathComponent("journal-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)

@@ -145,8 +145,7 @@ import Testing
     /// backend for every chain, reset once, each chain a customer of its own, as sends to one backend go.
     @Test(
         .enabled(
-            if: FileManager.default.isExecutableFile(atPath: ExampleBackendTests.binary),
-            "the example backend is not built"))
+            if: ExampleBackendTests.built != nil, ExampleBackendTests.notBuilt))
     func everyScenarioAgainstTheExampleBackendOverHTTP() throws {
         let store = try MockAppStore(
             settings: StoreSettings(
@@ -188,8 +187,7 @@ import Testing
 
     @Test(
         .enabled(
-            if: FileManager.default.isExecutableFile(atPath: ExampleBackendTests.binary),
-            "the example backend is not built"))
+            if: ExampleBackendTests.built != nil, ExampleBackendTests.notBuilt))
     func chainedSendsGiveTheExpectedAnswerAtEachStep() throws {
         let dir = try CLI.folder("send-chain")
         let target = try ExampleBackendTests.managedTarget(

@@ -20,6 +20,8 @@
 #   HOSTILE_ARGS      extra arguments for `iapcheck check` (e.g. "--shrink-seconds 5")
 #   HOSTILE_STRICT=1  also require the failure kind of the table (bad-answer, timed-out, ...)
 #   HOSTILE_LOGS      directory for the full output of every run (default: a new temporary directory)
+#   HOSTILE_LANES     runs at once (default 1). Most runs wait on a fixture's misbehaviour (timeouts, hangs) rather
+#                     than the CPU, so CI runs 3; each lane has a pid file of its own, and lines print as runs end
 set -u
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -35,17 +37,19 @@ WALL="${HOSTILE_WALL:-120}"
 WALL_LONG="${HOSTILE_WALL_LONG:-600}"
 LOGS="${HOSTILE_LOGS:-$(mktemp -d "${TMPDIR:-/tmp}/hostile-logs.XXXXXX")}"
 mkdir -p "$LOGS"
-export HOSTILE_PIDFILE="$LOGS/pids"
-: > "$HOSTILE_PIDFILE"
+LANES="${HOSTILE_LANES:-1}"
 
 if [ ! -x "$IAPCHECK_BIN" ]; then
     echo "run.sh: $IAPCHECK_BIN is not built (swift build)" >&2
     exit 2
 fi
 
+# The longest runs first, as lanes take rows in order.
 # name          mode         cases  exit  kind   (exit: 0 pass, 1 discrepancy, 3 validator failure; "3,1": either;
 #                                              kind: the word after VALIDATOR FAILURE, "a,b": either)
 TABLE='
+request_log       -            2000  0   -
+forked_grandchild -            60    3   crashed
 dup_products      -            60    3   bad-answer
 dup_groups        -            60    3   bad-answer
 dup_consumables   -            60    3   bad-answer
@@ -62,10 +66,8 @@ huge_line         -            60    3   bad-answer
 half_line         -            60    3   timed-out
 binary_garbage    -            60    3   bad-answer
 stderr_flood      -            60    0   -
-request_log       -            2000  0   -
 wrong_id          -            60    3   protocol-violation
 exit_midrun       -            60    3   crashed
-forked_grandchild -            60    3   crashed
 closed_stdout     -            60    3   crashed,timed-out
 slow_drip         -            60    3   timed-out
 error_reply       -            60    3   protocol-violation
@@ -102,13 +104,18 @@ selected() {
 }
 
 SELECT=("$@")
-failures=0
-runs=0
-printf '%-28s %-8s %8s  %-5s %s\n' "fixture" "exit" "seconds" "" "first FAIL / VALIDATOR FAILURE line"
+rows=()
 while read -r name mode cases want_exit want_kind; do
     [ -n "$name" ] || continue
     selected "$name" "$mode" || continue
-    runs=$((runs + 1))
+    rows+=("$name $mode $cases $want_exit $want_kind")
+done <<< "$TABLE"
+runs=${#rows[@]}
+
+# One run of the table: iapcheck against the fixture, its line printed when it ends, a failed.LABEL file if it failed.
+run_one() {
+    local name=$1 mode=$2 cases=$3 want_exit=$4 want_kind=$5
+    local label wall tmo log start end secs line verdict notes rc leftovers env_mode
     label="$name"; [ "$mode" != "-" ] && label="$name:$mode"
     wall="$WALL"; [ "$cases" -gt 500 ] && wall="$WALL_LONG"
     tmo="$TIMEOUT"; [ "$want_exit" = 0 ] && tmo="$TIMEOUT_PASS"
@@ -151,11 +158,32 @@ while read -r name mode cases want_exit want_kind; do
             verdict=FAIL; notes="$notes [LEFTOVER processes, killed: $leftovers]"
         fi
     fi
-    [ "$verdict" = FAIL ] && failures=$((failures + 1))
+    [ "$verdict" = FAIL ] && : > "$LOGS/failed.$label"
     printf '%-28s exit=%-3s %7ss  %-5s %s%s\n' "$label" "$rc" "$secs" "$verdict" "$line" "$notes"
-done <<< "$TABLE"
+}
 
-reap > /dev/null
+# A lane: takes the next row of the queue (a counter under flock) until none is left; its own pid file.
+lane() {
+    export HOSTILE_PIDFILE="$LOGS/pids.$1"
+    : > "$HOSTILE_PIDFILE"
+    local i
+    while true; do
+        i=$( { flock 8; i=$(cat "$LOGS/queue"); echo $((i + 1)) > "$LOGS/queue"; echo "$i"; } 8> "$LOGS/queue.lock")
+        [ "$i" -lt "$runs" ] || break
+        # shellcheck disable=SC2086
+        run_one ${rows[$i]}
+    done
+}
+
+printf '%-28s %-8s %8s  %-5s %s\n' "fixture" "exit" "seconds" "" "first FAIL / VALIDATOR FAILURE line"
+echo 0 > "$LOGS/queue"
+rm -f "$LOGS"/failed.*
+lanes=()
+for l in $(seq 1 "$LANES"); do lane "$l" & lanes+=($!); done
+wait "${lanes[@]}"
+failures=$(find "$LOGS" -maxdepth 1 -name 'failed.*' | wc -l)
+
+for l in $(seq 1 "$LANES"); do HOSTILE_PIDFILE="$LOGS/pids.$l" reap > /dev/null; done
 for want in "${SELECT[@]}"; do
     echo "$TABLE" | awk -v w="$want" '$1 == w || $1 ":" $2 == w { found = 1 } END { exit !found }' \
         || echo "run.sh: no fixture $want in the table (ignored)" >&2
