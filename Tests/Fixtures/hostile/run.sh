@@ -38,6 +38,7 @@ WALL_LONG="${HOSTILE_WALL_LONG:-600}"
 LOGS="${HOSTILE_LOGS:-$(mktemp -d "${TMPDIR:-/tmp}/hostile-logs.XXXXXX")}"
 mkdir -p "$LOGS"
 LANES="${HOSTILE_LANES:-1}"
+case "$LANES" in ''|*[!0-9]*|0) echo "run.sh: HOSTILE_LANES must be a whole number of at least 1, not '$LANES'" >&2; exit 2 ;; esac
 
 if [ ! -x "$IAPCHECK_BIN" ]; then
     echo "run.sh: $IAPCHECK_BIN is not built (swift build)" >&2
