@@ -57,7 +57,7 @@ extension HTTPValidator {
         }
 
         /// The request line's target: the path with its placeholders percent-encoded, and the `query` pairs.
-        func target(_ values: RequestValues) -> String {
+        package func target(_ values: RequestValues) -> String {
             var out = pathTemplate.render(values, encode: Self.percentEncoded)
             if !query.isEmpty {
                 out += out.contains("?") ? "&" : "?"
@@ -69,7 +69,7 @@ extension HTTPValidator {
         }
 
         /// The body and its content type; nil: iapcheck's own body goes.
-        func renderedBody(_ values: RequestValues) -> (Data, String)? {
+        package func renderedBody(_ values: RequestValues) -> (Data, String)? {
             switch body {
             case nil: return nil
             case .json(let t): return (Data(t.render(values).utf8), "application/json")
@@ -81,12 +81,12 @@ extension HTTPValidator {
             }
         }
 
-        func renderedHeaders(_ values: RequestValues) -> [(String, String)] {
+        package func renderedHeaders(_ values: RequestValues) -> [(String, String)] {
             headers.map { ($0.name, $0.value.render(values)) }
         }
 
         /// The verdict a reply carries; nil when its status is neither accepted nor refused.
-        func verdict(status: Int, body: Data) -> DeliveryVerdict? {
+        package func verdict(status: Int, body: Data) -> DeliveryVerdict? {
             if accepted.contains(status) { return .accepted }
             guard refused.contains(status) else { return nil }
             let pointer = reason ?? "/reason"

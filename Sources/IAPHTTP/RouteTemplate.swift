@@ -171,7 +171,7 @@ public struct RequestValues: Sendable {
     }
 
     /// `1772323262` or `1772323262.5`: epoch seconds, as exact as the instant.
-    static func seconds(_ t: Millis) -> String {
+    package static func seconds(_ t: Millis) -> String {
         if t < 0 { return "-" + seconds(-t) }
         let (s, ms) = t.quotientAndRemainder(dividingBy: 1000)
         guard ms != 0 else { return String(s) }

@@ -2,7 +2,7 @@ extension EntitlementAnswer {
     /// True exactly when ``answerDifferences(from:ignoring:)`` finds no difference at all, decided without building
     /// its dictionaries: almost every question of a check agrees, and the lists hold a handful of entries, so a
     /// linear search per id is cheaper than hashing them. Ids are looked up by their first entry, as there.
-    func agrees(with expected: EntitlementAnswer) -> Bool {
+    package func agrees(with expected: EntitlementAnswer) -> Bool {
         typealias Grant = (active: Bool, state: EntitlementState, expires: Millis?, ownership: InAppOwnershipType?)
         /// What `grant` in ``answerDifferences(from:ignoring:)`` reports nothing for.
         func same(_ e: Grant?, _ o: Grant?) -> Bool {

@@ -245,8 +245,10 @@ public struct EntitlementAnswer: Codable, Hashable, Sendable {
         agrees(with: expected) ? [] : allDifferences(from: expected, ignoring: ignoring)
     }
 
+    package typealias Difference = AnswerDifference
+
     /// ``answerDifferences(from:ignoring:)`` without its shortcut for answers that agree.
-    func allDifferences(from expected: EntitlementAnswer, ignoring: Set<AnswerDifference.Key>) -> [AnswerDifference] {
+    package func allDifferences(from expected: EntitlementAnswer, ignoring: Set<Difference.Key>) -> [Difference] {
         var out: [AnswerDifference] = []
         func add(_ s: AnswerSubject, _ f: AnswerDifference.Field, _ text: String) {
             if !ignoring.contains(AnswerDifference.Key(subject: s, field: f)) {

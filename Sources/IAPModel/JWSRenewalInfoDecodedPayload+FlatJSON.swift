@@ -39,7 +39,7 @@ extension JWSRenewalInfoDecodedPayload {
 
     /// The fields FlatJSON reads, named as in the JSON. `eligibleWinBackOfferIds` is an array: listed so that it is
     /// recognised (an unknown field would be skipped) and then left to JSONDecoder.
-    enum FlatField: Int, CaseIterable {
+    package enum FlatField: Int, CaseIterable {
         case originalTransactionId, productId, signedDate, environment, autoRenewProductId, autoRenewStatus
         case isInBillingRetryPeriod, gracePeriodExpiresDate, expirationIntent, priceIncreaseStatus, offerType
         case offerIdentifier, offerDiscountType, offerPeriod, renewalDate, recentSubscriptionStartDate

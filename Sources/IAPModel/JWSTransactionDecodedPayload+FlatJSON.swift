@@ -47,7 +47,7 @@ extension JWSTransactionDecodedPayload {
     }
 
     /// The fields FlatJSON reads, named as in the JSON, in the order of ``flat``.
-    enum FlatField: Int, CaseIterable {
+    package enum FlatField: Int, CaseIterable {
         case transactionId, originalTransactionId, webOrderLineItemId, bundleId, productId
         case subscriptionGroupIdentifier, purchaseDate, originalPurchaseDate, expiresDate, quantity, type
         case appAccountToken, inAppOwnershipType, signedDate, revocationReason, revocationDate, revocationType

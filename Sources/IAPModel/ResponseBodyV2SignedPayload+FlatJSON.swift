@@ -34,7 +34,7 @@ extension ResponseBodyV2SignedPayload {
         self = n
     }
 
-    enum FlatField: Int, CaseIterable {
+    package enum FlatField: Int, CaseIterable {
         case notificationType, subtype, notificationUUID, version, signedDate, data, summary, externalPurchaseToken
     }
 
@@ -100,7 +100,7 @@ extension ResponseBodyV2SignedPayload.Data {
         self = d
     }
 
-    enum FlatField: Int, CaseIterable {
+    package enum FlatField: Int, CaseIterable {
         case appAppleId, bundleId, bundleVersion, environment, signedTransactionInfo, signedRenewalInfo, status
         case consumptionRequestReason
     }

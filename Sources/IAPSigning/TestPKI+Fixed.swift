@@ -8,7 +8,7 @@ extension TestPKI {
     /// randomised, and a verifier that pins its root by the certificate's bytes must still find it. Leaves are
     /// issued afresh (nobody pins a leaf). `TestPKITests` checks that these are the certificates the code would
     /// issue, but for their signatures.
-    static let fixedRootDER = Data(
+    package static let fixedRootDER = Data(
         base64Encoded:
             "MIICJDCCAaqgAwIBAgIBATAKBggqhkjOPQQDAzBaMSMwIQYDVQQDDBppYXBjaGVjayBUZXN0IFJvb3QgQ0EgLSBHMzEmMCQGA1UE"
             + "CgwdaWFwY2hlY2sgdGVzdCBQS0kgKG5vdCBBcHBsZSkxCzAJBgNVBAYTAlVTMCAXDTI0MDMwMTAwMDAwMFoYDzIwNTEwMjI4MDAw"
@@ -19,7 +19,7 @@ extension TestPKI {
             + "ZQIxAKRCisz5MopqxuwnzBPHwgK5AEQp5k0iH6hDxgrJdaC8Z+LkRG97cNgD7DYaae2X5AIwWAqiWUXKp6zVjMtZ0uP4s5eFCtK9"
             + "fC5Gv8cIpN5VuJjYJUlMl6nqVH+LSOHhgTbK")!
 
-    static let fixedIntermediateDER = Data(
+    package static let fixedIntermediateDER = Data(
         base64Encoded:
             "MIICejCCAgCgAwIBAgIBAjAKBggqhkjOPQQDAzBaMSMwIQYDVQQDDBppYXBjaGVjayBUZXN0IFJvb3QgQ0EgLSBHMzEmMCQGA1UE"
             + "CgwdaWFwY2hlY2sgdGVzdCBQS0kgKG5vdCBBcHBsZSkxCzAJBgNVBAYTAlVTMB4XDTI0MDkwMjAwMDAwMFoXDTQ4MDIyOTAwMDAw"
@@ -32,7 +32,7 @@ extension TestPKI {
             + "0qzGGXtQD1s+yWC1FYi7ntxUg1WSxWeTbOAcGszMAq2kI9f17uU=")!
 
     /// The root as this code issues it (its signature differs at every issue).
-    static func issueRoot(
+    package static func issueRoot(
         publicKey: Certificate.PublicKey, name: DistinguishedName, key: P384.Signing.PrivateKey, validFrom: Date,
         validUntil: Date
     ) throws -> Issued {
@@ -44,7 +44,7 @@ extension TestPKI {
     }
 
     /// The intermediate as this code issues it under the root.
-    static func issueIntermediate(
+    package static func issueIntermediate(
         publicKey: Certificate.PublicKey, name: DistinguishedName, issuer: DistinguishedName,
         rootKey: P384.Signing.PrivateKey, rootPublic: Certificate.PublicKey, validFrom: Date, validUntil: Date,
         ocspURL: String?

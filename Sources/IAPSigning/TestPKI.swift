@@ -62,8 +62,8 @@ public final class TestPKI: Sendable {
     public let validUntil: Date
     public let root: Issued
     public let intermediate: Issued
-    let rootKey: P384.Signing.PrivateKey
-    let intermediateKey: P384.Signing.PrivateKey
+    package let rootKey: P384.Signing.PrivateKey
+    package let intermediateKey: P384.Signing.PrivateKey
     /// Leaves in rotation (the renderer picks one by `signedDate`).
     public let leaves: [Leaf]
 

@@ -1,8 +1,7 @@
+import IAPConformance
 import IAPModel
 import IAPTesting
 import Testing
-
-@testable import IAPConformance
 
 /// Under "why the oracle expects this", the grant the expected value rests on comes first: here the user's own
 /// chain in its grace period, whose end outlasts a family share bought later (the latest by purchaseDate).

@@ -1,9 +1,8 @@
+import IAPConformance
 import IAPModel
 import IAPSimulator
 import IAPTesting
 import Testing
-
-@testable import IAPConformance
 
 /// The line under a FAIL headline agrees with the timeline: "before any of this property's perturbations" only when
 /// no perturbed delivery came by the failing step.

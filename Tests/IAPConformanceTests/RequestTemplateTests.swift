@@ -1,11 +1,10 @@
 import Foundation
 import IAPEncoding
+import IAPHTTP
 import IAPModel
 import IAPTesting
 import IAPValidatorAPI
 import Testing
-
-@testable import IAPHTTP
 
 /// Target files' request side: each operation's route as the backend takes it (docs/http-target.md#requests).
 @Suite struct RequestTemplateTests {

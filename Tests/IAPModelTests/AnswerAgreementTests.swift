@@ -1,9 +1,8 @@
 import Foundation
+import IAPEncoding
+import IAPModel
 import PropertyEngine
 import Testing
-
-@testable import IAPEncoding
-@testable import IAPModel
 
 /// The comparison's shortcut for agreeing answers says "no difference" exactly when the full comparison finds none:
 /// on random pairs of answers over a few ids, with duplicates, missing entries, extra groups and fields that only

@@ -1,12 +1,11 @@
 import Foundation
 import IAPConformance
+import IAPEncoding
+import IAPModel
 import IAPSimulator
 import IAPTesting
 import PropertyEngine
 import Testing
-
-@testable import IAPEncoding
-@testable import IAPModel
 
 /// The hot path's transaction reader never disagrees with JSONDecoder: on every payload it reads, it gives the same
 /// value; on everything else (including what JSONDecoder refuses) it gives up and JSONDecoder decides.

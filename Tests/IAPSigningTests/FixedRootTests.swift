@@ -1,8 +1,7 @@
 import Foundation
+import IAPSigning
 import Testing
 import X509
-
-@testable import IAPSigning
 
 /// The harness's root and intermediate are kept bytes (docs/verifiers.md#test-pki-profile): the same file on every
 /// machine and run, yet exactly what the code issues but for the signature.

@@ -28,6 +28,23 @@ public struct Discrepancy: Codable, Hashable, Sendable {
     /// the same defect rather than any wrong answer.
     public var differenceKeys: [String]?
 
+    /// Every field (the memberwise initializer, with the package's tests as well as its modules).
+    package init(
+        property: PropertyName, kind: Kind, step: Int, expected: String, observed: String, differences: [String],
+        expectedAnswer: EntitlementAnswer? = nil, observedAnswer: EntitlementAnswer? = nil,
+        differenceKeys: [String]? = nil
+    ) {
+        self.property = property
+        self.kind = kind
+        self.step = step
+        self.expected = expected
+        self.observed = observed
+        self.differences = differences
+        self.expectedAnswer = expectedAnswer
+        self.observedAnswer = observedAnswer
+        self.differenceKeys = differenceKeys
+    }
+
     /// What the comparison found, said before the property the case ran under (which only says how the case was
     /// delivered): `entitlement disagreement (product pro.monthly/active)`, `refused a genuine artifact`,
     /// `accepted a forged artifact (alg-none)`, `accepted an artifact it must refuse (…)`.

@@ -283,7 +283,7 @@ public enum CaseRunner {
     /// The property a wrong answer violates: the case's own property when one of its perturbations (a duplicate,
     /// a retry, a forged or unknown artifact, a skewed clock) happened before the question, else plain
     /// entitlement agreement.
-    static func attribute(_ c: GeneratedCase, step: Int) -> PropertyName {
+    package static func attribute(_ c: GeneratedCase, step: Int) -> PropertyName {
         for s in c.steps.prefix(step + 1) {
             switch s {
             case .deliver(let d):
@@ -327,7 +327,7 @@ public enum CaseRunner {
 
     /// Every differing consumable balance a whole multiple of the expected one (or all a whole fraction): the
     /// backend may count more units per purchase than the mapping's `unitsPerPurchase` says.
-    static func unitsHint(_ observed: EntitlementAnswer, _ expected: EntitlementAnswer) -> String? {
+    package static func unitsHint(_ observed: EntitlementAnswer, _ expected: EntitlementAnswer) -> String? {
         var ratios: Set<String> = []
         for e in expected.consumables where e.balance != 0 {
             let o = observed.consumables.first { $0.productId == e.productId }?.balance ?? 0

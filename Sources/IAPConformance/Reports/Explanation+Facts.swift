@@ -4,7 +4,7 @@ import IAPSimulator
 extension Explanation {
     /// What the validator was given before a step about one person: genuine artifacts only (a forged one counts for
     /// nothing), each delivery taken as the person it was made for (a family member's share is theirs).
-    struct Facts {
+    package struct Facts {
         struct Known {
             var tx: JWSTransactionDecodedPayload
             /// How many times a version of this transaction arrived, and on which channels.
@@ -31,9 +31,9 @@ extension Explanation {
         var receipts: [(requestDate: Millis, creation: Millis?)] = []
 
         /// No facts yet (``add(_:)`` gives them).
-        init() {}
+        package init() {}
 
-        init(_ c: GeneratedCase, before step: Int, person: Int?) {
+        package init(_ c: GeneratedCase, before step: Int, person: Int?) {
             let names = Dictionary(c.persons.map { ($0.accountId, $0.name) }, uniquingKeysWith: { a, _ in a })
             for s in c.steps.prefix(max(0, step)) {
                 guard case .deliver(let d) = s else { continue }
@@ -49,7 +49,7 @@ extension Explanation {
             }
         }
 
-        mutating func add(_ d: Delivery) {
+        package mutating func add(_ d: Delivery) {
             switch d {
             case .appTransaction(let a):
                 take(a.transaction, via: .app)
@@ -108,7 +108,7 @@ extension Explanation {
             byId[t.transactionId] = k
         }
 
-        mutating func renew(_ r: JWSRenewalInfoDecodedPayload, via channel: DeliveryChannel) {
+        package mutating func renew(_ r: JWSRenewalInfoDecodedPayload, via channel: DeliveryChannel) {
             renewalDeliveries[r.originalTransactionId, default: (0, [])].count += 1
             renewalDeliveries[r.originalTransactionId, default: (0, [])].channels.insert(channel)
             renew(r)
@@ -122,7 +122,7 @@ extension Explanation {
             return d.count > 1 ? ", \(d.count) renewal infos delivered (\(via))" : ", via \(via)"
         }
 
-        mutating func renew(_ r: JWSRenewalInfoDecodedPayload) {
+        package mutating func renew(_ r: JWSRenewalInfoDecodedPayload) {
             if let old = renewals[r.originalTransactionId], old.signedDate > r.signedDate { return }
             renewals[r.originalTransactionId] = r
         }

@@ -94,7 +94,7 @@ public enum Explanation {
     }
 
     /// A product's transactions (the latest by purchaseDate in full), its chain's renewal info and notifications.
-    static func productFacts(
+    package static func productFacts(
         _ id: String, at t: Millis, _ known: Facts, catalog: Catalog, rel: (Millis) -> String
     ) -> [String] {
         let txs = known.transactions(of: id).filter { $0.tx.purchaseDate <= t }
@@ -203,7 +203,7 @@ public enum Explanation {
     /// A wrong verdict: what the forged artifact changed; why a genuine artifact must be refused all the same (another
     /// app's or environment's, over the app's declared size limit: the reason `expected` gives); or why the refused
     /// one was genuine.
-    static func verdict(_ d: PlannedDelivery, expected: String, known: Facts, origin: Millis) -> [String] {
+    package static func verdict(_ d: PlannedDelivery, expected: String, known: Facts, origin: Millis) -> [String] {
         let rel = { (t: Millis) in CivilTime.relative(t - origin) }
         if let f = d.forgery {
             return ["  why it must be refused: \(f.rawValue): \(forgedPart(f))"]

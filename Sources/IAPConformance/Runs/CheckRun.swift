@@ -346,7 +346,7 @@ extension CheckRun {
     /// The line under a FAIL headline when the finding counts under another property than the case ran under. It
     /// says "before any of this property's perturbations" only when no perturbed delivery or question came by the
     /// failing step; a verdict on a perturbed delivery (a repeated genuine artifact refused) is said as what it is.
-    static func propertyNote(_ d: Discrepancy, in c: GeneratedCase, caseProperty: PropertyName) -> String {
+    package static func propertyNote(_ d: Discrepancy, in c: GeneratedCase, caseProperty: PropertyName) -> String {
         guard d.property != caseProperty else { return "" }
         guard CaseRunner.attribute(c, step: d.step) == caseProperty else {
             return
