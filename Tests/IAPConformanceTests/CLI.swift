@@ -1,11 +1,12 @@
 import Foundation
+import IAPTesting
 
 /// The `iapcheck` executable of this build, run as a user runs it: arguments, a working folder, its exit status and
 /// output.
 enum CLI {
     static let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
-    static let binary = repo.appendingPathComponent(".build/debug/iapcheck").path
+    static let binary = BuiltIAPCheck.path
 
     struct Result {
         var status: Int32

@@ -320,8 +320,7 @@ final class CoinFlipValidator: ReferenceValidator {
 }
 
 @Suite struct DurableAckPropertyTests {
-    static let binary = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent(".build/debug/iapcheck").path
+    static let binary = BuiltIAPCheck.path
 
     @Test(.long, .enabled(if: FileManager.default.isExecutableFile(atPath: binary), "iapcheck is not built"))
     func durableAckCatchesAServerThatAcknowledgesBeforePersisting() throws {

@@ -2,6 +2,7 @@ import Foundation
 import IAPConformance
 import IAPModel
 import IAPReference
+import IAPTesting
 import IAPValidatorAPI
 import Testing
 
@@ -114,8 +115,7 @@ import Testing
         #expect(divergences.count < failedProperties + r.properties.compactMap(\.moreFailures).joined().count)
     }
 
-    static let binary = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent(".build/debug/iapcheck").path
+    static let binary = BuiltIAPCheck.path
 
     /// `--keep-going` with no value, with a value after `=` and after a space; each JSON failure names its signature.
     @Test(

@@ -8,7 +8,7 @@ import Testing
 
 /// `iapcheck doctor` on broken targets: each problem is named, with the fix, and the target is not usable.
 @Suite struct DoctorTests {
-    static let iapcheck = ExampleBackendTests.root.appendingPathComponent(".build/debug/iapcheck").path
+    static let iapcheck = BuiltIAPCheck.path
 
     /// A target for the example backend on `port`, with `edit` applied to its JSON text.
     static func target(port: Int, _ edit: (String) -> String = { $0 }) throws -> (String, HTTPValidator.Target) {

@@ -15,7 +15,7 @@ import Testing
 @Suite struct ProfileTests {
     static let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
-    static let binary = repo.appendingPathComponent(".build/debug/iapcheck").path
+    static let binary = BuiltIAPCheck.path
     static let entitlementsOnly = ValidatorProfile(
         answers: [.entitlementsActive, .entitlementsExpiresDate], channels: [.app, .notification])
 

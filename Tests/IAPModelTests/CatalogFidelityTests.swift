@@ -94,8 +94,7 @@ import Testing
         }
     }
 
-    static let binary = fixtures.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent(".build/debug/iapcheck").path
+    static let binary = BuiltIAPCheck.path
 
     /// The run's header says what was assumed: no silent default.
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: binary), "iapcheck is not built"))

@@ -1,4 +1,5 @@
 import Foundation
+import IAPTesting
 import Testing
 
 /// The README is the front door: the commands it shows must run as written. The short ones (`swift run iapcheck …`
@@ -7,7 +8,7 @@ import Testing
 @Suite struct ReadmeCommandsTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
-    static let binary = root.appendingPathComponent(".build/debug/iapcheck").path
+    static let binary = BuiltIAPCheck.path
 
     /// The README's indented commands that start with `swift run iapcheck`, without their comments.
     static func commands() throws -> [String] {

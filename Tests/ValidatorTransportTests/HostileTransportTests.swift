@@ -12,7 +12,7 @@ import Testing
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
     static let server = root.appendingPathComponent("Tests/Fixtures/hostile/http_server.py").path
-    static let binary = root.appendingPathComponent(".build/debug/iapcheck").path
+    static let binary = BuiltIAPCheck.path
     let config = ValidatorConfig(catalog: .standard, policy: .default)
 
     /// Starts the hostile server in `mode`; returns the process and its port.

@@ -6,8 +6,7 @@ import Testing
 /// iapcheck starts validators and backends as leaders of their own process groups (a terminal's Ctrl-C does not
 /// reach them): killed by a signal, it must take them with it, or they keep running, holding ports and files.
 @Suite struct SignalTests {
-    static let binary = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent(".build/debug/iapcheck").path
+    static let binary = BuiltIAPCheck.path
 
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: binary), "iapcheck is not built"))
     func aTerminatedCheckTakesItsValidatorsProcessesWithIt() throws {

@@ -57,8 +57,7 @@ import Testing
         try v.reset(config)  // a fresh process
     }
 
-    static let binary = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent(".build/debug/iapcheck").path
+    static let binary = BuiltIAPCheck.path
 
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: binary), "iapcheck is not built"))
     func theServedReferenceAnswersOverTheWireProtocol() throws {
