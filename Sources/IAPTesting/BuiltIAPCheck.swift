@@ -12,7 +12,8 @@ public enum BuiltIAPCheck {
     public static let path: String = path(environment: ProcessInfo.processInfo.environment)
 
     package static func path(environment: [String: String]) -> String {
-        if let named = environment["IAPCHECK_TEST_BINARY"], !named.isEmpty { return named }
+        // Relative: from the folder the tests start in (tests run the program from folders of their own).
+        if let named = environment["IAPCHECK_TEST_BINARY"], !named.isEmpty { return URL(fileURLWithPath: named).path }
         return repository.appendingPathComponent(".build/debug/iapcheck").path
     }
 }

@@ -7,6 +7,8 @@ import Testing
 @Suite struct BuiltIAPCheckTests {
     @Test func theSettingWinsAndTheDebugBuildIsTheDefault() {
         #expect(BuiltIAPCheck.path(environment: ["IAPCHECK_TEST_BINARY": "/opt/ci/iapcheck"]) == "/opt/ci/iapcheck")
+        let relative = BuiltIAPCheck.path(environment: ["IAPCHECK_TEST_BINARY": "ci/iapcheck"])
+        #expect(relative == FileManager.default.currentDirectoryPath + "/ci/iapcheck")
         let debug = BuiltIAPCheck.repository.appendingPathComponent(".build/debug/iapcheck").path
         #expect(BuiltIAPCheck.path(environment: [:]) == debug)
         #expect(BuiltIAPCheck.path(environment: ["IAPCHECK_TEST_BINARY": ""]) == debug)
