@@ -7,6 +7,7 @@ let package = Package(
         .executable(name: "iapcheck", targets: ["iapcheck"]),
         .executable(name: "iapcheck-fuzz", targets: ["IAPFuzz"]),
         .executable(name: "iapcheck-loopback-probe", targets: ["LoopbackProbe"]),
+        .executable(name: "iapcheck-sweeps", targets: ["Sweeps"]),
         // For a team's own `swift test`: the checker, the Validator protocol its service implements, and the model
         // (catalog, transactions, answers). See Examples/SwiftPackage.
         .library(name: "IAPConformance", targets: ["IAPConformance", "IAPValidatorAPI", "IAPModel"]),
@@ -148,6 +149,15 @@ let package = Package(
             ]),
         // The loopback HTTP server alone in a process, for its abuse tests (and their ThreadSanitizer build in CI).
         .executableTarget(name: "LoopbackProbe", dependencies: ["IAPHTTP"]),
+        // The harness's long self-checks (the oracle against the truth, the reference under every policy, every
+        // mutant caught and shrunk): a share in `swift test`, whole in `iapcheck-sweeps`, which CI builds in release.
+        .target(
+            name: "IAPSweeps",
+            dependencies: [
+                "IAPSupport", "IAPModel", "IAPOracle", "IAPSimulator", "IAPValidatorAPI", "IAPReference", "IAPMutants",
+                "IAPConformance", "PropertyEngine",
+            ]),
+        .executableTarget(name: "Sweeps", dependencies: ["IAPSupport", "IAPSweeps"]),
         // Test support shared by the test targets.
         .target(
             name: "IAPTesting",
@@ -161,7 +171,8 @@ let package = Package(
         .testTarget(name: "IAPOracleTests", dependencies: ["IAPModel", "IAPOracle", "IAPTesting"]),
         .testTarget(name: "PropertyEngineTests", dependencies: ["PropertyEngine"]),
         .testTarget(
-            name: "IAPSimulatorTests", dependencies: ["IAPEncoding", "IAPSimulator", "IAPOracle", "IAPTesting"]),
+            name: "IAPSimulatorTests",
+            dependencies: ["IAPEncoding", "IAPSimulator", "IAPOracle", "IAPTesting", "IAPSweeps"]),
         .testTarget(
             name: "ValidatorTransportTests",
             dependencies: [
@@ -194,9 +205,13 @@ let package = Package(
             dependencies: [
                 "IAPEncoding", "IAPSupport",
                 "IAPConformance", "IAPTesting", "IAPStore", "IAPReference", "IAPMutants", "IAPSubprocess", "IAPHTTP",
-                "PropertyEngine",
+                "PropertyEngine", "IAPSweeps",
             ]),
         .testTarget(
-            name: "QualityTests", dependencies: ["IAPConformance", "IAPReference", "IAPMutants", "IAPTesting"]),
+            name: "QualityTests",
+            dependencies: [
+                "IAPSupport", "IAPConformance", "IAPReference", "IAPMutants", "IAPTesting", "IAPSweeps",
+                "PropertyEngine",
+            ]),
     ]
 )

@@ -23,23 +23,6 @@ public enum Fixtures {
         generator(catalog: catalog, policy: policy, drawsCatalogs: drawsCatalogs).generate(
             property, ChoiceSource(seed: seed))
     }
-
-    /// Knowledge holding every fact the store signed at or before `t`, with every chain linked to its owner:
-    /// what a validator would know at `t` had every delivery arrived at once.
-    public static func knowledge(of sim: StoreSimulator, signedBy t: Millis, policy: Policy = .default) -> Knowledge {
-        var k = Knowledge(config: ValidatorConfig(catalog: sim.catalog, policy: policy))
-        for id in sim.txOrder {
-            if let v = sim.latest(id, at: t) { k.merge(v) }
-        }
-        for id in sim.chainOrder {
-            // Every renewal info signed by t, as a validator that got every notification has them (an extension
-            // signed only in the renewal info is known from its own version, not from the newest).
-            for r in sim.renewalVersions[id, default: []] where r.signedDate <= t { k.merge(r) }
-            let c = sim.chains[id]!
-            k.link(chain: id, to: sim.persons[c.person].accountId)
-        }
-        return k
-    }
 }
 
 extension Fixtures {

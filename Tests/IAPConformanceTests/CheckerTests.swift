@@ -8,6 +8,7 @@ import IAPSigning
 import IAPSimulator
 import IAPSubprocess
 import IAPSupport
+import IAPSweeps
 import IAPTesting
 import IAPValidatorAPI
 import PropertyEngine
@@ -28,23 +29,11 @@ import Testing
         #expect(report.questions > 600)
     }
 
-    @Test(arguments: [
-        Policy(refundScope: .chain), Policy(consumableClawback: false), Policy(introEligibility: .neverSubscribed),
-        Policy(nonRenewingStacking: true), Policy(graceWithoutRetryFlag: .grant), Policy(graceWithoutRetryFlag: .deny),
-        Policy(consumableRefundShare: .share), Policy(upgradeDuringIntro: .cut), Policy(upgradeDuringIntro: .union),
-        Policy(refundScope: .chain, upgradeDuringIntro: .union), Policy(extensionSignedAs: .renewalInfo),
-        Policy(upgradeDuringIntro: .union, extensionSignedAs: .renewalInfo), Policy(expiresMeaning: .accessEnd),
-        Policy(expiresMeaning: .paidFirst), Policy(expiresMeaning: .paidThrough),
-    ])
+    /// Every policy, a share of the cases (`iapcheck-sweeps` runs them whole: Sources/IAPSweeps).
+    @Test(arguments: Sweeps.policies)
     func theReferenceValidatorFollowsEveryPolicy(_ policy: Policy) {
-        var o = CheckOptions()
-        o.cases = Sweep.count(300)
-        o.policy = policy
-        o.drawsCatalogs = true
-        let report = Checker(options: o, validator: ReferenceValidator()).run()
-        #expect(
-            report.failure == nil,
-            "\(report.failure.map { Timeline.render($0.shrunk, failingStep: $0.failingStep) } ?? "")")
+        let failures = Sweeps.referenceFollows(policy, cases: Sweep.programmed.count(Sweeps.referenceCases))
+        #expect(failures.isEmpty, "\(failures.joined(separator: "\n"))")
     }
 
     /// `--jobs`: the report and the shrunk counterexample do not depend on how many validators ran the cases.

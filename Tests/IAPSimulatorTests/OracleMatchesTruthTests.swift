@@ -2,6 +2,7 @@ import Foundation
 import IAPModel
 import IAPOracle
 import IAPSimulator
+import IAPSweeps
 import IAPTesting
 import Testing
 
@@ -9,67 +10,24 @@ import Testing
 /// answer (every product the person ever had with its state, expiry and ownership; groups; balances): the
 /// simulator's truth segments and chain marks, and the oracle over every fact signed so far.
 @Suite struct OracleMatchesTruthTests {
-    /// The seeds of a sweep: a thirty-second quick, all with `IAPCHECK_SWEEP=full` (CI), ten times `IAPCHECK_LONG=1`.
+    /// The seeds of a sweep that `iapcheck-sweeps` runs whole (Sources/IAPSweeps): a thirty-second quick, all with
+    /// `IAPCHECK_SWEEP=full` unless that program runs them (CI), ten times with `IAPCHECK_LONG=1`.
     static func seeds(_ full: Int, from first: UInt64 = 1) -> Range<UInt64> {
-        first..<(first + UInt64(Sweep.count(full)))
+        first..<(first + UInt64(Sweep.programmed.count(full)))
     }
 
-    /// Each seed draws its own catalog (the built-in one is among the draws), as `check` does by default.
-    static func mismatches(seed: UInt64, policy: Policy = .default) -> [String] {
-        let (_, sim) = Fixtures.generated(seed: seed, policy: policy, drawsCatalogs: true)
-        return mismatches(sim: sim, policy: policy, label: "seed \(seed)")
-    }
-
-    static func mismatches(sim: StoreSimulator, policy: Policy, label: String = "history") -> [String] {
-        var out: [String] = []
-        for t in sim.interestingInstants {
-            let k = Fixtures.knowledge(of: sim, signedBy: t, policy: policy)
-            for p in sim.persons {
-                let truth = sim.truth(person: p.index, at: t)
-                let oracle = TruthView(Oracle.answer(k, user: p.accountId, at: t))
-                if truth != oracle {
-                    out.append(
-                        "\(label) \(p.name) at \(CivilTime.relative(t - (sim.origin ?? 0))):\n  truth  \(truth)\n  oracle \(oracle)\n"
-                            + sim.events.map { "    \(CivilTime.relative($0.time - (sim.origin ?? 0))) \($0.summary)" }
-                            .joined(separator: "\n"))
-                }
-            }
-            if out.count > 3 { break }
-        }
-        return out
+    static func mismatches(sim: StoreSimulator, policy: Policy) -> [String] {
+        OracleTruth.mismatches(sim: sim, policy: policy)
     }
 
     @Test func oracleEqualsTruthOverManySeeds() {
-        var failures: [String] = []
-        for seed in Self.seeds(1500) {
-            failures += Self.mismatches(seed: seed)
-            if failures.count > 3 { break }
-        }
+        let failures = OracleTruth.sweep(Self.seeds(Sweeps.truthSeeds))
         #expect(failures.isEmpty, "\(failures.prefix(3).joined(separator: "\n"))")
     }
 
-    @Test(arguments: [
-        Policy(refundScope: .chain),
-        Policy(consumableClawback: false),
-        Policy(introEligibility: .neverSubscribed),
-        Policy(nonRenewingStacking: true),
-        Policy(graceWithoutRetryFlag: .deny),
-        Policy(graceWithoutRetryFlag: .grant),
-        Policy(consumableRefundShare: .share),
-        Policy(upgradeDuringIntro: .cut),
-        Policy(upgradeDuringIntro: .union),
-        Policy(refundScope: .chain, upgradeDuringIntro: .union),
-        Policy(extensionSignedAs: .renewalInfo),
-        Policy(upgradeDuringIntro: .union, extensionSignedAs: .renewalInfo),
-        Policy(expiresMeaning: .accessEnd),
-        Policy(expiresMeaning: .paidFirst), Policy(expiresMeaning: .paidThrough),
-    ])
+    @Test(arguments: Sweeps.policies)
     func oracleEqualsTruthUnderEveryPolicy(_ policy: Policy) {
-        var failures: [String] = []
-        for seed in Self.seeds(1500, from: 1000) {
-            failures += Self.mismatches(seed: seed, policy: policy)
-            if failures.count > 3 { break }
-        }
+        let failures = OracleTruth.sweep(Self.seeds(Sweeps.truthSeeds, from: 1000), policy: policy)
         #expect(failures.isEmpty, "\(failures.prefix(3).joined(separator: "\n"))")
     }
 
