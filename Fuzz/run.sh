@@ -6,6 +6,10 @@
 #
 # Leak detection is off: LeakSanitizer reports Swift objects held by globals (the test PKI, the chain cache) as
 # leaked, a false positive on the first input; runaway memory is still caught by -rss_limit_mb.
+# The build goes to .build-fuzz, or to the folder IAPCHECK_FUZZ_SCRATCH names: CI names the debug build's .build once
+# it needs the plain build no more, so that its C objects (swift-crypto's BoringSSL, compiled the same way) are reused
+# and only the Swift modules are compiled again, with the sanitizers; a plain `swift build` there afterwards compiles
+# them again without.
 # Seeds from Fuzz/corpus/TARGET (left unchanged: new inputs go to a temporary directory, printed at the end). A
 # crash, leak or timeout is written to Fuzz/crashes/TARGET/ and the script exits non-zero; commit the file there and
 # it becomes a regression input that CI replays (`swift run iapcheck-fuzz TARGET Fuzz/crashes/TARGET`).
@@ -14,7 +18,8 @@ cd "$(dirname "$0")/.."
 target=${1:?usage: Fuzz/run.sh TARGET [SECONDS]  (targets: verifier, reply, readers, http)}
 seconds=${2:-60}
 case "$target" in verifier|reply|readers|http|build) ;; *) echo "unknown target '$target' (verifier, reply, readers, http)" >&2; exit 2 ;; esac
-flags=(--scratch-path .build-fuzz --product iapcheck-fuzz -Xswiftc -sanitize=fuzzer,address -Xswiftc -DIAPCHECK_FUZZ -Xswiftc -use-ld=lld)
+flags=(--scratch-path "${IAPCHECK_FUZZ_SCRATCH:-.build-fuzz}" --product iapcheck-fuzz
+    -Xswiftc "-sanitize=fuzzer,address" -Xswiftc -DIAPCHECK_FUZZ -Xswiftc -use-ld=lld)
 swift build "${flags[@]}" >&2
 [ "$target" != build ] || exit 0
 bin="$(swift build "${flags[@]}" --show-bin-path)/iapcheck-fuzz"
