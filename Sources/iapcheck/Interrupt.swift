@@ -19,8 +19,21 @@ enum Interrupt {
     }()
     static var requested: Bool { count.pointee > 0 }
 
+    /// Said at once on the first Ctrl-C (the case or request under way may take a while against a slow backend, and
+    /// a run that says nothing reads as hung), in bytes made before the handler can run: `write` is all a signal
+    /// handler may call.
+    nonisolated(unsafe) static let notice: (UnsafeMutablePointer<UInt8>, Int) = {
+        let text = Array(
+            "\niapcheck: stopping after what is under way, then reporting what the run found (Ctrl-C again quits at once, without a report)\n"
+                .utf8)
+        let p = UnsafeMutablePointer<UInt8>.allocate(capacity: text.count)
+        p.initialize(from: text, count: text.count)
+        return (p, text.count)
+    }()
+
     static func install() {
         _ = count  // made before the handler can run
+        _ = notice
         guard !ChildProcesses.isIgnored(SIGINT) else { return }
         signal(SIGINT) { _ in
             Interrupt.count.pointee += 1
@@ -28,6 +41,7 @@ enum Interrupt {
                 ChildProcesses.killAll()
                 _exit(130)
             }
+            _ = write(STDERR_FILENO, Interrupt.notice.0, Interrupt.notice.1)
         }
     }
 }

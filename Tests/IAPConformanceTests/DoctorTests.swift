@@ -2,6 +2,7 @@ import Foundation
 import IAPConformance
 import IAPHTTP
 import IAPModel
+import IAPReference
 import IAPTesting
 import IAPValidatorAPI
 import Testing
@@ -120,5 +121,31 @@ import Testing
         #expect(p.terminationStatus == 2, "\(text)")
         #expect(text.contains("✗ isolation") || text.contains("✗ reset"), "\(text)")
         #expect(text.contains("not usable: fix the ✗ lines above"), "\(text)")
+    }
+}
+
+/// A backend that refuses every artifact of a channel (here notifications, for an App Store id of another app) also
+/// refuses that channel's forgeries: the doctor must not count those refusals as rejected forgeries.
+@Suite struct DoctorForgeryCreditTests {
+    /// The reference configured with another App Store id: app transactions pass, notifications are refused.
+    final class OtherAppleId: ReferenceValidator, @unchecked Sendable {
+        override func reset(_ config: ValidatorConfig) throws(ValidatorFailure) {
+            var c = config
+            c.catalog.appAppleId += 1
+            try super.reset(c)
+        }
+    }
+
+    @Test func aForgeryRefusedWhereTheGenuineArtifactIsRefusedTooGetsNoCredit() {
+        let report = Doctor(validator: OtherAppleId(), catalog: .standard, policy: .default).run()
+        let notification = report.items.first { $0.name == "forgery forged-nested-transaction" }
+        #expect(notification?.status == .skipped, "\(report.text)")
+        #expect(notification?.detail.contains("as the genuine notification") == true, "\(report.text)")
+        // The app channel's genuine artifact was accepted: its forgery's refusal counts.
+        let app = report.items.first { $0.name == "forgery foreign-key-signature" }
+        #expect(app?.status == .ok, "\(report.text)")
+        // With the right id, the notification's forgery counts again.
+        let right = Doctor(validator: ReferenceValidator(), catalog: .standard, policy: .default).run()
+        #expect(right.items.first { $0.name == "forgery forged-nested-transaction" }?.status == .ok, "\(right.text)")
     }
 }

@@ -45,4 +45,34 @@ import Testing
         while !ProcessTree.hasExited(pid) && Date() < gone { usleep(20_000) }
         #expect(ProcessTree.hasExited(pid), "the validator's process \(pid) outlived iapcheck")
     }
+
+    /// The first Ctrl-C is answered at once (the case under way may take long against a slow backend, and silence
+    /// reads as a hang), and the run stops with what it found: exit 130.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: binary), "iapcheck is not built"))
+    func theFirstCtrlCIsAnsweredAtOnceAndTheRunStops() throws {
+        let dir = Scratch.directory + "sigint-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        FileManager.default.createFile(atPath: dir + "/err.txt", contents: nil)
+        let err = try FileHandle(forWritingTo: URL(fileURLWithPath: dir + "/err.txt"))
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: Self.binary)
+        p.arguments = ["check", "--cases", "1000000", "--no-corpus"]
+        p.currentDirectoryURL = URL(fileURLWithPath: dir)
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = err
+        try p.run()
+        defer { if p.isRunning { kill(p.processIdentifier, SIGKILL) } }
+        usleep(1_500_000)  // the check is under way
+        #expect(p.isRunning, "a million cases ended within 1.5 s")
+        kill(p.processIdentifier, SIGINT)
+        let ends = Date().addingTimeInterval(30)
+        while p.isRunning && Date() < ends { usleep(20_000) }
+        #expect(!p.isRunning, "iapcheck did not stop within 30 s of one Ctrl-C")
+        if p.isRunning { kill(p.processIdentifier, SIGKILL) }
+        p.waitUntilExit()
+        try err.close()
+        let said = try String(contentsOfFile: dir + "/err.txt", encoding: .utf8)
+        #expect(p.terminationReason == .exit && p.terminationStatus == 130, "\(said.suffix(2000))")
+        #expect(said.contains("iapcheck: stopping after what is under way"), "\(said.suffix(2000))")
+    }
 }

@@ -110,6 +110,7 @@ extension DoctorSession {
                 case .accepted:
                     _ = knowledge.learn(d)
                     accepted += 1
+                    genuineAccepted.insert(channel)
                     add(name, .ok, "a genuine \(Self.describe(d)) of \(s.product.id) was accepted")
                 case .rejected(let reason):
                     if let (request, status) = doctor.hints.lastExchange(), status == 404 || status == 405 {
@@ -175,6 +176,12 @@ extension DoctorSession {
                 try v.deliver(rendered, now: DoctorScenario.start + 10_000)
             }
             switch (verdict, forgery.isHardeningOnly) {
+            case (.rejected(let reason), _) where !genuineAccepted.contains(d.channel):
+                // Everything on the channel is refused (a wrong App Store id, say): no credit for the forgery.
+                add(
+                    name, .skipped,
+                    "refused on \(op) (\(reason)), as the genuine \(Self.describe(d)) above was: that says nothing of the forgery until the genuine one is accepted"
+                )
             case (.rejected(let reason), _): add(name, .ok, "refused on \(op): \(reason)")
             case (_, true) where doctor.policy.tokenSizeLimit == nil:
                 add(

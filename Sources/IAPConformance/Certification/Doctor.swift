@@ -81,6 +81,8 @@ struct DoctorSession {
     var report = Doctor.Report()
     var v: any Validator { doctor.validator }
     var timings: [String: [Double]] = [:]
+    /// The channels whose genuine artifact the backend accepted: only there does a refused forgery say anything.
+    var genuineAccepted: Set<DeliveryChannel> = []
 
     init(doctor: Doctor) { self.doctor = doctor }
 
