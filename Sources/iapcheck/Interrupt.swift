@@ -20,8 +20,8 @@ enum Interrupt {
     static var requested: Bool { count.pointee > 0 }
 
     /// Said at once on the first Ctrl-C (the case or request under way may take a while against a slow backend, and
-    /// a run that says nothing reads as hung), in bytes made before the handler can run: `write` is all a signal
-    /// handler may call.
+    /// a run that says nothing reads as hung), in bytes made before the handler can run: the handler may `write`
+    /// them, where printing (which allocates and locks) is not safe.
     nonisolated(unsafe) static let notice: (UnsafeMutablePointer<UInt8>, Int) = {
         let text = Array(
             "\niapcheck: stopping after what is under way, then reporting what the run found (Ctrl-C again quits at once, without a report)\n"
