@@ -9,17 +9,20 @@ final class Progress {
     var detail: String?
     var pacing = ProgressPacing(terminalSeconds: 2)
     var started = Date()
+    var remaining = RemainingTime()
     let quiet: Bool
     init(_ label: String, quiet: Bool) {
         self.label = label
         self.quiet = quiet
     }
     func update(_ done: Int, _ total: Int) {
-        guard !quiet, pacing.due(done, of: total) else { return }
-        let seconds = max(Date().timeIntervalSince(started), 0.001)
-        let rate = Double(done) / seconds
+        guard !quiet else { return }
+        let now = Date()
+        remaining.record(done, now: now)
+        guard pacing.due(done, of: total, now: now) else { return }
+        let seconds = max(now.timeIntervalSince(started), 0.001)
         var line = "\(label): \(done)/\(total) cases, \(TextReport.rate(Double(done), seconds: seconds))"
-        if rate > 0 && done < total { line += ", about \(Self.duration(Double(total - done) / rate)) left" }
+        if let left = remaining.seconds(done, of: total, now: now) { line += ", about \(Self.duration(left)) left" }
         if let detail { line += " (\(detail))" }
         FileHandle.standardError.write(Data((line + "\n").utf8))
     }
@@ -36,5 +39,6 @@ final class Progress {
     func restart() {
         started = Date()
         pacing.restart(now: started)
+        remaining.restart(now: started)
     }
 }
