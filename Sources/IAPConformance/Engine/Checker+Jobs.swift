@@ -89,7 +89,7 @@ extension Checker {
         // The cases that count: up to the failure that ends the run; when stopped early, the unbroken prefix that
         // finished. Failures are shrunk in index order on the first validator, as a single job would.
         var counted = 0
-        var coverage = Coverage(), forgeries = ForgeryTally()
+        var coverage = expectedCoverage, forgeries = ForgeryTally()
         var passed = 0, questions = 0
         var found = FailureCollector(options: options)
         while counted < total, !found.isDone, let r = results[range.lowerBound + counted] {

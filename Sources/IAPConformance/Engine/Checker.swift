@@ -32,6 +32,14 @@ public struct Checker {
             leavingOut: options.knownDivergences)
     }
 
+    /// A run's coverage before its first case: the families its catalog allows (drawn catalogs' included) count as
+    /// blind spots until a case makes them.
+    var expectedCoverage: Coverage {
+        var c = Coverage()
+        c.expect(ScenarioFamily.possible(in: options.catalog, drawsCatalogs: options.drawsCatalogs))
+        return c
+    }
+
     /// The properties this run takes turns with: a validator that takes concurrent calls is also checked for races.
     public var properties: [PropertyName] {
         validator is any ConcurrentValidator && options.properties == PropertyName.standard
@@ -52,7 +60,7 @@ public struct Checker {
         let start = DispatchTime.now().uptimeNanoseconds
         // The profile decides what the cases deliver; a validator that cannot start fails the first case instead.
         try? validator.prepare()
-        var coverage = Coverage()
+        var coverage = expectedCoverage
         var passed = 0, questions = 0
         var forgeries = ForgeryTally()
         if options.jobs > 1, options.onlyCase == nil, options.caseRange.count > 1, let make = makeWorker {

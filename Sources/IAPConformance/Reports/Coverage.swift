@@ -4,6 +4,8 @@ import IAPSimulator
 /// How many cases exercised each scenario family and each notification type/subtype (the check's own
 /// statistics: a family nobody generated is a blind spot).
 public struct Coverage: Codable, Hashable, Sendable {
+    /// Cases per scenario family, 0 for a family some case's catalog (or the run's, ``expect(_:)``) allows that no
+    /// case made; a family no catalog of the run allows is absent (``ScenarioFamily/possible(in:drawsCatalogs:)``).
     public var families: [String: Int] = [:]
     public var notifications: [String: Int] = [:]
     public var properties: [String: Int] = [:]
@@ -80,7 +82,13 @@ public struct Coverage: Codable, Hashable, Sendable {
         apiPages = try c.decodeIfPresent(Histogram.self, forKey: .apiPages) ?? apiPages
     }
 
+    /// Counts the families `possible` as blind spots until a case makes them.
+    public mutating func expect(_ possible: Set<ScenarioFamily>) {
+        for f in possible where families[f.rawValue] == nil { families[f.rawValue] = 0 }
+    }
+
     public mutating func add(_ c: GeneratedCase) {
+        if families.count < ScenarioFamily.allCases.count { expect(ScenarioFamily.possible(in: c.config.catalog)) }
         for f in c.families { families[f.rawValue, default: 0] += 1 }
         for k in Set(c.notificationKinds) { notifications[k, default: 0] += 1 }
         properties[c.property.rawValue, default: 0] += 1
@@ -117,10 +125,10 @@ public struct Coverage: Codable, Hashable, Sendable {
         return out
     }
 
-    /// Scenario families no case exercised, then the product-change directions the catalog allows that no case
-    /// made.
+    /// Scenario families the catalog allows that no case exercised, then the product-change directions the catalog
+    /// allows that no case made.
     public var missingFamilies: [String] {
-        ScenarioFamily.allCases.map(\.rawValue).filter { (families[$0] ?? 0) == 0 }
+        ScenarioFamily.allCases.map(\.rawValue).filter { families[$0] == 0 }
             + ProductMove.directions.filter { productChanges[$0] == 0 }.map { "product change " + $0 }
     }
 }
