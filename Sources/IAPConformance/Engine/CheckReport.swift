@@ -23,6 +23,9 @@ public struct FailureReport: Sendable {
     public var shrinkTimedOut = false
     /// A budget (attempts, time or Ctrl-C) ended the shrink before its passes ran out: nothing is known to be needed.
     public var shrinkExhausted = false
+    /// After the attempt budget ended the shrink, each action of `shrunk` was deleted in turn and the failure went
+    /// with each: no single action can go, and what a larger budget may still do is simplify values.
+    public var actionsNeeded = false
     /// Wall-clock seconds spent shrinking (and replaying the result).
     public var shrinkSeconds = 0.0
     /// Failing cases of the run with this failure's signature (`--keep-going`), this one included.
@@ -33,18 +36,17 @@ public struct FailureReport: Sendable {
 
     public var discrepancy: Discrepancy? { if case .discrepancy(let d) = outcome { d } else { nil } }
 
-    /// The failure as a person reads it: which case, what differed (or how the validator failed), and the shrunk
-    /// history as a timeline. What a test built on ``Checker`` records as its issue.
     /// How far the case was shrunk, as the FAIL line says it: "shrunk from 12 to 2 actions in 400 attempts", or,
     /// when the shrink ran to its end and no action could go, "not shrunk in 250 attempts: its 1 action is needed".
-    /// A shrink a budget ended says only "not shrunk in N attempts": deleting an action may still have worked.
+    /// A shrink a budget ended says only "not shrunk in N attempts" (deleting an action may still have worked),
+    /// unless each action was then deleted in turn and found needed (``actionsNeeded``).
     public func shrinkPhrase(attempts: Int? = nil) -> String {
         let n = shrunk.actionCount
         let actions = "\(n) action\(n == 1 ? "" : "s")"
         let tried = attempts.map { " in \($0) attempts" } ?? ""
+        let needed = ": its \(actions) \(n == 1 ? "is" : "are") needed"
         guard originalActions != n else {
-            return shrinkExhausted
-                ? "not shrunk\(tried)" : "not shrunk\(tried): its \(actions) \(n == 1 ? "is" : "are") needed"
+            return shrinkExhausted && !actionsNeeded ? "not shrunk\(tried)" : "not shrunk\(tried)\(needed)"
         }
         return "shrunk from \(originalActions) to \(actions)\(tried)"
     }
@@ -59,12 +61,18 @@ public struct FailureReport: Sendable {
         } else if shrinkTimedOut {
             s +=
                 ", stopped by the \(Int(timeBudget)) s shrink budget: a longer --shrink-seconds may give a smaller case"
+        } else if shrinkExhausted && actionsNeeded {
+            s +=
+                ", stopped by the attempt budget while simplifying values (no single action can go): a larger"
+                + " --shrink-attempts may give simpler values"
         } else if shrinkExhausted {
             s += ", stopped by the attempt budget: a larger --shrink-attempts may give a smaller case"
         }
         return s
     }
 
+    /// The failure as a person reads it: which case, what differed (or how the validator failed), and the shrunk
+    /// history as a timeline. What a test built on ``Checker`` records as its issue.
     public var explanation: String {
         let what =
             discrepancy.map { d in

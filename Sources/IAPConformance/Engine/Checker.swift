@@ -24,7 +24,7 @@ public struct Checker {
     }
 
     /// The generator of case `i`: its size depends on the index (small cases first, then a long tail).
-    func generator(forCase i: Int) -> CaseGenerator {
+    package func generator(forCase i: Int) -> CaseGenerator {
         CaseGenerator(
             catalog: options.catalog, policy: options.policy, maxActions: options.maxActions,
             drawsCatalogs: options.drawsCatalogs,
@@ -207,11 +207,13 @@ public struct Checker {
             let o = CaseRunner.run(c, against: validator, signed: options.signed)
             return Self.sameFailure(o, outcome) ? (c, o) : nil
         }
-        var result = shrunk(signed: options.signed && !decodedReproduces)
+        var signed = options.signed && !decodedReproduces
+        var result = shrunk(signed: signed)
         var best = confirmed(result)
         if best == nil && options.signed && decodedReproduces && !result.stopped {
             // The shortcut shrank to a history whose failure needs the decoded form (signed artifacts are rendered
             // in Apple's form, e.g. receipt entries in Apple's order): shrink again, signed.
+            signed = true
             result = shrunk(signed: true)
             best = confirmed(result)
         }
@@ -229,6 +231,10 @@ public struct Checker {
         report.shrinkStopped = result.stopped
         report.shrinkTimedOut = result.timedOut
         report.shrinkExhausted = result.exhaustedBudget
+        if result.exhaustedBudget && !result.stopped && !result.timedOut && best != nil {
+            report.actionsNeeded = !anActionCanGo(
+                result.choices, generator: generator, property: property, outcome: outcome, signed: signed)
+        }
         report.shrinkSeconds = Self.seconds(since: shrinkStart)
         return report
     }
