@@ -42,6 +42,7 @@ struct SendReport {
             say("    \(CivilTime.iso8601(e.time))  \(e.summary.trimmingCharacters(in: .whitespaces))")
         }
         let names = Dictionary(c.persons.map { ($0.accountId, $0.name) }, uniquingKeysWith: { a, _ in a })
+        resent(names: names)
         say(outcome.sent.isEmpty ? "  delivered: nothing" : "  delivered:")
         for s in outcome.sent { say(delivery(s, names: names)) }
         if let f = outcome.failure {
@@ -57,6 +58,18 @@ struct SendReport {
         }
     }
 
+    /// Earlier sends' deliveries sent again first (the validator remembers nothing between sends): a count, and
+    /// each one the validator judged otherwise than expected, in full.
+    func resent(names: [String: String]) {
+        guard !outcome.resent.isEmpty else { return }
+        let wrong = outcome.resent.filter { !$0.asExpected }
+        let n = outcome.resent.count
+        say(
+            "  sent again first, as the validator remembers nothing between sends: \(n) earlier deliver\(n == 1 ? "y" : "ies")"
+                + (wrong.isEmpty ? ", each judged as expected" : ", \(wrong.count) judged otherwise:"))
+        for s in wrong { say(delivery(s, names: names)) }
+    }
+
     /// One delivery: what it was, its ids, the verdict (and the expected one when they differ), the exchange.
     func delivery(_ s: SendRun.Sent, names: [String: String]) -> String {
         let verdict: String =
@@ -64,7 +77,7 @@ struct SendReport {
             case .accepted: "accepted"
             case .rejected(let why): "rejected (\(why))"
             }
-        let wrong = (verdict == "accepted") != (s.expected == "accepted") ? "   ✗ expected: \(s.expected)" : ""
+        let wrong = s.asExpected ? "" : "   ✗ expected: \(s.expected)"
         return
             "    \(CivilTime.iso8601(s.delivery.arrival))  \(Timeline.describe(s.delivery, names: names)) → \(command.isDryRun ? "written" : verdict)\(wrong)\n"
             + "        \(Self.ids(s.delivery.delivery))\(s.exchange.map { "   [\($0)]" } ?? "")"

@@ -221,6 +221,12 @@ import Testing
         #expect(r.out.contains("expected: pro.yearly") && r.out.contains("observed: nothing"), "\(r.out)")
         #expect(r.out.contains("DIFFERS: entitlement disagreement (product pro.yearly/active)"))
         #expect(r.out.contains("why the oracle expects this"))
+        // A validator of this process remembers nothing between sends: the earlier deliveries went again first, and
+        // the report says how many and that they were judged as expected.
+        #expect(
+            r.out.contains(
+                "sent again first, as the validator remembers nothing between sends: 3 earlier deliveries, each judged"),
+            "\(r.out)")
     }
 
     @Test func aStepTheCustomerCannotTakeIsRefusedAndChangesNothing() throws {

@@ -127,8 +127,11 @@ public struct SendRun: Sendable {
         /// The artifacts as sent (a dry run writes them).
         public var signed: SignedDelivery
         public var verdict: DeliveryVerdict
-        /// What the validator had to answer: `accepted`, or `rejected (why)`.
+        /// What the validator had to answer: `accepted`, `rejected (why)`, or `accepted or rejected` where Apple
+        /// leaves the verdict open.
         public var expected: String
+        /// The verdict is one the oracle allows.
+        public var asExpected: Bool
         /// The exchange as the transport saw it (`POST /apple/notifications → 200`), when it says.
         public var exchange: String?
     }
@@ -136,6 +139,8 @@ public struct SendRun: Sendable {
     /// How the send ended.
     public struct Outcome: Sendable {
         public var sent: [Sent] = []
+        /// Earlier sends' deliveries, sent again first to a validator that remembers nothing between sends.
+        public var resent: [Sent] = []
         /// Keys of every delivery the validator has now had (earlier sends' and this one's).
         public var delivered: Set<String> = []
         public var expected: EntitlementAnswer?
@@ -186,17 +191,19 @@ public struct SendRun: Sendable {
                     return out
                 }
                 if expected.learns(verdict) { knowledge.learn(d.delivery) }
-                guard !earlier else { continue }
                 out.delivered.insert(key)
                 let wanted: String =
                     switch expected {
-                    case .accept, .either: "accepted"
+                    case .accept: "accepted"
+                    case .either: "accepted or rejected"
                     case .refuse(let why): "rejected (\(why))"
                     }
-                out.sent.append(
-                    Sent(
-                        step: i, delivery: d, signed: signed, verdict: verdict, expected: wanted, exchange: exchange()))
-                if out.discrepancy == nil, let wrong = CaseRunner.wrongVerdict(d, verdict, expected, step: i) {
+                let wrong = CaseRunner.wrongVerdict(d, verdict, expected, step: i)
+                let sent = Sent(
+                    step: i, delivery: d, signed: signed, verdict: verdict, expected: wanted, asExpected: wrong == nil,
+                    exchange: exchange())
+                if earlier { out.resent.append(sent) } else { out.sent.append(sent) }
+                if out.discrepancy == nil, let wrong {
                     out.discrepancy = wrong
                 }
             case .query(let q):
