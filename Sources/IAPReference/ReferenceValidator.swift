@@ -80,7 +80,7 @@ open class ReferenceValidator: DecodedDeliveryValidator {
     /// Called with the validator's clock before each signed delivery is verified (a hook for mutants).
     open func willVerify(now: Millis) {}
 
-    public func deliver(_ delivery: SignedDelivery, now: Millis) throws(ValidatorFailure) -> DeliveryVerdict {
+    open func deliver(_ delivery: SignedDelivery, now: Millis) throws(ValidatorFailure) -> DeliveryVerdict {
         willVerify(now: now)
         switch delivery {
         case let .appTransaction(userId, jws, deviceTime):

@@ -149,3 +149,37 @@ import Testing
         #expect(right.items.first { $0.name == "forgery forged-nested-transaction" }?.status == .ok, "\(right.text)")
     }
 }
+
+/// A backend that fails on the simplest purchase (a 500 on every question, a hang on the webhook) cannot be checked:
+/// `check` would stop at its first case. The doctor says so with a ✗ and a fix, not a `!` and "usable".
+@Suite struct DoctorBlockingFailureTests {
+    /// The reference whose questions fail as a backend's 500 does (a clock header it cannot parse).
+    final class FailingAnswers: ReferenceValidator, @unchecked Sendable {
+        override func entitlements(_ query: EntitlementQuery) throws(ValidatorFailure) -> EntitlementAnswer {
+            throw ValidatorFailure(.badAnswer, "entitlements answered HTTP 500: DateTimeParseException")
+        }
+    }
+
+    /// The reference whose webhook hangs; forgeries on the app route crash it.
+    final class HangingWebhook: ReferenceValidator, @unchecked Sendable {
+        override func deliver(_ d: SignedDelivery, now: Millis) throws(ValidatorFailure) -> DeliveryVerdict {
+            if case .notification = d { throw ValidatorFailure(.timedOut, "no complete HTTP response within 3.0 s") }
+            return try super.deliver(d, now: now)
+        }
+    }
+
+    @Test func aFailingAnswerIsAConfigurationProblemAndTheClockIsSaidNotChecked() {
+        let report = Doctor(validator: FailingAnswers(), catalog: .standard, policy: .default).run()
+        let answer = report.items.first { $0.name == "answer" }
+        #expect(answer?.status == .misconfigured && !report.usable, "\(report.text)")
+        #expect(answer?.fix?.contains("check would stop at its first case") == true, "\(report.text)")
+        #expect(report.items.first { $0.name == "clock" }?.status == .skipped, "\(report.text)")
+    }
+
+    @Test func aHangingGenuineDeliveryIsAConfigurationProblem() {
+        let report = Doctor(validator: HangingWebhook(), catalog: .standard, policy: .default).run()
+        let webhook = report.items.first { $0.name == DeliveryChannel.notification.protocolName }
+        #expect(webhook?.status == .misconfigured && !report.usable, "\(report.text)")
+        #expect(webhook?.fix?.contains("longer --timeout") == true, "\(report.text)")
+    }
+}

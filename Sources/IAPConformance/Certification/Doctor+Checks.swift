@@ -191,7 +191,7 @@ extension DoctorSession {
                 add(name, .finding, "accepted on \(op): check will report it (forgery-rejected)")
             }
         } catch {
-            failed(name, error, during: op)
+            failed(name, error, during: op, blocking: false)
         }
     }
 

@@ -99,9 +99,10 @@ struct DoctorSession {
         return try body(validator)
     }
 
-    /// A validator failure as a checklist line: unreachable and misconfigured validators are configuration; a
-    /// crash, a hang or garbage is what the check reports too.
-    mutating func failed(_ name: String, _ f: ValidatorFailure, during what: String) {
+    /// A validator failure as a checklist line: unreachable and misconfigured validators are configuration. A crash,
+    /// a hang or garbage on a forgery is what the check reports too (a `!`); on the simplest genuine purchase or its
+    /// answer (`blocking`) it is a ✗, since `check` would stop at its first case the same way.
+    mutating func failed(_ name: String, _ f: ValidatorFailure, during what: String, blocking: Bool = true) {
         switch f.kind {
         case .unavailable: add(name, .misconfigured, f.message, fix: f.fix ?? doctor.hints.unreachableFix)
         case .misconfigured:
@@ -113,10 +114,23 @@ struct DoctorSession {
                 add(
                     name, .misconfigured, "\(request) answered \(status) during \(what)",
                     fix: "the route is not there: check \(doctor.hints.whereIs(what) ?? "its method and path")")
+            } else if blocking {
+                add(name, .misconfigured, "\(f.kind.rawValue) during \(what): \(f.message)", fix: Self.blockingFix(f))
             } else {
                 add(name, .finding, "\(f.kind.rawValue) during \(what): \(f.message)")
             }
         }
+    }
+
+    /// What to look at when the simplest purchase already fails as a program or a backend fails.
+    static func blockingFix(_ f: ValidatorFailure) -> String {
+        let stop = "the simplest purchase already fails here, so check would stop at its first case: "
+        if f.kind == .timedOut {
+            return stop
+                + "is this the route that answers, does the backend wait on something (a lock, a call to Apple's servers), or does it need a longer --timeout?"
+        }
+        return stop
+            + "the backend's answer above, or its log, says why (a clock header it cannot parse, a setting it lacks); a status the target file does not list is added to the route's \"accepted\" or \"refused\""
     }
 
     mutating func run() {
@@ -162,7 +176,10 @@ struct DoctorSession {
         guard deliverGenuine(scenario, profile: profile, knowledge: &knowledge) else { return }
         deliverForged(scenario, profile: profile)
         // The answer first (a mapping that does not fit shows there), judged once the clock is known to be read.
-        guard let answer = askDayOne(scenario) else { return }
+        guard let answer = askDayOne(scenario) else {
+            add("clock", .skipped, "not checked: the answer above could not be read")
+            return
+        }
         // A date read in the wrong unit would look like a clock that is not read: name the format first.
         if formatIsWrong(answer, scenario, knowledge: knowledge) { return }
         if checkClock(scenario, knowledge: knowledge, profile: profile) {
