@@ -22,14 +22,16 @@ extension Check {
             if done < total { progress.detail = "next \(checker.property(ofCase: firstCase + done).rawValue)" }
             progress.update(done, total)
         }
-        let budget = opts.shrinkBudget
-        checker.willShrink = { [quiet] i, what in
+        checker.willShrink = { [quiet] i, what, budget in
             guard !quiet else { return }
-            let limit = budget.maxSeconds.isFinite ? " or \(Int(budget.maxSeconds)) s" : ""
-            FileHandle.standardError.write(
-                Data(
-                    "check: case \(i) failed (\(what)); shrinking it, up to \(budget.maxAttempts) attempts\(limit)\n"
-                        .utf8))
+            let line: String
+            if let budget {
+                let limit = budget.maxSeconds.isFinite ? " or \(Int(budget.maxSeconds)) s" : ""
+                line = "check: case \(i) failed (\(what)); shrinking it, up to \(budget.maxAttempts) attempts\(limit)"
+            } else {
+                line = "check: case \(i) failed (\(what)); not shrinking it, as the run is stopping (Ctrl-C)"
+            }
+            FileHandle.standardError.write(Data((line + "\n").utf8))
         }
         return progress
     }

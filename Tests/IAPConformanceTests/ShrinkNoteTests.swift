@@ -1,6 +1,10 @@
 import IAPConformance
+import IAPModel
 import IAPMutants
+import IAPReference
 import IAPSimulator
+import IAPSupport
+import IAPValidatorAPI
 import PropertyEngine
 import Testing
 
@@ -23,5 +27,36 @@ import Testing
             checker.anActionCanGo(
                 source.choices, generator: checker.generator(forCase: f.caseIndex), property: original.property,
                 outcome: outcome, signed: false))
+    }
+}
+
+/// Ctrl-C while a case runs: when that case fails, it is reported as found, without a shrink or a replay (against a
+/// hanging backend each would wait another --timeout), and the run is marked interrupted.
+@Suite struct StopDuringACaseTests {
+    /// The reference whose questions time out, and which asks the run to stop (Ctrl-C) during the first.
+    final class StopsWhileHanging: ReferenceValidator, @unchecked Sendable {
+        let asked = Locked(0)
+        let stop = Locked(false)
+        override func entitlements(_ query: EntitlementQuery) throws(ValidatorFailure) -> EntitlementAnswer {
+            asked.withLock { $0 += 1 }
+            stop.withLock { $0 = true }
+            throw ValidatorFailure(.timedOut, "no complete HTTP response within 20 s")
+        }
+    }
+
+    @Test func aCaseThatFailsAfterCtrlCIsReportedUnshrunk() throws {
+        let v = StopsWhileHanging()
+        var o = CheckOptions()
+        o.cases = 20
+        o.shouldStop = { v.stop.value }
+        var announced: [Shrinker.Budget?] = []
+        var checker = Checker(options: o, validator: v)
+        checker.willShrink = { _, _, budget in announced.append(budget) }
+        let report = checker.run()
+        let f = try #require(report.failure)
+        #expect(f.shrinkStopped && f.shrinkAttempts == 0 && report.interrupted)
+        #expect(v.asked.value == 1, "asked \(v.asked.value) times: a replay or a shrink ran after the stop")
+        #expect(announced.count == 1 && announced[0] == nil)
+        #expect(f.shrinkClause(timeBudget: 60, timed: false).contains("stopped by Ctrl-C"))
     }
 }

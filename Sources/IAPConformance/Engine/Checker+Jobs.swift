@@ -99,8 +99,7 @@ extension Checker {
             if let (c, src, outcome) = r.failure {
                 let i = range.lowerBound + counted - 1
                 found.add(c, outcome) {
-                    willShrink?(i, Self.finding(outcome))
-                    return shrink(
+                    shrink(
                         caseIndex: i, original: c, source: src, outcome: outcome, helpers: Array(workers.dropFirst()))
                 }
             } else {

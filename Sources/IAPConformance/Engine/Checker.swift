@@ -12,9 +12,10 @@ public struct Checker {
     public var validator: any Validator
     /// Called after every case with (cases done, total) so long runs can show progress.
     public var progress: ((Int, Int) -> Void)?
-    /// Called when a failing case is about to be shrunk, with its index and what failed (shrinking a program or a
-    /// backend can take a minute: the command line says so).
-    public var willShrink: ((_ caseIndex: Int, _ what: String) -> Void)?
+    /// Called when a failing case is about to be shrunk, with its index, what failed and the budget the shrink has
+    /// (shrinking a program or a backend can take a minute: the command line says so); nil when a stop (Ctrl-C) is
+    /// pending, so the case is reported as it was found.
+    public var willShrink: ((_ caseIndex: Int, _ what: String, _ budget: Shrinker.Budget?) -> Void)?
     /// Makes the validator of each further job (`options.jobs` > 1): another instance, or process, of the same.
     public var makeWorker: (() throws -> any Validator)?
 
@@ -89,10 +90,7 @@ public struct Checker {
                 passed += 1
                 questions += q
             } else {
-                found.add(c, outcome) {
-                    willShrink?(i, Self.finding(outcome))
-                    return shrink(caseIndex: i, original: c, source: src, outcome: outcome)
-                }
+                found.add(c, outcome) { shrink(caseIndex: i, original: c, source: src, outcome: outcome) }
                 if found.isDone { return report(cases: n + 1) }
             }
             progress?(n + 1, indices.count)
@@ -137,6 +135,15 @@ public struct Checker {
     }
 
     /// What a failing outcome found, as headlines say it.
+    /// The step a failure happened at.
+    static func step(_ o: CaseOutcome) -> Int? {
+        switch o {
+        case .discrepancy(let d): d.step
+        case .validatorFailed(_, let s): s
+        case .passed: nil
+        }
+    }
+
     static func finding(_ o: CaseOutcome) -> String {
         switch o {
         case .passed: "passed"
@@ -172,6 +179,15 @@ public struct Checker {
         let shrinkStart = DispatchTime.now().uptimeNanoseconds
         let property = original.property
         let generator = generator(forCase: i)
+        if options.shouldStop() {
+            // Ctrl-C came while the case ran: no shrink, nor a replay that could hang another --timeout.
+            willShrink?(i, Self.finding(outcome), nil)
+            var report = FailureReport(
+                caseIndex: i, seed: options.seed, property: property, originalActions: original.actionCount,
+                shrunk: original, outcome: outcome, shrinkAttempts: 0, failingStep: Self.step(outcome))
+            report.shrinkStopped = true
+            return report
+        }
         // Shrink without cryptography when the failure shows there too (entitlement bugs): thousands of attempts
         // then cost milliseconds. Signature-dependent failures shrink signed.
         let decodedReproduces =
@@ -208,6 +224,7 @@ public struct Checker {
             return Self.sameFailure(o, outcome) ? (c, o) : nil
         }
         var signed = options.signed && !decodedReproduces
+        willShrink?(i, Self.finding(outcome), shrinkBudget(signed: signed, outcome: outcome))
         var result = shrunk(signed: signed)
         var best = confirmed(result)
         if best == nil && options.signed && decodedReproduces && !result.stopped {
@@ -218,12 +235,7 @@ public struct Checker {
             best = confirmed(result)
         }
         let bestCase = best ?? (original, outcome)
-        let step: Int? =
-            switch bestCase.1 {
-            case .discrepancy(let d): d.step
-            case .validatorFailed(_, let s): s
-            case .passed: nil
-            }
+        let step = Self.step(bestCase.1)
         let flaky = result.stopped ? nil : flakiness(of: bestCase)
         var report = FailureReport(
             caseIndex: i, seed: options.seed, property: property, originalActions: original.actionCount,
