@@ -36,7 +36,8 @@ struct Check: ParsableCommand {
     var validator = "reference"
 
     @Option(help: "Seconds a subprocess validator may take to answer one request before it is killed and reported.")
-    var timeout: Double = 5
+    var timeout: Double = Self.defaultTimeout
+    static let defaultTimeout = 5.0
 
     @OptionGroup var options: CaseOptions
 
@@ -213,6 +214,7 @@ struct Check: ParsableCommand {
         s.faults = faultProfile.isEmpty ? nil : faults
         s.properties = property
         (s.parallel, s.unsigned, s.noCorpus) = (parallel, unsigned, noCorpus)
+        s.timeout = timeout == Self.defaultTimeout ? nil : timeout
         return s
     }
 

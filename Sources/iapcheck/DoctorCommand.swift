@@ -22,7 +22,7 @@ struct DoctorCommand: ParsableCommand {
             """)
 
     @Option(help: "The validator: exec:'COMMAND' or http:TARGET.json (or any check --validator).") var validator: String
-    @Option(help: "Seconds per request before the validator is reported as hanging.") var timeout: Double = 5
+    @Option(help: "Seconds per request before the validator is reported as hanging.") var timeout = Check.defaultTimeout
     @OptionGroup var options: CaseOptions
 
     func run() throws {
@@ -39,7 +39,9 @@ struct DoctorCommand: ParsableCommand {
         let report = preflight(validator, v, catalog: catalog, policy: policy)
         print(report.text)
         if report.usable {
-            print("usable: \(options.selection(validator: validator).check)")
+            var selection = options.selection(validator: validator)
+            selection.timeout = timeout == Check.defaultTimeout ? nil : timeout
+            print("usable: \(selection.check)")
         } else {
             print("not usable: fix the ✗ lines above")
             throw ExitCode(Exit.usage)

@@ -22,6 +22,9 @@ struct Replay: ParsableCommand {
     )
     var validator = "reference"
 
+    @Option(help: "Seconds a program or a backend may take to answer one request before it is reported as hanging.")
+    var timeout: Double = 5
+
     @Flag(help: "Expect every case to fail.")
     var expectFail = false
 
@@ -29,7 +32,7 @@ struct Replay: ParsableCommand {
     var explain = false
 
     func run() throws {
-        let v = try makeValidator(validator)
+        let v = try makeValidator(validator, timeout: timeout)
         let paths = corpusPaths()
         var unexpected = 0, failedAsProgram = false
         for path in paths {

@@ -28,6 +28,8 @@ public struct RunSelection: Sendable, Equatable {
     public var unsigned = false
     /// `--no-corpus`: a rerun of a run without the corpus must not start writing one.
     public var noCorpus = false
+    /// `--timeout` when the user gave one other than the default: a slow backend's rerun must get as long.
+    public var timeout: Double?
 
     public init(validator: String) {
         self.validator = validator
@@ -56,7 +58,13 @@ public struct RunSelection: Sendable, Equatable {
         if parallel { s += " --parallel" }
         if unsigned { s += " --unsigned" }
         if noCorpus { s += " --no-corpus" }
-        return s
+        return s + timeoutArgument
+    }
+
+    /// ` --timeout S`, or nothing.
+    var timeoutArgument: String {
+        guard let timeout else { return "" }
+        return " --timeout " + (timeout == timeout.rounded() ? String(Int(timeout)) : String(timeout))
     }
 
     private var checkPrefix: String { "iapcheck check --validator \(Shell.quote(validator)) --seed \(seed)" }
@@ -71,9 +79,11 @@ public struct RunSelection: Sendable, Equatable {
 
     /// Replays a saved counterexample against this validator.
     public func replay(file: String) -> String {
-        "iapcheck replay \(Shell.quote(file)) --validator \(Shell.quote(validator))"
+        "iapcheck replay \(Shell.quote(file)) --validator \(Shell.quote(validator))\(timeoutArgument)"
     }
 
     /// Checks this validator with these histories (what the doctor suggests once it passes).
-    public var check: String { "iapcheck check --validator \(Shell.quote(validator))\(catalogArguments)" }
+    public var check: String {
+        "iapcheck check --validator \(Shell.quote(validator))\(catalogArguments)\(timeoutArgument)"
+    }
 }
