@@ -133,6 +133,17 @@ import Testing
         #expect(lines.contains { $0.contains("\"precision\": \"s\"") }, "\(lines)")
     }
 
+    /// The doctor's one purchase shows it too (its instants have milliseconds): a ✗ naming the fix, and a backend
+    /// that declares it is usable.
+    @Test func theDoctorSeesDatesCutToTheSecond() {
+        let report = Doctor(validator: KeepsSeconds(declares: 1), catalog: .standard, policy: .default).run()
+        let answer = report.items.first { $0.name == "answer" }
+        #expect(answer?.status == .misconfigured, "\(report.text)")
+        #expect(answer?.fix?.contains("\"precision\": \"s\"") == true, "\(report.text)")
+        let declared = Doctor(validator: KeepsSeconds(declares: 1000), catalog: .standard, policy: .default).run()
+        #expect(declared.usable && declared.items.allSatisfy { $0.status != .finding }, "\(declared.text)")
+    }
+
     @Test func questionsHeldToASecondStayOnTheSameSideOfEveryChange() {
         let profile = KeepsSeconds(declares: 1000).profile
         for seed in UInt64(1)...20 {

@@ -14,7 +14,9 @@ struct DoctorScenario {
     var catalog: Catalog
     /// What the answer names the purchase by: the product, or the first entitlement it unlocks.
     var subject: String
-    static let start: Millis = CivilTime.days(fromCivil: 2026, 3, 1) * CivilTime.msPerDay
+    /// 2026-03-01T09:41:27.350Z: an instant with milliseconds, so that a backend keeping dates to the second shows
+    /// it on the doctor's one purchase (on a whole second, the cut date equals the true one).
+    static let start: Millis = CivilTime.days(fromCivil: 2026, 3, 1) * CivilTime.msPerDay + 34_887_350
 
     /// An auto-renewable subscription if the catalog has one (that unlocks an entitlement, when the validator
     /// answers in entitlements), so the clock can be checked on its expiry; else any product.
