@@ -185,6 +185,8 @@ public class HTTPValidator: Validator {
     public var isolation: CaseIsolation { target.resets ? .reset : .namespace }
 
     public func reset(_ config: ValidatorConfig) throws(ValidatorFailure) {
+        // Every case starts here: its failure report shows its own requests, not a shrink's earlier attempts.
+        client.forgetTranscript()
         store?.reset(config)
         guard target.resets else { return }
         var values = RequestValues([.config: .json(encode(config))])

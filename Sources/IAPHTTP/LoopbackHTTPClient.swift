@@ -77,6 +77,9 @@ public final class LoopbackHTTPClient {
 
     public func note(_ s: String) { keep(.text(s)) }
 
+    /// Starts the transcript afresh (a new case), so that a failure report shows only its own case's exchanges.
+    public func forgetTranscript() { entries = [] }
+
     private func keep(_ e: Entry) {
         entries.append(e)
         if entries.count > 12 { entries.removeFirst(entries.count - 12) }

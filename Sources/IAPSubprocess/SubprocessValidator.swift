@@ -291,6 +291,8 @@ public final class SubprocessValidator: RestartableValidator {
     }
 
     public func reset(_ config: ValidatorConfig) throws(ValidatorFailure) {
+        // Every case starts here: its failure report shows its own exchanges, not a shrink's earlier attempts.
+        transcript = []
         if process == nil || processGone { try start() }
         let r = try request(WireProtocol.Request(id: 0, type: "reset", config: config))
         guard r.type == "ok" else { throw fail(.protocolViolation, "reset answered with \(r.type)") }
