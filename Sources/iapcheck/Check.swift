@@ -276,7 +276,7 @@ struct Check: ParsableCommand {
         if parallel {
             guard v is ConcurrentValidator else {
                 throw ValidationError(
-                    "--parallel needs a validator that takes concurrent calls (the reference, or an in-process validator marked ConcurrentValidator)"
+                    "--parallel (the parallel-delivery property: half of a history from two concurrent clients) runs only against validators in this process for now (reference, variant:, mutant:); exec: and http: validators are checked one call at a time"
                 )
             }
             if props.isEmpty { opts.properties = PropertyName.standard + [.parallelDelivery] }
