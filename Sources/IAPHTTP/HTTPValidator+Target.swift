@@ -155,7 +155,10 @@ extension HTTPValidator {
                 profile = try ValidatorProfile.parse(
                     answers: answers ?? mapping.map { $0.fields.map(\.rawValue) }, channels: channels, prefix: "")
             } catch {
-                o.problem(error.message.hasPrefix("answers") ? "answers" : "channels", error.message)
+                let key = error.message.hasPrefix("answers") ? "answers" : "channels"
+                o.problem(key, String(error.message.dropFirst(error.message.hasPrefix(key + ": ") ? key.count + 2 : 0)))
+                // A misspelt channel is the problem; the routes of channels it may have meant are not missing.
+                if key == "channels" { profile = ValidatorProfile(answers: profile.answers, channels: []) }
             }
             if let mapping, answers != nil {
                 let mapped = Set(mapping.fields)

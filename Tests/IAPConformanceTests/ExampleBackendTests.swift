@@ -387,5 +387,19 @@ import Testing
                     == true
             }
         }
+        // A misspelt channel is one problem, said once: not also the routes of channels it did not declare.
+        try Data(
+            (#"{"baseURL": "http://127.0.0.1:80", "channels": ["app-transaction", "notifications"], "#
+                + #""routes": {"appTransaction": {"method": "POST", "path": "/a"}, "#
+                + #""notification": {"method": "POST", "path": "/n"}, "#
+                + #""entitlements": {"method": "GET", "path": "/e/{userId}"}}}"#).utf8
+        ).write(to: URL(fileURLWithPath: path))
+        #expect {
+            try HTTPValidator.Target.load(path: path)
+        } throws: { error in
+            let problems = (error as? ConfigError)?.problems ?? []
+            return problems.count == 1 && problems[0].key == "channels"
+                && problems[0].message.hasPrefix(#""notifications" is not a channel"#)
+        }
     }
 }
