@@ -46,7 +46,7 @@ extension ScriptStep {
                 sim, "subscription in billing retry", then: "send fail-billing first", Self.retrying)
             sim.recover(c.id, at: at)
         case .refund, .declineRefund, .consumptionRequest:
-            let tx = try transaction(sim, Self.refundable(sim), "purchase to refund")
+            let tx = try transaction(sim, Self.refundable(sim), "purchase to refund", else: Self.inRetry(sim))
             switch scenario {
             case .refund: sim.refund(tx, reason: .refundedDueToIssue, prorated: has("prorated"), at: at)
             case .declineRefund: sim.declineRefund(tx, at: at)
@@ -235,16 +235,33 @@ extension ScriptStep {
     }
 
     /// The customer's most recent transaction among `ids` (of `--product`, when given).
-    func transaction(_ sim: StoreSimulator, _ ids: [String], _ what: String) throws(ScriptError) -> String {
+    /// The customer's first transaction of `ids` (of `product`, when given); else an error naming `what` and, when
+    /// one is known, `why` there is none.
+    func transaction(_ sim: StoreSimulator, _ ids: [String], _ what: String, else why: String? = nil)
+        throws(ScriptError) -> String
+    {
         let found = ids.first { id in
             guard let tx = sim.latest(id), let c = sim.chains[tx.originalTransactionId] else { return false }
             return c.person == CustomerScript.customer && (product == nil || tx.productId == product)
         }
         guard let found else {
             throw ScriptError(
-                "\(sim.persons[CustomerScript.customer].name) has no \(what)\(product.map { " of \($0)" } ?? "")")
+                "\(sim.persons[CustomerScript.customer].name) has no \(what)\(product.map { " of \($0)" } ?? "")"
+                    + (why.map { ": \($0)" } ?? ""))
         }
         return found
+    }
+
+    /// Why a subscription in billing retry has nothing to refund: its last period is unpaid, and the simulator
+    /// refunds what was paid for the period under way (nil when the customer has none in retry).
+    static func inRetry(_ sim: StoreSimulator) -> String? {
+        let ids = sim.chains.values.filter { c in
+            guard c.person == CustomerScript.customer, case .retry = c.phase else { return false }
+            return true
+        }.map(\.productId).sorted()
+        guard let first = ids.first else { return nil }
+        return
+            "\(first) is in billing retry, so no period of it is paid for now; send recover first, or --advance until it expires"
     }
 
     /// A product of the catalog by id, or the first of a kind (`auto-renewable`, `non-renewing`, `non-consumable`,

@@ -240,6 +240,12 @@ import Testing
         #expect(top.status == 2 && top.err.contains("no upgrade from pro.yearly (level 1)"), "\(top.err)")
         let bad = try Self.send(["refund", "--at", "yesterday"], state: state)
         #expect(bad.status == 2 && bad.err.contains("neither an instant"), "\(bad.err)")
+        // In billing retry nothing is paid for now: the refusal says why, and what would allow a refund.
+        #expect(try Self.send(["fail-billing"], state: state).status == 0)
+        let retrying = try Self.send(["refund"], state: state)
+        #expect(
+            retrying.status == 2 && retrying.err.contains("is in billing retry")
+                && retrying.err.contains("send recover first"), "\(retrying.err)")
     }
 
     /// What a first user of `send` stumbled on: a dry run kept apart from the backend's state, options a scenario does
