@@ -110,11 +110,18 @@ public final class StrictJSON {
             throw ConfigError(file: path, key: "", "is a directory, not a file")
         }
         if !FileManager.default.fileExists(atPath: path) { throw ConfigError(file: path, key: "", "no such file") }
+        let data: Data
         do {
-            return try Data(contentsOf: URL(fileURLWithPath: path))
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
         } catch {
             throw ConfigError(file: path, key: "", "cannot read the file (\(reason(error)))")
         }
+        // Said plainly, rather than as a JSON value cut short at its first byte.
+        if data.allSatisfy({ [0x20, 0x09, 0x0A, 0x0D].contains($0) }) {
+            throw ConfigError(
+                file: path, key: "", "the file is empty (\(data.count) bytes): it should hold a JSON object")
+        }
+        return data
     }
 
     /// Parses `data` as the top-level object of the file; throws at once when it is not one.

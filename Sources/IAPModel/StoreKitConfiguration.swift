@@ -114,9 +114,13 @@ public enum StoreKitConfiguration {
             let shareable = s.bool("familyShareable", required: false) ?? false
             // Older files have one `introductoryOffer`; newer ones an `introductoryOffers` array (one per eligibility
             // rule). iapcheck models one introductory offer per product: the first.
-            let intro =
-                s.object("introductoryOffer", required: false).flatMap { offer($0, idKey: nil) }
-                ?? (s.objects("introductoryOffers", required: false) ?? []).compactMap { offer($0, idKey: nil) }.first
+            let intros = (s.objects("introductoryOffers", required: false) ?? []).compactMap { offer($0, idKey: nil) }
+            let intro = s.object("introductoryOffer", required: false).flatMap { offer($0, idKey: nil) } ?? intros.first
+            if intros.count > 1 {
+                skipped.append(
+                    "\(id ?? "?"): introductoryOffers has \(intros.count) offers (one per eligibility rule or billing plan); the subscription is checked with the first"
+                )
+            }
             skipInstallmentPlans(s, id: id)
             let promos = (s.objects("adHocOffers", required: false) ?? []).compactMap { offer($0, idKey: "offerID") }
             let codes = (s.objects("codeOffers", required: false) ?? []).compactMap {

@@ -177,6 +177,20 @@ import Testing
             ext: "storekit")
         let c = try CatalogLoader.load(path: path)
         #expect(c.product("s")?.introductoryOffer == OfferSpec(discountType: .freeTrial, period: Period(1, .week)))
+        #expect(!c.notes.contains { $0.contains("introductoryOffers has") })
+        // An empty file (a blob some repositories hold) is said to be empty.
+        #expect {
+            try CatalogLoader.load(path: Self.write("", ext: "storekit"))
+        } throws: { error in "\(error)".contains("the file is empty (0 bytes)") }
+        // Several (one per eligibility rule or billing plan): the first, and the run says so.
+        let two = Self.write(
+            #"{"subscriptionGroups":[{"id":"g","subscriptions":[{"productID":"s","groupNumber":1,"#
+                + #""recurringSubscriptionPeriod":"P1Y","introductoryOffers":[{"paymentMode":"free","#
+                + #""subscriptionPeriod":"P1M"},{"paymentMode":"free","subscriptionPeriod":"P2M"}]}]}]}"#,
+            ext: "storekit")
+        let both = try CatalogLoader.load(path: two)
+        #expect(both.product("s")?.introductoryOffer?.period == Period(1, .month))
+        #expect(both.notes.contains { $0.contains("introductoryOffers has 2 offers") }, "\(both.notes)")
         // Xcode's format 5 puts the ordinary plan on every subscription: read as usual.
         let upfront = Self.write(
             #"{"subscriptionGroups":[{"id":"g","subscriptions":[{"productID":"s","groupNumber":1,"recurringSubscriptionPeriod":"P1Y","billingPlans":[{"billingPlanType":"BILLED_UPFRONT","displayPrice":"49.99"}]}]}]}"#,
