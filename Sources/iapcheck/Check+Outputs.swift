@@ -56,9 +56,10 @@ extension Check {
 
     /// The exit code of the verdict; a failed run of a backend iapcheck started keeps its output and says where.
     func exit(_ result: CheckRunReport, _ v: any Validator) throws {
-        if result.verdict != .pass, let managed = v as? ManagedHTTPValidator {
-            // What the backend logged, kept for reading (its directory goes when a run passes); with an instance per
-            // job, the failing case or its shrinking may have run on any of them.
+        if result.verdict != .pass && result.verdict != .interrupted, let managed = v as? ManagedHTTPValidator {
+            // What the backend logged, kept for reading (its directory goes when a run passes, or is interrupted
+            // with every case so far passed); with an instance per job, the failing case or its shrinking may have
+            // run on any of them.
             ManagedBackend.keepDirectories.withLock { $0 = true }
             print("the backend's output: \(managed.backend.log)")
             let others = ManagedBackend.allRunning.filter { $0 !== managed.backend }
