@@ -59,6 +59,8 @@ import Testing
         let unreachable = Self.run(wrongPort)
         #expect(!unreachable.usable)
         #expect(Self.problem(unreachable)?.fix?.contains("\"baseURL\" in \(file)") == true, "\(unreachable.text)")
+        // Nothing answered: no latency to show.
+        #expect(!unreachable.text.contains("latency"), "\(unreachable.text)")
 
         // A pointer that finds nothing in the backend's answer.
         let (_, pointer) = try Self.target(port: port) {
