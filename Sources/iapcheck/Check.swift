@@ -313,11 +313,17 @@ struct Check: ParsableCommand {
         if !FileManager.default.fileExists(atPath: dir) {
             // Folders named the new way are other backends (another address or name): only a folder named for a
             // target file, as before, may be this backend's under its old name.
-            for (other, n) in Corpus.otherFolders(ofApp: bundleId, besides: dir)
-            where !(other as NSString).lastPathComponent.hasPrefix("http-\(bundleId)-") {
+            let others = Corpus.otherFolders(ofApp: bundleId, besides: dir).filter {
+                !($0.0 as NSString).lastPathComponent.hasPrefix("http-\(bundleId)-")
+            }
+            if !others.isEmpty {
+                // One note, however many folders: each with its count and the move that adopts it.
+                let each = others.map { other, n in
+                    "\(other) holds \(n) saved counterexample\(n == 1 ? "" : "s") (mv \(other)/*.json \(dir)/)"
+                }
                 FileHandle.standardError.write(
                     Data(
-                        "check: a new corpus folder for this backend, \(dir); \(other) holds \(n) saved counterexample\(n == 1 ? "" : "s") of the same app (\(bundleId)): if they are this backend's, move them (mv \(other)/*.json \(dir)/)\n"
+                        "check: a new corpus folder for this backend, \(dir); other folders hold saved counterexamples of the same app (\(bundleId)), to move here if they are this backend's: \(each.joined(separator: "; "))\n"
                             .utf8))
             }
         }
