@@ -60,3 +60,23 @@ import Testing
         #expect(f.shrinkClause(timeBudget: 60, timed: false).contains("stopped by Ctrl-C"))
     }
 }
+
+/// A validator failing as a program gets a few shrink attempts whatever `--shrink-attempts` says, so its FAIL line
+/// does not send the user to raise that option.
+@Suite struct ValidatorFailureShrinkNoteTests {
+    final class AlwaysHangs: ReferenceValidator, @unchecked Sendable {
+        override func entitlements(_ query: EntitlementQuery) throws(ValidatorFailure) -> EntitlementAnswer {
+            throw ValidatorFailure(.timedOut, "no complete HTTP response within 5 s")
+        }
+    }
+
+    @Test func aHangsShrinkNoteNamesItsOwnBudget() throws {
+        var o = CheckOptions()
+        o.cases = 5
+        let f = try #require(Checker(options: o, validator: AlwaysHangs()).run().failure)
+        let clause = f.shrinkClause(timeBudget: 60, timed: true)
+        #expect(f.shrinkAttempts <= 8, "\(f.shrinkAttempts) attempts")
+        #expect(!clause.contains("--shrink-attempts"), "\(clause)")
+        #expect(f.shrinkExhausted && clause.contains("few attempts a validator failing as a program"), "\(clause)")
+    }
+}

@@ -61,6 +61,9 @@ public struct FailureReport: Sendable {
         } else if shrinkTimedOut {
             s +=
                 ", stopped by the \(Int(timeBudget)) s shrink budget: a longer --shrink-seconds may give a smaller case"
+        } else if shrinkExhausted, validatorFailure != nil {
+            // Its budget is a few attempts whatever --shrink-attempts says (Checker.shrinkBudget).
+            s += ", stopped after the few attempts a validator failing as a program is given (each may wait --timeout)"
         } else if shrinkExhausted && actionsNeeded {
             s +=
                 ", stopped by the attempt budget while simplifying values (no single action can go): a larger"

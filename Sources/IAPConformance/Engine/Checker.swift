@@ -243,7 +243,9 @@ public struct Checker {
         report.shrinkStopped = result.stopped
         report.shrinkTimedOut = result.timedOut
         report.shrinkExhausted = result.exhaustedBudget
-        if result.exhaustedBudget && !result.stopped && !result.timedOut && best != nil {
+        // Only for a wrong answer or verdict: a validator failing as a program (a hang, a crash) has a budget of a few
+        // attempts on purpose, each up to --timeout, and its failure rarely depends on the history.
+        if case .discrepancy = outcome, result.exhaustedBudget && !result.stopped && !result.timedOut && best != nil {
             report.actionsNeeded = !anActionCanGo(
                 result.choices, generator: generator, property: property, outcome: outcome, signed: signed)
         }
