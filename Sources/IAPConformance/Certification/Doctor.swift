@@ -123,9 +123,10 @@ struct DoctorSession {
         }
     }
 
-    /// What to look at when the simplest purchase already fails as a program or a backend fails.
+    /// What to look at when the doctor's one purchase already fails as a program or a backend fails.
     static func blockingFix(_ f: ValidatorFailure) -> String {
-        let stop = "the simplest purchase already fails here, so check would stop at its first case: "
+        let stop =
+            "this fails on the doctor's one simple purchase, so check would stop at its first case the same way: "
         if f.kind == .timedOut {
             return stop
                 + "is this the route that answers, does the backend wait on something (a lock, a call to Apple's servers), or does it need a longer --timeout?"

@@ -134,7 +134,6 @@ public struct Checker {
         }
     }
 
-    /// What a failing outcome found, as headlines say it.
     /// The step a failure happened at.
     static func step(_ o: CaseOutcome) -> Int? {
         switch o {
@@ -144,6 +143,7 @@ public struct Checker {
         }
     }
 
+    /// What a failing outcome found, as headlines say it.
     static func finding(_ o: CaseOutcome) -> String {
         switch o {
         case .passed: "passed"
