@@ -115,8 +115,9 @@ public enum StoreKitConfiguration {
             // Older files have one `introductoryOffer`; newer ones an `introductoryOffers` array (one per eligibility
             // rule). iapcheck models one introductory offer per product: the first.
             let intros = (s.objects("introductoryOffers", required: false) ?? []).compactMap { offer($0, idKey: nil) }
-            let intro = s.object("introductoryOffer", required: false).flatMap { offer($0, idKey: nil) } ?? intros.first
-            if intros.count > 1 {
+            let single = s.object("introductoryOffer", required: false).flatMap { offer($0, idKey: nil) }
+            let intro = single ?? intros.first
+            if single == nil && intros.count > 1 {
                 skipped.append(
                     "\(id ?? "?"): introductoryOffers has \(intros.count) offers (one per eligibility rule or billing plan); the subscription is checked with the first"
                 )

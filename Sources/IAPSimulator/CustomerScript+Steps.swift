@@ -234,9 +234,8 @@ extension ScriptStep {
         return found
     }
 
-    /// The customer's most recent transaction among `ids` (of `--product`, when given).
-    /// The customer's first transaction of `ids` (of `product`, when given); else an error naming `what` and, when
-    /// one is known, `why` there is none.
+    /// The customer's most recent transaction among `ids` (of `--product`, when given); else an error naming `what`
+    /// and, when one is known, `why` there is none.
     func transaction(_ sim: StoreSimulator, _ ids: [String], _ what: String, else why: String? = nil)
         throws(ScriptError) -> String
     {
@@ -255,11 +254,8 @@ extension ScriptStep {
     /// Why a subscription in billing retry has nothing to refund: its last period is unpaid, and the simulator
     /// refunds what was paid for the period under way (nil when the customer has none in retry).
     static func inRetry(_ sim: StoreSimulator) -> String? {
-        let ids = sim.chains.values.filter { c in
-            guard c.person == CustomerScript.customer, case .retry = c.phase else { return false }
-            return true
-        }.map(\.productId).sorted()
-        guard let first = ids.first else { return nil }
+        guard let first = sim.chains(of: CustomerScript.customer).filter(retrying).map(\.productId).sorted().first
+        else { return nil }
         return
             "\(first) is in billing retry, so no period of it is paid for now; send recover first, or --advance until it expires"
     }
