@@ -78,10 +78,11 @@ public struct FakeClock: Sendable {
         return String(repeating: "0", count: 6 - digits.count) + digits
     }
 
-    /// Sets the clock: written whole and renamed into place, so the backend never reads half an instant.
+    /// Sets the clock: written whole and renamed into place, so the backend never reads half an instant. The file
+    /// written first has a name of its own per call: both sides of a parallel-delivery race set the clock at once.
     public func set(_ t: Millis) throws(ValidatorFailure) {
         let text = Self.text(t)
-        let temporary = file + ".new"
+        let temporary = file + ".new-" + UUID().uuidString
         guard FileManager.default.createFile(atPath: temporary, contents: Data(text.utf8)),
             rename(temporary, file) == 0
         else {

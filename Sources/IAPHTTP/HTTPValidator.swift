@@ -10,7 +10,7 @@ import IAPValidatorAPI
 /// Verdicts: by default 2xx accepted, 4xx rejected (with the body's `reason`), anything else a validator failure;
 /// a route may name its own statuses and reason pointer. The client
 /// is a small blocking HTTP/1.1 client with keep-alive (one connection, reconnected when the server closes it).
-public class HTTPValidator: Validator {
+public class HTTPValidator: RaceableValidator {
     /// What the target declares it answers and which channels it takes (its target file's `answers`, `channels`;
     /// with an `answer` mapping, the fields it maps unless `answers` says otherwise).
     public var profile: ValidatorProfile { target.profile }
@@ -163,6 +163,20 @@ public class HTTPValidator: Validator {
             }
         }
     }
+
+    /// A client of the same backend and state (target, job, mock App Store, clock), on connections of its own that
+    /// close after every request: one side of the parallel-delivery race.
+    public func raceCaller() -> any Validator {
+        let t = sibling()
+        t.job = job
+        t.client.oneRequestPerConnection = true
+        return t
+    }
+
+    public func releaseConnection() { client.close() }
+
+    /// A new validator of the same backend, with no faults of its own.
+    func sibling() -> HTTPValidator { HTTPValidator(target: target, name: name, timeout: timeout, store: store) }
 
     /// Sets the backend's clock to `now` before a request (a `faketime` clock; ``ManagedHTTPValidator`` has one).
     func setClock(_ now: Millis) throws(ValidatorFailure) {

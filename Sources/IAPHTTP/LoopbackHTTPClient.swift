@@ -26,6 +26,10 @@ public final class LoopbackHTTPClient {
     public static let maxHeaderBytes = 64 << 10
     /// The largest response body accepted.
     public var maxBodyBytes = 16 << 20
+    /// Each request on a connection of its own, closed after the answer (`Connection: close`): for a second client
+    /// of a backend that may serve one connection at a time, which would otherwise wait on the first one's next
+    /// request forever.
+    public var oneRequestPerConnection = false
     private var fd: Int32 = -1
     /// The last requests and answers, kept raw and rendered only when a failure report asks (not on every request).
     private enum Entry {
@@ -107,7 +111,7 @@ public final class LoopbackHTTPClient {
         request.removeAll(keepingCapacity: true)
         func put(_ s: String) { request.append(contentsOf: s.utf8) }
         put(method); put(" "); put(path); put(" HTTP/1.1\r\nHost: "); put(host); put(":"); put(String(port))
-        put("\r\nConnection: keep-alive\r\n")
+        put(oneRequestPerConnection ? "\r\nConnection: close\r\n" : "\r\nConnection: keep-alive\r\n")
         for (k, v) in headers { put(k); put(": "); put(v); put("\r\n") }
         if let body {
             put("Content-Type: "); put(contentType); put("\r\nContent-Length: "); put(String(body.count)); put("\r\n")
@@ -122,6 +126,7 @@ public final class LoopbackHTTPClient {
                 let reply = try readResponse(deadline: deadline)
             {
                 keep(.received(status: reply.0, body: reply.1.prefix(200)))
+                if oneRequestPerConnection { close() }
                 return reply
             }
             close()

@@ -20,6 +20,12 @@ public final class ManagedHTTPValidator: HTTPValidator, RestartableValidator {
         try clock.set(now)
     }
 
+    /// The same backend and its clock file (both sides of a race set each artifact's instant, the same on both).
+    override func sibling() -> HTTPValidator {
+        ManagedHTTPValidator(
+            target: target, name: name, timeout: timeout, store: store, faults: FaultProfile(), backend: backend)
+    }
+
     public func killAndRestart() throws(ValidatorFailure) {
         client.note("✕ backend killed (fault profile), restarting without reset")
         client.close()

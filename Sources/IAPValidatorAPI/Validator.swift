@@ -110,6 +110,17 @@ public protocol DecodedDeliveryValidator: Validator {
 /// clients, as a real backend has.
 public protocol ConcurrentValidator: Validator {}
 
+/// A validator behind a connection (a team's backend over HTTP) whose concurrent clients are other connections to
+/// the same backend: the parallel-delivery property races two of them.
+public protocol RaceableValidator: Validator {
+    /// A client of the same backend and state for one side of the race: its own connection, closed after every
+    /// request, so a backend that serves one connection at a time takes both sides in turn instead of hanging.
+    func raceCaller() -> any Validator
+    /// Closes the connection this validator keeps open between calls, before the race: a backend that serves one
+    /// connection at a time would wait on it and never take the race's.
+    func releaseConnection()
+}
+
 /// A validator that runs as a process of its own and can be killed and started again — without `reset`, so what it
 /// persisted is all it has (the `durable-ack` fault profile).
 public protocol RestartableValidator: Validator {

@@ -101,7 +101,7 @@ struct Check: ParsableCommand {
 
     @Flag(
         help:
-            "Also check parallel delivery: half of each history from two concurrent clients (the built-in reference runs synchronized)."
+            "Also check parallel delivery: half of each history from two concurrent clients, each artifact from both at once (an http: backend gets two connections of its own; the built-in reference runs synchronized)."
     )
     var parallel = false
 
@@ -274,9 +274,9 @@ struct Check: ParsableCommand {
         )
         if !props.isEmpty { opts.properties = props }
         if parallel {
-            guard v is ConcurrentValidator else {
+            guard v is any ConcurrentValidator || v is any RaceableValidator else {
                 throw ValidationError(
-                    "--parallel (the parallel-delivery property: half of a history from two concurrent clients) runs only against validators in this process for now (reference, variant:, mutant:); exec: and http: validators are checked one call at a time"
+                    "--parallel (the parallel-delivery property: half of a history from two concurrent clients) needs a validator that takes two calls at once: an http: backend, or reference, variant: and mutant: in this process; an exec: program has one stdin and answers one call at a time"
                 )
             }
             if props.isEmpty { opts.properties = PropertyName.standard + [.parallelDelivery] }

@@ -23,8 +23,8 @@ public enum CaseRunner {
     {
         // A validator that keeps its state meets every run of a case under ids no earlier run used.
         let c = v.isolation == .namespace ? IDNamespace.next().apply(c) : c
-        if c.property == .parallelDelivery, let cv = v as? any ConcurrentValidator {
-            return runParallel(c, against: cv, signed: signed)
+        if c.property == .parallelDelivery, let sides = raceSides(v) {
+            return runParallel(c, against: v, sides: sides, signed: signed, race: &tally.race)
         }
         let decodedPath = signed ? nil : v as? any DecodedDeliveryValidator
         let pki = TestPKI.harness
@@ -174,110 +174,6 @@ public enum CaseRunner {
         } catch {
             return .validatorFailed(error, step: -1)
         }
-    }
-
-    /// Parallel delivery: the first half of the deliveries in order, then the rest sent by two concurrent clients
-    /// that both deliver every remaining artifact (as an app and a webhook can). Merging is idempotent and
-    /// order-free, so every sequential order gives the oracle's final answer; a race shows as a different one.
-    static func runParallel(_ c: GeneratedCase, against v: any ConcurrentValidator, signed: Bool) -> CaseOutcome {
-        let pki = TestPKI.harness
-        if let failure = reset(v, for: c) { return failure }
-        let profile = v.profile
-        let deliveries: [(Int, PlannedDelivery)] = c.steps.enumerated().compactMap { i, s in
-            if case .deliver(let d) = s, d.forgery == nil, profile.accepts(d.delivery.channel) {
-                return (i, d)
-            } else {
-                return nil
-            }
-        }
-        let renderer = ArtifactRenderer(pki: pki, appAppleId: c.config.catalog.appAppleId)
-        let rendered = deliveries.map { renderer.render($0.1.delivery) }
-        // Safe: the validator is a ConcurrentValidator, which promises concurrent calls; the compiler cannot see it through `any`.
-        nonisolated(unsafe) let decodedPath = signed ? nil : v as? any DecodedDeliveryValidator
-        nonisolated(unsafe) let target = v
-        var knowledge = Knowledge(config: c.config)
-        @Sendable func send(_ k: Int) throws(ValidatorFailure) -> DeliveryVerdict {
-            let d = deliveries[k].1
-            if let decodedPath { return try decodedPath.deliver(decoded: d.delivery, now: d.now) }
-            return try target.deliver(rendered[k], now: d.now)
-        }
-        let mid = deliveries.count / 2
-        for k in 0..<mid {
-            do {
-                _ = try send(k)
-            } catch {
-                return .validatorFailed(error, step: deliveries[k].0)
-            }
-            knowledge.learn(deliveries[k].1.delivery)
-        }
-        if let f = raceTwoClients(over: mid..<deliveries.count, send) {
-            return .validatorFailed(f, step: deliveries.last?.0 ?? 0)
-        }
-        for k in mid..<deliveries.count { knowledge.learn(deliveries[k].1.delivery) }
-        let end = (deliveries.map(\.1.arrival).max() ?? c.origin) + CivilTime.msPerMinute
-        return askAfterTheRace(c, v, knowledge, at: end)
-    }
-
-    /// Two real threads, not `concurrentPerform` (which may run both iterations on one busy thread and so never race):
-    /// they meet at a barrier before every artifact, so both deliver the same one at the same moment. The first
-    /// failure, if any.
-    static func raceTwoClients(
-        over indices: Range<Int>, _ send: @escaping @Sendable (Int) throws(ValidatorFailure) -> DeliveryVerdict
-    ) -> ValidatorFailure? {
-        let failure = Locked<ValidatorFailure?>(nil)
-        let barrier = Barrier(parties: 2)
-        let done = DispatchGroup()
-        for _ in 0..<2 {
-            done.enter()
-            let client = Thread {
-                for k in indices {
-                    barrier.arrive()
-                    guard failure.value == nil else { continue }  // keep meeting the other client, send nothing
-                    do {
-                        _ = try send(k)
-                    } catch {
-                        let f = (error as? ValidatorFailure) ?? ValidatorFailure(.crashed, "\(error)")
-                        failure.withLock { $0 = f }
-                    }
-                }
-                done.leave()
-            }
-            client.stackSize = 1 << 20
-            client.start()
-        }
-        done.wait()
-        return failure.value
-    }
-
-    /// After the race, every person's answer at `end` against the oracle's over everything delivered.
-    static func askAfterTheRace(_ c: GeneratedCase, _ v: any Validator, _ knowledge: Knowledge, at end: Millis)
-        -> CaseOutcome
-    {
-        let profile = v.profile
-        for p in c.persons {
-            let q = EntitlementQuery(userId: p.accountId, at: end)
-            let judgement = Oracle.judge(knowledge, user: q.userId, at: q.at)
-            let expected = judgement.answer
-            let observed: EntitlementAnswer
-            do {
-                observed = try v.entitlements(q)
-            } catch {
-                return .validatorFailed(error, step: c.steps.count - 1)
-            }
-            let (diffs, lines) = Self.differences(observed, from: judgement, profile: profile)
-            if !diffs.isEmpty {
-                return .discrepancy(
-                    Discrepancy(
-                        property: .parallelDelivery, kind: .answer, step: c.steps.count - 1,
-                        expected: summary(expected, profile: profile),
-                        observed: summary(observed, profile: profile),
-                        differences: lines + [
-                            "(after the second half was delivered by two concurrent clients)"
-                        ],
-                        expectedAnswer: expected, observedAnswer: observed, differenceKeys: diffs.map(Self.key)))
-            }
-        }
-        return .passed(questions: c.persons.count)
     }
 
     /// The property a wrong answer violates: the case's own property when one of its perturbations (a duplicate,

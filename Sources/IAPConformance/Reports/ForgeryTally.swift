@@ -16,6 +16,9 @@ public struct ForgeryTally: Codable, Hashable, Sendable {
     public var rejected: [String: Int] = [:]
     /// Class → channel → count.
     public var channels: [String: [DeliveryChannel: Count]] = [:]
+    /// Not a forgery count, but counted on the same path: the parallel-delivery race's deliveries that failed
+    /// there and were taken when sent again alone.
+    public var race = RaceTally()
     public init() {}
 
     public mutating func record(_ f: ForgeryClass, on channel: DeliveryChannel, rejected wasRejected: Bool) {
@@ -30,6 +33,7 @@ public struct ForgeryTally: Codable, Hashable, Sendable {
     }
 
     public mutating func merge(_ o: ForgeryTally) {
+        race.merge(o.race)
         for (k, v) in o.sent { sent[k, default: 0] += v }
         for (k, v) in o.rejected { rejected[k, default: 0] += v }
         for (k, byChannel) in o.channels {
@@ -38,5 +42,26 @@ public struct ForgeryTally: Codable, Hashable, Sendable {
                 channels[k, default: [:]][ch, default: Count()].rejected += c.rejected
             }
         }
+    }
+}
+
+/// Deliveries that failed in the two-client race of `--parallel` (a 5xx of a backend that lost a write conflict, a
+/// dropped connection) and were taken when sent again alone: no failure, as Apple sends again, but worth a line.
+public struct RaceTally: Codable, Hashable, Sendable {
+    public var sentAlone = 0
+    /// The first of those failures, as the validator gave it.
+    public var first: String?
+
+    public mutating func merge(_ o: RaceTally) {
+        sentAlone += o.sentAlone
+        if first == nil { first = o.first }
+    }
+
+    /// The line a run prints when the race had any (nil when none).
+    public var line: String? {
+        guard sentAlone > 0 else { return nil }
+        let example = first.map { " (the first: \($0.prefix(160)))" } ?? ""
+        return
+            "parallel-delivery: \(sentAlone) deliveries were sent again alone after failing in the two-client race (or after a failure stopped it), and were taken then, as when Apple or an app sends again\(example)"
     }
 }

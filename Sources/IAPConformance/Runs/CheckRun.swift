@@ -310,6 +310,7 @@ public struct CheckRun {
             options.signed
                 ? TextReport.forgeryLine(summary.forgeries, channels: profile.channels)
                 : "forgeries: not checked (--unsigned)")
+        if let race = report.forgeries.race.line { emit(race) }
         if !declaredDivergences.isEmpty {
             emit(
                 "not checked, declared divergences: \(declaredDivergences.joined(separator: ", ")) (--known-divergences)"
