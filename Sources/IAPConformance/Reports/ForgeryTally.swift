@@ -57,6 +57,12 @@ public struct RaceTally: Codable, Hashable, Sendable {
         if first == nil { first = o.first }
     }
 
+    public func merged(_ o: RaceTally) -> RaceTally {
+        var m = self
+        m.merge(o)
+        return m
+    }
+
     /// The line a run prints when the race had any (nil when none).
     public var line: String? {
         guard sentAlone > 0 else { return nil }

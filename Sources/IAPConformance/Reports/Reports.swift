@@ -21,6 +21,9 @@ public enum Reports {
         public var coverage: Coverage
         /// Every forgery class: how many forged artifacts were sent and whether all were rejected.
         public var forgeries: [ForgerySummary] = []
+        /// With `--parallel`: the deliveries sent again alone after failing in the two-client race, and the first
+        /// failure; absent when none was.
+        public var raceResent: RaceTally?
         /// What run this is (seed, size, catalog, policy, shard): what `merge-reports` checks before joining shards.
         public var run: RunIdentity?
         /// The run stopped before its last case.

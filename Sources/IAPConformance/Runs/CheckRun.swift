@@ -253,6 +253,7 @@ public struct CheckRun {
                 skipped: found.skipped.isEmpty ? nil : found.skipped),
             discrepancies: found.discrepancies, validatorFailures: found.failures, coverage: report.coverage)
         summary.forgeries = Reports.ForgerySummary.all(report.forgeries)
+        if report.forgeries.race.sentAlone > 0 { summary.raceResent = report.forgeries.race }
         if !options.catalog.notes.isEmpty { summary.catalogNotes = options.catalog.notes }
         summary.interrupted = report.interrupted
         if let baseline {
@@ -310,7 +311,7 @@ public struct CheckRun {
             options.signed
                 ? TextReport.forgeryLine(summary.forgeries, channels: profile.channels)
                 : "forgeries: not checked (--unsigned)")
-        if let race = report.forgeries.race.line { emit(race) }
+        if let race = summary.raceResent?.line { emit(race) }
         if !declaredDivergences.isEmpty {
             emit(
                 "not checked, declared divergences: \(declaredDivergences.joined(separator: ", ")) (--known-divergences)"

@@ -29,6 +29,7 @@ extension ShardMerge.Result {
         )
         if s.discrepancies.isEmpty && s.validatorFailures.isEmpty {
             lines.append(TextReport.forgeryLine(s.forgeries))
+            if let race = s.raceResent?.line { lines.append(race) }
             let missing = s.coverage.missingFamilies
             if complete && !missing.isEmpty { lines.append("not exercised: \(missing.joined(separator: ", "))") }
         }

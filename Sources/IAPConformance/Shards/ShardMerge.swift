@@ -113,6 +113,7 @@ public enum ShardMerge {
         merged.questions = 0
         merged.seconds = 0
         merged.coverage = Coverage()
+        merged.raceResent = nil
         foldCorpus(byIndex.keys.sorted().map { byIndex[$0]!.summary }, into: &merged)
         var tallies: [[Reports.ForgerySummary]] = []
         for i in 0..<n {
@@ -123,6 +124,7 @@ public enum ShardMerge {
             merged.questions = Self.saturating(merged.questions, s.questions)
             merged.coverage.merge(s.coverage)
             tallies.append(s.forgeries)
+            if let race = s.raceResent { merged.raceResent = (merged.raceResent ?? RaceTally()).merged(race) }
             let found = s.discrepancies.filter { $0.caseIndex != nil },
                 crashed = s.validatorFailures.filter { $0.caseIndex != nil }
             merged.validatorFailures += crashed
