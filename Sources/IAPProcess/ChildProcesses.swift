@@ -69,18 +69,21 @@ public enum ChildProcesses {
         }
     }
 
-    /// Installs handlers for SIGTERM and SIGHUP, and for SIGINT until a command installs its own: they kill the
-    /// registered processes, then end iapcheck by the same signal (its default action), as if no handler ran. The
-    /// three are unblocked first: a parent may have started iapcheck with them blocked (a blocked mask is inherited;
-    /// test runners do this), and a SIGTERM would then wait forever. Threads started later inherit the mask.
+    /// Installs handlers for SIGTERM, SIGHUP and SIGPIPE, and for SIGINT until a command installs its own: they kill
+    /// the registered processes, then end iapcheck by the same signal (its default action), as if no handler ran.
+    /// SIGPIPE is how `iapcheck check … | head` ends: without the handler, the backends iapcheck started outlive it
+    /// and hold their ports against the next run. The four are unblocked first: a parent may have started iapcheck
+    /// with them blocked (a blocked mask is inherited; test runners do this), and a SIGTERM would then wait forever.
+    /// Threads started later inherit the mask.
     public static func installSignalHandlers() {
         _ = slots  // made before any handler can run
+        let signals = [SIGTERM, SIGHUP, SIGINT, SIGPIPE]
         var set = sigset_t()
         sigemptyset(&set)
-        for sig in [SIGTERM, SIGHUP, SIGINT] { sigaddset(&set, sig) }
+        for sig in signals { sigaddset(&set, sig) }
         pthread_sigmask(SIG_UNBLOCK, &set, nil)
         // A signal the parent set to be ignored stays ignored (`nohup`, a background job's SIGINT).
-        for sig in [SIGTERM, SIGHUP, SIGINT] where !isIgnored(sig) {
+        for sig in signals where !isIgnored(sig) {
             signal(sig) { s in
                 ChildProcesses.killAll()
                 signal(s, SIG_DFL)

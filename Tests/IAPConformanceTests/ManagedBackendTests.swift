@@ -129,4 +129,37 @@ import Testing
             (error as? ConfigError)?.problems.contains { $0.key == "baseline" } == true
         }
     }
+
+    /// `iapcheck check … | head` ends iapcheck with SIGPIPE at its next line: the backend it started must go with it,
+    /// not hold its port against the next run.
+    @Test func aBackendDoesNotOutliveIapcheckEndedByAClosedPipe() throws {
+        let dir = try ManagedBackendTests.folderWithServer()
+        let port = try LoopbackHTTPClient.freePort()
+        let target = dir + "/target.json"
+        try Data(
+            #"""
+            {"baseURL": "http://127.0.0.1:\#(port)", "clockHeader": "X-Now",
+             "start": {"command": "NOTES_PORT={port} python3 backend/server.py", "readySeconds": 20},
+             "routes": {"reset": {"method": "POST", "path": "/reset"},
+                        "appTransaction": {"method": "POST", "path": "/a"},
+                        "notification": {"method": "POST", "path": "/n"},
+                        "apiSnapshot": {"method": "POST", "path": "/s"},
+                        "legacyReceipt": {"method": "POST", "path": "/l"},
+                        "entitlements": {"method": "GET", "path": "/e/{userId}"}}}
+            """#.utf8
+        ).write(to: URL(fileURLWithPath: target))
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: BuiltIAPCheck.path)
+        p.arguments = ["check", "--validator", "http:" + target, "--cases", "3", "--jobs", "1", "--no-corpus"]
+        p.currentDirectoryURL = URL(fileURLWithPath: dir)
+        let closed = Pipe()
+        (p.standardOutput, p.standardError) = (closed, closed)
+        try closed.fileHandleForReading.close()
+        try p.run()
+        p.waitUntilExit()
+        #expect(p.terminationReason == .uncaughtSignal && p.terminationStatus == SIGPIPE)
+        let deadline = Date().addingTimeInterval(5)
+        while LoopbackHTTPClient.accepts(host: "127.0.0.1", port: port) && Date() < deadline { usleep(20_000) }
+        #expect(!LoopbackHTTPClient.accepts(host: "127.0.0.1", port: port), "the backend still listens on \(port)")
+    }
 }
