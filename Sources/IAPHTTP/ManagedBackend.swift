@@ -44,7 +44,8 @@ public final class ManagedBackend: Sendable {
                 // leaves nothing worth a folder.
                 let size = (try? FileManager.default.attributesOfItem(atPath: b.log))?[.size] as? NSNumber
                 if (size?.intValue ?? 0) > 0 {
-                    FileHandle.standardError.write(Data("kept the backend's folder ({tmp}): \(b.directory)\n".utf8))
+                    try? FileHandle.standardError.write(
+                        contentsOf: Data("kept the backend's folder ({tmp}): \(b.directory)\n".utf8))
                 } else {
                     removeOrKeep(b.directory)
                 }
@@ -93,7 +94,7 @@ public final class ManagedBackend: Sendable {
             return
         }
         guard FileManager.default.fileExists(atPath: directory) else { return }
-        FileHandle.standardError.write(Data("kept the backend's folder ({tmp}): \(directory)\n".utf8))
+        try? FileHandle.standardError.write(contentsOf: Data("kept the backend's folder ({tmp}): \(directory)\n".utf8))
     }
 
     init(command: String, host: String, port: Int, readySeconds: Double, fakeClock: Bool = false)

@@ -35,10 +35,11 @@ public enum ChildProcesses {
         }
         if !warnedFull {
             warnedFull = true
-            FileHandle.standardError.write(
-                Data(
-                    "iapcheck: more than \(capacity) processes at once: those beyond are not stopped if iapcheck is killed\n"
-                        .utf8))
+            try? FileHandle.standardError.write(
+                contentsOf:
+                    Data(
+                        "iapcheck: more than \(capacity) processes at once: those beyond are not stopped if iapcheck is killed\n"
+                            .utf8))
         }
     }
 

@@ -14,8 +14,11 @@ var options: [String: String] = [:]
 var arguments = CommandLine.arguments.dropFirst()
 while let name = arguments.popFirst() {
     guard name.hasPrefix("--"), let value = arguments.popFirst() else {
-        FileHandle.standardError.write(
-            Data("usage: iapcheck-loopback-probe [--max-connections N] [--request-seconds S] [--max-body BYTES]\n".utf8)
+        try? FileHandle.standardError.write(
+            contentsOf:
+                Data(
+                    "usage: iapcheck-loopback-probe [--max-connections N] [--request-seconds S] [--max-body BYTES]\n"
+                        .utf8)
         )
         exit(2)
     }
@@ -33,12 +36,12 @@ do {
             ? .init(status: 200, text: "ok") : .init(status: 200, text: "\(request.body.count)")
     }
 } catch {
-    FileHandle.standardError.write(Data("iapcheck-loopback-probe: \(error)\n".utf8))
+    try? FileHandle.standardError.write(contentsOf: Data("iapcheck-loopback-probe: \(error)\n".utf8))
     exit(1)
 }
 server.start()
 let sanitized = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "__tsan_init") != nil
-FileHandle.standardOutput.write(Data("\(server.port)\(sanitized ? " tsan" : "")\n".utf8))
+try? FileHandle.standardOutput.write(contentsOf: Data("\(server.port)\(sanitized ? " tsan" : "")\n".utf8))
 while readLine() != nil {}
 server.stop()
 exit(0)

@@ -12,7 +12,7 @@ import IAPSupport
 import IAPSweeps
 
 /// A line at once (not print's buffer), as each item ends, also into a pipe or a CI log.
-@Sendable func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
+@Sendable func say(_ line: String) { try? FileHandle.standardOutput.write(contentsOf: Data((line + "\n").utf8)) }
 
 let usage = "usage: iapcheck-sweeps [--list] [--only TEXT]… [--jobs N]   (--only: items whose name contains TEXT)"
 var only: [String] = []
@@ -28,7 +28,7 @@ while let name = arguments.popFirst() {
         say(usage)
         exit(0)
     default:
-        FileHandle.standardError.write(Data("iapcheck-sweeps: unexpected \(name)\n\(usage)\n".utf8))
+        try? FileHandle.standardError.write(contentsOf: Data("iapcheck-sweeps: unexpected \(name)\n\(usage)\n".utf8))
         exit(2)
     }
 }
@@ -43,7 +43,8 @@ if list {
     exit(0)
 }
 guard !items.isEmpty else {
-    FileHandle.standardError.write(Data("iapcheck-sweeps: no item's name contains \(only); --list lists them\n".utf8))
+    try? FileHandle.standardError.write(
+        contentsOf: Data("iapcheck-sweeps: no item's name contains \(only); --list lists them\n".utf8))
     exit(2)
 }
 say("\(items.count) sweep items on \(jobs) threads")

@@ -56,7 +56,8 @@ extension Bench {
             let port = self.port
             Task.detached {
                 do { try await BenchEndpoint.serve(port: port) } catch {
-                    FileHandle.standardError.write(Data("error: bench endpoint on 127.0.0.1:\(port): \(error)\n".utf8))
+                    try? FileHandle.standardError.write(
+                        contentsOf: Data("error: bench endpoint on 127.0.0.1:\(port): \(error)\n".utf8))
                 }
                 done.signal()
             }

@@ -98,7 +98,8 @@ struct CaseOptions: ParsableArguments {
             let (catalog, policy) = try load()
             // What reading the catalog assumed or left out: said before anything runs, as a run's header.
             for note in catalog.notes {
-                FileHandle.standardError.write(Data("catalog \(self.catalog ?? "builtin"): \(note)\n".utf8))
+                try? FileHandle.standardError.write(
+                    contentsOf: Data("catalog \(self.catalog ?? "builtin"): \(note)\n".utf8))
             }
             return (catalog, policy)
         } catch {

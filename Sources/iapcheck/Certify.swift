@@ -66,7 +66,7 @@ struct Certify: ParsableCommand {
         (run.jobs, run.makeWorker) = (
             jobCount, workerFactory(validator, timeout: timeout, faults: faultProfile, jobs: jobCount)
         )
-        run.progress = { line in FileHandle.standardError.write(Data("certify: \(line)\n".utf8)) }
+        run.progress = { line in try? FileHandle.standardError.write(contentsOf: Data("certify: \(line)\n".utf8)) }
         let overall = Progress("certify", quiet: false)
         run.caseProgress = { done, total, label in
             overall.label = label

@@ -31,7 +31,7 @@ extension Check {
             } else {
                 line = "check: case \(i) failed (\(what)); not shrinking it, as the run is stopping (Ctrl-C)"
             }
-            FileHandle.standardError.write(Data((line + "\n").utf8))
+            try? FileHandle.standardError.write(contentsOf: Data((line + "\n").utf8))
         }
         return progress
     }

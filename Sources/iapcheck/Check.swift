@@ -321,10 +321,11 @@ struct Check: ParsableCommand {
                 let each = others.map { other, n in
                     "\(other) holds \(n) saved counterexample\(n == 1 ? "" : "s") (mv \(other)/*.json \(dir)/)"
                 }
-                FileHandle.standardError.write(
-                    Data(
-                        "check: a new corpus folder for this backend, \(dir); other folders hold saved counterexamples of the same app (\(bundleId)), to move here if they are this backend's: \(each.joined(separator: "; "))\n"
-                            .utf8))
+                try? FileHandle.standardError.write(
+                    contentsOf:
+                        Data(
+                            "check: a new corpus folder for this backend, \(dir); other folders hold saved counterexamples of the same app (\(bundleId)), to move here if they are this backend's: \(each.joined(separator: "; "))\n"
+                                .utf8))
             }
         }
         return dir
@@ -343,10 +344,11 @@ struct Check: ParsableCommand {
         }
         if !quiet {
             let findings = report.items.filter { $0.status == .finding }
-            FileHandle.standardError.write(
-                Data(
-                    "doctor: \(report.items.filter { $0.status == .ok }.count) checks passed\(findings.isEmpty ? "" : ", \(findings.count) wrong answers the cases will show")\n"
-                        .utf8))
+            try? FileHandle.standardError.write(
+                contentsOf:
+                    Data(
+                        "doctor: \(report.items.filter { $0.status == .ok }.count) checks passed\(findings.isEmpty ? "" : ", \(findings.count) wrong answers the cases will show")\n"
+                            .utf8))
         }
     }
 }

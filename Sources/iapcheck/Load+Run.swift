@@ -35,7 +35,7 @@ extension Load.Run {
         )
         run.shouldStop = { Interrupt.requested }
         if let baseline, let base { run.baseline = (baseline, base) }
-        run.say = { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }
+        run.say = { try? FileHandle.standardError.write(contentsOf: Data(($0 + "\n").utf8)) }
         if faultProfile.kill {
             guard let backend = (first as? ManagedHTTPValidator)?.backend else {
                 throw ValidationError(
@@ -78,9 +78,11 @@ extension Load.Run {
 extension Load {
     /// The fault profile kill: the backend killed and started again, each said on standard error.
     static func kill(_ backend: ManagedBackend, profile name: String) {
-        FileHandle.standardError.write(Data("load \(name): killing the backend (fault profile kill)\n".utf8))
+        try? FileHandle.standardError.write(
+            contentsOf: Data("load \(name): killing the backend (fault profile kill)\n".utf8))
         do { try backend.killAndRestart() } catch {
-            FileHandle.standardError.write(Data("load \(name): the backend did not come back: \(error)\n".utf8))
+            try? FileHandle.standardError.write(
+                contentsOf: Data("load \(name): the backend did not come back: \(error)\n".utf8))
         }
     }
 }

@@ -75,7 +75,7 @@ struct Load: ParsableCommand {
             let first = try makeValidator(p.target, timeout: timeout, faults: faultProfile, forLoad: true)
             let run = try loadRun(
                 p, catalog: catalog, policy: policy, faults: faultProfile, first: first, baseline: base)
-            FileHandle.standardError.write(Data("load \(p.name): rendering the artifact pool…\n".utf8))
+            try? FileHandle.standardError.write(contentsOf: Data("load \(p.name): rendering the artifact pool…\n".utf8))
             // Ctrl-C: the workers stop after their current request; what was measured is written and reported.
             Interrupt.install()
             let (target, t) = (p.target, timeout)
@@ -124,10 +124,11 @@ struct Load: ParsableCommand {
                 "error: --baseline \(path) is a summary of profile \(b.profile), not of \(p.name)", code: Exit.usage)
         }
         if note, let w = b.workload, w != p.workload {
-            FileHandle.standardError.write(
-                Data(
-                    "note: the baseline \(path) ran another workload than the profile now describes (\(w)); the comparison may not be like for like\n"
-                        .utf8))
+            try? FileHandle.standardError.write(
+                contentsOf:
+                    Data(
+                        "note: the baseline \(path) ran another workload than the profile now describes (\(w)); the comparison may not be like for like\n"
+                            .utf8))
         }
         return b
     }

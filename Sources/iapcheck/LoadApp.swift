@@ -42,7 +42,8 @@ extension Load {
                 catalog: p.app.catalog, bundleId: p.app.bundleId, appAppleId: p.app.appAppleId,
                 environment: p.app.environment, entitlements: p.app.entitlements, policy: p.app.policy)
             for note in catalog.notes {
-                FileHandle.standardError.write(Data("catalog \(p.app.catalog ?? "builtin"): \(note)\n".utf8))
+                try? FileHandle.standardError.write(
+                    contentsOf: Data("catalog \(p.app.catalog ?? "builtin"): \(note)\n".utf8))
             }
             return (catalog, policy)
         } catch {

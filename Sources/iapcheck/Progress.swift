@@ -24,7 +24,7 @@ final class Progress {
         var line = "\(label): \(done)/\(total) cases, \(TextReport.rate(Double(done), seconds: seconds))"
         if let left = remaining.seconds(done, of: total, now: now) { line += ", about \(Self.duration(left)) left" }
         if let detail { line += " (\(detail))" }
-        FileHandle.standardError.write(Data((line + "\n").utf8))
+        try? FileHandle.standardError.write(contentsOf: Data((line + "\n").utf8))
     }
 
     /// `45 s`, `3 min`, `1 h 20 min`.

@@ -32,6 +32,6 @@ func writeResults(_ what: String, to path: String, _ write: () throws -> Void) t
 }
 
 func fail(_ message: String, code: Int32) -> ExitCode {
-    FileHandle.standardError.write(Data((message + "\n").utf8))
+    try? FileHandle.standardError.write(contentsOf: Data((message + "\n").utf8))
     return ExitCode(code)
 }

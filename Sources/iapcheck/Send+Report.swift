@@ -20,7 +20,7 @@ struct SendReport {
     /// A line of the report: on stdout, or on stderr when stdout carries curl commands.
     func say(_ line: String) {
         if command.format == "curl" {
-            FileHandle.standardError.write(Data((line + "\n").utf8))
+            try? FileHandle.standardError.write(contentsOf: Data((line + "\n").utf8))
         } else {
             Swift.print(line)
         }

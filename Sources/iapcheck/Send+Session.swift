@@ -37,10 +37,11 @@ struct SendSession {
                     code: Exit.usage)
             }
             if command.app.given, let (c, p) = try? command.app.load(), c != s.catalog || p != s.policy {
-                FileHandle.standardError.write(
-                    Data(
-                        "note: \(statePath) keeps the catalog and policy it started with (\(s.catalog.bundleId)), not these; --reset to change them\n"
-                            .utf8))
+                try? FileHandle.standardError.write(
+                    contentsOf:
+                        Data(
+                            "note: \(statePath) keeps the catalog and policy it started with (\(s.catalog.bundleId)), not these; --reset to change them\n"
+                                .utf8))
             }
             state = s
         } else {

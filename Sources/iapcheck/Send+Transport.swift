@@ -48,10 +48,11 @@ final class SendTransport {
         let forgets = session.target?.start.map { !$0.command.contains("{tmp}") } ?? false
         replays = http == nil || forgets
         if forgets {
-            FileHandle.standardError.write(
-                Data(
-                    "note: the target's start command has no {tmp} folder for the backend's data, so the backend may remember nothing between sends: the customer's earlier deliveries go first, again (docs/send.md#a-customers-history)\n"
-                        .utf8))
+            try? FileHandle.standardError.write(
+                contentsOf:
+                    Data(
+                        "note: the target's start command has no {tmp} folder for the backend's data, so the backend may remember nothing between sends: the customer's earlier deliveries go first, again (docs/send.md#a-customers-history)\n"
+                            .utf8))
         }
     }
 
@@ -90,7 +91,7 @@ final class SendTransport {
             let line = "wrote \(f.written.count) files to \(dir) (verify the JWS against root.der, the test PKI's root)"
             // Beside curl commands, stdout is a script: what is said goes to stderr.
             if command.format == "curl" {
-                FileHandle.standardError.write(Data((line + "\n").utf8))
+                try? FileHandle.standardError.write(contentsOf: Data((line + "\n").utf8))
             } else {
                 print(line)
             }

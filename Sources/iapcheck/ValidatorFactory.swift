@@ -94,8 +94,9 @@ func workerFactory(
             return try makeValidator(spec, timeout: timeout, faults: faults, job: job)
         } catch {
             // The run goes on with the jobs it has: said, never silent (a backend instance that does not start).
-            FileHandle.standardError.write(
-                Data("iapcheck: job \(job) could not start, so the run has one job fewer: \(error)\n".utf8))
+            try? FileHandle.standardError.write(
+                contentsOf:
+                    Data("iapcheck: job \(job) could not start, so the run has one job fewer: \(error)\n".utf8))
             throw error
         }
     }

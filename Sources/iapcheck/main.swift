@@ -30,7 +30,7 @@ do {
     try command.run()
 } catch {
     if IAPCheck.exitCode(for: error) == .validationFailure {
-        FileHandle.standardError.write(Data((IAPCheck.fullMessage(for: error) + "\n").utf8))
+        try? FileHandle.standardError.write(contentsOf: Data((IAPCheck.fullMessage(for: error) + "\n").utf8))
         exit(Exit.usage)
     }
     IAPCheck.exit(withError: error)
