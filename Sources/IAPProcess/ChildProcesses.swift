@@ -93,6 +93,33 @@ public enum ChildProcesses {
         }
     }
 
+    /// The signals a crash of iapcheck itself ends in (a Swift trap is SIGILL on x86-64, SIGTRAP on arm64).
+    static let crashSignals = [SIGILL, SIGTRAP, SIGSEGV, SIGBUS, SIGFPE, SIGABRT]
+    /// The actions that were there before ``installCrashHandlers()`` (the Swift runtime's backtracer's, or the
+    /// default), one per signal number, read by the handler.
+    nonisolated(unsafe) static let previousActions: UnsafeMutablePointer<sigaction> = {
+        let p = UnsafeMutablePointer<sigaction>.allocate(capacity: 64)
+        p.initialize(repeating: sigaction(), count: 64)
+        return p
+    }()
+
+    /// A crash of iapcheck kills the registered processes too, then goes on as it would have: the action that was
+    /// there before (the runtime's backtrace, then the end of the process) runs as the signal is raised again.
+    public static func installCrashHandlers() {
+        _ = slots
+        _ = previousActions
+        for sig in crashSignals {
+            var action = sigaction()
+            action.__sigaction_handler.sa_handler = { s in
+                ChildProcesses.killAll()
+                sigaction(s, ChildProcesses.previousActions + Int(s), nil)
+                raise(s)  // delivered when the handler returns, to the action restored above
+            }
+            sigemptyset(&action.sa_mask)
+            sigaction(sig, &action, previousActions + Int(sig))
+        }
+    }
+
     /// Whether `sig` is ignored now (as `nohup` leaves SIGHUP, and a shell a background job's SIGINT).
     public static func isIgnored(_ sig: Int32) -> Bool {
         let previous = signal(sig, SIG_IGN)

@@ -22,6 +22,7 @@ import IAPProcess
 
 // Killed by a signal, iapcheck takes the validators and backends it started with it.
 ChildProcesses.installSignalHandlers()
+ChildProcesses.installCrashHandlers()
 
 // ArgumentParser exits 64 on a usage error; iapcheck documents 2 for every usage or configuration error (README,
 // `--help`), so a CI gate can tell "the command was wrong" from "the validator failed" with one code.

@@ -177,4 +177,60 @@ import Testing
         while LoopbackHTTPClient.accepts(host: "127.0.0.1", port: port) && Date() < deadline { usleep(20_000) }
         #expect(!LoopbackHTTPClient.accepts(host: "127.0.0.1", port: port), "the backend still listens on \(port)")
     }
+
+    /// A crash of iapcheck itself (here a SIGSEGV sent while it waits on a backend that never answers) stops the
+    /// backends it started at once, then goes on to the runtime's own crash report.
+    @Test func aBackendDoesNotOutliveACrashOfIapcheck() throws {
+        let dir = try ManagedBackendTests.folderWithServer()
+        let port = try LoopbackHTTPClient.freePort()
+        try Data(
+            """
+            import os, socket, time
+            s = socket.socket()
+            s.bind(("127.0.0.1", int(os.environ["NOTES_PORT"])))
+            s.listen(64)
+            open("backend/pid.new", "w").write(str(os.getpid()))
+            os.rename("backend/pid.new", "backend/pid")
+            time.sleep(600)
+            """.utf8
+        ).write(to: URL(fileURLWithPath: dir + "/backend/silent.py"))
+        try Data(
+            #"""
+            {"baseURL": "http://127.0.0.1:\#(port)", "clockHeader": "X-Now",
+             "start": {"command": "NOTES_PORT={port} python3 backend/silent.py", "readySeconds": 20},
+             "routes": {"reset": {"method": "POST", "path": "/reset"},
+                        "appTransaction": {"method": "POST", "path": "/a"},
+                        "notification": {"method": "POST", "path": "/n"},
+                        "apiSnapshot": {"method": "POST", "path": "/s"},
+                        "legacyReceipt": {"method": "POST", "path": "/l"},
+                        "entitlements": {"method": "GET", "path": "/e/{userId}"}}}
+            """#.utf8
+        ).write(to: URL(fileURLWithPath: dir + "/target.json"))
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: BuiltIAPCheck.path)
+        p.arguments = ["doctor", "--validator", "http:target.json", "--timeout", "60"]
+        // Without the runtime's backtracer, whose helper process would outlive the test's wait: the action after the
+        // handler is then the default one, the end of the process.
+        p.environment = ProcessInfo.processInfo.environment.merging(["SWIFT_BACKTRACE": "enable=no"]) { $1 }
+        p.currentDirectoryURL = URL(fileURLWithPath: dir)
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        defer { p.killAndWait() }
+        // The backend's pid, not a connection: a server that never accepts runs out of backlog and then looks gone.
+        func backendPid() -> Int32? {
+            (try? String(contentsOfFile: dir + "/backend/pid", encoding: .utf8)).flatMap { Int32($0) }
+        }
+        var deadline = Date().addingTimeInterval(20)
+        while backendPid() == nil && Date() < deadline { usleep(20_000) }
+        let pid = try #require(backendPid(), "the backend never started")
+        defer { kill(pid, SIGKILL) }
+        usleep(500_000)  // doctor's first request is under way, waiting on its 60 s timeout
+        kill(p.processIdentifier, SIGSEGV)
+        p.waitUntilExit()
+        deadline = Date().addingTimeInterval(5)
+        while kill(pid, 0) == 0 && Date() < deadline { usleep(20_000) }
+        #expect(kill(pid, 0) != 0, "the backend (pid \(pid)) outlived iapcheck")
+        #expect(p.terminationReason == .uncaughtSignal && p.terminationStatus == SIGSEGV)
+    }
 }
