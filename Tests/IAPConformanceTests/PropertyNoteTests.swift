@@ -48,4 +48,19 @@ import Testing
         #expect(CaseRunner.unitsHint(Self.answer(3), Self.answer(2)) == nil)
         #expect(CaseRunner.unitsHint(Self.answer(2), Self.answer(2)) == nil)
     }
+
+    /// Twice the expected balance in a case that delivered a purchase twice is first of all a double credit: the
+    /// hint must not send the reader to the target file to hide it.
+    @Test func aDoubleBalanceAfterARepeatedDeliveryNamesTheDoubleCreditFirst() throws {
+        let hint = try #require(CaseRunner.unitsHint(Self.answer(2), Self.answer(1), deliveredAgain: true))
+        #expect(hint.contains("credits every delivery of a purchase"))
+        #expect(
+            hint.firstRange(of: "credits every delivery")!.lowerBound
+                < hint.firstRange(of: "unitsPerPurchase")!.lowerBound)
+        // A fraction is no double credit: the mapping's hint as before.
+        #expect(
+            CaseRunner.unitsHint(Self.answer(1), Self.answer(2), deliveredAgain: true)?.hasPrefix(
+                "(every differing balance is 1/2 of") == true)
+        #expect(CaseRunner.unitsHint(Self.answer(2), Self.answer(1))?.contains("credits every delivery") == false)
+    }
 }

@@ -155,7 +155,8 @@ public enum CaseRunner {
         let judgement = Oracle.judge(knowledge, user: q.query.userId, at: q.query.at)
         let expected = judgement.answer
         let observed = try v.entitlements(q.query)
-        let (diffs, lines) = differences(observed, from: judgement, profile: profile)
+        let (diffs, lines) = differences(
+            observed, from: judgement, profile: profile, deliveredAgain: deliversAgain(c, through: step))
         guard !diffs.isEmpty else { return nil }
         return Discrepancy(
             property: attribute(c, step: step), kind: .answer, step: step,
@@ -173,6 +174,13 @@ public enum CaseRunner {
             return nil
         } catch {
             return .validatorFailed(error, step: -1)
+        }
+    }
+
+    /// Whether the case sent an artifact again (a duplicate, a retry, a replay) up to `step`.
+    static func deliversAgain(_ c: GeneratedCase, through step: Int) -> Bool {
+        c.steps.prefix(step + 1).contains {
+            if case .deliver(let d) = $0 { !d.label.isFirstSending } else { false }
         }
     }
 
@@ -200,9 +208,12 @@ public enum CaseRunner {
 
     /// The differences that count — declared fields only, dates compared to the validator's precision — and their
     /// lines, with a hint when the validator's expiries are the oracle's cut to seconds (it may keep seconds).
-    static func differences(_ observed: EntitlementAnswer, from judgement: Oracle.Judgement, profile: ValidatorProfile)
-        -> ([AnswerDifference], [String])
-    {
+    /// `deliveredAgain`: the case sent some artifact more than once before the question, which a balance off by a
+    /// whole factor may come from as well.
+    static func differences(
+        _ observed: EntitlementAnswer, from judgement: Oracle.Judgement, profile: ValidatorProfile,
+        deliveredAgain: Bool = false
+    ) -> ([AnswerDifference], [String]) {
         let compared = observed.snappingDates(to: judgement.answer, within: profile.datePrecision)
         let diffs = compared.answerDifferences(from: judgement.answer, ignoring: judgement.undetermined).filter {
             profile.compares($0.key)
@@ -217,13 +228,20 @@ public enum CaseRunner {
         let balanceDiffers = diffs.contains {
             if case .consumable = $0.subject { true } else { false }
         }
-        if balanceDiffers, let hint = unitsHint(observed, judgement.answer) { lines.append(hint) }
+        if balanceDiffers, let hint = unitsHint(observed, judgement.answer, deliveredAgain: deliveredAgain) {
+            lines.append(hint)
+        }
         return (diffs, lines)
     }
 
     /// Every differing consumable balance a whole multiple of the expected one (or all a whole fraction): the
     /// backend may count more units per purchase than the mapping's `unitsPerPurchase` says.
-    package static func unitsHint(_ observed: EntitlementAnswer, _ expected: EntitlementAnswer) -> String? {
+    /// When the case delivered something more than once, a balance some times the expected one is first of all
+    /// what a backend crediting every delivery of a purchase gives: the hint says so before naming the mapping, so
+    /// that a real double credit is not "fixed" in the target file.
+    package static func unitsHint(
+        _ observed: EntitlementAnswer, _ expected: EntitlementAnswer, deliveredAgain: Bool = false
+    ) -> String? {
         var ratios: Set<String> = []
         for e in expected.consumables where e.balance != 0 {
             let o = observed.consumables.first { $0.productId == e.productId }?.balance ?? 0
@@ -237,6 +255,10 @@ public enum CaseRunner {
             }
         }
         guard ratios.count == 1, let r = ratios.first else { return nil }
+        if deliveredAgain && r.hasSuffix("times") {
+            return
+                "(every differing balance is \(r) the expected one, and this case delivered some artifacts more than once: a backend that credits every delivery of a purchase, not each transactionId once, answers so; only if it counts another number of units per purchase is it the target file's \"unitsPerPurchase\" on answer.consumables, docs/http-target.md#consumable-balances)"
+        }
         return
             "(every differing balance is \(r) the expected one: if the backend counts another number of units per purchase, set \"unitsPerPurchase\" on answer.consumables in the target file to it, docs/http-target.md#consumable-balances)"
     }
