@@ -30,6 +30,40 @@ import Testing
     }
 }
 
+/// A failure that comes on some runs only cannot show an action needed: the FAIL line must not say "its N actions
+/// are needed" under a FLAKY block.
+@Suite struct FlakyShrinkNoteTests {
+    /// The reference that miscounts consumable balances in every other case it is reset for.
+    final class SometimesForgets: ReferenceValidator, @unchecked Sendable {
+        let resets = Locked(0)
+        override func reset(_ config: ValidatorConfig) throws(ValidatorFailure) {
+            resets.withLock { $0 += 1 }
+            try super.reset(config)
+        }
+        override func entitlements(_ query: EntitlementQuery) throws(ValidatorFailure) -> EntitlementAnswer {
+            var a = try super.entitlements(query)
+            if resets.value % 2 == 0 {
+                a.consumables = a.consumables.map {
+                    ConsumableBalance(productId: $0.productId, balance: $0.balance + 1)
+                }
+            }
+            return a
+        }
+    }
+
+    @Test func aFlakyFailuresShrinkClaimsNoActionNeeded() throws {
+        var o = CheckOptions()
+        o.cases = 200
+        let f = try #require(Checker(options: o, validator: SometimesForgets()).run().failure)
+        try #require(f.flaky != nil, "the failure came on every replay")
+        let clause = f.shrinkClause(timeBudget: 60, timed: false)
+        #expect(
+            !clause.contains("needed:") && !clause.contains("are needed") && !clause.contains("is needed"), "\(clause)")
+        #expect(!clause.contains("no single action can go"), "\(clause)")
+        #expect(clause.contains("does not fail on every run"), "\(clause)")
+    }
+}
+
 /// Ctrl-C while a case runs: when that case fails, it is reported as found, without a shrink or a replay (against a
 /// hanging backend each would wait another --timeout), and the run is marked interrupted.
 @Suite struct StopDuringACaseTests {

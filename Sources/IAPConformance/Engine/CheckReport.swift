@@ -45,6 +45,12 @@ public struct FailureReport: Sendable {
         let actions = "\(n) action\(n == 1 ? "" : "s")"
         let tried = attempts.map { " in \($0) attempts" } ?? ""
         let needed = ": its \(actions) \(n == 1 ? "is" : "are") needed"
+        if flaky != nil {
+            // A deletion that lost the failure may only have met a run without it: nothing is shown needed.
+            let unsure = "it does not fail on every run, so actions kept may not be needed"
+            guard originalActions != n else { return "not shrunk\(tried) (\(unsure))" }
+            return "shrunk from \(originalActions) to \(actions)\(tried) (\(unsure))"
+        }
         guard originalActions != n else {
             return shrinkExhausted && !actionsNeeded ? "not shrunk\(tried)" : "not shrunk\(tried)\(needed)"
         }
@@ -64,7 +70,7 @@ public struct FailureReport: Sendable {
         } else if shrinkExhausted, validatorFailure != nil {
             // Its budget is a few attempts whatever --shrink-attempts says (Checker.shrinkBudget).
             s += ", stopped after the few attempts a validator failing as a program is given (each may wait --timeout)"
-        } else if shrinkExhausted && actionsNeeded {
+        } else if shrinkExhausted && actionsNeeded && flaky == nil {
             s +=
                 ", stopped by the attempt budget while simplifying values (no single action can go): a larger"
                 + " --shrink-attempts may give simpler values"
