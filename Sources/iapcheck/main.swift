@@ -20,6 +20,17 @@ import IAPProcess
     }
 #endif
 
+// Standard output a line at a time, also into a file or a pipe: a CI log that takes both streams (`2>&1`) otherwise
+// gets a stderr note (progress, a kept backend folder) in the middle of a report line, where a 4 KB buffer broke it.
+#if canImport(Glibc)
+    // Through its symbol: strict concurrency checking refuses to name the C global `stdout`.
+    if let symbol = dlsym(nil, "stdout"),
+        let stream = symbol.assumingMemoryBound(to: UnsafeMutablePointer<FILE>?.self).pointee
+    {
+        setvbuf(stream, nil, _IOLBF, 0)
+    }
+#endif
+
 // Killed by a signal, iapcheck takes the validators and backends it started with it.
 ChildProcesses.installSignalHandlers()
 ChildProcesses.installCrashHandlers()
