@@ -98,6 +98,9 @@ import Testing
         let d = try #require(report.failure?.discrepancy)
         #expect(d.property == .parallelDelivery)
         #expect(d.differences.contains { $0.contains("balance") }, "\(d.differences)")
+        // Where the race began, and the double credit named before the mapping's units.
+        #expect(d.differences.contains { $0.contains("from delivery") && $0.contains("two concurrent clients") })
+        #expect(d.differences.contains { $0.contains("credits every delivery of a purchase") }, "\(d.differences)")
     }
 
     @Test func aDeliveryLostToAWriteConflictInTheRaceIsSentAgainAloneAndACorrectBackendPasses() throws {

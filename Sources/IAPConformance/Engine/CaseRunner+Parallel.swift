@@ -77,7 +77,8 @@ extension CaseRunner {
         }
         for k in mid..<deliveries.count { knowledge.learn(deliveries[k].1.delivery) }
         let end = (deliveries.map(\.1.arrival).max() ?? c.origin) + CivilTime.msPerMinute
-        return askAfterTheRace(c, v, knowledge, at: end, sentAlone: race.sendAlone.count)
+        let raceFrom = deliveries.indices.contains(mid) ? (mid + 1, deliveries[mid].1.arrival) : nil
+        return askAfterTheRace(c, v, knowledge, at: end, raceFrom: raceFrom, sentAlone: race.sendAlone.count)
     }
 
     /// What the race left to send again alone.
@@ -135,9 +136,11 @@ extension CaseRunner {
         return RaceOutcome(first: failed.first?.1, sendAlone: alone.sorted())
     }
 
-    /// After the race, every person's answer at `end` against the oracle's over everything delivered.
+    /// After the race, every person's answer at `end` against the oracle's over everything delivered. `raceFrom`:
+    /// the first raced delivery, counted from 1 among those sent, and its instant, for the report.
     static func askAfterTheRace(
-        _ c: GeneratedCase, _ v: any Validator, _ knowledge: Knowledge, at end: Millis, sentAlone: Int
+        _ c: GeneratedCase, _ v: any Validator, _ knowledge: Knowledge, at end: Millis, raceFrom: (Int, Millis)?,
+        sentAlone: Int
     ) -> CaseOutcome {
         let profile = v.profile
         for p in c.persons {
@@ -153,6 +156,8 @@ extension CaseRunner {
             // Every artifact of the race's half arrived twice.
             let (diffs, lines) = Self.differences(observed, from: judgement, profile: profile, deliveredAgain: true)
             if !diffs.isEmpty {
+                let from =
+                    raceFrom.map { ", from delivery \($0.0) (at \(CivilTime.relative($0.1 - c.origin))) on," } ?? ""
                 let resent =
                     sentAlone == 0
                     ? "" : "; \(sentAlone) of them sent again alone afterwards, after failing in the race or after it"
@@ -162,7 +167,7 @@ extension CaseRunner {
                         expected: summary(expected, profile: profile),
                         observed: summary(observed, profile: profile),
                         differences: lines + [
-                            "(after the second half was delivered by two concurrent clients\(resent))"
+                            "(after the second half\(from) was delivered by two concurrent clients, each artifact by both at once\(resent))"
                         ],
                         expectedAnswer: expected, observedAnswer: observed, differenceKeys: diffs.map(Self.key)))
             }
