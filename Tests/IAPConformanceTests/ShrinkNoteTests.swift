@@ -5,6 +5,7 @@ import IAPReference
 import IAPSimulator
 import IAPSupport
 import IAPValidatorAPI
+import IAPVerification
 import PropertyEngine
 import Testing
 
@@ -61,6 +62,37 @@ import Testing
             !clause.contains("needed:") && !clause.contains("are needed") && !clause.contains("is needed"), "\(clause)")
         #expect(!clause.contains("no single action can go"), "\(clause)")
         #expect(clause.contains("does not fail on every run"), "\(clause)")
+    }
+}
+
+/// A shrink keeps the finding it started from: a validator that accepts several forgery classes is reported with
+/// the class its case was found with, not another one a smaller case happened to carry.
+@Suite struct ShrinkKeepsTheFindingTests {
+    /// Checks no certificate chain at all: every chain-shaped forgery class gets through.
+    final class NoChainCheck: ReferenceValidator, @unchecked Sendable {
+        override func verifierOptions(_ base: SignedDataVerifier.Options) -> SignedDataVerifier.Options {
+            var o = base
+            o.verifyChain = false
+            o.checkOIDs = false
+            return o
+        }
+    }
+
+    @Test(arguments: [UInt64(1), 2, 3, 4])
+    func aShrunkForgeryFailureNamesTheClassItWasFoundWith(seed: UInt64) throws {
+        var o = CheckOptions()
+        o.cases = 300
+        o.seed = seed
+        o.properties = [.forgeryRejected]
+        let checker = Checker(options: o, validator: NoChainCheck())
+        let f = try #require(checker.run().failure)
+        let (original, _) = checker.generate(caseIndex: f.caseIndex)
+        let found = CaseRunner.run(original, against: NoChainCheck())
+        guard case .discrepancy(let first) = found, let shrunk = f.discrepancy else {
+            Issue.record("not a discrepancy: \(found)")
+            return
+        }
+        #expect(shrunk.finding == first.finding, "found with \(first.finding), reported as \(shrunk.finding)")
     }
 }
 

@@ -156,13 +156,14 @@ public struct Checker {
         switch (a, b) {
         // A wrong answer stays "the same failure" when shrinking drops the perturbation it was attributed to, as
         // long as the same field of the same product, group or balance is wrong (the candidate `a` must show the
-        // original `b`'s first difference); a wrong verdict keeps its property (forgery accepted vs genuine
-        // artifact refused).
+        // original `b`'s first difference); a wrong verdict keeps its property and its finding: the same forgery
+        // class accepted, or the same kind of artifact to refuse (a shrink that swapped one forged chain for another
+        // reported a class the run's progress line had not named).
         case let (.discrepancy(x), .discrepancy(y)):
             x.kind == y.kind
                 && (x.kind == .answer
                     ? (y.differenceKeys?.first).map { x.differenceKeys?.contains($0) ?? false } ?? true
-                    : x.property == y.property)
+                    : x.property == y.property && x.finding == y.finding)
         case let (.validatorFailed(x, _), .validatorFailed(y, _)): x.kind == y.kind
         default: false
         }
