@@ -45,8 +45,9 @@ extension ReferenceValidator {
         }
         for otid in order {
             _ = ingestSnapshot(
-                APISnapshot(originalTransactionId: otid, transactions: byChain[otid] ?? [], renewalInfo: renewals[otid])
-            )
+                APISnapshot(
+                    originalTransactionId: otid, transactions: Self.upgradeMarkersCleared(byChain[otid] ?? []),
+                    renewalInfo: renewals[otid]))
             if chains[otid] != nil, chains[otid]!.user == nil { chains[otid]!.user = userId }
         }
         return .accepted
@@ -65,9 +66,9 @@ extension ReferenceValidator {
             appAccountToken: e.app_account_token,
             inAppOwnershipType: InAppOwnershipType(rawValue: e.in_app_ownership_type ?? "PURCHASED"),
             signedDate: requestDate, environment: environment, transactionReason: nil)
-        if e.is_upgraded == "true" {
-            tx.isUpgraded = true  // cancellation_date marks the upgrade, not a refund
-        } else if let c = e.cancellation_date_ms.flatMap({ Millis($0) }) {
+        // On an upgraded entry the date may only mark the upgrade: `upgradeMarkersCleared` decides, with the chain.
+        if e.is_upgraded == "true" { tx.isUpgraded = true }
+        if let c = e.cancellation_date_ms.flatMap({ Millis($0) }) {
             tx.revocationDate = c
             tx.revocationReason = RevocationReason(rawValue: e.cancellation_reason.flatMap { Int($0) } ?? 0)
         }
@@ -85,6 +86,23 @@ extension ReferenceValidator {
             tx.offerIdentifier = code
         }
         return tx
+    }
+
+    /// A chain's legacy entries with the upgrade markers taken off (docs/semantics.md#refunds-and-revocation): on an
+    /// entry with `is_upgraded`, a `cancellation_date` at the upgrade itself (the purchase of the chain's next later
+    /// entry, or with no later entry in the receipt) is the older receipt guide's marker of the upgrade, not a
+    /// refund; any other date is a refund that came after the upgrade, and stays one.
+    package static func upgradeMarkersCleared(_ chain: [JWSTransactionDecodedPayload]) -> [JWSTransactionDecodedPayload]
+    {
+        chain.map { tx in
+            guard tx.isUpgraded == true, let c = tx.revocationDate else { return tx }
+            let upgrade = chain.lazy.map(\.purchaseDate).filter { $0 > tx.purchaseDate }.min()
+            guard upgrade == nil || upgrade == c else { return tx }
+            var marked = tx
+            marked.revocationDate = nil
+            marked.revocationReason = nil
+            return marked
+        }
     }
 
     func ingestDecodedLegacy(_ l: LegacyReceiptFacts) -> DeliveryVerdict {

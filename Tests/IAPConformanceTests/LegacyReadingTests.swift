@@ -80,6 +80,44 @@ import Testing
 
     /// The legacy forgery classes as the validator receives them: an error or missing `status` beside a receipt,
     /// half an answer, an HTML page; a validator that reads the receipt whatever the status says is caught on one.
+    /// An upgraded entry's `cancellation_date` is the upgrade's marker only at the upgrade itself; a refund of the
+    /// upgraded-from period afterwards is a refund (it once read as the marker, and a later receipt undid a refund
+    /// the REFUND notification had told: `--policy refundScope chain`, seed 1, case 1110 at ten times CI's sweep).
+    @Test func anUpgradedEntryRefundedAfterwardsStaysRefunded() throws {
+        func tx(_ id: String, purchase: Millis, upgraded: Bool = false, cancelled: Millis? = nil)
+            -> JWSTransactionDecodedPayload
+        {
+            var t = JWSTransactionDecodedPayload(
+                transactionId: id, originalTransactionId: "1", bundleId: "b", productId: "p\(id)",
+                purchaseDate: purchase, type: .autoRenewable, signedDate: 9_000, environment: .production,
+                transactionReason: nil)
+            if upgraded { t.isUpgraded = true }
+            t.revocationDate = cancelled
+            return t
+        }
+        let marker = ReferenceValidator.upgradeMarkersCleared([
+            tx("1", purchase: 0, upgraded: true, cancelled: 60_000), tx("2", purchase: 60_000),
+        ])
+        #expect(marker[0].revocationDate == nil && marker[0].isUpgraded == true)
+        let refunded = ReferenceValidator.upgradeMarkersCleared([
+            tx("1", purchase: 0, upgraded: true, cancelled: 240_000), tx("2", purchase: 60_000),
+        ])
+        #expect(refunded[0].revocationDate == 240_000 && refunded[0].isUpgraded == true)
+        // No later entry in the receipt to tell by: read as the marker, as before.
+        let alone = ReferenceValidator.upgradeMarkersCleared([tx("1", purchase: 0, upgraded: true, cancelled: 5)])
+        #expect(alone[0].revocationDate == nil)
+
+        // The case as the run that found it made it (a policy file, the command line's defaults).
+        let dir = try CLI.folder("upgraded-refund")
+        try Data(#"{"refundScope": "chain"}"#.utf8).write(to: URL(fileURLWithPath: dir + "/policy.json"))
+        let r = try CLI.run(
+            [
+                "check", "--validator", "reference", "--policy", "policy.json", "--seed", "1", "--case", "1110",
+                "--no-corpus",
+            ], in: dir)
+        #expect(r.status == 0 && r.out.contains("1/1 cases passed"), "\(r.out)\(r.err)")
+    }
+
     @Test func legacyForgeriesAreWrongInTheirOwnWayAndCaught() throws {
         let kit = ForgeryKit(pki: TestPKI.harness)
         let tx = Catalog.standard.probeTransaction(
