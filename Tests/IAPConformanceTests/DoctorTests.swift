@@ -152,6 +152,30 @@ import Testing
     }
 }
 
+/// A catalog without subscriptions still gets its clock checked: on a non-consumable, a minute before and a minute
+/// after the purchase. (It used to be skipped, so a backend ignoring the clock header passed the doctor.)
+@Suite struct DoctorClockWithoutSubscriptionsTests {
+    /// The reference answering every question as of one instant of its own, whatever instant it is asked about.
+    final class OwnClock: ReferenceValidator, @unchecked Sendable {
+        override func entitlements(_ query: EntitlementQuery) throws(ValidatorFailure) -> EntitlementAnswer {
+            let ownNow = CivilTime.days(fromCivil: 2026, 3, 2) * CivilTime.msPerDay
+            return try super.entitlements(EntitlementQuery(userId: query.userId, at: ownNow))
+        }
+    }
+
+    @Test func aNonConsumableShowsWhetherTheBackendReadsTheClock() throws {
+        var catalog = Catalog.standard
+        catalog.products = catalog.products.filter { $0.kind == .consumable || $0.kind == .nonConsumable }
+        catalog.entitlements = nil
+        try #require(catalog.products.contains { $0.kind == .nonConsumable })
+        let right = Doctor(validator: ReferenceValidator(), catalog: catalog, policy: .default).run()
+        let clock = right.items.first { $0.name == "clock" }
+        #expect(clock?.status == .ok && clock?.detail.contains("a minute after it") == true, "\(right.text)")
+        let own = Doctor(validator: OwnClock(), catalog: catalog, policy: .default).run()
+        #expect(own.items.first { $0.name == "clock" }?.status == .misconfigured && !own.usable, "\(own.text)")
+    }
+}
+
 /// A backend that fails on the simplest purchase (a 500 on every question, a hang on the webhook) cannot be checked:
 /// `check` would stop at its first case. The doctor says so with a ✗ and a fix, not a `!` and "usable".
 @Suite struct DoctorBlockingFailureTests {

@@ -19,13 +19,15 @@ struct DoctorScenario {
     static let start: Millis = CivilTime.days(fromCivil: 2026, 3, 1) * CivilTime.msPerDay + 34_887_350
 
     /// An auto-renewable subscription if the catalog has one (that unlocks an entitlement, when the validator
-    /// answers in entitlements), so the clock can be checked on its expiry; else any product.
+    /// answers in entitlements), so the clock can be checked on its expiry; else a non-renewing subscription (it
+    /// expires too), else a non-consumable (the clock is then checked on the purchase alone); else any product.
     init?(catalog: Catalog, profile: ValidatorProfile, isolation: CaseIsolation) {
         let entitled = Set((catalog.entitlements ?? []).flatMap(\.products))
         let usable = catalog.products.filter { !profile.answersEntitlements || entitled.contains($0.id) }
         guard
-            let product = usable.first(where: { $0.kind == .autoRenewable }) ?? usable.first
-                ?? catalog.probeProduct
+            let product = [ProductKind.autoRenewable, .nonRenewing, .nonConsumable].lazy.compactMap({ kind in
+                usable.first { $0.kind == kind }
+            }).first ?? usable.first ?? catalog.probeProduct
         else { return nil }
         self.product = product
         self.catalog = catalog
@@ -223,18 +225,27 @@ extension DoctorSession {
     /// A minute before the purchase, a minute before its expiry and a minute after it, the answers must be the
     /// oracle's: inactive, active, inactive. A validator that does not read the clock iapcheck sets answers the same
     /// at two of them (whichever its own clock says): false then. (A minute before the purchase catches a backend on
-    /// the wall clock even where iapcheck derives `active` from a mapped expiry.)
+    /// the wall clock even where iapcheck derives `active` from a mapped expiry.) A purchase that never expires (a
+    /// non-consumable) is asked about a minute before and a minute after it: inactive, active.
     mutating func checkClock(_ s: DoctorScenario, knowledge: Knowledge, profile: ValidatorProfile) -> Bool {
         let entitlements = profile.answersEntitlements
-        guard let e = s.expiry, profile.declares(entitlements ? .entitlementsActive : .productsActive) else {
-            add("clock", .skipped, "needs an auto-renewable subscription and an active field in the answers")
+        guard profile.declares(entitlements ? .entitlementsActive : .productsActive) else {
+            add("clock", .skipped, "needs an active field in the answers (products or entitlements)")
             return true
         }
-        let instants = [
-            DoctorScenario.start - CivilTime.msPerMinute, e - CivilTime.msPerMinute, e + CivilTime.msPerMinute,
-        ]
+        let start = DoctorScenario.start
+        let instants =
+            s.expiry.map { e in [start - CivilTime.msPerMinute, e - CivilTime.msPerMinute, e + CivilTime.msPerMinute] }
+            ?? [start - CivilTime.msPerMinute, start + CivilTime.msPerMinute]
         let expected = instants.map {
             Self.active(Oracle.judge(knowledge, user: s.user, at: $0).answer, s.subject, entitlements: entitlements)
+        }
+        guard expected.contains(true) && expected.contains(false) else {
+            // A consumable: nothing in the answers turns on and off with the instant asked about.
+            add(
+                "clock", .skipped,
+                "needs a subscription or a non-consumable in the catalog: \(s.subject) is never active")
+            return true
         }
         do {
             var observed: [Bool] = []
@@ -246,11 +257,14 @@ extension DoctorSession {
                 observed.append(Self.active(a, s.subject, entitlements: entitlements))
                 listed = listed || Self.listed(a, s.subject, entitlements: entitlements)
             }
-            let names = ["a minute before the purchase", "a minute before expiry", "a minute after it"]
+            let names =
+                s.expiry == nil
+                ? ["a minute before the purchase", "a minute after it"]
+                : ["a minute before the purchase", "a minute before expiry", "a minute after it"]
             let when =
                 "\(s.subject) "
                 + zip(names, observed).map { "\($0.1 ? "active" : "inactive") \($0.0)" }.joined(separator: ", ")
-                + " (purchase \(CivilTime.iso8601(DoctorScenario.start)), expiry \(CivilTime.iso8601(e)))"
+                + " (purchase \(CivilTime.iso8601(start))\(s.expiry.map { ", expiry \(CivilTime.iso8601($0))" } ?? ""))"
             if observed == expected {
                 add("clock", .ok, when)
                 return true
@@ -261,11 +275,13 @@ extension DoctorSession {
                 // lists what it holds, inactive).
                 add(
                     "answer", .misconfigured,
-                    "\(s.subject) is never in the answer, not even a minute before its expiry, when it is active: \(when)",
+                    "\(s.subject) is never in the answer, not even a minute \(s.expiry == nil ? "after its purchase" : "before its expiry"), when it is active: \(when)",
                     fix: Self.neverActiveFix(s.subject, entitlements: entitlements, clockFix: doctor.hints.clockFix))
                 return false
             }
-            if observed[1] == observed[2] || (observed[0] && !expected[0] && observed[0] == observed[1]) {
+            // Expiry: the same answer on both sides of it; no expiry: on both sides of the purchase.
+            let last = observed.count - 1
+            if observed[last - 1] == observed[last] || (observed[0] && !expected[0] && observed[0] == observed[1]) {
                 add(
                     "clock", .misconfigured, "the answers do not follow the instants iapcheck asks about: \(when)",
                     fix: doctor.hints.clockFix)
