@@ -105,19 +105,24 @@ public enum ChildProcesses {
 
     /// A crash of iapcheck kills the registered processes too, then goes on as it would have: the action that was
     /// there before (the runtime's backtrace, then the end of the process) runs as the signal is raised again.
+    /// On the alternate signal stack where one is set up (the runtime's backtracer sets one), so that a stack
+    /// overflow still reaches the backtrace. Linux only (glibc's `sigaction` layout).
     public static func installCrashHandlers() {
-        _ = slots
-        _ = previousActions
-        for sig in crashSignals {
-            var action = sigaction()
-            action.__sigaction_handler.sa_handler = { s in
-                ChildProcesses.killAll()
-                sigaction(s, ChildProcesses.previousActions + Int(s), nil)
-                raise(s)  // delivered when the handler returns, to the action restored above
+        #if canImport(Glibc)
+            _ = slots
+            _ = previousActions
+            for sig in crashSignals {
+                var action = sigaction()
+                action.__sigaction_handler.sa_handler = { s in
+                    ChildProcesses.killAll()
+                    sigaction(s, ChildProcesses.previousActions + Int(s), nil)
+                    raise(s)  // delivered when the handler returns, to the action restored above
+                }
+                sigemptyset(&action.sa_mask)
+                action.sa_flags = SA_ONSTACK
+                sigaction(sig, &action, previousActions + Int(sig))
             }
-            sigemptyset(&action.sa_mask)
-            sigaction(sig, &action, previousActions + Int(sig))
-        }
+        #endif
     }
 
     /// Whether `sig` is ignored now (as `nohup` leaves SIGHUP, and a shell a background job's SIGINT).
