@@ -100,7 +100,11 @@ import Testing
         #expect(d.differences.contains { $0.contains("balance") }, "\(d.differences)")
         // Where the race began, and the double credit named before the mapping's units.
         #expect(d.differences.contains { $0.contains("from delivery") && $0.contains("two concurrent clients") })
-        #expect(d.differences.contains { $0.contains("credits every delivery of a purchase") }, "\(d.differences)")
+        // A balance that is a whole multiple gets the hint, and under a race it names the double credit first (the
+        // shrunk case decides whether it is a multiple: 2 for 1 here, 3 for 2 under a slower build).
+        for hint in d.differences where hint.contains("every differing balance") {
+            #expect(hint.contains("credits every delivery of a purchase"), "\(hint)")
+        }
     }
 
     @Test func aDeliveryLostToAWriteConflictInTheRaceIsSentAgainAloneAndACorrectBackendPasses() throws {
