@@ -130,18 +130,12 @@ import Testing
         }
     }
 
-    /// `iapcheck check … | head`: the reader of iapcheck's output goes away. Where SIGPIPE has its default action,
-    /// iapcheck dies by it at its next line; where the parent ignores it (and iapcheck inherits that), the line
-    /// fails with EPIPE, which must not crash iapcheck. Either way the backend it started must go with it, not hold
-    /// its port against the next run.
-    @Test(arguments: [true, false])
-    func aBackendDoesNotOutliveIapcheckWhoseOutputIsClosed(sigpipeIgnored: Bool) throws {
-        let dir = try ManagedBackendTests.folderWithServer()
-        let port = try LoopbackHTTPClient.freePort()
+    /// A target file in `dir` whose backend iapcheck starts as `python3 backend/SCRIPT` on `port`.
+    static func writeTarget(in dir: String, port: Int, script: String) throws {
         try Data(
             #"""
             {"baseURL": "http://127.0.0.1:\#(port)", "clockHeader": "X-Now",
-             "start": {"command": "NOTES_PORT={port} python3 backend/server.py", "readySeconds": 20},
+             "start": {"command": "NOTES_PORT={port} python3 backend/\#(script)", "readySeconds": 20},
              "routes": {"reset": {"method": "POST", "path": "/reset"},
                         "appTransaction": {"method": "POST", "path": "/a"},
                         "notification": {"method": "POST", "path": "/n"},
@@ -150,6 +144,17 @@ import Testing
                         "entitlements": {"method": "GET", "path": "/e/{userId}"}}}
             """#.utf8
         ).write(to: URL(fileURLWithPath: dir + "/target.json"))
+    }
+
+    /// `iapcheck check … | head`: the reader of iapcheck's output goes away. Where SIGPIPE has its default action,
+    /// iapcheck dies by it at its next line; where the parent ignores it (and iapcheck inherits that), the line
+    /// fails with EPIPE, which must not crash iapcheck. Either way the backend it started must go with it, not hold
+    /// its port against the next run.
+    @Test(arguments: [true, false])
+    func aBackendDoesNotOutliveIapcheckWhoseOutputIsClosed(sigpipeIgnored: Bool) throws {
+        let dir = try ManagedBackendTests.folderWithServer()
+        let port = try LoopbackHTTPClient.freePort()
+        try Self.writeTarget(in: dir, port: port, script: "server.py")
         // Python as the parent: it sets SIGPIPE for its child as asked, which Foundation's Process does not.
         let launcher = """
             import os, signal, subprocess, sys
@@ -194,18 +199,7 @@ import Testing
             time.sleep(600)
             """.utf8
         ).write(to: URL(fileURLWithPath: dir + "/backend/silent.py"))
-        try Data(
-            #"""
-            {"baseURL": "http://127.0.0.1:\#(port)", "clockHeader": "X-Now",
-             "start": {"command": "NOTES_PORT={port} python3 backend/silent.py", "readySeconds": 20},
-             "routes": {"reset": {"method": "POST", "path": "/reset"},
-                        "appTransaction": {"method": "POST", "path": "/a"},
-                        "notification": {"method": "POST", "path": "/n"},
-                        "apiSnapshot": {"method": "POST", "path": "/s"},
-                        "legacyReceipt": {"method": "POST", "path": "/l"},
-                        "entitlements": {"method": "GET", "path": "/e/{userId}"}}}
-            """#.utf8
-        ).write(to: URL(fileURLWithPath: dir + "/target.json"))
+        try Self.writeTarget(in: dir, port: port, script: "silent.py")
         let p = Process()
         p.executableURL = URL(fileURLWithPath: BuiltIAPCheck.path)
         p.arguments = ["doctor", "--validator", "http:target.json", "--timeout", "60"]
