@@ -72,7 +72,9 @@ public enum Sweeps {
         o.policy = policy
         o.drawsCatalogs = true
         let report = Checker(options: o, validator: validator()).run()
-        return report.failure.map { [Timeline.render($0.shrunk, failingStep: $0.failingStep)] } ?? []
+        return report.failure.map {
+            [Timeline.render($0.shrunk, failingStep: $0.failingStep, race: $0.discrepancy?.race)]
+        } ?? []
     }
 
     /// A mutant is caught within ``mutantCases`` cases (catalogs drawn, as `iapcheck mutants` runs them) and shrunk

@@ -84,7 +84,7 @@ struct Replay: ParsableCommand {
         var s = Reports.summary(
             of: d, saved.testCase, caseIndex: saved.caseIndex, corpusFile: path,
             replay: "iapcheck replay \(Shell.quote(path)) --validator \(Shell.quote(validator))")
-        if explain { s.deliveries = Explanation.deliveries(saved.testCase, upTo: d.step) }
+        if explain { s.deliveries = Explanation.deliveries(saved.testCase, upTo: d.step, race: d.race) }
         return TextReport.discrepancy(s, headline: "  \(name) disagrees with the oracle")
     }
 }

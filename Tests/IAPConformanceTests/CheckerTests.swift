@@ -344,6 +344,17 @@ final class CoinFlipValidator: ReferenceValidator {
         let d = try #require(racy.failure?.discrepancy)
         #expect(d.property == .parallelDelivery)
         #expect(d.differences.contains { $0.contains("balance") })
+        // The report marks where the race began and shows the question asked after it, which is none of the case's
+        // own (every person is asked a minute after the last delivery).
+        let f = try #require(racy.failure)
+        let race = try #require(d.race)
+        let shown = Timeline.render(f.shrunk, failingStep: f.failingStep, race: race)
+        #expect(shown.contains("⇉ from here on, two concurrent clients sent every delivery below"), "\(shown)")
+        let asked = shown.split(separator: "\n").filter { $0.contains("ask: what may") }
+        let at = CivilTime.relative(race.question.query.at - f.shrunk.origin)
+        #expect(asked.count == 1 && asked[0].contains("use at \(at)? (after the race"), "\(shown)")
+        #expect(f.explanation.contains("⇉ from here on"))
+        #expect(Explanation.lines(d, in: f.shrunk).first?.contains("asked at \(at))") == true)
     }
 }
 

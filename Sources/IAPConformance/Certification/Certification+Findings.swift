@@ -36,7 +36,7 @@ extension CertificationSuite {
             var cx = Reports.DiscrepancySummary(
                 property: d.property.rawValue, caseIndex: f.caseIndex, shrunkEvents: f.shrunk.actionCount,
                 expected: d.expected, observed: d.observed, differences: d.differences,
-                timeline: Timeline.render(f.shrunk, failingStep: d.step), replay: replay)
+                timeline: Timeline.render(f.shrunk, failingStep: d.step, race: d.race), replay: replay)
             cx.finding = d.finding
             let why = Explanation.lines(d, in: f.shrunk)
             if !why.isEmpty { cx.explanation = why }

@@ -27,6 +27,26 @@ public struct Discrepancy: Codable, Hashable, Sendable {
     /// For a wrong answer: what differs, as `subject/field` (`product pro.monthly/active`), so that shrinking keeps
     /// the same defect rather than any wrong answer.
     public var differenceKeys: [String]?
+    /// Set under parallel-delivery when the deliveries were raced: the question asked after the race is none of
+    /// the case's own steps (every person is asked at the end), and the reports show it and where the race began.
+    public var race: Race?
+
+    /// Where the race of a parallel-delivery case began and the question asked after it.
+    public struct Race: Codable, Hashable, Sendable {
+        /// The index in the case's steps of the first delivery the two clients sent.
+        public var firstStep: Int
+        /// The question that found the difference.
+        public var question: PlannedQuery
+
+        package init(firstStep: Int, question: PlannedQuery) { (self.firstStep, self.question) = (firstStep, question) }
+    }
+
+    /// The question that found a wrong answer: the race's, or the case's step.
+    public func question(in c: GeneratedCase) -> PlannedQuery? {
+        if let race { return race.question }
+        if c.steps.indices.contains(step), case .query(let q) = c.steps[step] { return q }
+        return nil
+    }
 
     /// Every field (the memberwise initializer, with the package's tests as well as its modules).
     package init(

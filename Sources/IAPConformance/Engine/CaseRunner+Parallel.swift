@@ -77,7 +77,7 @@ extension CaseRunner {
         }
         for k in mid..<deliveries.count { knowledge.learn(deliveries[k].1.delivery) }
         let end = (deliveries.map(\.1.arrival).max() ?? c.origin) + CivilTime.msPerMinute
-        let raceFrom = deliveries.indices.contains(mid) ? (mid + 1, deliveries[mid].1.arrival) : nil
+        let raceFrom = deliveries.indices.contains(mid) ? (mid + 1, deliveries[mid].0) : nil
         return askAfterTheRace(c, v, knowledge, at: end, raceFrom: raceFrom, sentAlone: race.sendAlone.count)
     }
 
@@ -137,13 +137,13 @@ extension CaseRunner {
     }
 
     /// After the race, every person's answer at `end` against the oracle's over everything delivered. `raceFrom`:
-    /// the first raced delivery, counted from 1 among those sent, and its instant, for the report.
+    /// the first raced delivery, counted from 1 among those sent, and its index in the case's steps, for the report.
     static func askAfterTheRace(
-        _ c: GeneratedCase, _ v: any Validator, _ knowledge: Knowledge, at end: Millis, raceFrom: (Int, Millis)?,
+        _ c: GeneratedCase, _ v: any Validator, _ knowledge: Knowledge, at end: Millis, raceFrom: (Int, Int)?,
         sentAlone: Int
     ) -> CaseOutcome {
         let profile = v.profile
-        for p in c.persons {
+        for (person, p) in c.persons.enumerated() {
             let q = EntitlementQuery(userId: p.accountId, at: end)
             let judgement = Oracle.judge(knowledge, user: q.userId, at: q.at)
             let expected = judgement.answer
@@ -157,19 +157,25 @@ extension CaseRunner {
             let (diffs, lines) = Self.differences(observed, from: judgement, profile: profile, deliveredAgain: true)
             if !diffs.isEmpty {
                 let from =
-                    raceFrom.map { ", from delivery \($0.0) (at \(CivilTime.relative($0.1 - c.origin))) on," } ?? ""
+                    raceFrom.map { n, step in
+                        guard case .deliver(let d) = c.steps[step] else { return "" }
+                        return ", from delivery \(n) (at \(CivilTime.relative(d.arrival - c.origin))) on,"
+                    } ?? ""
                 let resent =
                     sentAlone == 0
                     ? "" : "; \(sentAlone) of them sent again alone afterwards, after failing in the race or after it"
-                return .discrepancy(
-                    Discrepancy(
-                        property: .parallelDelivery, kind: .answer, step: c.steps.count - 1,
-                        expected: summary(expected, profile: profile),
-                        observed: summary(observed, profile: profile),
-                        differences: lines + [
-                            "(after the second half\(from) was delivered by two concurrent clients, each artifact by both at once\(resent))"
-                        ],
-                        expectedAnswer: expected, observedAnswer: observed, differenceKeys: diffs.map(Self.key)))
+                var d = Discrepancy(
+                    property: .parallelDelivery, kind: .answer, step: c.steps.count - 1,
+                    expected: summary(expected, profile: profile),
+                    observed: summary(observed, profile: profile),
+                    differences: lines + [
+                        "(after the second half\(from) was delivered by two concurrent clients, each artifact by both at once\(resent))"
+                    ],
+                    expectedAnswer: expected, observedAnswer: observed, differenceKeys: diffs.map(Self.key))
+                d.race = Discrepancy.Race(
+                    firstStep: raceFrom?.1 ?? c.steps.count,
+                    question: PlannedQuery(appleTime: end, query: q, person: person))
+                return .discrepancy(d)
             }
         }
         return .passed(questions: c.persons.count)

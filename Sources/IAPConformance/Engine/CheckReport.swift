@@ -91,7 +91,7 @@ public struct FailureReport: Sendable {
         return """
             case \(caseIndex) of seed \(seed), \(shrinkPhrase())
             \(what)
-            \(Timeline.render(shrunk, failingStep: failingStep))
+            \(Timeline.render(shrunk, failingStep: failingStep, race: discrepancy?.race))
             """
     }
     public var validatorFailure: ValidatorFailure? { if case .validatorFailed(let f, _) = outcome { f } else { nil } }

@@ -128,7 +128,8 @@ public struct Checker {
     static func describe(_ o: CaseOutcome) -> String {
         switch o {
         case .passed: "passed"
-        case .discrepancy(let d): "step \(d.step): \(d.kind.rawValue) expected \(d.expected), observed \(d.observed)"
+        case .discrepancy(let d):
+            "\(d.race == nil ? "step \(d.step)" : "after the race"): \(d.kind.rawValue) expected \(d.expected), observed \(d.observed)"
         // Kind and step only: messages carry pids and stderr tails that differ between identical failures.
         case .validatorFailed(let f, let step): "step \(step): \(f.kind.rawValue)"
         }

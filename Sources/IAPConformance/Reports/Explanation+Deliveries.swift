@@ -8,7 +8,7 @@ extension Explanation {
     /// changed from the previous version of that artifact (the same transactionId; a chain's renewal info); a new
     /// transaction lists the fields that decide entitlements. Dates are relative to the
     /// first purchase, as in the timeline; a forged artifact says what was forged.
-    public static func deliveries(_ c: GeneratedCase, upTo step: Int) -> [String] {
+    public static func deliveries(_ c: GeneratedCase, upTo step: Int, race: Discrepancy.Race? = nil) -> [String] {
         let rel = { (t: Millis) in CivilTime.relative(t - c.origin) }
         let names = Dictionary(c.persons.map { ($0.accountId, $0.name) }, uniquingKeysWith: { a, _ in a })
         var lastVersion: [String: [String: String]] = [:]  // by transactionId
@@ -54,11 +54,9 @@ extension Explanation {
                 against: lastRenewal[r.originalTransactionId], first: "the chain's first")
         }
         for (i, s) in c.steps.enumerated() where i <= step {
-            guard case .deliver(let d) = s else {
-                if case .query(let q) = s, i == step {
-                    out.append("    \(rel(q.appleTime)) the question: \(names[q.query.userId] ?? q.query.userId)")
-                }
-                continue
+            guard case .deliver(let d) = s else { continue }
+            if i == race?.firstStep {
+                out.append("    \(rel(d.arrival)) from here on, sent by two concurrent clients at once")
             }
             out.append("    \(rel(d.arrival)) \(Timeline.describe(d, names: names))")
             if let f = d.forgery { out.append("      forged (\(f.rawValue)): \(forgedPart(f))") }
@@ -79,6 +77,12 @@ extension Explanation {
                     for r in chain.renewalInfos { out += renewal(r) }
                 }
             }
+        }
+        let stepQuestion: PlannedQuery? =
+            if c.steps.indices.contains(step), case .query(let q) = c.steps[step] { q } else { nil }
+        if let q = race?.question ?? stepQuestion {
+            let after = race == nil ? "" : ", after the race"
+            out.append("    \(rel(q.appleTime)) the question\(after): \(names[q.query.userId] ?? q.query.userId)")
         }
         return out
     }

@@ -8,15 +8,14 @@ import IAPSimulator
 public enum Explanation {
     /// Lines under a discrepancy: one block per differing subject (at most three), or the verdict's artifact.
     public static func lines(_ d: Discrepancy, in c: GeneratedCase) -> [String] {
-        let person: Int? =
-            if c.steps.indices.contains(d.step), case .query(let q) = c.steps[d.step] { q.person } else { nil }
-        let known = Facts(c, before: d.step, person: person)
+        // After a race, everything was delivered before the question.
+        let known = Facts(c, before: d.race == nil ? d.step : c.steps.count, person: d.question(in: c)?.person)
         switch d.kind {
         case .verdict:
             guard c.steps.indices.contains(d.step), case .deliver(let delivery) = c.steps[d.step] else { return [] }
             return verdict(delivery, expected: d.expected, known: known, origin: c.origin)
         case .answer:
-            guard c.steps.indices.contains(d.step), case .query(let q) = c.steps[d.step] else { return [] }
+            guard let q = d.question(in: c) else { return [] }
             var out: [String] = []
             var seen: Set<String> = [], explained: Set<String> = []
             for key in d.differenceKeys ?? [] {

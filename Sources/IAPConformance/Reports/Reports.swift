@@ -243,7 +243,7 @@ public enum Reports {
         var s = DiscrepancySummary(
             property: d.property.rawValue, caseIndex: caseIndex, corpusFile: corpusFile, shrunkEvents: c.actionCount,
             expected: d.expected, observed: d.observed, differences: d.differences,
-            timeline: Timeline.render(c, failingStep: d.step), replay: replay)
+            timeline: Timeline.render(c, failingStep: d.step, race: d.race), replay: replay)
         s.finding = d.finding
         let why = Explanation.lines(d, in: c)
         if !why.isEmpty { s.explanation = why }

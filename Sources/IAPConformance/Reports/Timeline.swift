@@ -4,13 +4,16 @@ import IAPSimulator
 /// Renders a case as a readable timeline: one line per store event and per delivery, instants relative to the
 /// first purchase, then the question that failed with expected and observed answers.
 public enum Timeline {
-    public static func render(_ c: GeneratedCase, failingStep: Int?, indent: String = "  ") -> String {
+    /// `race`: a parallel-delivery discrepancy's race, marked where it began, with the question asked after it.
+    public static func render(
+        _ c: GeneratedCase, failingStep: Int?, race: Discrepancy.Race? = nil, indent: String = "  "
+    ) -> String {
         var out = header(c, indent: indent)
         out.append(
             "\(indent)store history (Apple time, relative to the first purchase at \(CivilTime.iso8601(c.origin))):")
         for e in c.events { out.append("\(indent)  \(relative(e.time, c)) \(e.summary)") }
         out.append("\(indent)what the validator saw and was asked:")
-        out += steps(c, failingStep: failingStep, indent: indent)
+        out += steps(c, failingStep: failingStep, race: race, indent: indent)
         return out.joined(separator: "\n")
     }
 
@@ -62,7 +65,9 @@ public enum Timeline {
 
     /// What the validator saw and was asked, up to the failing step: deliveries (and the lost notifications among
     /// them, in time order: Apple sent them, the validator never got them), kills, and the question that failed.
-    static func steps(_ c: GeneratedCase, failingStep: Int?, indent: String) -> [String] {
+    static func steps(_ c: GeneratedCase, failingStep: Int?, race: Discrepancy.Race? = nil, indent: String)
+        -> [String]
+    {
         var out: [String] = []
         let name = Dictionary(c.persons.map { ($0.accountId, $0.name) }, uniquingKeysWith: { a, _ in a })
         let last = failingStep ?? (c.steps.count - 1)
@@ -80,6 +85,11 @@ public enum Timeline {
             switch step {
             case .deliver(let d):
                 showLost(before: d.arrival)
+                if i == race?.firstStep {
+                    out.append(
+                        "\(indent)  \(relative(d.arrival, c)) ⇉ from here on, two concurrent clients sent every delivery below, both at once"
+                    )
+                }
                 out.append("\(indent)  \(relative(d.arrival, c)) \(describe(d, names: name))")
                 deliveries += 1
                 if c.property == .durableAck && deliveries % 5 == 0 {
@@ -89,18 +99,26 @@ public enum Timeline {
                 }
             case .query(let q):
                 showLost(before: q.appleTime)
-                if i == last, failingStep != nil {
-                    let who = name[q.query.userId] ?? q.query.userId
-                    var line =
-                        "\(indent)  \(relative(q.appleTime, c)) ask: what may \(who) use at \(CivilTime.relative(q.query.at - c.origin))?\(q.isHindsight ? " (in hindsight)" : "")"
-                    if let d = q.query.deviceTime, d != q.query.at {
-                        line += " (device says \(CivilTime.relative(d - c.origin)))"
-                    }
-                    out.append(line)
-                }
+                if i == last, failingStep != nil, race == nil { out.append(ask(q, c, names: name, indent: indent)) }
             }
         }
+        if let q = race?.question {
+            showLost(before: q.appleTime)
+            out.append(
+                ask(q, c, names: name, indent: indent) + " (after the race; the case's own questions were not asked)")
+        }
         return out
+    }
+
+    /// The question that failed, as a timeline line.
+    static func ask(_ q: PlannedQuery, _ c: GeneratedCase, names: [String: String], indent: String) -> String {
+        let who = names[q.query.userId] ?? q.query.userId
+        var line =
+            "\(indent)  \(relative(q.appleTime, c)) ask: what may \(who) use at \(CivilTime.relative(q.query.at - c.origin))?\(q.isHindsight ? " (in hindsight)" : "")"
+        if let d = q.query.deviceTime, d != q.query.at {
+            line += " (device says \(CivilTime.relative(d - c.origin)))"
+        }
+        return line
     }
 
     /// One delivery as a timeline line: channel, kind and the transaction it carries.

@@ -193,7 +193,7 @@ public struct CheckRun {
             s.headline = headline(d, f)
             if file != nil { s.rerun = "\(rerunCase)  (the unshrunk case)" }
             s.flaky = flaky
-            if explain { s.deliveries = Explanation.deliveries(f.shrunk, upTo: d.step) }
+            if explain { s.deliveries = Explanation.deliveries(f.shrunk, upTo: d.step, race: d.race) }
             if options.keepGoing > 1 {
                 s.signature = f.signature.description
                 s.occurrences = f.occurrences
