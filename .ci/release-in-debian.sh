@@ -9,7 +9,9 @@ cd "$(dirname "$0")/.."
 cache=${IAPCHECK_ROOTFS_CACHE:-/var/cache/iapcheck-debootstrap}
 root="$cache/bookworm"
 if [ ! -x "$root/bin/sh" ] || [ ! -f "$root/.complete" ]; then
-  command -v debootstrap > /dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap; }
+  command -v debootstrap > /dev/null || {
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap
+  }
   rm -rf "$root"
   mkdir -p "$cache"
   debootstrap --variant=minbase bookworm "$root" http://deb.debian.org/debian
@@ -71,7 +73,8 @@ podman build -q -f Containerfile --build-arg BASE=localhost/iapcheck-ci-base:boo
 if podman run --rm localhost/iapcheck:ci --version > "$out/podman-run.txt" 2>&1; then
   echo "container: podman run printed $(cat "$out/podman-run.txt")"
 else
-  echo "container: built; podman cannot run containers here ($(tail -1 "$out/podman-run.txt")), so the image's file system is run under chroot"
+  echo "container: built; podman cannot run containers here ($(tail -1 "$out/podman-run.txt"))," \
+    "so the image's file system is run under chroot"
   img="$out/image-root"
   mkdir -p "$img"
   c=$(podman create localhost/iapcheck:ci)
@@ -79,6 +82,7 @@ else
   podman rm "$c" > /dev/null
   mkdir -p "$img/proc" "$img/job"
   mount -t proc proc "$img/proc"
-  chroot "$img" /bin/sh -c "cd /job && /usr/local/bin/iapcheck --version && /usr/local/bin/iapcheck check --cases 100 --quiet"
+  chroot "$img" /bin/sh -c \
+    "cd /job && /usr/local/bin/iapcheck --version && /usr/local/bin/iapcheck check --cases 100 --quiet"
   umount "$img/proc"
 fi

@@ -17,7 +17,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 target=${1:?usage: Fuzz/run.sh TARGET [SECONDS]  (targets: verifier, reply, readers, http)}
 seconds=${2:-60}
-case "$target" in verifier|reply|readers|http|build) ;; *) echo "unknown target '$target' (verifier, reply, readers, http)" >&2; exit 2 ;; esac
+case "$target" in
+  verifier|reply|readers|http|build) ;;
+  *) echo "unknown target '$target' (verifier, reply, readers, http)" >&2; exit 2 ;;
+esac
 flags=(--scratch-path "${IAPCHECK_FUZZ_SCRATCH:-.build-fuzz}" --product iapcheck-fuzz
     -Xswiftc "-sanitize=fuzzer,address" -Xswiftc -DIAPCHECK_FUZZ -Xswiftc -use-ld=lld)
 swift build "${flags[@]}" >&2
