@@ -59,6 +59,12 @@ public struct FakeClock: Sendable {
             "FAKETIME_FMT": "%s",
             // Timers, sleeps and event loops run on the monotonic clock: a frozen one would stop them.
             "FAKETIME_DONT_FAKE_MONOTONIC": "1",
+            // With the monotonic clock left real, libfaketime up to 0.9.12 still subtracts a faked monotonic instant
+            // from the deadline of a timed wait on a monotonic condition variable, then (with its "forced monotonic
+            // fix", on by default for glibc 2.30 and later) adds it to the real one: the wait ends at once or much
+            // too late. Ruby's thread scheduler and CPython's lock hand-offs wait so, and stalled for seconds or
+            // spun. Without the fix the deadline is handed on as the program computed it, on the real clock.
+            "FAKETIME_FORCE_MONOTONIC_FIX": "0",
         ]
     }
 

@@ -80,6 +80,46 @@ import Testing
         #expect(wrong.isEmpty, "\(runtime.name): \(wrong.count) readings off, first: \(wrong.prefix(5))")
     }
 
+    /// Threads of a runtime under the fake clock hand over as they do without it. libfaketime's timed waits on a
+    /// monotonic condition variable went wrong with the monotonic clock left real (FakeClock's environment says
+    /// why): CPython's two CPU-bound threads spun in the kernel for 2–5 s instead of 0.2 s, and Ruby's thread
+    /// hand-offs stalled for seconds, so a WEBrick backend timed out at random.
+    @Test(
+        .enabled(if: FakeClock.findLibrary() != nil, "libfaketime is not installed (apt-get install libfaketime)"),
+        .enabled(if: installed("python3"), "python3 is not installed"))
+    func threadsHandOverUnderTheFakeClockAsWithoutIt() throws {
+        let dir = Scratch.directory + "clock-threads-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let clock = try FakeClock(directory: dir)
+        try clock.set(1_772_798_477_250)
+        let program = """
+            import threading, time
+            def spin():
+                x = 0
+                for i in range(2_000_000): x += i
+            c = time.process_time()
+            ts = [threading.Thread(target=spin) for _ in range(2)]
+            for t in ts: t.start()
+            for t in ts: t.join()
+            print(time.process_time() - c)
+            """
+        func cpuSeconds(_ environment: [String: String]) throws -> Double {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            p.arguments = ["timeout", "60", "python3", "-c", program]
+            p.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+            let out = Pipe()
+            p.standardOutput = out
+            try p.run()
+            let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            p.waitUntilExit()
+            return try #require(Double(text.trimmingCharacters(in: .whitespacesAndNewlines)), "printed '\(text)'")
+        }
+        let plain = try cpuSeconds([:])
+        let faked = try cpuSeconds(clock.environment)
+        #expect(faked < 3 * plain + 0.3, "CPU time \(faked) s under the fake clock, \(plain) s without it")
+    }
+
     @Test func theFileTextIsThePlannedMillisecondAndAQuarter() {
         #expect(FakeClock.text(1_772_798_477_250) == "1772798477.250250")
         #expect(FakeClock.text(1_772_798_477_000) == "1772798477.000250")
