@@ -174,7 +174,8 @@ struct Check: ParsableCommand {
         let (checker, progress) = try makeChecker(spec, catalog, policy, faultProfile, jobCount: jobCount, shard: slice)
         var run = CheckRun(selection: selection(faultProfile), checker: checker)
         run.explain = explain
-        (run.corpus, run.sharedCorpus) = corpusDirectories(spec, bundleId: catalog.bundleId)
+        let newFolderNote: String?
+        (run.corpus, run.sharedCorpus, newFolderNote) = corpusDirectories(spec, bundleId: catalog.bundleId)
         run.savesCounterexamples = !spec.isMutant
         run.willRunCases = { progress.restart() }
         if let accepted { (run.baseline, run.baselineFile) = accepted }
@@ -185,6 +186,10 @@ struct Check: ParsableCommand {
             throw fail("error: \(error)", code: Exit.usage)
         }
         try writeOutputs(result)
+        // Said once, when the run made the folder (a counterexample was saved), not on every passing run.
+        if let newFolderNote, let dir = run.corpus, FileManager.default.fileExists(atPath: dir) {
+            try? FileHandle.standardError.write(contentsOf: Data(newFolderNote.utf8))
+        }
         if let record { try recordAnswers(checker, into: record) }
         try exit(result, checker.validator)
     }
@@ -218,12 +223,13 @@ struct Check: ParsableCommand {
         return s
     }
 
-    /// Where counterexamples are replayed from and saved to (none with `--no-corpus`).
-    func corpusDirectories(_ spec: ValidatorSpec, bundleId: String) -> (String?, [String]) {
-        if noCorpus { return (nil, []) }
-        if let corpus { return (corpus, []) }
-        let dir = Self.corpusDirectory(spec, bundleId: bundleId)
-        return (dir, dir != "Corpus" ? ["Corpus"] : [])
+    /// Where counterexamples are replayed from and saved to (none with `--no-corpus`), and the note to print if the
+    /// run makes the folder (``corpusDirectory(_:bundleId:)``).
+    func corpusDirectories(_ spec: ValidatorSpec, bundleId: String) -> (String?, [String], String?) {
+        if noCorpus { return (nil, [], nil) }
+        if let corpus { return (corpus, [], nil) }
+        let (dir, note) = Self.corpusDirectory(spec, bundleId: bundleId)
+        return (dir, dir != "Corpus" ? ["Corpus"] : [], note)
     }
 
     /// The properties `--property` names, less the declared divergences.
@@ -304,10 +310,11 @@ struct Check: ParsableCommand {
     }
     /// A user's program or backend keeps its counterexamples apart from iapcheck's own regression corpus; a backend's
     /// folder is named for the backend, not its target file (docs/corpus.md#where-counterexamples-go). A new folder
-    /// beside others holding the same app's cases is said aloud: they may be this backend's under an older name.
-    static func corpusDirectory(_ spec: ValidatorSpec, bundleId: String) -> String {
+    /// beside others holding the same app's cases is said aloud (the note returned): they may be this backend's under
+    /// an older name.
+    static func corpusDirectory(_ spec: ValidatorSpec, bundleId: String) -> (String, note: String?) {
         guard let file = spec.targetFile, let t = try? HTTPValidator.Target.load(path: file) else {
-            return Corpus.directory(forValidator: spec)
+            return (Corpus.directory(forValidator: spec), nil)
         }
         let dir = Corpus.directory(forBackend: t.name, bundleId: bundleId, host: t.host, port: t.port)
         if !FileManager.default.fileExists(atPath: dir) {
@@ -321,14 +328,13 @@ struct Check: ParsableCommand {
                 let each = others.map { other, n in
                     "\(other) holds \(n) saved counterexample\(n == 1 ? "" : "s") (mv \(other)/*.json \(dir)/)"
                 }
-                try? FileHandle.standardError.write(
-                    contentsOf:
-                        Data(
-                            "check: a new corpus folder for this backend, \(dir); other folders hold saved counterexamples of the same app (\(bundleId)), to move here if they are this backend's: \(each.joined(separator: "; "))\n"
-                                .utf8))
+                return (
+                    dir,
+                    "check: a new corpus folder for this backend, \(dir); other folders hold saved counterexamples of the same app (\(bundleId)), to move here if they are this backend's: \(each.joined(separator: "; "))\n"
+                )
             }
         }
-        return dir
+        return (dir, nil)
     }
 
     /// The doctor's checks on a validator of their own (a program is started for them and stopped after): a

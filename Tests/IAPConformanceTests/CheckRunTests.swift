@@ -191,10 +191,16 @@ import Testing
         #expect(text.contains { $0.contains("30/30 cases passed") })
         // A validator without the legacy channel is told why the legacy classes were not sent, not that they just
         // were not.
-        let none = TextReport.forgeryLine(Reports.ForgerySummary.all(ForgeryTally()), channels: [.app, .notification])
-        let offChannel = try #require(none.split(separator: "; ").first { $0.hasPrefix("on channels it does not") })
+        var one = ForgeryTally()
+        one.record(.algNone, on: .app, rejected: true)
+        let few = TextReport.forgeryLine(Reports.ForgerySummary.all(one), channels: [.app, .notification])
+        #expect(few.hasPrefix("forgeries: 1/1 classes sent were all rejected (1 forged artifacts)"), "\(few)")
+        let offChannel = try #require(few.split(separator: "; ").first { $0.hasPrefix("on channels it does not") })
         let named = Set(offChannel.split(separator: ": ")[1].split(separator: ", ").map(String.init))
-        #expect(named == Set(ForgeryClass.allCases.filter(\.isLegacyOnly).map(\.rawValue)), "\(none)")
+        #expect(named == Set(ForgeryClass.allCases.filter(\.isLegacyOnly).map(\.rawValue)), "\(few)")
+        // A run that sent none (a property without forgeries) gets no "0/0 … all rejected", which reads as a verdict.
+        let none = TextReport.forgeryLine(Reports.ForgerySummary.all(ForgeryTally()), channels: [.app, .notification])
+        #expect(none.hasPrefix("forgeries: none sent in this run") && !none.contains("0/0"), "\(none)")
     }
 
     /// A failure whose shrunk case gives different outcomes on replay is printed under FLAKY, and the summary keeps

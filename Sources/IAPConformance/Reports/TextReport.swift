@@ -55,6 +55,11 @@ public enum TextReport {
         // A token of genuine content refused or not for its size alone: either verdict passes (policy tokenSizeLimit).
         func hardening(_ f: Reports.ForgerySummary) -> Bool { ForgeryClass(rawValue: f.name)?.isHardeningOnly == true }
         let sent = forged.filter { $0.sent > 0 }
+        // Nothing to count: "0/0 … all rejected" would read as a verdict.
+        if sent.isEmpty {
+            return
+                "forgeries: none sent in this run (forged artifacts come with the forgery-rejected property, mixed into histories with room for them)"
+        }
         let allowed = sent.filter { !$0.rejected && hardening($0) }.map(\.name)
         let accepted = sent.filter { !$0.rejected && !hardening($0) }.map(\.name)
         let judged = sent.count - allowed.count
