@@ -8,6 +8,7 @@ extension HTTPValidator: DoctorHinting {
         let target = self.target
         h.whereIs = { op in "routes.\(op) in \(file)" }
         h.lastExchange = { [weak self] in self?.lastExchange }
+        h.timeout = timeout
         h.unreachableFix =
             target.start == nil
             ? "start the backend on http://\(target.host):\(target.port) first, or fix \"baseURL\" in \(file) (or add a \"start\" section so iapcheck starts it)"

@@ -372,6 +372,7 @@ extension SubprocessValidator: DoctorHinting {
     public var doctorHints: DoctorHints {
         var h = DoctorHints()
         h.unreachableFix = "check the command: it must start and answer hello (docs/wire-protocol.md)"
+        h.timeout = timeout
         h.clockFix =
             "the program must answer for the query's \"at\" and take \"now\" from each deliver request, never from its own clock (docs/wire-protocol.md)"
         return h

@@ -10,6 +10,8 @@ public struct DoctorHints {
         "the validator must answer for the instant it is asked about (the query's `at`) and take `now` from each request, never from its own clock"
     /// What to change when the validator cannot be reached.
     public var unreachableFix = "start the validator, and check how iapcheck reaches it"
+    /// The transport's limit per request (`--timeout`), in seconds; nil when it has none.
+    public var timeout: Double?
     public init() {}
 }
 

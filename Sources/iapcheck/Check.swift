@@ -349,12 +349,14 @@ struct Check: ParsableCommand {
             throw fail("error: \(validator) cannot be checked as configured: fix the ✗ lines above", code: Exit.usage)
         }
         if !quiet {
-            let findings = report.items.filter { $0.status == .finding }
+            let slow = report.items.first { $0.name == Doctor.speedItem }
+            let findings = report.items.filter { $0.status == .finding && $0.name != Doctor.speedItem }
+            let speed = slow.map { "doctor: \($0.detail)\n  fix: \($0.fix ?? "")\n" } ?? ""
             try? FileHandle.standardError.write(
                 contentsOf:
                     Data(
-                        "doctor: \(report.items.filter { $0.status == .ok }.count) checks passed\(findings.isEmpty ? "" : ", \(findings.count) wrong answers the cases will show")\n"
-                            .utf8))
+                        ("doctor: \(report.items.filter { $0.status == .ok }.count) checks passed\(findings.isEmpty ? "" : ", \(findings.count) wrong answers the cases will show")\n"
+                            + speed).utf8))
         }
     }
 }

@@ -209,3 +209,32 @@ import Testing
         #expect(webhook?.fix?.contains("longer --timeout") == true, "\(report.text)")
     }
 }
+
+/// A backend whose requests take a third of the request timeout or more is told so before any case: among the
+/// thousands of requests of a check, the slowest time out and read as the backend's failure.
+@Suite struct DoctorSpeedTests {
+    /// The reference taking 30 ms over every delivery.
+    final class Slow: ReferenceValidator, @unchecked Sendable {
+        override func deliver(_ delivery: SignedDelivery, now: Millis) throws(ValidatorFailure) -> DeliveryVerdict {
+            usleep(30_000)
+            return try super.deliver(delivery, now: now)
+        }
+    }
+
+    @Test func aSlowRequestIsNamedWithTheTimeoutItNears() {
+        var slow = Doctor(validator: Slow(), catalog: .standard, policy: .default)
+        slow.hints.timeout = 0.06
+        let report = slow.run()
+        let speed = report.items.first { $0.name == Doctor.speedItem }
+        #expect(speed?.status == .finding && report.usable, "\(report.text)")
+        #expect(speed?.detail.contains("of the 0.06 s --timeout") == true, "\(report.text)")
+        // The same requests well within a generous timeout, or without one, say nothing.
+        var roomy = Doctor(validator: Slow(), catalog: .standard, policy: .default)
+        roomy.hints.timeout = 5
+        #expect(!roomy.run().items.contains { $0.name == Doctor.speedItem })
+        #expect(
+            !Doctor(validator: Slow(), catalog: .standard, policy: .default).run().items.contains {
+                $0.name == Doctor.speedItem
+            })
+    }
+}

@@ -42,6 +42,9 @@ public struct Doctor {
         public var fix: String?
     }
 
+    /// The item that says requests are slow enough to time out in a check: not a wrong answer.
+    public static let speedItem = "speed"
+
     /// The checklist, and whether the target can be checked (no ``Item/Status/misconfigured`` item).
     public struct Report: Sendable {
         public var items: [Item] = []
@@ -98,6 +101,21 @@ struct DoctorSession {
         // Only what the validator answered: a refused connection's microseconds are no latency of a backend.
         timings[op, default: []].append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6)
         return result
+    }
+
+    /// A request that took a third of `--timeout` or more: a check sends thousands, and the slowest of them will
+    /// time out at a case of its own, which reads as the backend's failure. Said before any case, with the way out.
+    mutating func warnIfSlow() {
+        guard let limit = doctor.hints.timeout else { return }
+        let slowest = timings.filter { $0.key != "start" }.compactMap { op, xs in xs.max().map { (op, $0) } }
+            .max { $0.1 < $1.1 }
+        guard let (op, ms) = slowest, ms >= limit * 1000 / 3 else { return }
+        add(
+            Doctor.speedItem, .finding,
+            "the slowest request (\(op)) took \(String(format: "%.1f", ms / 1000)) s of the \(String(format: "%g", limit)) s --timeout: among the thousands of requests of a check, some may time out and fail their case",
+            fix:
+                "find what makes the backend slow (under \"clock\": \"faketime\", compare with the header clock), or give check a larger --timeout"
+        )
     }
 
     /// A validator failure as a checklist line: unreachable and misconfigured validators are configuration. A crash,
@@ -169,6 +187,7 @@ struct DoctorSession {
                 // A start with nothing to start (the backend already runs) says nothing about the backend.
                 return op == "start" && xs[xs.count / 2] < 0.05 ? nil : (op, xs[xs.count / 2])
             }
+            warnIfSlow()
         }
         guard let scenario = DoctorScenario(catalog: catalog, profile: profile, isolation: v.isolation) else {
             add("purchase", .skipped, "the catalog has no product to buy")
