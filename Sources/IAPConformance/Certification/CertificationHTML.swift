@@ -115,7 +115,7 @@ public enum CertificationHTML {
                 ? "" : "<p>Declared but not observed: \(esc(r.declaredButNotObserved.joined(separator: ", ")))</p>")
             + ((r.baselineNotSeen ?? []).isEmpty
                 ? ""
-                : "<p>Baseline entries not met in this run (fixed? if so, remove them from \(esc(r.baseline ?? "the baseline"))): \(esc((r.baselineNotSeen ?? []).joined(separator: "; ")))</p>")
+                : "<p>Baseline entries not met in this run (fixed, or not reached by these cases: remove them from \(esc(r.baseline ?? "the baseline")) only when a run as long as the one that wrote them does not meet them either): \(esc((r.baselineNotSeen ?? []).joined(separator: "; ")))</p>")
         return """
             <h2>Divergences from the reference</h2>
             <p>\(r.passedWithDeclaredDivergences ? "Every divergence was declared in advance." : "Some divergences were not declared.")</p>

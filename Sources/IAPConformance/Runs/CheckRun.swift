@@ -129,8 +129,8 @@ public struct CheckRun {
                 let replay = selection.replay(file: file)
                 let signature = FailureSignature.of(.discrepancy(d), in: testCase)
                 found.met.append((signature, replay))
-                if baseline?.entry(for: signature) != nil {
-                    found.accepted[signature, default: 0] += 1
+                if let entry = baseline?.entry(for: signature) {
+                    found.accepted[entry.signature, default: 0] += 1
                     continue
                 }
                 let s = Reports.summary(of: d, testCase, caseIndex: nil, corpusFile: file, replay: replay)
@@ -148,8 +148,9 @@ public struct CheckRun {
 
     /// Generated cases that failed like a saved counterexample (or an accepted one) are counted into it.
     func countRepeats(_ report: CheckReport, into found: inout Findings, emit: (String) -> Void) {
-        for (signature, n) in report.repeatsOfReported where baseline?.entry(for: signature) != nil {
-            found.accepted[signature, default: 0] += n
+        for (signature, n) in report.repeatsOfReported {
+            guard let entry = baseline?.entry(for: signature) else { continue }
+            found.accepted[entry.signature, default: 0] += n
             if !found.met.contains(where: { $0.0 == signature }) { found.met.append((signature, "")) }
         }
         for (k, signature) in found.corpusSignatures.enumerated() {
@@ -171,8 +172,8 @@ public struct CheckRun {
         let options = checker.options
         let rerunCase = selection.rerun(case: f.caseIndex)
         found.met.append((f.signature, rerunCase))
-        if baseline?.entry(for: f.signature) != nil {
-            found.accepted[f.signature, default: 0] += f.occurrences
+        if let entry = baseline?.entry(for: f.signature) {
+            found.accepted[entry.signature, default: 0] += f.occurrences
             return
         }
         let flaky = f.flaky.map {
@@ -194,7 +195,8 @@ public struct CheckRun {
             if file != nil { s.rerun = "\(rerunCase)  (the unshrunk case)" }
             s.flaky = flaky
             if explain { s.deliveries = Explanation.deliveries(f.shrunk, upTo: d.step, race: d.race) }
-            if options.keepGoing > 1 {
+            // With a baseline too: the signature is what an entry would accept.
+            if options.keepGoing > 1 || baseline != nil {
                 s.signature = f.signature.description
                 s.occurrences = f.occurrences
             }
@@ -339,7 +341,9 @@ extension CheckRun {
             if let (run, total) = stoppedAt {
                 lines.append("  not met before the run stopped (after \(run) of \(total) cases): \(n)")
             } else {
-                lines.append("  not met in this run: \(n) — fixed? if so, remove it from \(file)")
+                lines.append(
+                    "  not met in this run: \(n) — fixed, or not reached by these cases: remove it only when a run as long as the one that wrote it does not meet it either"
+                )
             }
         }
         return lines.joined(separator: "\n")
