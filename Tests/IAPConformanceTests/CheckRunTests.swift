@@ -229,6 +229,13 @@ import Testing
         let offChannel = try #require(few.split(separator: "; ").first { $0.hasPrefix("on channels it does not") })
         let named = Set(offChannel.split(separator: ": ")[1].split(separator: ", ").map(String.init))
         #expect(named == Set(ForgeryClass.allCases.filter(\.isLegacyOnly).map(\.rawValue)), "\(few)")
+        // A replayed notification UUID acknowledged (it changed nothing, or a question would have failed) is allowed.
+        one.record(.replayedNotificationUUID, on: .notification, rejected: false)
+        let acked = TextReport.forgeryLine(Reports.ForgerySummary.all(one), channels: [.app, .notification])
+        #expect(!acked.contains("NOT all rejected") && acked.contains("acknowledged as repeats"), "\(acked)")
+        one.record(.algNone, on: .notification, rejected: false)
+        let wrong = TextReport.forgeryLine(Reports.ForgerySummary.all(one), channels: [.app, .notification])
+        #expect(wrong.contains("NOT all rejected: alg-none"), "\(wrong)")
         // A run that sent none (a property without forgeries) gets no "0/0 … all rejected", which reads as a verdict.
         let none = TextReport.forgeryLine(Reports.ForgerySummary.all(ForgeryTally()), channels: [.app, .notification])
         #expect(none.hasPrefix("forgeries: none sent in this run") && !none.contains("0/0"), "\(none)")

@@ -195,4 +195,27 @@ import Testing
         #expect(!again.complete, "a merged summary of missing shards passed when merged again")
         #expect(Reports.junit(partial.summary).contains("completeness"))
     }
+
+    /// A gate's shards each accept some failing cases: the merge sums them per signature (it used to keep shard 0's),
+    /// names an entry as not met only when no shard met it, and says both in its text and its JUnit.
+    @Test func acceptedDivergencesOfEveryShardAreSummed() throws {
+        var inputs = try Self.shards({ ReferenceValidator() }, count: 3, cases: 30)
+        let (a, b, c) = ("entitlement disagreement, field active", "field expiresDate", "field balance")
+        inputs[0].summary.accepted = [AcceptedFailure(signature: a, reason: "NOTES-311", occurrences: 13)]
+        inputs[0].summary.baselineNotSeen = [b, c]
+        inputs[1].summary.accepted = [
+            AcceptedFailure(signature: a, reason: "NOTES-311", occurrences: 15),
+            AcceptedFailure(signature: b, reason: "NOTES-312", occurrences: 2),
+        ]
+        inputs[1].summary.baselineNotSeen = [c]
+        inputs[2].summary.accepted = []
+        inputs[2].summary.baselineNotSeen = [a, b, c]
+        let merged = try ShardMerge.merge(inputs)
+        #expect(merged.summary.accepted?.map(\.occurrences) == [28, 2])
+        #expect(merged.summary.baselineNotSeen == [c])
+        let text = merged.lines(given: 3, of: 3).joined(separator: "\n")
+        #expect(text.contains("(28 failing cases): NOTES-311") && text.contains("not met in this run: \(c)"), "\(text)")
+        #expect(Reports.junit(merged.summary).contains("accepted-divergences"))
+        #expect(merged.exitCode == 0)
+    }
 }

@@ -276,6 +276,12 @@ public enum Reports {
                 cases.append("    <testcase classname=\"iapcheck.\(esc(s.validator))\" name=\"\(p)\"/>")
             }
         }
+        // Accepted divergences pass, but a CI page shows what the baseline accepted and what it no longer met.
+        if s.accepted != nil || s.baselineNotSeen != nil {
+            cases.append(
+                "    <testcase classname=\"iapcheck.\(esc(s.validator))\" name=\"accepted-divergences\"><system-out>\(esc(CheckRun.baselineLines(s, file: "the baseline")))</system-out></testcase>"
+            )
+        }
         if s.interrupted == true {
             errors += 1
             cases.append(

@@ -60,15 +60,24 @@ public enum TextReport {
             return
                 "forgeries: none sent in this run (forged artifacts come with the forgery-rejected property, mixed into histories with room for them)"
         }
+        // A replayed notification UUID may be acknowledged as a repeat; the answers after it show it changed nothing.
+        func acknowledgeable(_ f: Reports.ForgerySummary) -> Bool {
+            ForgeryClass(rawValue: f.name)?.mayBeAcknowledged == true
+        }
         let allowed = sent.filter { !$0.rejected && hardening($0) }.map(\.name)
-        let accepted = sent.filter { !$0.rejected && !hardening($0) }.map(\.name)
-        let judged = sent.count - allowed.count
+        let acknowledged = sent.filter { !$0.rejected && acknowledgeable($0) }.map(\.name)
+        let accepted = sent.filter { !$0.rejected && !hardening($0) && !acknowledgeable($0) }.map(\.name)
+        let judged = sent.count - allowed.count - acknowledged.count
         var line =
             "forgeries: \(judged - accepted.count)/\(judged) classes sent were all rejected (\(sent.map(\.sent).reduce(0, +)) forged artifacts)"
         if !accepted.isEmpty { line += "; NOT all rejected: " + accepted.joined(separator: ", ") }
         if !allowed.isEmpty {
             line +=
                 "; accepted where allowed: \(allowed.joined(separator: ", ")) (genuine content; refusing a token for its size is the application's choice: policy tokenSizeLimit)"
+        }
+        if !acknowledged.isEmpty {
+            line +=
+                "; acknowledged as repeats, which is allowed: \(acknowledged.joined(separator: ", ")) (the answers after them show they changed nothing)"
         }
         func elsewhere(_ f: Reports.ForgerySummary) -> Bool {
             guard let channels, let c = ForgeryClass(rawValue: f.name) else { return false }

@@ -75,4 +75,8 @@ public struct AcceptedFailure: Codable, Sendable {
     public var signature: String
     public var reason: String
     public var occurrences: Int
+
+    public init(signature: String, reason: String, occurrences: Int) {
+        (self.signature, self.reason, self.occurrences) = (signature, reason, occurrences)
+    }
 }

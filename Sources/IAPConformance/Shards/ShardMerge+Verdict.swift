@@ -27,6 +27,10 @@ extension ShardMerge.Result {
         lines.append(
             "\(s.validator): \(s.passed)/\(s.cases) cases passed, \(s.questions) questions, corpus \(s.corpus.replayed) replayed"
         )
+        // The shards' baseline (their summaries do not name its file): what it accepted over all of them.
+        if s.accepted != nil || s.baselineNotSeen != nil {
+            lines.append(CheckRun.baselineLines(s, file: "the baseline"))
+        }
         if s.discrepancies.isEmpty && s.validatorFailures.isEmpty {
             lines.append(TextReport.forgeryLine(s.forgeries))
             if let race = s.raceResent?.line { lines.append(race) }

@@ -114,6 +114,7 @@ public enum ShardMerge {
         merged.seconds = 0
         merged.coverage = Coverage()
         merged.raceResent = nil
+        foldAccepted(byIndex.keys.sorted().map { byIndex[$0]!.summary }, into: &merged)
         foldCorpus(byIndex.keys.sorted().map { byIndex[$0]!.summary }, into: &merged)
         var tallies: [[Reports.ForgerySummary]] = []
         for i in 0..<n {
@@ -144,6 +145,28 @@ public enum ShardMerge {
             if (!found.isEmpty && !keptGoing) || !crashed.isEmpty { break }
         }
         merged.forgeries = Reports.ForgerySummary.merge(tallies)
+    }
+
+    /// A baseline's accepted divergences over every shard: each signature's failing cases summed (a corpus case
+    /// accepted in every shard's replay counts once per shard), and an entry not met only if no shard met it.
+    static func foldAccepted(_ ordered: [Reports.CheckSummary], into merged: inout Reports.CheckSummary) {
+        let withBaseline = ordered.filter { $0.accepted != nil || $0.baselineNotSeen != nil }
+        guard !withBaseline.isEmpty else { return }
+        var accepted: [AcceptedFailure] = []
+        for a in withBaseline.flatMap({ $0.accepted ?? [] }) {
+            if let k = accepted.firstIndex(where: { $0.signature == a.signature }) {
+                accepted[k].occurrences = saturating(accepted[k].occurrences, a.occurrences)
+            } else {
+                accepted.append(a)
+            }
+        }
+        merged.accepted = accepted
+        let met = Set(accepted.map(\.signature))
+        var notSeen: [String] = []
+        for n in withBaseline.flatMap({ $0.baselineNotSeen ?? [] }) where !met.contains(n) && !notSeen.contains(n) {
+            notSeen.append(n)
+        }
+        merged.baselineNotSeen = notSeen
     }
 
     /// The corpus failures of every shard, once per file (every shard replays the same corpus).
