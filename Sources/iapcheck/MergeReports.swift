@@ -69,6 +69,8 @@ struct MergeReports: ParsableCommand {
     func collect() throws -> (checks: [ShardMerge.Input], mutants: [MutantsMerge.Input], skipped: [String]) {
         var found: (checks: [ShardMerge.Input], mutants: [MutantsMerge.Input], skipped: [String]) = ([], [], [])
         var taken: [String: String] = [:]
+        // The shards' saved counterexamples travel in the same artifacts (Examples/ci): one line for them all.
+        var counterexamples = 0
         func isNew(_ file: String) -> Bool {
             let canonical = URL(fileURLWithPath: file).standardizedFileURL.resolvingSymlinksInPath().path
             if let first = taken[canonical] {
@@ -91,13 +93,26 @@ struct MergeReports: ParsableCommand {
                 case .success(.mutants(let s)) where s.run == nil && isDirectory.boolValue:
                     found.skipped.append("\(file) (a mutants run without --shard)")
                 case .success(.mutants(let s)): found.mutants.append(MutantsMerge.Input(path: file, summary: s))
+                case .failure where isDirectory.boolValue && Self.isCounterexample(file): counterexamples += 1
                 case .failure(let why) where isDirectory.boolValue: found.skipped.append("\(file) (\(why))")
                 case .failure(let why):
                     throw fail("error: \(file) is not a check summary: \(why)", code: Exit.usage)
                 }
             }
         }
+        if counterexamples > 0 {
+            found.skipped.append(
+                "\(counterexamples) saved counterexample\(counterexamples == 1 ? "" : "s") (corpus files)")
+        }
         return found
+    }
+
+    /// A saved counterexample (docs/corpus.md), by its schema.
+    static func isCounterexample(_ file: String) -> Bool {
+        guard let data = FileManager.default.contents(atPath: file),
+            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+        else { return false }
+        return object["schema"] as? String == CorpusCase.schema
     }
 
     static func jsonFiles(under dir: String) -> [String] {

@@ -110,37 +110,6 @@ import Testing
         #expect(fixedText.contains { $0.contains("fixed, or not reached by these cases: remove it only when") })
     }
 
-    /// One accepted bug that shows after several kinds of delivery is one entry with `"event": "*"`: it covers every
-    /// signature that differs from it only there, and nothing with another difference, field or product kind.
-    @Test func aBaselineEntryWithAStarCoversThatPartOnly() throws {
-        var entry = FailureSignature.of(
-            .discrepancy(
-                Discrepancy(
-                    property: .entitlementAgreement, kind: .answer, step: 0, expected: "", observed: "",
-                    differences: [], differenceKeys: ["product pro.monthly/active"])),
-            in: Fixtures.generated(seed: 1).0)
-        entry.event = FailureSignature.any
-        entry.channel = FailureSignature.any
-        #expect(entry.description.hasSuffix("after any delivery"), "\(entry)")
-        var met = entry
-        (met.event, met.channel) = ("DID_CHANGE_RENEWAL_PREF/UPGRADE", "notification")
-        #expect(entry.covers(met) && !met.covers(entry))
-        var otherField = met
-        otherField.field = "expiresDate"
-        #expect(!entry.covers(otherField))
-        var verdict = met
-        verdict.difference = "refused a genuine artifact"
-        #expect(!entry.covers(verdict))
-        let baseline = Baseline(entries: [.init(signature: entry, reason: "NOTES-312", replay: nil)])
-        #expect(baseline.entry(for: met)?.reason == "NOTES-312" && baseline.entry(for: otherField) == nil)
-        // A star for the difference would accept every failure: refused, naming the entry.
-        var all = baseline
-        all.entries[0].signature.difference = FailureSignature.any
-        let path = Scratch.directory + "baseline-star-\(getpid()).json"
-        try all.write(to: path)
-        #expect(throws: ConfigError.self) { try Baseline.load(path: path) }
-    }
-
     /// Ignores refunds (the accepted divergence) and grace periods (a new bug).
     final class RevocationAndGrace: ReferenceValidator, @unchecked Sendable {
         override func isRevoked(_ tx: JWSTransactionDecodedPayload, at t: Millis) -> Bool { false }

@@ -217,5 +217,18 @@ import Testing
         #expect(text.contains("(28 failing cases): NOTES-311") && text.contains("not met in this run: \(c)"), "\(text)")
         #expect(Reports.junit(merged.summary).contains("accepted-divergences"))
         #expect(merged.exitCode == 0)
+        // A merge that stopped at a shard's failure did not reach the other entries: it does not call them unmet.
+        var stopped = merged
+        stopped.summary.cases = 21
+        let stoppedText = stopped.lines(given: 3, of: 3).joined(separator: "\n")
+        #expect(stoppedText.contains("not met before the run stopped (after 21 of 30 cases)"), "\(stoppedText)")
+        // A failure's JUnit names its signature, which a baseline entry would accept.
+        var failing = merged.summary
+        var d = Reports.DiscrepancySummary(
+            property: "entitlement-agreement", caseIndex: 3, shrunkEvents: 2, expected: "a", observed: "b",
+            differences: ["x"], timeline: "", replay: "r")
+        d.signature = "entitlement disagreement, field active, auto-renewable, after REFUND (notification)"
+        failing.discrepancies = [d]
+        #expect(Reports.junit(failing).contains("signature: \(d.signature!)"))
     }
 }

@@ -49,12 +49,6 @@ public struct CheckOptions: Sendable {
     /// Failures this run reported before its cases (the corpus replay's), by signature: a generated case that fails
     /// the same way is counted into them, not shrunk and printed again (docs/check.md#distinct-failures).
     public var reportedSignatures: Set<FailureSignature> = []
-    /// The reported signature `s` counts into: itself, or a baseline entry's that covers it (``FailureSignature/covers(_:)``,
-    /// the first in text order when several do).
-    func reported(_ s: FailureSignature) -> FailureSignature? {
-        if reportedSignatures.contains(s) { return s }
-        return reportedSignatures.filter { $0.covers(s) }.min { $0.description < $1.description }
-    }
     /// Whether a failing case leaves later cases to run: with `--keep-going`, or when failures were reported before
     /// the run (an accepted failure is not the end of it).
     var runsPastAFailure: Bool { keepGoing > 1 || !reportedSignatures.isEmpty }

@@ -25,23 +25,8 @@ public struct FailureSignature: Codable, Hashable, Sendable, CustomStringConvert
         var parts = [difference]
         if let field { parts.append("field " + field) }
         if let productKind { parts.append(productKind) }
-        if event == Self.any {
-            parts.append("after any delivery" + (channel.map { $0 == Self.any ? "" : " (\($0))" } ?? ""))
-        } else if let event {
-            parts.append("after " + event + (channel.map { " (\($0))" } ?? ""))
-        }
+        if let event { parts.append("after " + event + (channel.map { " (\($0))" } ?? "")) }
         return parts.joined(separator: ", ")
-    }
-
-    /// In a baseline entry, a part that matches any value (docs/check.md#baselines): one accepted bug that shows
-    /// after several kinds of delivery is one entry with `"event": "*"`.
-    public static let any = "*"
-
-    /// Whether this signature, a baseline entry's perhaps with ``any`` for some parts, names the failure `s`.
-    public func covers(_ s: FailureSignature) -> Bool {
-        func part(_ mine: String?, _ theirs: String?) -> Bool { mine == Self.any || mine == theirs }
-        return difference == s.difference && part(field, s.field) && part(productKind, s.productKind)
-            && part(channel, s.channel) && part(event, s.event)
     }
 
     /// The signature of `outcome`, a failure of case `c`.
@@ -153,7 +138,7 @@ struct FailureCollector {
             failures[k].occurrences += 1
             return
         }
-        if let known = seenReported[raw] ?? options.reported(raw) {
+        if let known = seenReported[raw] ?? (options.reportedSignatures.contains(raw) ? raw : nil) {
             repeatsOfReported[known, default: 0] += 1
             return
         }
@@ -164,9 +149,9 @@ struct FailureCollector {
         shrinks += 1
         let f = shrink()
         let signature = f.signature
-        if let known = options.reported(signature) {
-            repeatsOfReported[known, default: 0] += 1
-            seenReported[raw] = known
+        if options.reportedSignatures.contains(signature) {
+            repeatsOfReported[signature, default: 0] += 1
+            seenReported[raw] = signature
             // A shrink that ends in a failure reported before the run does not use up the budget for new ones (a
             // baseline's accepted divergences must not hide a new bug); each unshrunk signature shrinks once.
             shrinks -= 1

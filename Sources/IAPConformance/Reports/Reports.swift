@@ -264,8 +264,10 @@ public enum Reports {
             // One test case per distinct failure (`--keep-going` finds several under one property).
             for (k, d) in found.enumerated() {
                 failures += 1
+                // The signature a baseline entry would accept, where the run named it (with --keep-going or a baseline).
                 let body =
-                    (d.flaky.map { TextReport.flaky($0) + "\n\n" } ?? "")
+                    (d.signature.map { "signature: \($0)\n\n" } ?? "")
+                    + (d.flaky.map { TextReport.flaky($0) + "\n\n" } ?? "")
                     + "expected: \(d.expected)\nobserved: \(d.observed)\n\(d.differences.joined(separator: "\n"))\n\((d.explanation ?? []).joined(separator: "\n"))\n\n\(d.timeline)\n\nreplay: \(d.replay)"
                 let name = found.count == 1 ? p : "\(p) #\(k + 1)" + (d.signature.map { " (\($0))" } ?? "")
                 cases.append(

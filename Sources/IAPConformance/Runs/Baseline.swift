@@ -28,10 +28,8 @@ public struct Baseline: Codable, Sendable {
 
     public init(entries: [Entry]) { self.entries = entries }
 
-    /// The entry that accepts `s`, if one does: the entry of that very signature, or the first that covers it.
-    public func entry(for s: FailureSignature) -> Entry? {
-        entries.first { $0.signature == s } ?? entries.first { $0.signature.covers(s) }
-    }
+    /// The entry that accepts `s`, if one does.
+    public func entry(for s: FailureSignature) -> Entry? { entries.first { $0.signature == s } }
 
     public var signatures: Set<FailureSignature> { Set(entries.map(\.signature)) }
 
@@ -44,12 +42,6 @@ public struct Baseline: Codable, Sendable {
             throw ConfigError(
                 file: path, key: "entries",
                 "not a baseline (\(error)); `iapcheck check --write-baseline FILE` writes one")
-        }
-        for (i, e) in b.entries.enumerated() where e.signature.difference == FailureSignature.any {
-            throw ConfigError(
-                file: path, key: "entries[\(i)].signature.difference",
-                "\"*\" would accept every failure; name the difference (\"*\" is for field, productKind, channel and event)"
-            )
         }
         for (i, e) in b.entries.enumerated() where e.reason.trimmingCharacters(in: .whitespaces).isEmpty {
             throw ConfigError(

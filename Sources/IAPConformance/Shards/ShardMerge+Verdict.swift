@@ -29,7 +29,10 @@ extension ShardMerge.Result {
         )
         // The shards' baseline (their summaries do not name its file): what it accepted over all of them.
         if s.accepted != nil || s.baselineNotSeen != nil {
-            lines.append(CheckRun.baselineLines(s, file: "the baseline"))
+            // A merge that counts fewer cases than the run's (a shard stopped at a failure) did not reach the rest.
+            let total = s.run?.totalCases ?? s.cases
+            lines.append(
+                CheckRun.baselineLines(s, file: "the baseline", stoppedAt: s.cases < total ? (s.cases, total) : nil))
         }
         if s.discrepancies.isEmpty && s.validatorFailures.isEmpty {
             lines.append(TextReport.forgeryLine(s.forgeries))
