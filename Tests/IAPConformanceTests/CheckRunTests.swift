@@ -225,6 +225,9 @@ import Testing
         let flaky = try #require(s.discrepancies.first?.flaky ?? s.validatorFailures.first?.flaky)
         #expect(Set(flaky.outcomes).count > 1)
         #expect(lines.contains(TextReport.flaky(flaky)))
+        // The questions counted are the passing cases': said so, as the failing case asked some too.
+        #expect(
+            lines.contains { $0.contains("cases passed, \(s.questions) questions in the passing ones") }, "\(lines)")
         let decoded = try JSONDecoder().decode(Reports.CheckSummary.self, from: JSONEncoder().encode(s))
         let merged = try ShardMerge.merge([ShardMerge.Input(path: "one.json", summary: decoded)]).summary
         #expect((merged.discrepancies.first?.flaky ?? merged.validatorFailures.first?.flaky) == flaky)

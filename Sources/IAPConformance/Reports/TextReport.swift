@@ -30,6 +30,12 @@ public enum TextReport {
         "  same bug in \(occurrences) failing case\(occurrences == 1 ? "" : "s"): \(signature)"
     }
 
+    /// The questions a run counts, which are those of its passing cases: said so when a case failed (`0/1 cases
+    /// passed, 0 questions` read as if the failing case had asked none).
+    public static func questions(_ n: Int, allPassed: Bool) -> String {
+        allPassed ? "\(n) questions" : "\(n) questions in the passing ones"
+    }
+
     /// The lines above a failure whose shrunk case gave different outcomes on replay.
     public static func flaky(_ f: Reports.FlakySummary) -> String {
         (["FLAKY \(f.property): the shrunk case gave different outcomes in \(f.runs) replays:"]

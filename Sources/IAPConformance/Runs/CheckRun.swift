@@ -304,7 +304,7 @@ public struct CheckRun {
             emit("profile checked: \(profile) (other fields not compared, other channels not used)")
         }
         emit(
-            "\(checker.validator.name): \(report.passed)/\(report.cases) cases passed\(options.shard.map { " (\($0.describe(of: options.cases)))" } ?? ""), \(report.questions) questions, \(summary.corpus.line), \(String(format: "%.1f", report.seconds)) s (\(TextReport.rate(Double(report.cases), seconds: report.seconds)))"
+            "\(checker.validator.name): \(report.passed)/\(report.cases) cases passed\(options.shard.map { " (\($0.describe(of: options.cases)))" } ?? ""), \(TextReport.questions(report.questions, allPassed: report.passed == report.cases)), \(summary.corpus.line), \(String(format: "%.1f", report.seconds)) s (\(TextReport.rate(Double(report.cases), seconds: report.seconds)))"
         )
         guard report.failure == nil && options.onlyCase == nil && !report.interrupted && options.shard == nil else {
             return

@@ -25,7 +25,7 @@ extension ShardMerge.Result {
             lines.append(TextReport.validatorFailure(f))
         }
         lines.append(
-            "\(s.validator): \(s.passed)/\(s.cases) cases passed, \(s.questions) questions, corpus \(s.corpus.replayed) replayed"
+            "\(s.validator): \(s.passed)/\(s.cases) cases passed, \(TextReport.questions(s.questions, allPassed: s.passed == s.cases)), corpus \(s.corpus.replayed) replayed"
         )
         // The shards' baseline (their summaries do not name its file): what it accepted over all of them.
         if s.accepted != nil || s.baselineNotSeen != nil {
