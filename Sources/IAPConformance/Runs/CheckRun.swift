@@ -129,8 +129,8 @@ public struct CheckRun {
                 let replay = selection.replay(file: file)
                 let signature = FailureSignature.of(.discrepancy(d), in: testCase)
                 found.met.append((signature, replay))
-                if let entry = baseline?.entry(for: signature) {
-                    found.accepted[entry.signature, default: 0] += 1
+                if baseline?.entry(for: signature) != nil {
+                    found.accepted[signature, default: 0] += 1
                     continue
                 }
                 let s = Reports.summary(of: d, testCase, caseIndex: nil, corpusFile: file, replay: replay)
@@ -148,9 +148,8 @@ public struct CheckRun {
 
     /// Generated cases that failed like a saved counterexample (or an accepted one) are counted into it.
     func countRepeats(_ report: CheckReport, into found: inout Findings, emit: (String) -> Void) {
-        for (signature, n) in report.repeatsOfReported {
-            guard let entry = baseline?.entry(for: signature) else { continue }
-            found.accepted[entry.signature, default: 0] += n
+        for (signature, n) in report.repeatsOfReported where baseline?.entry(for: signature) != nil {
+            found.accepted[signature, default: 0] += n
             if !found.met.contains(where: { $0.0 == signature }) { found.met.append((signature, "")) }
         }
         for (k, signature) in found.corpusSignatures.enumerated() {
@@ -172,8 +171,8 @@ public struct CheckRun {
         let options = checker.options
         let rerunCase = selection.rerun(case: f.caseIndex)
         found.met.append((f.signature, rerunCase))
-        if let entry = baseline?.entry(for: f.signature) {
-            found.accepted[entry.signature, default: 0] += f.occurrences
+        if baseline?.entry(for: f.signature) != nil {
+            found.accepted[f.signature, default: 0] += f.occurrences
             return
         }
         let flaky = f.flaky.map {
