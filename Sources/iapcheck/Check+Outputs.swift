@@ -37,15 +37,15 @@ extension Check {
     }
 
     /// `--json`, `--write-baseline` and `--junit`.
-    func writeOutputs(_ result: CheckRunReport) throws {
+    func writeOutputs(_ result: CheckRunReport, previous: (Baseline, file: String)?) throws {
         if let json {
             try writeResults("the JSON report", to: json) { try JSONFormat.write(result.summary, to: json) }
         }
         if let writeBaseline {
-            try writeResults("the baseline", to: writeBaseline) { try result.baseline.write(to: writeBaseline) }
-            print(
-                "baseline: \(result.signatures.count) signature\(result.signatures.count == 1 ? "" : "s") written to \(writeBaseline); give each a \"reason\", then run with --baseline \(writeBaseline)"
-            )
+            var baseline = result.baseline
+            let kept = baseline.keepingReasons(of: previous?.0)
+            try writeResults("the baseline", to: writeBaseline) { try baseline.write(to: writeBaseline) }
+            print(Self.baselineWritten(baseline, to: writeBaseline, keptReasons: kept, from: previous?.file))
         }
         if let junit {
             try writeResults("the JUnit report", to: junit) {
@@ -95,5 +95,34 @@ extension Check {
         print(
             "recorded the answers of \(written) cases in \(dir)/\(Recording.fileName): compare a later build with `iapcheck diff --against \(dir)`"
         )
+    }
+}
+
+extension Check {
+    /// What `--write-baseline` says it wrote: the signatures, which cases it holds the gate to, and what is left to
+    /// a person (a reason for each new entry).
+    static func baselineWritten(_ b: Baseline, to file: String, keptReasons: Int, from previous: String?) -> String {
+        let n = b.entries.count
+        var line = "baseline: \(n) signature\(n == 1 ? "" : "s") written to \(file)"
+        if let w = b.writtenOver {
+            let failed = w.failing?.count ?? 0
+            line +=
+                ", with the \(failed) failing case\(failed == 1 ? "" : "s") of seed \(w.run.seed)'s \(w.run.totalCases)"
+                + " (a gate over the same cases fails on any other case that fails)"
+            if w.casesRun < w.run.totalCases {
+                line += "; the run stopped after \(w.casesRun) cases, so later ones are held by signature alone"
+            }
+        } else {
+            line += " (by signature alone: a shard's or one case's run does not say which of the cases failed)"
+        }
+        if keptReasons > 0, let previous {
+            line += "; \(keptReasons) reason\(keptReasons == 1 ? "" : "s") kept from \(previous)"
+        }
+        let empty = b.entries.filter { $0.reason.trimmingCharacters(in: .whitespaces).isEmpty }.count
+        line +=
+            empty == 0
+            ? "; run with --baseline \(file)"
+            : "; give \(empty == n ? "each" : "the \(empty) new one\(empty == 1 ? "" : "s")") a \"reason\", then run with --baseline \(file)"
+        return line
     }
 }

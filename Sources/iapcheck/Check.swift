@@ -143,7 +143,7 @@ struct Check: ParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "Write the failure signatures this run met to FILE as a baseline, each with an empty reason to fill in and its replay command (use with --keep-going to meet them all). See docs/check.md#baselines.",
+            "Write the failure signatures this run met to FILE as a baseline, each with an empty reason to fill in and its replay command, and which cases failed. The run goes on to its last case, shrinking up to \(KeepGoing.baselineLimit) distinct failures (--keep-going=N: up to N). See docs/check.md#baselines.",
             valueName: "FILE"))
     var writeBaseline: String?
 
@@ -179,13 +179,14 @@ struct Check: ParsableCommand {
         run.savesCounterexamples = !spec.isMutant
         run.willRunCases = { progress.restart() }
         if let accepted { (run.baseline, run.baselineFile) = accepted }
+        run.writesBaseline = writeBaseline != nil
         let result: CheckRunReport
         do {
             result = try run.run { print($0) }
         } catch {
             throw fail("error: \(error)", code: Exit.usage)
         }
-        try writeOutputs(result)
+        try writeOutputs(result, previous: accepted)
         // Said once, when the run made the folder (a counterexample was saved), not on every passing run.
         if let newFolderNote, let dir = run.corpus, FileManager.default.fileExists(atPath: dir) {
             try? FileHandle.standardError.write(contentsOf: Data(newFolderNote.utf8))
@@ -292,6 +293,9 @@ struct Check: ParsableCommand {
         if let keepGoing {
             guard keepGoing >= 1 else { throw ValidationError("--keep-going=\(keepGoing): N must be at least 1") }
             opts.keepGoing = keepGoing
+        } else if writeBaseline != nil {
+            // A baseline names every signature the cases show: up to 20 distinct failures are shrunk.
+            opts.keepGoing = KeepGoing.baselineLimit
         }
         opts.signed = !unsigned
         opts.shrinkBudget.maxAttempts = shrinkAttempts

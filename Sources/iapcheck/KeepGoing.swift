@@ -2,6 +2,9 @@
 /// flags without one, so the bare form is given its default before parsing.
 enum KeepGoing {
     static let defaultLimit = 5
+    /// Distinct failures a run writing a baseline shrinks unless `--keep-going=N` says otherwise: one bug can show
+    /// under several signatures, and the baseline needs each.
+    static let baselineLimit = 20
 
     /// `--keep-going` → `--keep-going=5`; `--keep-going 3` → `--keep-going=3`; `--keep-going=3` as it is.
     static func expand(_ arguments: [String]) -> [String] {

@@ -142,6 +142,86 @@ import Testing
         #expect(both.summary.discrepancies.contains { !accepted.contains($0.signature ?? "") }, "\(bothText)")
     }
 
+    /// Ignores refunds of transactions whose id ends in an even digit: the accepted bug, in some cases only.
+    final class RevocationSometimes: ReferenceValidator, @unchecked Sendable {
+        override func isRevoked(_ tx: JWSTransactionDecodedPayload, at t: Millis) -> Bool {
+            (tx.transactionId.utf8.last.map { $0 % 2 == 0 } ?? false) ? false : super.isRevoked(tx, at: t)
+        }
+    }
+
+    /// A gate over the cases its baseline was written over holds them case by case (docs/check.md#baselines): the
+    /// accepted bug spreading to cases that passed then fails the run, shown unshrunk under a signature no entry
+    /// accepts, though every one of its signatures is accepted. Over other cases (another seed) the baseline
+    /// accepts by signature alone, and says so.
+    @Test(.long) func aBaselineGateFailsOnACaseThatPassedWhenItWasWritten() throws {
+        let (first, _) = try Self.run(
+            RevocationSometimes(), corpus: nil, cases: 300, keepGoing: 50, shrinkAttempts: Self.baselineShrink)
+        var baseline = first.baseline
+        let written = try #require(baseline.writtenOver)
+        #expect(written.casesRun == 300 && written.failing == Set(first.report.failingCases))
+        #expect(!first.report.failingCases.isEmpty)
+        for i in baseline.entries.indices { baseline.entries[i].reason = "accepted, for the test" }
+
+        let (same, sameText) = try Self.run(
+            RevocationSometimes(), corpus: nil, cases: 300, baseline: baseline, shrinkAttempts: Self.baselineShrink)
+        #expect(same.verdict == .pass, "\(sameText)")
+        #expect(sameText.contains { $0.contains("held case by case against the run that wrote it (seed 3") })
+
+        let mutant = Mutants.named("ignore-revocation")!
+        let (spread, text) = try Self.run(
+            mutant.make(), corpus: nil, cases: 300, keepGoing: 50, baseline: baseline,
+            shrinkAttempts: Self.baselineShrink)
+        #expect(spread.verdict == .discrepancy, "\(text)")
+        let new = spread.report.failures.filter(\.newSinceBaseline)
+        #expect(!new.isEmpty, "\(text)")
+        for f in new {
+            #expect(!written.failing!.contains(f.caseIndex))
+            #expect(f.shrunk.actionCount == f.originalActions)
+            #expect(baseline.entry(for: f.signature) == nil)
+            #expect(baseline.entry(for: f.signature.withoutBaselineMark) != nil)
+        }
+        #expect(text.contains { $0.contains("this case passed when the baseline was written") }, "\(text)")
+
+        // Another seed: other cases, so signatures alone, said.
+        var o = CheckOptions()
+        (o.cases, o.seed, o.shrinkBudget.maxAttempts) = (100, 9, Self.baselineShrink)
+        var run = CheckRun(
+            validator: "mutant:ignore-revocation", checker: Checker(options: o, validator: mutant.make()))
+        run.baseline = baseline
+        var lines: [String] = []
+        _ = try run.run { lines.append($0) }
+        #expect(
+            lines.contains {
+                $0.contains("accepted by signature alone: it was written over other cases (seed: 3 there, 9 here)")
+            }, "\(lines)")
+    }
+
+    /// The baseline file: failing cases as ranges, read back; a list that is not one refused, naming the key; the
+    /// reasons of a baseline written again kept.
+    @Test func aBaselineRecordsItsFailingCasesAsRangesAndKeepsReasons() throws {
+        let run = RunIdentity(
+            seed: 1, totalCases: 30, properties: ["p"], policy: .default, catalog: .standard, signed: true,
+            shard: Shard(index: 1, count: 2))
+        let w = Baseline.WrittenOver(run: run, casesRun: 30, failingCases: [7, 3, 4, 5, 20, 29])
+        #expect(w.failingCases == "3-5,7,20,29")
+        #expect(w.failing == [3, 4, 5, 7, 20, 29])
+        #expect(w.run.shard == Shard(index: 0, count: 1))
+        let path = Scratch.url.appendingPathComponent("baseline-ranges-\(getpid()).json").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let signature = FailureSignature(difference: "validator failure (crashed)")
+        var b = Baseline(entries: [.init(signature: signature, reason: "known", replay: nil)], writtenOver: w)
+        try b.write(to: path)
+        #expect(try Baseline.load(path: path).writtenOver?.failing == w.failing)
+        for bad in ["3-", "5-3", "a", "30", "-1"] {
+            b.writtenOver?.failingCases = bad
+            try b.write(to: path)
+            #expect(throws: ConfigError.self) { try Baseline.load(path: path) }
+            do { _ = try Baseline.load(path: path) } catch { #expect("\(error)".contains("writtenOver.failingCases")) }
+        }
+        var again = Baseline(entries: [.init(signature: signature, reason: "", replay: nil)])
+        #expect(again.keepingReasons(of: b) == 1 && again.entries[0].reason == "known")
+    }
+
     @Test(.long) func aBaselineEntryWithoutAReasonIsRefusedNamingIt() throws {
         let path = Scratch.url.appendingPathComponent("baseline-\(getpid()).json").path
         defer { try? FileManager.default.removeItem(atPath: path) }

@@ -49,9 +49,15 @@ public struct CheckOptions: Sendable {
     /// Failures this run reported before its cases (the corpus replay's), by signature: a generated case that fails
     /// the same way is counted into them, not shrunk and printed again (docs/check.md#distinct-failures).
     public var reportedSignatures: Set<FailureSignature> = []
+    /// The cases of the run that wrote the baseline, when this run checks the same ones: a case that passed then
+    /// and fails now as an accepted divergence does is a new failure (docs/check.md#baselines).
+    public var baselineCases: BaselineCases?
+    /// Every case runs, whatever fails (`--write-baseline`: the baseline records which cases failed); up to
+    /// ``maxShrinks`` failures are shrunk, and ``keepGoing`` does not stop the run.
+    public var runsToTheEnd = false
     /// Whether a failing case leaves later cases to run: with `--keep-going`, or when failures were reported before
     /// the run (an accepted failure is not the end of it).
-    var runsPastAFailure: Bool { keepGoing > 1 || !reportedSignatures.isEmpty }
+    var runsPastAFailure: Bool { keepGoing > 1 || !reportedSignatures.isEmpty || runsToTheEnd }
     public var maxShrinks: Int { shrinkLimit ?? (keepGoing == 1 ? 1 : keepGoing * 3) }
     /// Sets ``maxShrinks`` (certify shrinks fewer, since it runs six properties).
     public var shrinkLimit: Int?

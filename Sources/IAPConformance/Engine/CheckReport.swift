@@ -30,9 +30,15 @@ public struct FailureReport: Sendable {
     public var shrinkSeconds = 0.0
     /// Failing cases of the run with this failure's signature (`--keep-going`), this one included.
     public var occurrences = 1
+    /// The case passed when the baseline was written and now fails as an accepted divergence does
+    /// (docs/check.md#baselines): shown unshrunk, under a signature of its own.
+    public var newSinceBaseline = false
 
     /// What makes another failure the same bug as this one.
-    public var signature: FailureSignature { .of(outcome, in: shrunk) }
+    public var signature: FailureSignature {
+        let s = FailureSignature.of(outcome, in: shrunk)
+        return newSinceBaseline ? s.newSinceBaselineRun : s
+    }
 
     public var discrepancy: Discrepancy? { if case .discrepancy(let d) = outcome { d } else { nil } }
 
@@ -60,6 +66,11 @@ public struct FailureReport: Sendable {
     /// The shrink as the FAIL line says it: ``shrinkPhrase(attempts:)``, the time it took (`timed`, for programs and
     /// backends), and which budget stopped it, if one did, with what a larger one might give.
     public func shrinkClause(timeBudget: Double, timed: Bool) -> String {
+        if newSinceBaseline {
+            return "not shrunk: this case passed when the baseline was written and now fails in an accepted way, so"
+                + " something new fails here (a shrink would end in the accepted divergence); if the accepted"
+                + " divergence has only spread, write the baseline again over the same cases"
+        }
         var s = shrinkPhrase(attempts: shrinkAttempts)
         if timed { s += ", " + String(format: "%.1f s", shrinkSeconds) }
         if shrinkStopped {
@@ -97,6 +108,15 @@ public struct FailureReport: Sendable {
     public var validatorFailure: ValidatorFailure? { if case .validatorFailed(let f, _) = outcome { f } else { nil } }
 }
 
+extension FailureReport {
+    /// A failure shown as the run met it, not shrunk.
+    init(unshrunk c: GeneratedCase, caseIndex: Int, seed: UInt64, outcome: CaseOutcome) {
+        self.init(
+            caseIndex: caseIndex, seed: seed, property: c.property, originalActions: c.actionCount, shrunk: c,
+            outcome: outcome, shrinkAttempts: 0, failingStep: Checker.step(outcome))
+    }
+}
+
 /// The outcomes of replaying one case several times, when they differ.
 public struct FlakyReport: Sendable {
     public var runs: Int
@@ -117,6 +137,9 @@ public struct CheckReport: Sendable {
     public var unshrunkFailures = 0
     /// Failing cases of the run counted into a failure reported before it (the corpus replay's), by its signature.
     public var repeatsOfReported: [FailureSignature: Int] = [:]
+    /// The indices of the cases that failed, in order, whatever their failure: what a baseline written by this run
+    /// records (``Baseline/WrittenOver``).
+    public var failingCases: [Int] = []
     public var coverage: Coverage
     public var seconds: Double
     /// Forged artifacts sent and rejected, per class.

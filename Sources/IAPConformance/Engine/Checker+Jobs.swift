@@ -85,23 +85,33 @@ extension Checker {
         }
         group.wait()
         let results = board.withLock { $0.results }
+        return count(results, workers: workers, start: start)
+    }
 
+    /// The report of a run whose cases `results` holds by index (nil: not run).
+    func count(_ results: [Int: CaseResult], workers: [any Validator], start: UInt64) -> CheckReport {
+        let range = options.caseRange, total = range.count
         // The cases that count: up to the failure that ends the run; when stopped early, the unbroken prefix that
         // finished. Failures are shrunk in index order on the first validator, as a single job would.
         var counted = 0
         var coverage = expectedCoverage, forgeries = ForgeryTally()
         var passed = 0, questions = 0
         var found = FailureCollector(options: options)
+        var failing: [Int] = []
         while counted < total, !found.isDone, let r = results[range.lowerBound + counted] {
             coverage.merge(r.coverage)
             forgeries.merge(r.tally)
             counted += 1
             if let (c, src, outcome) = r.failure {
                 let i = range.lowerBound + counted - 1
-                found.add(c, outcome) {
-                    shrink(
-                        caseIndex: i, original: c, source: src, outcome: outcome, helpers: Array(workers.dropFirst()))
-                }
+                failing.append(i)
+                found.add(
+                    i, c, outcome,
+                    shrink: {
+                        shrink(
+                            caseIndex: i, original: c, source: src, outcome: outcome,
+                            helpers: Array(workers.dropFirst()))
+                    }, rerun: { CaseRunner.run(c, against: validator, signed: options.signed) })
             } else {
                 passed += 1
                 questions += r.questions
@@ -113,6 +123,7 @@ extension Checker {
             interrupted: found.shrinkStopped || (counted < total && !found.isDone))
         report.unshrunkFailures = found.unshrunk
         report.repeatsOfReported = found.repeatsOfReported
+        report.failingCases = failing
         return report
     }
 }

@@ -79,8 +79,10 @@ public struct Checker {
                 forgeries: forgeries, interrupted: interrupted || found.shrinkStopped)
             r.unshrunkFailures = found.unshrunk
             r.repeatsOfReported = found.repeatsOfReported
+            r.failingCases = failing
             return r
         }
+        var failing: [Int] = []
         for (n, i) in indices.enumerated() {
             if options.shouldStop() { return report(cases: n, interrupted: true) }
             let (c, src) = generate(caseIndex: i)
@@ -90,7 +92,10 @@ public struct Checker {
                 passed += 1
                 questions += q
             } else {
-                found.add(c, outcome) { shrink(caseIndex: i, original: c, source: src, outcome: outcome) }
+                failing.append(i)
+                found.add(
+                    i, c, outcome, shrink: { shrink(caseIndex: i, original: c, source: src, outcome: outcome) },
+                    rerun: { CaseRunner.run(c, against: validator, signed: options.signed) })
                 if found.isDone { return report(cases: n + 1) }
             }
             progress?(n + 1, indices.count)

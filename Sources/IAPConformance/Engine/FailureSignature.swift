@@ -20,13 +20,32 @@ public struct FailureSignature: Codable, Hashable, Sendable, CustomStringConvert
     /// That delivery's event: a notification's type/subtype, an app submission's transaction reason, `API
     /// snapshot`, `verifyReceipt`.
     public var event: String?
+    /// True for a failure in a case that passed when the run's baseline was written (docs/check.md#baselines): the
+    /// same kind of failure as an accepted one, in a case where it is new. No baseline entry has it, so none
+    /// accepts it.
+    public var newSinceBaseline: Bool?
 
     public var description: String {
         var parts = [difference]
         if let field { parts.append("field " + field) }
         if let productKind { parts.append(productKind) }
         if let event { parts.append("after " + event + (channel.map { " (\($0))" } ?? "")) }
+        if newSinceBaseline == true { parts.append("in a case that passed when the baseline was written") }
         return parts.joined(separator: ", ")
+    }
+
+    /// This signature, not said of a case that passed when the baseline was written: what a baseline entry has.
+    public var withoutBaselineMark: FailureSignature {
+        var s = self
+        s.newSinceBaseline = nil
+        return s
+    }
+
+    /// This signature, said of a case that passed when the baseline was written.
+    var newSinceBaselineRun: FailureSignature {
+        var s = self
+        s.newSinceBaseline = true
+        return s
     }
 
     /// The signature of `outcome`, a failure of case `c`.
@@ -57,7 +76,7 @@ public struct FailureSignature: Codable, Hashable, Sendable, CustomStringConvert
         return s
     }
 
-    init(difference: String) { self.difference = difference }
+    public init(difference: String) { self.difference = difference }
 
     /// `product pro.monthly` → `auto-renewable`; groups, consumables and entitlements by what they are.
     static func kind(ofSubject subject: String, catalog: Catalog) -> String? {
@@ -116,7 +135,7 @@ struct FailureCollector {
     /// The run has what it came for: enough distinct failures, Ctrl-C stopped a shrink, or the validator cannot
     /// go on (a hang, a backend gone, a wrong target file: every further case would wait or fail the same way).
     var isDone: Bool {
-        failures.count >= options.keepGoing || shrinkStopped
+        (failures.count >= options.keepGoing && !options.runsToTheEnd) || shrinkStopped
             || failures.contains { $0.validatorFailure.map(FailureCollector.endsTheRun) ?? false }
     }
 
@@ -131,8 +150,16 @@ struct FailureCollector {
     private var seenReported: [FailureSignature: FailureSignature] = [:]
 
     /// A failing case: counted into the failure its signature (unshrunk, then shrunk) matches — one of this run's, or
-    /// one reported before it — or shrunk and kept. A bug is shrunk once per run.
-    mutating func add(_ c: GeneratedCase, _ outcome: CaseOutcome, shrink: () -> FailureReport) {
+    /// one reported before it — or shrunk and kept. A bug is shrunk once per run. A case that passed when the
+    /// baseline was written goes its own way (``addNewSinceBaseline(_:_:_:shrink:rerun:)``).
+    mutating func add(
+        _ i: Int, _ c: GeneratedCase, _ outcome: CaseOutcome, shrink: () -> FailureReport,
+        rerun: () -> CaseOutcome
+    ) {
+        if let cases = options.baselineCases, cases.passed(i) {
+            addNewSinceBaseline(i, c, outcome, shrink: shrink, rerun: rerun)
+            return
+        }
         let raw = FailureSignature.of(outcome, in: c)
         if let k = seen[raw] {
             failures[k].occurrences += 1
@@ -142,12 +169,7 @@ struct FailureCollector {
             repeatsOfReported[known, default: 0] += 1
             return
         }
-        guard shrinks < options.maxShrinks else {
-            unshrunk += 1
-            return
-        }
-        shrinks += 1
-        let f = shrink()
+        guard let f = shrunk(shrink) else { return }
         let signature = f.signature
         if options.reportedSignatures.contains(signature) {
             repeatsOfReported[signature, default: 0] += 1
@@ -155,7 +177,61 @@ struct FailureCollector {
             // A shrink that ends in a failure reported before the run does not use up the budget for new ones (a
             // baseline's accepted divergences must not hide a new bug); each unshrunk signature shrinks once.
             shrinks -= 1
-        } else if let k = failures.firstIndex(where: { $0.signature == signature }) {
+        } else {
+            keep(f, as: raw)
+        }
+    }
+
+    /// A failing case that passed when the baseline was written, in a gate over that run's cases
+    /// (docs/check.md#baselines). A failure no entry accepts is kept as any other. One an entry accepts is new in
+    /// this case: it fails the run, marked ``FailureSignature/newSinceBaseline``, and is shown unshrunk, since a
+    /// shrink would lead to the accepted divergence the baseline's cases already show. A case that passes when run
+    /// again is counted as accepted: an accepted divergence that shows only sometimes is not shown to be new.
+    mutating func addNewSinceBaseline(
+        _ i: Int, _ c: GeneratedCase, _ outcome: CaseOutcome, shrink: () -> FailureReport,
+        rerun: () -> CaseOutcome
+    ) {
+        let accepted = options.baselineCases?.accepted ?? []
+        let raw = FailureSignature.of(outcome, in: c)
+        let marked = raw.newSinceBaselineRun
+        if let k = seen[marked] {
+            failures[k].occurrences += 1
+            return
+        }
+        var f: FailureReport
+        if accepted.contains(raw) {
+            f = FailureReport(unshrunk: c, caseIndex: i, seed: options.seed, outcome: outcome)
+        } else {
+            guard let s = shrunk(shrink) else { return }
+            f = s
+            if accepted.contains(f.signature) {
+                f = FailureReport(unshrunk: c, caseIndex: i, seed: options.seed, outcome: outcome)
+            }
+        }
+        if accepted.contains(f.signature) {
+            guard Checker.sameFailure(rerun(), outcome) else {
+                repeatsOfReported[f.signature, default: 0] += 1
+                return
+            }
+            f.newSinceBaseline = true
+        }
+        keep(f, as: marked)
+    }
+
+    /// `shrink()`, unless the run has shrunk as many failures as it may (then the case is counted as unshrunk).
+    private mutating func shrunk(_ shrink: () -> FailureReport) -> FailureReport? {
+        guard shrinks < options.maxShrinks else {
+            unshrunk += 1
+            return nil
+        }
+        shrinks += 1
+        return shrink()
+    }
+
+    /// Counts `f` into the failure with its signature, or keeps it as a new one; cases whose unshrunk signature is
+    /// `raw` are counted into it from now on.
+    private mutating func keep(_ f: FailureReport, as raw: FailureSignature) {
+        if let k = failures.firstIndex(where: { $0.signature == f.signature }) {
             failures[k].occurrences += 1
             seen[raw] = k
         } else {

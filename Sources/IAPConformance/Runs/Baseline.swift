@@ -23,10 +23,87 @@ public struct Baseline: Codable, Sendable {
         }
     }
 
+    /// The run that wrote the baseline and which of its cases failed (docs/check.md#baselines). A gate over the same
+    /// cases fails on a case that passed then, even when its failure has an accepted signature: a new bug that
+    /// fails as an accepted one does. Absent in a file written by a shard, by one case, or by hand.
+    public struct WrittenOver: Codable, Sendable {
+        /// What decides the cases and what the validator goes through: seed, `--cases`, properties, catalog,
+        /// policy, faults, declared divergences and profile (not the shard, the corpus or the shrink budget).
+        public var run: RunIdentity
+        /// The cases that ran, from case 0: all of the run's, unless it stopped early.
+        public var casesRun: Int
+        /// The indices of the cases that failed, as comma-separated numbers and ranges: `3,17,20-25`.
+        public var failingCases: String
+
+        public init(run: RunIdentity, casesRun: Int, failingCases: [Int]) {
+            self.run = Self.cases(of: run)
+            self.casesRun = casesRun
+            self.failingCases = Self.ranges(failingCases)
+        }
+
+        /// `run` with what does not change which cases run, or how, left out: two runs with equal results check the
+        /// same cases.
+        public static func cases(of run: RunIdentity) -> RunIdentity {
+            var r = run
+            r.shard = Shard(index: 0, count: 1)
+            (r.corpusSkipped, r.shrinkAttempts, r.shrinkSeconds) = (nil, nil, nil)
+            return r
+        }
+
+        /// `[3, 17, 20, 21, 22]` → `3,17,20-22`.
+        static func ranges(_ indices: [Int]) -> String {
+            var parts: [String] = []
+            var k = 0
+            let sorted = indices.sorted()
+            while k < sorted.count {
+                var end = k
+                while end + 1 < sorted.count, sorted[end + 1] <= sorted[end] + 1 { end += 1 }
+                parts.append(end == k ? "\(sorted[k])" : "\(sorted[k])-\(sorted[end])")
+                k = end + 1
+            }
+            return parts.joined(separator: ",")
+        }
+
+        /// The indices `failingCases` lists; nil when it is not a list of numbers and ranges.
+        public var failing: Set<Int>? {
+            var out: Set<Int> = []
+            for part in failingCases.split(separator: ",") {
+                let ends = part.split(separator: "-", omittingEmptySubsequences: false).map {
+                    Int($0.trimmingCharacters(in: .whitespaces))
+                }
+                guard (1...2).contains(ends.count), let a = ends.first!, let b = ends.last!, 0 <= a, a <= b,
+                    b < casesRun
+                else { return nil }
+                out.formUnion(a...b)
+            }
+            return out
+        }
+    }
+
     public var version = 1
     public var entries: [Entry]
+    public var writtenOver: WrittenOver?
 
-    public init(entries: [Entry]) { self.entries = entries }
+    public init(entries: [Entry], writtenOver: WrittenOver? = nil) {
+        self.entries = entries
+        self.writtenOver = writtenOver
+    }
+
+    /// What a run over `run` checks with this baseline: its accepted signatures and, when the baseline was written
+    /// over the same cases (the same seed, properties, catalog…: `--cases` may differ, since case i is the same
+    /// case in both), which of them failed then; otherwise what differs (`seed: 1 there, 7 here`), or nil when
+    /// the baseline does not say.
+    public func cases(for run: RunIdentity) -> (BaselineCases?, differs: String?) {
+        guard let w = writtenOver, w.casesRun > 0, let failing = w.failing else { return (nil, nil) }
+        // Case i is the same case whatever --cases says: only the cases both runs have are held case by case.
+        var mine = WrittenOver.cases(of: run)
+        mine.totalCases = w.run.totalCases
+        // `mine` is this run's value, `theirs` the baseline's run's.
+        if let d = mine.firstDifference(from: w.run) {
+            return (nil, "\(d.what): \(d.theirs) there, \(d.mine) here")
+        }
+        return (BaselineCases(accepted: signatures, casesRun: w.casesRun, failing: failing), nil)
+    }
 
     /// The entry that accepts `s`, if one does.
     public func entry(for s: FailureSignature) -> Entry? { entries.first { $0.signature == s } }
@@ -43,6 +120,12 @@ public struct Baseline: Codable, Sendable {
                 file: path, key: "entries",
                 "not a baseline (\(error)); `iapcheck check --write-baseline FILE` writes one")
         }
+        if let w = b.writtenOver, w.failing == nil {
+            throw ConfigError(
+                file: path, key: "writtenOver.failingCases",
+                "\"\(w.failingCases)\" is not a list of case numbers and ranges below casesRun (\(w.casesRun)), as in \"3,17,20-25\""
+            )
+        }
         for (i, e) in b.entries.enumerated() where e.reason.trimmingCharacters(in: .whitespaces).isEmpty {
             throw ConfigError(
                 file: path, key: "entries[\(i)].reason",
@@ -50,6 +133,18 @@ public struct Baseline: Codable, Sendable {
             )
         }
         return b
+    }
+
+    /// Gives each entry the reason `previous` has for its signature; the number of entries given one.
+    public mutating func keepingReasons(of previous: Baseline?) -> Int {
+        guard let previous else { return 0 }
+        var kept = 0
+        for i in entries.indices {
+            guard let old = previous.entry(for: entries[i].signature) else { continue }
+            entries[i].reason = old.reason
+            kept += 1
+        }
+        return kept
     }
 
     /// Writes the baseline as indented JSON, entries in signature order.
@@ -60,6 +155,18 @@ public struct Baseline: Codable, Sendable {
         sorted.entries.sort { $0.signature.description < $1.signature.description }
         try (e.encode(sorted) + Data("\n".utf8)).write(to: URL(fileURLWithPath: path), options: .atomic)
     }
+}
+
+/// What a gate knows of the run that wrote its baseline over the same cases (docs/check.md#baselines).
+public struct BaselineCases: Sendable {
+    /// The signatures the baseline accepts.
+    public var accepted: Set<FailureSignature>
+    /// The cases that ran then (from case 0), and those of them that failed.
+    public var casesRun: Int
+    public var failing: Set<Int>
+
+    /// Whether case `i` ran when the baseline was written, and passed.
+    func passed(_ i: Int) -> Bool { i < casesRun && !failing.contains(i) }
 }
 
 /// An accepted divergence met by a run: the entry and how many failing cases showed it.

@@ -27,6 +27,9 @@ public struct CheckRun {
     public var baseline: Baseline?
     /// The baseline's file, for the lines that name it.
     public var baselineFile = "the baseline"
+    /// `--write-baseline`: every case runs, and the report records which failed (``CheckRunReport/baseline``); a
+    /// baseline read as well accepts by signature only, since the run is writing its successor.
+    public var writesBaseline = false
     /// Called once the corpus is replayed, just before the first generated case (progress lines start here).
     public var willRunCases: (() -> Void)?
     public var checker: Checker
@@ -73,6 +76,8 @@ public struct CheckRun {
         willRunCases?()
         var checker = self.checker
         checker.options.reportedSignatures = Set(found.corpusSignatures).union(baseline?.signatures ?? [])
+        checker.options.runsToTheEnd = writesBaseline
+        let casesNote = gateOnBaselineCases(&checker.options)
         let report = checker.run()
         countRepeats(report, into: &found, emit: emit)
         found.discrepancies = found.corpusFailures
@@ -87,13 +92,16 @@ public struct CheckRun {
         if baseline != nil {
             let total = options.onlyCase == nil ? options.caseRange.count : 1
             let stopped = report.cases < total ? (report.cases, total) : nil
-            emit(Self.baselineLines(summary, file: baselineFile, stoppedAt: stopped))
+            emit(Self.baselineLines(summary, file: baselineFile, stoppedAt: stopped, cases: casesNote))
         }
-        if options.onlyCase == nil { summary.run = identity(summary) }
+        if options.onlyCase == nil { summary.run = identity(profile: summary.profile) }
         emitClosingLines(report, summary, emit: emit)
         var result = CheckRunReport(summary: summary, report: report)
         var seen: Set<FailureSignature> = []
-        result.signatures = found.met.filter { seen.insert($0.0).inserted }
+        result.signatures = found.met.map { ($0.0.withoutBaselineMark, $0.1) }.filter { seen.insert($0.0).inserted }
+        if options.shard == nil, options.onlyCase == nil, let run = summary.run {
+            result.writtenOver = .init(run: run, casesRun: report.cases, failingCases: report.failingCases)
+        }
         return result
     }
 
@@ -181,7 +189,8 @@ public struct CheckRun {
         if let flaky { emit(TextReport.flaky(flaky)) }
         if let d = f.discrepancy {
             var file: String?
-            if let corpus, savesCounterexamples {
+            // A failure new since the baseline shows as an accepted one does once shrunk: nothing to save.
+            if let corpus, savesCounterexamples, !f.newSinceBaseline {
                 file = try? Corpus.save(
                     CorpusCase(
                         foundWith: checker.validator.name, seed: options.seed, caseIndex: f.caseIndex, failure: d,
@@ -272,7 +281,7 @@ public struct CheckRun {
     }
 
     /// What makes this run's cases these cases: shards and reruns with another identity do not merge with it.
-    func identity(_ summary: Reports.CheckSummary) -> RunIdentity {
+    func identity(profile: ValidatorProfile?) -> RunIdentity {
         let options = checker.options
         var run = RunIdentity(
             seed: options.seed, totalCases: options.cases, properties: checker.properties.map(\.rawValue),
@@ -283,7 +292,7 @@ public struct CheckRun {
         let budget = options.shrinkBudget
         if budget.maxAttempts != Shrinker.Budget().maxAttempts { run.shrinkAttempts = budget.maxAttempts }
         if budget.maxSeconds.isFinite { run.shrinkSeconds = budget.maxSeconds }
-        run.profile = summary.profile
+        run.profile = profile
         if corpus == nil { run.corpusSkipped = true }
         if !declaredDivergences.isEmpty { run.knownDivergences = declaredDivergences }
         return run
@@ -324,30 +333,6 @@ public struct CheckRun {
 }
 
 extension CheckRun {
-    /// What a run with a baseline says of it: the accepted divergences it met, with their reasons and counts, and
-    /// the entries it did not meet (fixed, or just not reached by these cases; a run that stopped early says only
-    /// that it stopped: `stoppedAt` is the cases run of the run's).
-    static func baselineLines(_ s: Reports.CheckSummary, file: String, stoppedAt: (Int, Int)? = nil) -> String {
-        var lines: [String] = []
-        let met = s.accepted ?? []
-        lines.append(
-            "accepted divergences (\(file)): \(met.count) met" + (met.isEmpty ? "" : ", not counted as failures:"))
-        for a in met {
-            lines.append(
-                "  - \(a.signature) (\(a.occurrences) failing case\(a.occurrences == 1 ? "" : "s")): \(a.reason)")
-        }
-        for n in s.baselineNotSeen ?? [] {
-            if let (run, total) = stoppedAt {
-                lines.append("  not met before the run stopped (after \(run) of \(total) cases): \(n)")
-            } else {
-                lines.append(
-                    "  not met in this run: \(n) — fixed, or not reached by these cases: remove it only when a run as long as the one that wrote it does not meet it either"
-                )
-            }
-        }
-        return lines.joined(separator: "\n")
-    }
-
     /// The line under a FAIL headline when the finding counts under another property than the case ran under. It
     /// says "before any of this property's perturbations" only when no perturbed delivery or question came by the
     /// failing step; a verdict on a perturbed delivery (a repeated genuine artifact refused) is said as what it is.
@@ -377,9 +362,15 @@ public struct CheckRunReport: Sendable {
         self.report = report
     }
 
-    /// A baseline accepting every failure of the run, each reason left for a person to fill in.
+    /// The run's cases and which failed, for a baseline it writes: nil for a shard's run or one case's.
+    public var writtenOver: Baseline.WrittenOver?
+
+    /// A baseline accepting every failure of the run, each reason left for a person to fill in, with the cases
+    /// that failed.
     public var baseline: Baseline {
-        Baseline(entries: signatures.map { .init(signature: $0.0, reason: "", replay: $0.1.isEmpty ? nil : $0.1) })
+        Baseline(
+            entries: signatures.map { .init(signature: $0.0, reason: "", replay: $0.1.isEmpty ? nil : $0.1) },
+            writtenOver: writtenOver)
     }
 
     public enum Verdict: Sendable, Equatable {
