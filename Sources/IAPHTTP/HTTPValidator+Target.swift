@@ -31,6 +31,9 @@ extension HTTPValidator {
         public var file: String?
         /// What the backend is called (`"name"`): its corpus folder's name, whatever the file is called.
         public var name: String?
+        /// What reports call the backend: its `"name"`, else `http:` and its address. Shards of one backend
+        /// started on other ports have one name, and merge.
+        public var displayName: String { name ?? "http:\(host):\(port)" }
         /// The backend's accepted divergences (`"baseline"`, a file relative to the target file; docs/check.md#baselines):
         /// `check` and `certify` read it when no `--baseline` is given.
         public var baseline: String?

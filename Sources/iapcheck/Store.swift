@@ -140,7 +140,7 @@ struct Store: ParsableCommand {
             guard let t = target, t.routes["notification"] != nil else {
                 throw ValidationError("--post-notifications needs --target with a notification route")
             }
-            let backend = HTTPValidator(target: t, name: "http:\(t.host):\(t.port)", timeout: 10, store: store)
+            let backend = HTTPValidator(target: t, name: t.displayName, timeout: 10, store: store)
             var config = c.config
             config.trustedRoots = TestPKI.harness.trustedRoots
             do {

@@ -152,7 +152,7 @@ func makeHTTPValidator(
         }
         if store == nil, let problem = faults.problemWithoutStore(target: path) { throw ValidationError(problem) }
         let v = try HTTPValidator.make(
-            target: target, name: "http:\(base.host):\(base.port)", timeout: timeout, store: store,
+            target: target, name: base.displayName, timeout: timeout, store: store,
             faults: faults)
         v.job = job
         return v

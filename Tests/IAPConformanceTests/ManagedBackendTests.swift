@@ -130,6 +130,20 @@ import Testing
         }
     }
 
+    /// Reports call a backend by its target's "name" when it has one, so shards of it run on other ports merge;
+    /// without one, by its address.
+    @Test func aTargetsNameIsWhatReportsCallIt() throws {
+        let dir = Scratch.directory + "name-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let json =
+            #"{"name":"notes","baseURL":"http://127.0.0.1:9","routes":{"entitlements":{"method":"GET","path":"/e/{userId}?at={at}"},"appTransaction":{"method":"POST","path":"/a"},"notification":{"method":"POST","path":"/n"},"apiSnapshot":{"method":"POST","path":"/s"},"legacyReceipt":{"method":"POST","path":"/l"}}}"#
+        try Data(json.utf8).write(to: URL(fileURLWithPath: dir + "/target.json"))
+        #expect(try HTTPValidator.Target.load(path: dir + "/target.json").displayName == "notes")
+        try Data(json.replacingOccurrences(of: #""name":"notes","#, with: "").utf8)
+            .write(to: URL(fileURLWithPath: dir + "/target.json"))
+        #expect(try HTTPValidator.Target.load(path: dir + "/target.json").displayName == "http:127.0.0.1:9")
+    }
+
     /// A target file in `dir` whose backend iapcheck starts as `python3 backend/SCRIPT` on `port`.
     static func writeTarget(in dir: String, port: Int, script: String) throws {
         try Data(
