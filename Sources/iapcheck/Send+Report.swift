@@ -16,6 +16,8 @@ struct SendReport {
     let profile: ValidatorProfile
     /// The customer's transactions made outside the app that it has not submitted yet.
     var awaitingTheApp: [String] = []
+    /// The baseline entry that accepts the difference, and its file (`--baseline`).
+    var accepted: (Baseline.Entry, String)?
 
     /// A line of the report: on stdout, or on stderr when stdout carries curl commands.
     func say(_ line: String) {
@@ -107,7 +109,12 @@ struct SendReport {
             say("  agree: the backend's answer is the expected one")
             return
         }
-        say("  DIFFERS: \(d.finding)")
+        if let (entry, file) = accepted {
+            say("  DIFFERS, an accepted divergence (\(file)): \(d.finding)")
+            say("    accepted: \(entry.signature): \(entry.reason)")
+        } else {
+            say("  DIFFERS: \(d.finding)")
+        }
         if d.kind == .verdict { say("    expected \(d.expected); observed \(d.observed)") }
         for line in d.differences { say("    \(line)") }
         for line in Explanation.lines(d, in: c) { say("  \(line)") }

@@ -142,22 +142,34 @@ struct SendSession {
         var report = SendReport(
             command: command, c: c, outcome: outcome, actions: first..<script.steps.count,
             profile: sending.validator.profile)
+        report.accepted = try acceptedDifference(outcome, in: c)
         if sending.validator.profile.accepts(.app) {
             report.awaitingTheApp = (try? run.awaitingTheApp(c, at: askAt)) ?? []
         }
         report.print(validatorName: sending.validator.name, statePath: statePath)
         try sending.finish(outcome, c, command: command)
-        return try record(outcome, script: script, resets: resets)
+        return try record(outcome, script: script, resets: resets, accepted: report.accepted != nil)
+    }
+
+    /// The baseline entry that accepts the send's difference (`--baseline`, or the target's), with its file.
+    func acceptedDifference(_ outcome: SendRun.Outcome, in c: GeneratedCase) throws -> (Baseline.Entry, String)? {
+        guard let d = outcome.discrepancy,
+            let (baseline, file) = try acceptedDivergences(option: command.baseline, validator: command.spec),
+            let entry = baseline.entry(for: FailureSignature.of(.discrepancy(d), in: c))
+        else { return nil }
+        return (entry, file)
     }
 
     /// The state after a send, and the exit code: nothing recorded when nothing arrived; a configuration problem
     /// the backend's answer shows (a pointer that finds nothing) is exit 2, as for check.
-    mutating func record(_ outcome: SendRun.Outcome, script: CustomerScript, resets: Bool) throws -> Int32 {
+    mutating func record(
+        _ outcome: SendRun.Outcome, script: CustomerScript, resets: Bool, accepted: Bool = false
+    ) throws -> Int32 {
         let code: Int32 =
             outcome.failure.map {
                 [.misconfigured, .unavailable].contains($0.kind) ? Exit.usage : Exit.validatorFailure
             }
-            ?? (outcome.discrepancy == nil ? Exit.pass : Exit.discrepancy)
+            ?? (outcome.discrepancy == nil || accepted ? Exit.pass : Exit.discrepancy)
         if let f = outcome.failure, let fix = f.fix { print("  fix: \(fix)") }
         guard outcome.failure == nil || !outcome.sent.isEmpty else {
             print("nothing was delivered: \(statePath) is unchanged; send again once the backend answers")

@@ -84,6 +84,12 @@ struct Send: ParsableCommand {
 
     @Option(help: "Seconds to wait for each answer of the validator.") var timeout: Double = 10
 
+    @Option(
+        help: ArgumentHelp(
+            "Accepted divergences, as for check (default: the \"baseline\" of an http: target file): a difference whose failure signature the file accepts is said to be accepted, with its reason, and exits 0. See docs/check.md#baselines.",
+            valueName: "FILE"))
+    var baseline: String?
+
     func validate() throws {
         guard ["text", "curl"].contains(format) else { throw ValidationError("--format takes text or curl") }
         if let scenario, SendScenario(rawValue: scenario) == nil {

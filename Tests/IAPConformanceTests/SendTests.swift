@@ -229,6 +229,25 @@ import Testing
             "\(r.out)")
     }
 
+    /// A difference the baseline accepts is said to be accepted, with its reason, and exits 0; without the baseline
+    /// the same send differs (exit 1).
+    @Test func aDifferenceTheBaselineAcceptsIsSaidToBeAccepted() throws {
+        let dir = try CLI.folder("send-baseline")
+        let state = dir + "/state.json"
+        let v = ["--validator", "mutant:refund-irreversible"]
+        var signature = FailureSignature(difference: "entitlement disagreement")
+        (signature.field, signature.productKind) = ("active", "auto-renewable")
+        (signature.event, signature.channel) = ("REFUND_REVERSED", "notification")
+        try Baseline(entries: [.init(signature: signature, reason: "reversals are rare", replay: nil)])
+            .write(to: dir + "/baseline.json")
+        #expect(try Self.send(["buy"] + v, state: state).status == 0)
+        #expect(try Self.send(["refund"] + v, state: state).status == 0)
+        let r = try Self.send(["reverse-refund", "--baseline", dir + "/baseline.json"] + v, state: state)
+        #expect(r.status == 0, "\(r.out)\(r.err)")
+        #expect(r.out.contains("DIFFERS, an accepted divergence (\(dir)/baseline.json)"), "\(r.out)")
+        #expect(r.out.contains("accepted: \(signature): reversals are rare"), "\(r.out)")
+    }
+
     @Test func aStepTheCustomerCannotTakeIsRefusedAndChangesNothing() throws {
         let state = try CLI.folder("send-refused") + "/state.json"
         let r = try Self.send(["recover"], state: state)
