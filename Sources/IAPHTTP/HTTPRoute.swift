@@ -20,6 +20,10 @@ extension HTTPValidator {
         var refused = StatusSet.range(400..<500)
         /// A JSON Pointer to the reason in a refusal's body; nil: `/reason`, else the status.
         var reason: String?
+        /// `"verifiesLater"`: the route's accepting status says the delivery was received, not that it was verified
+        /// (the backend verifies it from a queue, docs/http-target.md#asynchronous-backends); a delivery it must
+        /// refuse is judged by its effect on the answers.
+        public var verifiesLater = false
 
         public init(method: String, path: String) {
             self.method = method

@@ -36,6 +36,10 @@ extension HTTPValidator {
             }
             guard case .read(let body) = body() else { return nil }
             let (accepted, refused, reason) = verdict()
+            let later = ro.bool("verifiesLater", required: false) ?? false
+            if later && !Target.deliveries.contains(op) {
+                ro.problem(ro.keyPath("verifiesLater"), "only a delivery is verified; \(op) is not one")
+            }
             ro.rejectUnknownKeys()
             guard var route else { return nil }
             route.query = query
@@ -53,6 +57,7 @@ extension HTTPValidator {
                 ro.problem(ro.keyPath("refused"), "\(code) is both accepted and refused")
             }
             route.reason = reason
+            route.verifiesLater = later
             return route
         }
 

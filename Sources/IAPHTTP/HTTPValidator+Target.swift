@@ -27,6 +27,9 @@ extension HTTPValidator {
         /// How many callers the backend takes at once (`--jobs` up to this). Above 1, every request carries
         /// ``jobHeader`` and the backend keeps one state per value of it (docs/http-target.md#concurrent-jobs).
         public var maxConcurrency = 1
+        /// `"settleMs"`: the backend applies deliveries after acknowledging them (a queue); an answer that differs
+        /// from the expected one is asked again until it agrees or this many milliseconds have passed.
+        public var settleMs: Int?
         /// The file it was read from, for messages.
         public var file: String?
         /// What the backend is called (`"name"`): its corpus folder's name, whatever the file is called.
@@ -86,6 +89,7 @@ extension HTTPValidator {
             if let baseline, !FileManager.default.fileExists(atPath: baseline) {
                 r.problem(o.keyPath("baseline"), "no file at \(baseline) (iapcheck check --write-baseline writes one)")
             }
+            let settle = o.int("settleMs", required: false, range: 1...60000).map(Int.init)
             let concurrency = Int(o.int("maxConcurrency", required: false, range: 1...256) ?? 1)
             if concurrency > 1, o.has("store") {
                 r.problem(
@@ -124,6 +128,7 @@ extension HTTPValidator {
             t.profile = profile
             t.mapping = mapping
             t.maxConcurrency = concurrency
+            t.settleMs = settle
             t.file = path
             t.name = name
             t.baseline = baseline

@@ -317,6 +317,19 @@ public class HTTPValidator: RaceableValidator {
         return try? JSONSerialization.data(withJSONObject: v, options: [.sortedKeys, .withoutEscapingSlashes])
     }
 
+    public var settleSeconds: Double { Double(target.settleMs ?? 0) / 1000 }
+
+    public func verifiesLater(_ channel: DeliveryChannel) -> Bool {
+        let ops: [String] =
+            switch channel {
+            case .app: ["appTransaction"]
+            case .notification: ["notification"]
+            case .api: ["apiSnapshot", "reconcile"]
+            case .legacy: ["legacyReceipt", "receipt"]
+            }
+        return ops.contains { target.routes[$0]?.verifiesLater == true }
+    }
+
     public func entitlements(_ query: EntitlementQuery) throws(ValidatorFailure) -> EntitlementAnswer {
         let values = RequestValues([
             .userId: .string(query.userId), .at: .time(query.at), .job: .string(String(job)),

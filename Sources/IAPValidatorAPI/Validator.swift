@@ -27,6 +27,14 @@ public protocol Validator: AnyObject {
     func prepare() throws(ValidatorFailure)
     /// How one case is kept from the next: a `reset`, or (a backend without one) ids of its own for every case.
     var isolation: CaseIsolation { get }
+    /// How long the validator may take to apply what it acknowledged (a backend whose webhook queues its work,
+    /// docs/http-target.md#asynchronous-backends): an answer that differs is asked again until it agrees or this
+    /// has passed. 0: answers are final at once.
+    var settleSeconds: Double { get }
+    /// Whether an accepting answer on `channel` says only that the delivery was received (the validator verifies it
+    /// later, from a queue): a delivery it must refuse is then judged by its effect on the answers, not by the
+    /// verdict (docs/http-target.md#asynchronous-backends).
+    func verifiesLater(_ channel: DeliveryChannel) -> Bool
 }
 
 /// How a validator keeps cases apart (docs/http-target.md#backends-without-a-reset-route).
@@ -44,6 +52,8 @@ extension Validator {
     public var profile: ValidatorProfile { .undeclared }
     public func prepare() throws(ValidatorFailure) {}
     public var isolation: CaseIsolation { .reset }
+    public var settleSeconds: Double { 0 }
+    public func verifiesLater(_ channel: DeliveryChannel) -> Bool { false }
 }
 
 /// A validator failing as a program rather than answering wrongly.

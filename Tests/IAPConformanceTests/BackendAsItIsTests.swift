@@ -31,6 +31,79 @@ import Testing
         }
     }
 
+    /// The reference as a backend whose webhook queues its work: it gives its verdict at once, and applies each
+    /// delivery 30 ms later (docs/http-target.md#asynchronous-backends).
+    final class AppliesLater: Validator {
+        let verdicts = ReferenceValidator(), applied: any Validator
+        var queue: [(SignedDelivery, Millis, UInt64)] = []
+        let settleSeconds: Double
+        /// The webhook answers 200 to every notification before verifying it (`acknowledges`), and says so
+        /// (`declares`, a route's `"verifiesLater"`).
+        var acknowledges = false, declares = false
+        init(settleSeconds: Double, applied: any Validator = ReferenceValidator()) {
+            (self.settleSeconds, self.applied) = (settleSeconds, applied)
+        }
+        func verifiesLater(_ channel: DeliveryChannel) -> Bool { declares && channel == .notification }
+        var name: String { "applies-later" }
+        func reset(_ config: ValidatorConfig) throws(ValidatorFailure) {
+            try verdicts.reset(config)
+            try applied.reset(config)
+            queue = []
+        }
+        func deliver(_ d: SignedDelivery, now: Millis) throws(ValidatorFailure) -> DeliveryVerdict {
+            queue.append((d, now, DispatchTime.now().uptimeNanoseconds + 30_000_000))
+            let verdict = try verdicts.deliver(d, now: now)
+            if acknowledges, case .notification = d { return .accepted }
+            return verdict
+        }
+        func entitlements(_ q: EntitlementQuery) throws(ValidatorFailure) -> EntitlementAnswer {
+            while let (d, now, due) = queue.first, due <= DispatchTime.now().uptimeNanoseconds {
+                queue.removeFirst()
+                _ = try applied.deliver(d, now: now)
+            }
+            return try applied.entitlements(q)
+        }
+    }
+
+    /// A backend that applies deliveries after acknowledging them fails on its lag alone, unless its settle time says
+    /// so: then its questions are asked until the answer settles, and it passes; a real bug still fails.
+    @Test(.long) func aBackendThatAppliesDeliveriesLaterPassesWithinItsSettleTime() {
+        func check(_ v: any Validator, cases: Int) -> CheckReport {
+            var o = CheckOptions()
+            (o.cases, o.seed, o.shrinkBudget.maxAttempts) = (cases, 5, 20)
+            return Checker(options: o, validator: v).run()
+        }
+        let lagging = check(AppliesLater(settleSeconds: 0), cases: 20)
+        #expect(lagging.failure != nil)
+        let settled = check(AppliesLater(settleSeconds: 0.3), cases: 20)
+        #expect(settled.failure == nil, "\(settled.failure?.explanation ?? "")")
+        let buggy = check(
+            AppliesLater(settleSeconds: 0.3, applied: Mutants.named("ignore-revocation")!.make()), cases: 60)
+        #expect(buggy.failure?.discrepancy?.differences.contains { $0.contains("revoked") } == true)
+    }
+
+    /// A webhook that answers 200 before verifying: its forged notifications read as accepted unless the route says it
+    /// verifies later; then they are judged by their effect, and a worker that applies them fails on it.
+    @Test(.long) func aWebhookThatVerifiesLaterIsJudgedByTheEffectOfWhatItMustRefuse() {
+        func check(_ v: AppliesLater) -> CheckReport {
+            var o = CheckOptions()
+            (o.cases, o.seed, o.shrinkBudget.maxAttempts) = (40, 5, 20)
+            o.properties = [.forgeryRejected]
+            v.acknowledges = true
+            return Checker(options: o, validator: v).run()
+        }
+        let undeclared = check(AppliesLater(settleSeconds: 0.1))
+        #expect(undeclared.failure?.discrepancy?.finding.contains("accepted a forged artifact") == true)
+        let declared = AppliesLater(settleSeconds: 0.1)
+        declared.declares = true
+        let report = check(declared)
+        #expect(report.failure == nil, "\(report.failure?.explanation ?? "")")
+        #expect(report.forgeries.sent.count > 5)
+        let applies = AppliesLater(settleSeconds: 0.1, applied: Mutants.named("skip-signature")!.make())
+        applies.declares = true
+        #expect(check(applies).failure?.discrepancy?.kind == .answer)
+    }
+
     static func check(_ v: any Validator, cases: Int, seed: UInt64 = 5, drawsCatalogs: Bool = false) -> CheckReport {
         var o = CheckOptions()
         o.cases = cases

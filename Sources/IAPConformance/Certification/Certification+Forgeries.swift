@@ -155,11 +155,16 @@ struct ForgeryProbe {
             }
             let w = try setUp()
             let before = try v.entitlements(EntitlementQuery(userId: w.user, at: t + 3000))
-            let verdict = try v.deliver(kit.render(f, content(f, w)), now: t + 2000)
+            let forged = content(f, w)
+            let verdict = try v.deliver(kit.render(f, forged), now: t + 2000)
+            CaseRunner.waitForTheQueue(of: v)
             let after = try v.entitlements(EntitlementQuery(userId: w.user, at: t + 3000))
             let changed = after.answerDifferences(from: before).filter { profile.compares($0.key) }.map(\.text)
-            // An oversized token of genuine content may be accepted unless the policy sets a size limit.
-            let allowed = f.mayBeAcknowledged || (f.isHardeningOnly && policy.tokenSizeLimit == nil)
+            // An oversized token of genuine content may be accepted unless the policy sets a size limit; anything
+            // may be by a route that verifies later, if it changes nothing.
+            let allowed =
+                f.mayBeAcknowledged || (f.isHardeningOnly && policy.tokenSizeLimit == nil)
+                || v.verifiesLater(forged.channel)
             let ok = (!verdict.isAccepted || allowed) && changed.isEmpty
             var reason: String?
             if verdict.isAccepted && !allowed { reason = "accepted" }

@@ -191,6 +191,11 @@ extension DoctorSession {
                 add(
                     name, .ok,
                     "accepted on \(op): a genuine token over any usual size, allowed without a tokenSizeLimit")
+            case _ where doctor.validator.verifiesLater(d.channel):
+                add(
+                    name, .ok,
+                    "received on \(op), which verifies later (\"verifiesLater\"): check judges it by its effect on the answers"
+                )
             default:
                 add(name, .finding, "accepted on \(op): check will report it (forgery-rejected)")
             }

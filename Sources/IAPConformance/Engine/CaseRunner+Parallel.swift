@@ -147,14 +147,13 @@ extension CaseRunner {
             let q = EntitlementQuery(userId: p.accountId, at: end)
             let judgement = Oracle.judge(knowledge, user: q.userId, at: q.at)
             let expected = judgement.answer
-            let observed: EntitlementAnswer
+            let observed: EntitlementAnswer, diffs: [AnswerDifference], lines: [String]
             do {
-                observed = try v.entitlements(q)
+                // Every artifact of the race's half arrived twice.
+                (observed, diffs, lines) = try settledAnswer(q, v, judgement, profile: profile, deliveredAgain: true)
             } catch {
                 return .validatorFailed(error, step: c.steps.count - 1)
             }
-            // Every artifact of the race's half arrived twice.
-            let (diffs, lines) = Self.differences(observed, from: judgement, profile: profile, deliveredAgain: true)
             if !diffs.isEmpty {
                 let from =
                     raceFrom.map { n, step in

@@ -58,13 +58,19 @@ public enum CaseRunner {
                 } catch {
                     return .validatorFailed(error, step: i)
                 }
+                let later = v.verifiesLater(d.delivery.channel)
                 if let f = d.forgery {
-                    // A replayed UUID may be acknowledged as a duplicate; it counts as rejected only if the answers
-                    // show it changed nothing (the case passes to its end).
+                    // A replayed UUID may be acknowledged, and anything by a route that verifies later; it counts as
+                    // rejected only if the answers show it changed nothing (the case passes to its end).
                     tally.record(f, on: d.delivery.channel, rejected: !verdict.isAccepted)
-                    if verdict.isAccepted && f.mayBeAcknowledged { acknowledged.append((f, d.delivery.channel)) }
+                    if verdict.isAccepted && (f.mayBeAcknowledged || later) {
+                        acknowledged.append((f, d.delivery.channel))
+                    }
                 }
-                if let wrong = wrongVerdict(d, verdict, expected, step: i) { return .discrepancy(wrong) }
+                if let wrong = wrongVerdict(d, verdict, expected, step: i, verifiesLater: later) {
+                    return .discrepancy(wrong)
+                }
+                if later, verdict.isAccepted, case .refuse = expected { waitForTheQueue(of: v) }
                 if expected.learns(verdict) { knowledge.learn(d.delivery) }
                 // Fault profile: kill the validator right after it acknowledged, at deterministic points of the case.
                 deliveries += 1
@@ -89,6 +95,10 @@ public enum CaseRunner {
         for (f, channel) in acknowledged { tally.reject(f, on: channel) }
         return .passed(questions: questions)
     }
+
+    /// After a route that verifies later received what it must refuse: its effect, if any, shows once the validator's
+    /// queue has had its settle time (docs/http-target.md#asynchronous-backends).
+    static func waitForTheQueue(of v: any Validator) { usleep(UInt32(min(v.settleSeconds, 60) * 1e6)) }
 
     /// The verdict a delivery must get.
     enum ExpectedVerdict: Equatable {
@@ -130,9 +140,12 @@ public enum CaseRunner {
 
     /// The discrepancy when the validator's verdict is not the expected one. A forgery that may be acknowledged (a
     /// replayed notification UUID) is judged by the answers instead.
-    static func wrongVerdict(_ d: PlannedDelivery, _ verdict: DeliveryVerdict, _ expected: ExpectedVerdict, step: Int)
-        -> Discrepancy?
-    {
+    /// The discrepancy when a delivery's verdict is not the one it must get. An acceptance by a route that verifies
+    /// later (`verifiesLater`) says only that the delivery was received: what it must refuse is judged by its effect.
+    static func wrongVerdict(
+        _ d: PlannedDelivery, _ verdict: DeliveryVerdict, _ expected: ExpectedVerdict, step: Int,
+        verifiesLater: Bool = false
+    ) -> Discrepancy? {
         let shouldAccept: Bool
         let wanted: String
         switch expected {
@@ -141,6 +154,7 @@ public enum CaseRunner {
         case .refuse(let why): (shouldAccept, wanted) = (false, "rejected (\(why))")
         }
         guard verdict.isAccepted != shouldAccept, !(d.forgery?.mayBeAcknowledged ?? false) else { return nil }
+        if verifiesLater && verdict.isAccepted { return nil }
         return Discrepancy(
             property: shouldAccept ? .robustInput : .forgeryRejected, kind: .verdict, step: step, expected: wanted,
             observed: describe(verdict), differences: [], expectedAnswer: nil, observedAnswer: nil)
@@ -154,15 +168,31 @@ public enum CaseRunner {
     ) throws(ValidatorFailure) -> Discrepancy? {
         let judgement = Oracle.judge(knowledge, user: q.query.userId, at: q.query.at)
         let expected = judgement.answer
-        let observed = try v.entitlements(q.query)
-        let (diffs, lines) = differences(
-            observed, from: judgement, profile: profile, deliveredAgain: deliversAgain(c, through: step))
+        let (observed, diffs, lines) = try settledAnswer(
+            q.query, v, judgement, profile: profile, deliveredAgain: deliversAgain(c, through: step))
         guard !diffs.isEmpty else { return nil }
         return Discrepancy(
             property: attribute(c, step: step), kind: .answer, step: step,
             expected: summary(expected, profile: profile),
             observed: summary(observed, profile: profile), differences: lines, expectedAnswer: expected,
             observedAnswer: observed, differenceKeys: diffs.map(key))
+    }
+
+    /// The validator's answer to `query` and how it differs from the judgement. A validator that applies deliveries
+    /// after acknowledging them (``Validator/settleSeconds``, docs/http-target.md#asynchronous-backends) is asked
+    /// again, every 20 ms, while the answer differs and its settle time has not passed: the last answer counts.
+    static func settledAnswer(
+        _ query: EntitlementQuery, _ v: any Validator, _ judgement: Oracle.Judgement, profile: ValidatorProfile,
+        deliveredAgain: Bool
+    ) throws(ValidatorFailure) -> (EntitlementAnswer, [AnswerDifference], [String]) {
+        let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(max(v.settleSeconds, 0) * 1e9)
+        while true {
+            let observed = try v.entitlements(query)
+            let (diffs, lines) = differences(
+                observed, from: judgement, profile: profile, deliveredAgain: deliveredAgain)
+            if diffs.isEmpty || DispatchTime.now().uptimeNanoseconds >= deadline { return (observed, diffs, lines) }
+            usleep(20_000)
+        }
     }
 
     /// Resets the validator for a case, trusting the test PKI's root; the failure outcome if it fails.

@@ -198,7 +198,8 @@ public struct SendRun: Sendable {
                     case .either: "accepted or rejected"
                     case .refuse(let why): "rejected (\(why))"
                     }
-                let wrong = CaseRunner.wrongVerdict(d, verdict, expected, step: i)
+                let wrong = CaseRunner.wrongVerdict(
+                    d, verdict, expected, step: i, verifiesLater: v.verifiesLater(d.delivery.channel))
                 let sent = Sent(
                     step: i, delivery: d, signed: signed, verdict: verdict, expected: wanted, asExpected: wrong == nil,
                     exchange: exchange())
@@ -226,9 +227,9 @@ public struct SendRun: Sendable {
         let judgement = Oracle.judge(knowledge, user: q.query.userId, at: q.query.at)
         out.expected = judgement.answer
         do {
-            let observed = try v.entitlements(q.query)
+            let (observed, diffs, lines) = try CaseRunner.settledAnswer(
+                q.query, v, judgement, profile: v.profile, deliveredAgain: false)
             out.observed = observed
-            let (diffs, lines) = CaseRunner.differences(observed, from: judgement, profile: v.profile)
             out.differences = lines
             guard !diffs.isEmpty, out.discrepancy == nil else { return }
             out.discrepancy = Discrepancy(
