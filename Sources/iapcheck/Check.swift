@@ -359,8 +359,16 @@ struct Check: ParsableCommand {
             try? FileHandle.standardError.write(
                 contentsOf:
                     Data(
-                        ("doctor: \(report.items.filter { $0.status == .ok }.count) checks passed\(findings.isEmpty ? "" : ", \(findings.count) wrong answers the cases will show")\n"
+                        ("doctor: \(report.items.filter { $0.status == .ok }.count) checks passed\(Self.findingsClause(findings.map(\.name)))\n"
                             + speed).utf8))
         }
+    }
+
+    /// `; 1 finding (forgery alg-none): iapcheck doctor explains it`, or nothing.
+    static func findingsClause(_ names: [String]) -> String {
+        guard !names.isEmpty else { return "" }
+        let n = names.count
+        return
+            "; \(n) finding\(n == 1 ? "" : "s") (\(names.joined(separator: ", "))): iapcheck doctor explains \(n == 1 ? "it" : "them")"
     }
 }
