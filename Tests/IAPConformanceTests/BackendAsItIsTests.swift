@@ -82,6 +82,19 @@ import Testing
         #expect(buggy.failure?.discrepancy?.differences.contains { $0.contains("revoked") } == true)
     }
 
+    /// A backend's counterexample that is only its lag says so: replayed with time to settle, it passes; a real bug
+    /// does not.
+    @Test func aFailureThatIsOnlyTheBackendsLagSaysSo() {
+        func check(_ v: any Validator) -> CheckReport {
+            var o = CheckOptions()
+            (o.cases, o.seed, o.shrinkBudget.maxAttempts, o.outOfProcess) = (20, 5, 20, true)
+            return Checker(options: o, validator: v).run()
+        }
+        #expect(check(AppliesLater(settleSeconds: 0)).failure?.settlesLater == true)
+        let bug = check(Mutants.named("ignore-revocation")!.make())
+        #expect(bug.failure != nil && bug.failure?.settlesLater == false)
+    }
+
     /// A webhook that answers 200 before verifying: its forged notifications read as accepted unless the route says it
     /// verifies later; then they are judged by their effect, and a worker that applies them fails on it.
     @Test(.long) func aWebhookThatVerifiesLaterIsJudgedByTheEffectOfWhatItMustRefuse() {

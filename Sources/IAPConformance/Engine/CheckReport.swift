@@ -30,6 +30,9 @@ public struct FailureReport: Sendable {
     public var shrinkSeconds = 0.0
     /// Failing cases of the run with this failure's signature (`--keep-going`), this one included.
     public var occurrences = 1
+    /// Replayed with each differing question asked again for up to a second, the case passed: the backend applies
+    /// deliveries after answering them, and its target says nothing of it (docs/http-target.md#asynchronous-backends).
+    public var settlesLater = false
     /// The case passed when the baseline was written and now fails as an accepted divergence does
     /// (docs/check.md#baselines): shown unshrunk, under a signature of its own.
     public var newSinceBaseline = false

@@ -247,8 +247,7 @@ public struct Checker {
         var report = FailureReport(
             caseIndex: i, seed: options.seed, property: property, originalActions: original.actionCount,
             shrunk: bestCase.0, outcome: bestCase.1, shrinkAttempts: result.attempts, failingStep: step, flaky: flaky)
-        report.shrinkStopped = result.stopped
-        report.shrinkTimedOut = result.timedOut
+        (report.shrinkStopped, report.shrinkTimedOut) = (result.stopped, result.timedOut)
         report.shrinkExhausted = result.exhaustedBudget
         // Only for a wrong answer or verdict: a validator failing as a program (a hang, a crash) has a budget of a few
         // attempts on purpose, each up to --timeout, and its failure rarely depends on the history.
@@ -256,6 +255,7 @@ public struct Checker {
             report.actionsNeeded = !anActionCanGo(
                 result.choices, generator: generator, property: property, outcome: outcome, signed: signed)
         }
+        report.settlesLater = flaky == nil && !result.stopped && settlesLater(bestCase)
         report.shrinkSeconds = Self.seconds(since: shrinkStart)
         return report
     }

@@ -235,6 +235,10 @@ public struct CheckRun {
             "FAIL \(d.finding) — under property \(f.property.rawValue): \(checker.validator.name) disagrees with the oracle (case \(f.caseIndex) of seed \(options.seed); "
             + f.shrinkClause(timeBudget: options.shrinkBudget.maxSeconds, timed: options.outOfProcess) + ")"
             + Self.propertyNote(d, in: f.shrunk, caseProperty: f.property)
+            + (f.settlesLater
+                ? "\n  (replayed with each differing question asked again for up to a second, the case passed: if the"
+                    + " backend applies deliveries after answering them, from a queue, say so with \"settleMs\" in the"
+                    + " target, docs/http-target.md#asynchronous-backends)" : "")
     }
 
     /// Why the run stopped short of its cases, or left failures unshrunk.
