@@ -27,7 +27,7 @@ extension Checker {
     /// Whether a backend's wrong answer is right a moment later: the counterexample replayed with each differing
     /// question asked again for up to a second. A backend that applies deliveries after answering them (a queue)
     /// and says nothing of it (no `"settleMs"`) fails on its lag alone (docs/http-target.md#asynchronous-backends).
-    func settlesLater(_ best: (GeneratedCase, CaseOutcome)) -> Bool {
+    package func settlesLater(_ best: (GeneratedCase, CaseOutcome)) -> Bool {
         // A race and a kill need the backend itself, not a wrapper.
         guard options.outOfProcess, validator.settleSeconds == 0, case .discrepancy(let d) = best.1, d.kind == .answer,
             ![.parallelDelivery, .durableAck].contains(best.0.property)

@@ -146,7 +146,9 @@ public struct CheckRun {
                 found.corpusSignatures.append(signature)
                 emit(
                     TextReport.discrepancy(
-                        s, headline: "FAIL \(d.finding) — property \(d.property.rawValue) (corpus \(file))"))
+                        s,
+                        headline: "FAIL \(d.finding) — property \(d.property.rawValue) (corpus \(file))"
+                            + (checker.settlesLater((testCase, .discrepancy(d))) ? Self.lagNote : "")))
             case .validatorFailed(let f, _):
                 found.failures.append(.init(f, caseIndex: nil))
                 emit("VALIDATOR FAILURE \(f) (corpus \(file))")
@@ -235,11 +237,14 @@ public struct CheckRun {
             "FAIL \(d.finding) — under property \(f.property.rawValue): \(checker.validator.name) disagrees with the oracle (case \(f.caseIndex) of seed \(options.seed); "
             + f.shrinkClause(timeBudget: options.shrinkBudget.maxSeconds, timed: options.outOfProcess) + ")"
             + Self.propertyNote(d, in: f.shrunk, caseProperty: f.property)
-            + (f.settlesLater
-                ? "\n  (replayed with each differing question asked again for up to a second, the case passed: if the"
-                    + " backend applies deliveries after answering them, from a queue, say so with \"settleMs\" in the"
-                    + " target, docs/http-target.md#asynchronous-backends)" : "")
+            + (f.settlesLater ? Self.lagNote : "")
     }
+
+    /// Under a FAIL line whose case passes when each differing question is asked again for up to a second.
+    static let lagNote =
+        "\n  (replayed with each differing question asked again for up to a second, the case passed: if the backend"
+        + " applies deliveries after answering them, from a queue, say so with \"settleMs\" in the target,"
+        + " docs/http-target.md#asynchronous-backends)"
 
     /// Why the run stopped short of its cases, or left failures unshrunk.
     func emitStopLines(_ report: CheckReport, emit: (String) -> Void) {
