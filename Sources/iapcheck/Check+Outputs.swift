@@ -43,9 +43,15 @@ extension Check {
         }
         if let writeBaseline {
             var baseline = result.baseline
-            let kept = baseline.keepingReasons(of: previous?.0)
+            // The reasons of the baseline read, else of the file written over: a person wrote them.
+            let before = previous ?? Baseline.loadAsIs(path: writeBaseline).map { ($0, writeBaseline) }
+            let (kept, dropped) = baseline.keepingReasons(of: before?.0)
             try writeResults("the baseline", to: writeBaseline) { try baseline.write(to: writeBaseline) }
-            print(Self.baselineWritten(baseline, to: writeBaseline, keptReasons: kept, from: previous?.file))
+            print(Self.baselineWritten(baseline, to: writeBaseline, keptReasons: kept, from: before?.1))
+            for entry in dropped {
+                print(
+                    "  left out, as this run did not meet it: \(entry.signature) (its reason was: \(entry.reason))")
+            }
         }
         if let junit {
             try writeResults("the JUnit report", to: junit) {

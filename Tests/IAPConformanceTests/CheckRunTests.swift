@@ -219,7 +219,12 @@ import Testing
             do { _ = try Baseline.load(path: path) } catch { #expect("\(error)".contains("writtenOver.failingCases")) }
         }
         var again = Baseline(entries: [.init(signature: signature, reason: "", replay: nil)])
-        #expect(again.keepingReasons(of: b) == 1 && again.entries[0].reason == "known")
+        let (kept, dropped) = again.keepingReasons(of: b)
+        #expect(kept == 1 && dropped.isEmpty && again.entries[0].reason == "known")
+        // An entry the new run did not meet is left out, and said to be.
+        var other = Baseline(entries: [.init(signature: FailureSignature(difference: "other"), reason: "", replay: nil)]
+        )
+        #expect(other.keepingReasons(of: b).dropped.map(\.reason) == ["known"])
     }
 
     @Test(.long) func aBaselineEntryWithoutAReasonIsRefusedNamingIt() throws {

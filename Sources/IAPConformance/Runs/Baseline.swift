@@ -135,16 +135,27 @@ public struct Baseline: Codable, Sendable {
         return b
     }
 
-    /// Gives each entry the reason `previous` has for its signature; the number of entries given one.
-    public mutating func keepingReasons(of previous: Baseline?) -> Int {
-        guard let previous else { return 0 }
+    /// Gives each entry the reason `previous` has for its signature (and its replay, when this run has none); the
+    /// number of entries given a reason, and the entries of `previous` with a reason that this baseline lacks.
+    public mutating func keepingReasons(of previous: Baseline?) -> (kept: Int, dropped: [Entry]) {
+        guard let previous else { return (0, []) }
         var kept = 0
         for i in entries.indices {
-            guard let old = previous.entry(for: entries[i].signature) else { continue }
+            guard let old = previous.entry(for: entries[i].signature), !old.reason.isEmpty else { continue }
             entries[i].reason = old.reason
+            entries[i].replay = entries[i].replay ?? old.replay
             kept += 1
         }
-        return kept
+        let dropped = previous.entries.filter { old in
+            !old.reason.isEmpty && !entries.contains { $0.signature == old.signature }
+        }
+        return (kept, dropped)
+    }
+
+    /// The baseline at `path` as it is, reasons given or not; nil when there is none to read.
+    public static func loadAsIs(path: String) -> Baseline? {
+        guard let data = FileManager.default.contents(atPath: path) else { return nil }
+        return try? JSONDecoder().decode(Baseline.self, from: data)
     }
 
     /// Writes the baseline as indented JSON, entries in signature order.
