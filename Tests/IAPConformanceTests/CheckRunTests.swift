@@ -166,6 +166,18 @@ import Testing
             RevocationSometimes(), corpus: nil, cases: 300, baseline: baseline, shrinkAttempts: Self.baselineShrink)
         #expect(same.verdict == .pass, "\(sameText)")
         #expect(sameText.contains { $0.contains("held case by case against the run that wrote it (seed 3") })
+        // What the writing run shrank the gate does not shrink again: a case that failed then, failing as an
+        // unshrunk signature whose shrink led to an entry, is counted into it.
+        #expect(baseline.entries.contains { !($0.alsoAs ?? []).isEmpty })
+        var g = CheckOptions()
+        (g.cases, g.seed, g.shrinkBudget.maxAttempts) = (300, 3, Self.baselineShrink)
+        var checker = Checker(options: g, validator: RevocationSometimes())
+        let shrinks = Mutex(0)
+        checker.willShrink = { _, _, _ in shrinks.withLock { $0 += 1 } }
+        var gate = CheckRun(validator: "revocation-sometimes", checker: checker)
+        gate.baseline = baseline
+        #expect(try gate.run { _ in }.verdict == .pass)
+        #expect(shrinks.withLock { $0 } == 0)
 
         let mutant = Mutants.named("ignore-revocation")!
         let (spread, text) = try Self.run(

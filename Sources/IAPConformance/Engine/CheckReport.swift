@@ -143,6 +143,8 @@ public struct CheckReport: Sendable {
     /// The indices of the cases that failed, in order, whatever their failure: what a baseline written by this run
     /// records (``Baseline/WrittenOver``).
     public var failingCases: [Int] = []
+    /// Each unshrunk signature met, with the signature its shrink led to.
+    public var shrunkSignatures: [FailureSignature: FailureSignature] = [:]
     public var coverage: Coverage
     public var seconds: Double
     /// Forged artifacts sent and rejected, per class.

@@ -124,6 +124,7 @@ extension Checker {
         report.unshrunkFailures = found.unshrunk
         report.repeatsOfReported = found.repeatsOfReported
         report.failingCases = failing
+        report.shrunkSignatures = found.shrunkSignatures
         return report
     }
 }

@@ -80,6 +80,7 @@ public struct Checker {
             r.unshrunkFailures = found.unshrunk
             r.repeatsOfReported = found.repeatsOfReported
             r.failingCases = failing
+            r.shrunkSignatures = found.shrunkSignatures
             return r
         }
         var failing: [Int] = []

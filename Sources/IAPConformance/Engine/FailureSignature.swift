@@ -165,7 +165,9 @@ struct FailureCollector {
             failures[k].occurrences += 1
             return
         }
-        if let known = seenReported[raw] ?? (options.reportedSignatures.contains(raw) ? raw : nil) {
+        if let known = seenReported[raw] ?? (options.reportedSignatures.contains(raw) ? raw : nil)
+            ?? options.baselineCases?.acceptedAgain(i, raw)
+        {
             repeatsOfReported[known, default: 0] += 1
             return
         }
@@ -216,6 +218,11 @@ struct FailureCollector {
             f.newSinceBaseline = true
         }
         keep(f, as: marked)
+    }
+
+    /// Each unshrunk signature met, with the signature its shrink led to (``Baseline/Entry/alsoAs``).
+    var shrunkSignatures: [FailureSignature: FailureSignature] {
+        seenReported.merging(seen.mapValues { failures[$0].signature }) { a, _ in a }
     }
 
     /// `shrink()`, unless the run has shrunk as many failures as it may (then the case is counted as unshrunk).

@@ -14,6 +14,9 @@ public struct Baseline: Codable, Sendable {
         public var replay: String?
         /// The signature as reports print it, for people reading the file (not read back).
         public var text: String?
+        /// The signatures of the unshrunk cases whose shrink led to this one when the baseline was written: a gate
+        /// over the same cases counts a case that failed then and fails so again into the entry, without a shrink.
+        public var alsoAs: [FailureSignature]?
 
         public init(signature: FailureSignature, reason: String, replay: String?) {
             self.signature = signature
@@ -102,7 +105,9 @@ public struct Baseline: Codable, Sendable {
         if let d = mine.firstDifference(from: w.run) {
             return (nil, "\(d.what): \(d.theirs) there, \(d.mine) here")
         }
-        return (BaselineCases(accepted: signatures, casesRun: w.casesRun, failing: failing), nil)
+        var cases = BaselineCases(accepted: signatures, casesRun: w.casesRun, failing: failing)
+        for e in entries { for raw in e.alsoAs ?? [] { cases.seenAs[raw] = e.signature } }
+        return (cases, nil)
     }
 
     /// The entry that accepts `s`, if one does.
@@ -176,8 +181,17 @@ public struct BaselineCases: Sendable {
     public var casesRun: Int
     public var failing: Set<Int>
 
+    /// Unshrunk signatures whose shrink led to an accepted one when the baseline was written.
+    public var seenAs: [FailureSignature: FailureSignature] = [:]
+
     /// Whether case `i` ran when the baseline was written, and passed.
     func passed(_ i: Int) -> Bool { i < casesRun && !failing.contains(i) }
+
+    /// The accepted signature of case `i` failing as `raw`, when it failed then and `raw` led to that signature:
+    /// counted without a shrink, as that shrink's result is known.
+    func acceptedAgain(_ i: Int, _ raw: FailureSignature) -> FailureSignature? {
+        failing.contains(i) ? seenAs[raw] : nil
+    }
 }
 
 /// An accepted divergence met by a run: the entry and how many failing cases showed it.

@@ -101,6 +101,7 @@ public struct CheckRun {
         result.signatures = found.met.map { ($0.0.withoutBaselineMark, $0.1) }.filter { seen.insert($0.0).inserted }
         if options.shard == nil, options.onlyCase == nil, let run = summary.run {
             result.writtenOver = .init(run: run, casesRun: report.cases, failingCases: report.failingCases)
+            result.shrunkSignatures = report.shrunkSignatures
         }
         return result
     }
@@ -354,42 +355,5 @@ extension CheckRun {
         return d.kind == .verdict
             ? "\n  (a wrong verdict counts under \(d.property.rawValue): here on an artifact \(caseProperty.rawValue) delivered)"
             : "\n  (counted under \(d.property.rawValue), shown by \(caseProperty.rawValue)'s perturbations)"
-    }
-}
-
-/// What a ``CheckRun`` found: the summary that `--json` and `--junit` render, and its verdict.
-public struct CheckRunReport: Sendable {
-    public var summary: Reports.CheckSummary
-    /// The run of the generated cases (the counterexample, unrendered).
-    public var report: CheckReport
-    /// Every distinct failure signature the run met (accepted ones too), with a command that replays it, in the
-    /// order met: what `--write-baseline` writes.
-    public var signatures: [(FailureSignature, String)] = []
-
-    public init(summary: Reports.CheckSummary, report: CheckReport) {
-        self.summary = summary
-        self.report = report
-    }
-
-    /// The run's cases and which failed, for a baseline it writes: nil for a shard's run or one case's.
-    public var writtenOver: Baseline.WrittenOver?
-
-    /// A baseline accepting every failure of the run, each reason left for a person to fill in, with the cases
-    /// that failed.
-    public var baseline: Baseline {
-        Baseline(
-            entries: signatures.map { .init(signature: $0.0, reason: "", replay: $0.1.isEmpty ? nil : $0.1) },
-            writtenOver: writtenOver)
-    }
-
-    public enum Verdict: Sendable, Equatable {
-        case pass, discrepancy, validatorFailure, interrupted
-    }
-
-    /// A validator that failed as a program outranks a discrepancy, which outranks an interrupted run.
-    public var verdict: Verdict {
-        if !summary.validatorFailures.isEmpty { return .validatorFailure }
-        if !summary.discrepancies.isEmpty { return .discrepancy }
-        return report.interrupted ? .interrupted : .pass
     }
 }
