@@ -23,6 +23,7 @@ extension Check {
             progress.update(done, total)
         }
         checker.willShrink = { [quiet] i, what, budget in
+            (progress.pausedAt, progress.shrank) = (Date(), true)
             guard !quiet else { return }
             let line: String
             if let budget {

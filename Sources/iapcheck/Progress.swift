@@ -11,18 +11,30 @@ final class Progress {
     var started = Date()
     var remaining = RemainingTime()
     let quiet: Bool
+    /// A failure was shrunk: the time left counts cases only.
+    var shrank = false
     init(_ label: String, quiet: Bool) {
         self.label = label
         self.quiet = quiet
     }
+    /// When a shrink began that no case has followed yet.
+    var pausedAt: Date?
+
     func update(_ done: Int, _ total: Int) {
         guard !quiet else { return }
         let now = Date()
+        if let pausedAt {
+            // The time left is of cases: the shrink just done is left out of their pace.
+            remaining.leaveOut(now.timeIntervalSince(pausedAt))
+            self.pausedAt = nil
+        }
         remaining.record(done, now: now)
         guard pacing.due(done, of: total, now: now) else { return }
         let seconds = max(now.timeIntervalSince(started), 0.001)
         var line = "\(label): \(done)/\(total) cases, \(TextReport.rate(Double(done), seconds: seconds))"
-        if let left = remaining.seconds(done, of: total, now: now) { line += ", about \(Self.duration(left)) left" }
+        if let left = remaining.seconds(done, of: total, now: now) {
+            line += ", about \(Self.duration(left)) left\(shrank ? " besides shrinking" : "")"
+        }
         if let detail { line += " (\(detail))" }
         try? FileHandle.standardError.write(contentsOf: Data((line + "\n").utf8))
     }

@@ -37,6 +37,23 @@ import Testing
         #expect(abs(l - truth) / truth < 0.3, "\(l) s against \(truth) s")
     }
 
+    /// A minute's shrink among cases of a quarter second: left out, the estimate is the cases' pace; left in, it
+    /// would be several times too long (the gate trial read "about 3 h 24 min left" for a run of 8 minutes).
+    @Test func aShrinkLeftOutDoesNotSlowThePace() throws {
+        var r = RemainingTime(window: 30, now: start)
+        var clock = 0.0
+        for i in 1...200 {
+            clock += 0.25
+            if i == 190 {
+                clock += 60
+                r.leaveOut(60)
+            }
+            r.record(i, now: start.addingTimeInterval(clock))
+        }
+        let left = try #require(r.seconds(200, of: 1000, now: start.addingTimeInterval(clock)))
+        #expect(abs(left - 200) < 5, "\(left) s against 200 s")
+    }
+
     @Test func nothingIsSaidBeforeACaseIsDoneOrAfterTheLast() {
         var r = RemainingTime(window: 30, now: start)
         #expect(r.seconds(0, of: 10, now: start.addingTimeInterval(5)) == nil)
