@@ -170,6 +170,23 @@ import Testing
         }
     }
 
+    /// Merged shards of a validator that takes two channels say, as one run does, which forgery classes went
+    /// unsent because they travel on channels it does not take.
+    @Test func mergedShardsNameTheChannelsAValidatorDoesNotTake() throws {
+        let inputs = try (0..<2).map { i in
+            let v = ReferenceValidator()
+            v.profile = Self.entitlementsOnly
+            var o = Self.options(cases: 120)
+            o.shard = Shard(index: i, count: 2)
+            let summary = try CheckRun(validator: "reference", checker: Checker(options: o, validator: v)).run { _ in }
+                .summary
+            return ShardMerge.Input(path: "shard\(i).json", summary: summary)
+        }
+        let lines = try ShardMerge.merge(inputs).lines(given: 2, of: 2)
+        #expect(
+            lines.contains { $0.hasPrefix("forgeries:") && $0.contains("on channels it does not take") }, "\(lines)")
+    }
+
     /// Mistakes that show in entitlements over the app and the webhook are caught, and the counterexample is told
     /// in entitlements.
     @Test(

@@ -35,7 +35,7 @@ extension ShardMerge.Result {
                 CheckRun.baselineLines(s, file: "the baseline", stoppedAt: s.cases < total ? (s.cases, total) : nil))
         }
         if s.discrepancies.isEmpty && s.validatorFailures.isEmpty {
-            lines.append(TextReport.forgeryLine(s.forgeries))
+            lines.append(TextReport.forgeryLine(s.forgeries, channels: s.profile?.channels))
             if let race = s.raceResent?.line { lines.append(race) }
             let missing = s.coverage.missingFamilies
             if complete && !missing.isEmpty { lines.append("not exercised: \(missing.joined(separator: ", "))") }
