@@ -74,8 +74,9 @@ public struct Baseline: Codable, Sendable {
                 let ends = part.split(separator: "-", omittingEmptySubsequences: false).map {
                     Int($0.trimmingCharacters(in: .whitespaces))
                 }
+                // At most ten million cases listed: a hand-edited range cannot make the run hold billions.
                 guard (1...2).contains(ends.count), let a = ends.first!, let b = ends.last!, 0 <= a, a <= b,
-                    b < casesRun
+                    b < casesRun, out.count + (b - a) < 10_000_000
                 else { return nil }
                 out.formUnion(a...b)
             }
