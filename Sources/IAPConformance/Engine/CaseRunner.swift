@@ -139,9 +139,8 @@ public enum CaseRunner {
     }
 
     /// The discrepancy when the validator's verdict is not the expected one. A forgery that may be acknowledged (a
-    /// replayed notification UUID) is judged by the answers instead.
-    /// The discrepancy when a delivery's verdict is not the one it must get. An acceptance by a route that verifies
-    /// later (`verifiesLater`) says only that the delivery was received: what it must refuse is judged by its effect.
+    /// replayed notification UUID) is judged by the answers instead, and so is anything a route that verifies later
+    /// (`verifiesLater`) accepted: its acceptance says only that the delivery was received.
     static func wrongVerdict(
         _ d: PlannedDelivery, _ verdict: DeliveryVerdict, _ expected: ExpectedVerdict, step: Int,
         verifiesLater: Bool = false
