@@ -75,10 +75,10 @@ import Testing
         }
         let lagging = check(AppliesLater(settleSeconds: 0), cases: 20)
         #expect(lagging.failure != nil)
-        let settled = check(AppliesLater(settleSeconds: 0.3), cases: 20)
+        let settled = check(AppliesLater(settleSeconds: 0.2), cases: 20)
         #expect(settled.failure == nil, "\(settled.failure?.explanation ?? "")")
         let buggy = check(
-            AppliesLater(settleSeconds: 0.3, applied: Mutants.named("ignore-revocation")!.make()), cases: 60)
+            AppliesLater(settleSeconds: 0.2, applied: Mutants.named("ignore-revocation")!.make()), cases: 60)
         #expect(buggy.failure?.discrepancy?.differences.contains { $0.contains("revoked") } == true)
     }
 
@@ -98,23 +98,23 @@ import Testing
     /// A webhook that answers 200 before verifying: its forged notifications read as accepted unless the route says it
     /// verifies later; then they are judged by their effect, and a worker that applies them fails on it.
     @Test(.long) func aWebhookThatVerifiesLaterIsJudgedByTheEffectOfWhatItMustRefuse() {
-        func check(_ v: AppliesLater) -> CheckReport {
+        func check(_ v: AppliesLater, cases: Int = 20) -> CheckReport {
             var o = CheckOptions()
-            (o.cases, o.seed, o.shrinkBudget.maxAttempts) = (40, 5, 20)
+            (o.cases, o.seed, o.shrinkBudget.maxAttempts) = (cases, 5, 20)
             o.properties = [.forgeryRejected]
             v.acknowledges = true
             return Checker(options: o, validator: v).run()
         }
-        let undeclared = check(AppliesLater(settleSeconds: 0.1))
+        let undeclared = check(AppliesLater(settleSeconds: 0.08))
         #expect(undeclared.failure?.discrepancy?.finding.contains("accepted a forged artifact") == true)
-        let declared = AppliesLater(settleSeconds: 0.1)
+        let declared = AppliesLater(settleSeconds: 0.08)
         declared.declares = true
         let report = check(declared)
         #expect(report.failure == nil, "\(report.failure?.explanation ?? "")")
         #expect(report.forgeries.sent.count > 5)
-        let applies = AppliesLater(settleSeconds: 0.1, applied: Mutants.named("skip-signature")!.make())
+        let applies = AppliesLater(settleSeconds: 0.08, applied: Mutants.named("skip-signature")!.make())
         applies.declares = true
-        #expect(check(applies).failure?.discrepancy?.kind == .answer)
+        #expect(check(applies, cases: 40).failure?.discrepancy?.kind == .answer)
     }
 
     static func check(_ v: any Validator, cases: Int, seed: UInt64 = 5, drawsCatalogs: Bool = false) -> CheckReport {
