@@ -32,7 +32,7 @@ import Testing
     }
 
     /// The reference as a backend whose webhook queues its work: it gives its verdict at once, and applies each
-    /// delivery 30 ms later (docs/http-target.md#asynchronous-backends).
+    /// notification 30 ms later (docs/http-target.md#asynchronous-backends); the app's route applies at once.
     final class AppliesLater: Validator {
         let verdicts = ReferenceValidator(), applied: any Validator
         var queue: [(SignedDelivery, Millis, UInt64)] = []
@@ -40,10 +40,14 @@ import Testing
         /// The webhook answers 200 to every notification before verifying it (`acknowledges`), and says so
         /// (`declares`, a route's `"verifiesLater"`).
         var acknowledges = false, declares = false
+        /// The app's route queues too (and acknowledges, and says so, as the webhook does).
+        var queuesApp = false
         init(settleSeconds: Double, applied: any Validator = ReferenceValidator()) {
             (self.settleSeconds, self.applied) = (settleSeconds, applied)
         }
-        func verifiesLater(_ channel: DeliveryChannel) -> Bool { declares && channel == .notification }
+        func verifiesLater(_ channel: DeliveryChannel) -> Bool {
+            declares && (channel == .notification || (queuesApp && channel == .app))
+        }
         var name: String { "applies-later" }
         func reset(_ config: ValidatorConfig) throws(ValidatorFailure) {
             try verdicts.reset(config)
@@ -51,9 +55,16 @@ import Testing
             queue = []
         }
         func deliver(_ d: SignedDelivery, now: Millis) throws(ValidatorFailure) -> DeliveryVerdict {
+            // The app's route verifies and applies at once (unless it queues too); the webhook queues.
+            if case .appTransaction = d, !queuesApp {
+                let verdict = try verdicts.deliver(d, now: now)
+                if verdict.isAccepted { _ = try applied.deliver(d, now: now) }
+                return verdict
+            }
             queue.append((d, now, DispatchTime.now().uptimeNanoseconds + 30_000_000))
             let verdict = try verdicts.deliver(d, now: now)
-            if acknowledges, case .notification = d { return .accepted }
+            if case .notification = d, acknowledges { return .accepted }
+            if case .appTransaction = d, acknowledges { return .accepted }
             return verdict
         }
         func entitlements(_ q: EntitlementQuery) throws(ValidatorFailure) -> EntitlementAnswer {
@@ -80,6 +91,17 @@ import Testing
         let buggy = check(
             AppliesLater(settleSeconds: 0.2, applied: Mutants.named("ignore-revocation")!.make()), cases: 60)
         #expect(buggy.failure?.discrepancy?.differences.contains { $0.contains("revoked") } == true)
+    }
+
+    /// Certify's forgery probe gives a backend that applies deliveries late its settle time before reading the answer
+    /// it compares with: each class refused, not "changed the answer" by the set-up applied late.
+    @Test func certifysForgeryProbeWaitsForABackendThatAppliesLater() {
+        let results = CertificationSuite.probeForgeries(
+            AppliesLater(settleSeconds: 0.08), catalog: .standard, policy: .default)
+        #expect(results.count > 20)
+        #expect(
+            results.allSatisfy { $0.rejected },
+            "\(results.filter { !$0.rejected }.map { "\($0.name): \($0.reason ?? "")" })")
     }
 
     /// A backend's counterexample that is only its lag says so: replayed with time to settle, it passes; a real bug
@@ -112,8 +134,9 @@ import Testing
         let report = check(declared)
         #expect(report.failure == nil, "\(report.failure?.explanation ?? "")")
         #expect(report.forgeries.sent.count > 5)
+        // A worker that applies what it must refuse fails by the effect (here forged purchases, whose content tempts).
         let applies = AppliesLater(settleSeconds: 0.08, applied: Mutants.named("skip-signature")!.make())
-        applies.declares = true
+        (applies.declares, applies.queuesApp) = (true, true)
         #expect(check(applies, cases: 40).failure?.discrepancy?.kind == .answer)
     }
 

@@ -154,6 +154,8 @@ struct ForgeryProbe {
                     genuineRefused: why)
             }
             let w = try setUp()
+            // A backend that applies what it received later has its settle time to apply the set-up first.
+            CaseRunner.waitForTheQueue(of: v)
             let before = try v.entitlements(EntitlementQuery(userId: w.user, at: t + 3000))
             let forged = content(f, w)
             let verdict = try v.deliver(kit.render(f, forged), now: t + 2000)

@@ -244,8 +244,8 @@ public struct CheckRun {
     /// Under a FAIL line whose case passes when each differing question is asked again for up to a second.
     static let lagNote =
         "\n  (replayed with each differing question asked again for up to a second, the case passed: if the backend"
-        + " applies deliveries after answering them, from a queue, say so with \"settleMs\" in the target,"
-        + " docs/http-target.md#asynchronous-backends)"
+        + " applies deliveries after answering them, from a queue, say so with \"settleMs\" in the target, and with"
+        + " \"verifiesLater\" on a route that answers before verifying: docs/http-target.md#asynchronous-backends)"
 
     /// Why the run stopped short of its cases, or left failures unshrunk.
     func emitStopLines(_ report: CheckReport, emit: (String) -> Void) {
