@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import IAPEncoding
 import IAPModel
 import IAPSimulator
 import IAPSupport
@@ -54,6 +55,19 @@ public struct Checker {
         let src = ChoiceSource(seed: SplitMix64.derive(options.seed, UInt64(i)))
         let (c, _) = generator(forCase: i).generate(property(ofCase: i), src)
         return (c, src)
+    }
+
+    /// A digest of cases 0 to 7 (fewer when the run had fewer, `casesRun`) as this build generates them, their
+    /// content included: two builds that agree on it generate the same cases from a seed, for all that a baseline's
+    /// record of its failing cases needs (docs/check.md#baselines).
+    public func casesFingerprint(casesRun: Int) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        var text = Data()
+        for i in 0..<min(max(casesRun, 0), 8) {
+            text.append((try? encoder.encode(generate(caseIndex: i).0)) ?? Data())
+        }
+        return String(text.withUnsafeBytes { ByteHash.of($0) }, radix: 16)
     }
 
     /// Runs the cases; stops at the first failure, which it shrinks (with `keepGoing`, at that many distinct ones).

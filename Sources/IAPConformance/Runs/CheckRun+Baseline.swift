@@ -37,7 +37,7 @@ extension CheckRun {
         try? checker.validator.prepare()  // the profile is part of what makes the cases these
         let profile = checker.validator.profile
         let run = identity(profile: profile.isUndeclared ? nil : profile)
-        let (cases, differs) = baseline.cases(for: run)
+        let (cases, differs) = baseline.cases(for: run, fingerprint: checker.casesFingerprint(casesRun:))
         if let cases {
             options.baselineCases = cases
             let beyond =

@@ -100,7 +100,9 @@ public struct CheckRun {
         var seen: Set<FailureSignature> = []
         result.signatures = found.met.map { ($0.0.withoutBaselineMark, $0.1) }.filter { seen.insert($0.0).inserted }
         if options.shard == nil, options.onlyCase == nil, let run = summary.run {
-            result.writtenOver = .init(run: run, casesRun: report.cases, failingCases: report.failingCases)
+            result.writtenOver = .init(
+                run: run, casesRun: report.cases, failingCases: report.failingCases,
+                casesFingerprint: checker.casesFingerprint(casesRun: report.cases))
             result.shrunkSignatures = report.shrunkSignatures
         }
         return result
