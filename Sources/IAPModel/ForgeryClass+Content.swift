@@ -5,14 +5,31 @@ extension ForgeryClass {
     /// How much further a forgery pushes an expiry or renewal date: three years, far beyond any honest history.
     public static let temptingExtension: Millis = 3 * 365 * CivilTime.msPerDay
 
-    /// The transaction an attacker would want accepted: no revocation, and an expiry years away.
-    public static func tempting(_ tx: JWSTransactionDecodedPayload) -> JWSTransactionDecodedPayload {
+    /// The transaction an attacker would want accepted: a purchase the store never made (a transaction id of its
+    /// own, ``forgedTransactionId(_:)``), in the same chain, with no revocation and an expiry years away. With the
+    /// genuine transaction's id, a backend that keeps the first copy of each transaction would store nothing of it,
+    /// so one that applies forgeries unverified (a webhook that verifies later, judged by what it changes) would
+    /// show nothing; a new id is credited, granted or extended wherever such a backend would.
+    /// `newPurchase` false keeps the genuine id: a replayed notification is Apple's own again, about the same
+    /// transaction.
+    public static func tempting(_ tx: JWSTransactionDecodedPayload, newPurchase: Bool = true)
+        -> JWSTransactionDecodedPayload
+    {
         var t = tx
+        if newPurchase { t.transactionId = forgedTransactionId(tx.transactionId) }
         t.revocationDate = nil
         t.revocationReason = nil
         t.revocationType = nil
         t.expiresDate = t.expiresDate.map { $0 + temptingExtension }
         return t
+    }
+
+    /// The id of a forged copy of transaction `id`: 50,000 above it. A case numbers its transactions from
+    /// 2000000000000001 up and never reaches 50,000 of them, so the id is no genuine transaction's, and it keeps the
+    /// shape of a case's ids (ids of their own per run shift it as they shift the genuine ones).
+    public static func forgedTransactionId(_ id: String) -> String {
+        guard let n = Int64(id), n < Int64.max - 50_000 else { return id + "0" }
+        return String(n + 50_000)
     }
 
     /// The renewal info an attacker would want accepted: no billing trouble, and a renewal date years ahead (a forged
@@ -41,7 +58,7 @@ extension ForgeryClass {
     /// The content of a forged transaction of this class: the identity the class is about, or tempting content.
     public func content(_ tx: JWSTransactionDecodedPayload) -> JWSTransactionDecodedPayload {
         if isHardeningOnly { return tx }
-        return isIdentityMismatch ? withIdentity(tx) : Self.tempting(tx)
+        return isIdentityMismatch ? withIdentity(tx) : Self.tempting(tx, newPurchase: !mayBeAcknowledged)
     }
 
     /// The content of a forged renewal info of this class: the identity the class is about (a renewal info names no

@@ -147,7 +147,7 @@ extension DeliveryPlanner {
             receipt.chains = receipt.chains.map {
                 APISnapshot(
                     originalTransactionId: $0.originalTransactionId,
-                    transactions: $0.transactions.map(ForgeryClass.tempting),
+                    transactions: $0.transactions.map { ForgeryClass.tempting($0) },
                     renewalInfos: $0.renewalInfos.map(ForgeryClass.tempting))
             }
         }

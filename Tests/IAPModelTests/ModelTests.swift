@@ -270,6 +270,9 @@ import Testing
             } else {
                 #expect(forged.revocationDate == nil && forged.revocationReason == nil, "\(f)")
                 #expect(forged.expiresDate == tx.expiresDate.map { $0 + ForgeryClass.temptingExtension }, "\(f)")
+                // A purchase the store never made, in the same chain; a replay is about the genuine transaction.
+                #expect(forged.originalTransactionId == tx.originalTransactionId, "\(f)")
+                #expect((forged.transactionId == tx.transactionId) == f.mayBeAcknowledged, "\(f)")
             }
         }
     }

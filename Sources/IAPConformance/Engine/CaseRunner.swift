@@ -38,6 +38,7 @@ public enum CaseRunner {
         let restartable = c.property == .durableAck ? v as? any RestartableValidator : nil
         var deliveries = 0
         var acknowledged: [(ForgeryClass, DeliveryChannel)] = []
+        var settled: UInt64 = 0  // when what a queue took that it must refuse has had its settle time
         for (i, step) in c.steps.enumerated() {
             switch step {
             case .deliver(let d):
@@ -70,7 +71,7 @@ public enum CaseRunner {
                 if let wrong = wrongVerdict(d, verdict, expected, step: i, verifiesLater: later) {
                     return .discrepancy(wrong)
                 }
-                if later, verdict.isAccepted, case .refuse = expected { waitForTheQueue(of: v) }
+                if later, verdict.isAccepted, case .refuse = expected { settled = settleDeadline(of: v) }
                 if expected.learns(verdict) { knowledge.learn(d.delivery) }
                 // Fault profile: kill the validator right after it acknowledged, at deterministic points of the case.
                 deliveries += 1
@@ -83,6 +84,7 @@ public enum CaseRunner {
                 }
             case .query(let q):
                 questions += 1
+                waitUntil(settled)
                 do {
                     if let wrong = try wrongAnswer(c, q, step: i, v, knowledge, profile: profile) {
                         return .discrepancy(wrong)
@@ -97,8 +99,18 @@ public enum CaseRunner {
     }
 
     /// After a route that verifies later received what it must refuse: its effect, if any, shows once the validator's
-    /// queue has had its settle time (docs/http-target.md#asynchronous-backends).
-    static func waitForTheQueue(of v: any Validator) { usleep(UInt32(min(v.settleSeconds, 60) * 1e6)) }
+    /// queue has had its settle time (docs/http-target.md#asynchronous-backends). The next question waits for that
+    /// instant, not the delivery: the deliveries between run meanwhile, and several such share one wait.
+    static func settleDeadline(of v: any Validator) -> UInt64 {
+        DispatchTime.now().uptimeNanoseconds + UInt64(min(v.settleSeconds, 60) * 1e9)
+    }
+
+    static func waitForTheQueue(of v: any Validator) { waitUntil(settleDeadline(of: v)) }
+
+    static func waitUntil(_ deadline: UInt64) {
+        let now = DispatchTime.now().uptimeNanoseconds
+        if deadline > now { usleep(UInt32((deadline - now) / 1000)) }
+    }
 
     /// The verdict a delivery must get.
     enum ExpectedVerdict: Equatable {

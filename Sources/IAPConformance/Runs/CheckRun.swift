@@ -151,7 +151,8 @@ public struct CheckRun {
                     TextReport.discrepancy(
                         s,
                         headline: "FAIL \(d.finding) — property \(d.property.rawValue) (corpus \(file))"
-                            + (checker.settlesLater((testCase, .discrepancy(d))) ? Self.lagNote : "")))
+                            + (checker.settlesLater((testCase, .discrepancy(d))) ? Self.lagNote : "")
+                            + Self.settleNote(checker.validator.settleSeconds)))
             case .validatorFailed(let f, _):
                 found.failures.append(.init(f, caseIndex: nil))
                 emit("VALIDATOR FAILURE \(f) (corpus \(file))")
@@ -240,7 +241,15 @@ public struct CheckRun {
             "FAIL \(d.finding) — under property \(f.property.rawValue): \(checker.validator.name) disagrees with the oracle (case \(f.caseIndex) of seed \(options.seed); "
             + f.shrinkClause(timeBudget: options.shrinkBudget.maxSeconds, timed: options.outOfProcess) + ")"
             + Self.propertyNote(d, in: f.shrunk, caseProperty: f.property)
-            + (f.settlesLater ? Self.lagNote : "")
+            + (f.settlesLater ? Self.lagNote : "") + Self.settleNote(checker.validator.settleSeconds)
+    }
+
+    /// Under a FAIL line of a backend with a settle time: what its answers were given, so a reader does not take a
+    /// lag for the bug (docs/http-target.md#asynchronous-backends).
+    static func settleNote(_ seconds: Double) -> String {
+        seconds > 0
+            ? "\n  (each differing answer was asked again for up to \(Int((seconds * 1000).rounded())) ms, the target's settleMs, before it counted)"
+            : ""
     }
 
     /// Under a FAIL line whose case passes when each differing question is asked again for up to a second.
