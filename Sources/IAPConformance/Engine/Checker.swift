@@ -204,9 +204,7 @@ public struct Checker {
         if options.shouldStop() {
             // Ctrl-C came while the case ran: no shrink, nor a replay that could hang another --timeout.
             willShrink?(i, Self.finding(outcome), nil)
-            var report = FailureReport(
-                caseIndex: i, seed: options.seed, property: property, originalActions: original.actionCount,
-                shrunk: original, outcome: outcome, shrinkAttempts: 0, failingStep: Self.step(outcome))
+            var report = FailureReport(unshrunk: original, caseIndex: i, seed: options.seed, outcome: outcome)
             report.shrinkStopped = true
             return report
         }
