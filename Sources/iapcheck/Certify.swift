@@ -4,6 +4,7 @@ import Foundation
 import IAPConformance
 import IAPEncoding
 import IAPModel
+import IAPReference
 import IAPValidatorAPI
 
 struct Certify: ParsableCommand {
@@ -45,33 +46,16 @@ struct Certify: ParsableCommand {
             "Validators checked at once; the report is the same for any N. Default: the number of cores for built-in validators, 1 for exec:, for http: as the target allows (one backend per core with {port} in its start command; see check --help).",
             valueName: "N"))
     var jobs: Int?
+    @Flag(
+        help:
+            "Add the parallel-delivery property for an http: backend: half of each history sent by two concurrent clients, which shows lost updates and double credits (built-in validators that take concurrent calls always get it; exec: programs answer one call at a time)."
+    )
+    var parallel = false
 
     func run() throws {
-        let (catalog, loaded) = try options.loadOrExit()
-        let policy = try adoptingMeaning(loaded, try parseValidator(validator))
         try requireWritable(directory: results)
         if let writeBaseline { try requireWritable(file: writeBaseline) }
-        let accepted = try acceptedDivergences(option: baseline, validator: try parseValidator(validator))
-        let faultProfile = try parseFaults(faults)
-        // Before anything starts: a target's maxConcurrency bounds --jobs.
-        let jobCount = try resolveJobs(jobs, for: validator, faults: faultProfile)
-        let v = try makeValidator(validator, timeout: timeout, faults: faultProfile)
-        try refuseUnusable(v, faults: faultProfile)
-        var run = CertifyRun(catalog: catalog, policy: policy, scale: scale)
-        run.collectsEverySignature = writeBaseline != nil
-        (run.spec, run.knownDivergences, run.maxSize) = (validator, try declared(), options.maxSize)
-        (run.faults, run.durableAck) = (faultProfile.isEmpty ? nil : faults, faultProfile.kill)
-        run.catalogRecord = try catalogRecord(catalog)
-        if let accepted { (run.baseline, run.baselineFile) = accepted }
-        (run.jobs, run.makeWorker) = (
-            jobCount, workerFactory(validator, timeout: timeout, faults: faultProfile, jobs: jobCount)
-        )
-        run.progress = { line in try? FileHandle.standardError.write(contentsOf: Data("certify: \(line)\n".utf8)) }
-        let overall = Progress("certify", quiet: false)
-        run.caseProgress = { done, total, label in
-            overall.label = label
-            overall.update(done, total)
-        }
+        let (run, v) = try prepared()
         let report = run.run(v)
         for line in report.lines { print(line) }
         let dir = (results as NSString).appendingPathComponent(report.folderName)
@@ -85,6 +69,40 @@ struct Certify: ParsableCommand {
         if let writeBaseline { try write(report.baselineOfDivergences, to: writeBaseline) }
         print("\(report.verdictWord): \(dir)/report.html")
         if report.exitCode != 0 { throw ExitCode(report.exitCode) }
+    }
+
+    /// The run as the options describe it, and the validator it certifies.
+    func prepared() throws -> (CertifyRun, any Validator) {
+        let (catalog, loaded) = try options.loadOrExit()
+        let policy = try adoptingMeaning(loaded, try parseValidator(validator))
+        let accepted = try acceptedDivergences(option: baseline, validator: try parseValidator(validator))
+        let faultProfile = try parseFaults(faults)
+        // Before anything starts: a target's maxConcurrency bounds --jobs.
+        let jobCount = try resolveJobs(jobs, for: validator, faults: faultProfile)
+        // Checked by two clients at once, the built-in reference runs synchronized, as check runs it.
+        let synchronized = try parallel && parseValidator(validator) == .reference
+        let v =
+            synchronized
+            ? SynchronizedReferenceValidator() : try makeValidator(validator, timeout: timeout, faults: faultProfile)
+        try refuseUnusable(v, faults: faultProfile)
+        var run = CertifyRun(catalog: catalog, policy: policy, scale: scale)
+        run.collectsEverySignature = writeBaseline != nil
+        (run.spec, run.knownDivergences, run.maxSize) = (validator, try declared(), options.maxSize)
+        (run.faults, run.durableAck) = (faultProfile.isEmpty ? nil : faults, faultProfile.kill)
+        (run.parallel, run.parallelNotAsked) = try parallelDelivery(v)
+        run.catalogRecord = try catalogRecord(catalog)
+        if let accepted { (run.baseline, run.baselineFile) = accepted }
+        let workers = workerFactory(validator, timeout: timeout, faults: faultProfile, jobs: jobCount)
+        (run.jobs, run.makeWorker) = (
+            jobCount, { () throws -> any Validator in synchronized ? SynchronizedReferenceValidator() : try workers() }
+        )
+        run.progress = { line in try? FileHandle.standardError.write(contentsOf: Data("certify: \(line)\n".utf8)) }
+        let overall = Progress("certify", quiet: false)
+        run.caseProgress = { done, total, label in
+            overall.label = label
+            overall.update(done, total)
+        }
+        return (run, v)
     }
 
     /// `--write-baseline`: the entries, and what to do with them.
@@ -103,6 +121,20 @@ struct Certify: ParsableCommand {
                 "error: \(validator) has no reset route, so the backend keeps its own products: name them with --catalog (and --bundle-id, --entitlements), as the backend is configured (docs/http-target.md#backends-without-a-reset-route)",
                 code: Exit.usage)
         }
+    }
+
+    /// Whether the suite runs parallel-delivery, and if not, why the report lists it as not checked: a validator of
+    /// this process that takes concurrent calls always runs it, an http: backend with --parallel; an exec: program
+    /// cannot.
+    func parallelDelivery(_ v: any Validator) throws -> (Bool, String?) {
+        if v is any ConcurrentValidator { return (true, nil) }
+        guard v is any RaceableValidator else {
+            if parallel { throw ValidationError(Check.parallelNeeds) }
+            return (false, nil)
+        }
+        return parallel
+            ? (true, nil)
+            : (false, "concurrent deliveries (lost updates, double credits) are checked with certify --parallel")
     }
 
     /// The names given to --known-divergences, each a certified property or a forgery class.

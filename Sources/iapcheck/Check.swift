@@ -253,6 +253,10 @@ struct Check: ParsableCommand {
         return props
     }
 
+    /// Why --parallel was refused, for check and certify.
+    static let parallelNeeds =
+        "--parallel (the parallel-delivery property: half of a history from two concurrent clients) needs a validator that takes two calls at once: an http: backend, the built-in reference (it then runs synchronized) or mutant:check-then-act-credit; the other mutants and variants answer one call at a time, and so does an exec: program, which has one stdin"
+
     /// The checker of this run: its validator (one per job), its options, and its progress and shrink lines.
     func makeChecker(
         _ spec: ValidatorSpec, _ catalog: Catalog, _ policy: Policy, _ faultProfile: FaultProfile, jobCount: Int,
@@ -282,9 +286,7 @@ struct Check: ParsableCommand {
         if !props.isEmpty { opts.properties = props }
         if parallel {
             guard v is any ConcurrentValidator || v is any RaceableValidator else {
-                throw ValidationError(
-                    "--parallel (the parallel-delivery property: half of a history from two concurrent clients) needs a validator that takes two calls at once: an http: backend, or reference, variant: and mutant: in this process; an exec: program has one stdin and answers one call at a time"
-                )
+                throw ValidationError(Self.parallelNeeds)
             }
             if props.isEmpty { opts.properties = PropertyName.standard + [.parallelDelivery] }
         }

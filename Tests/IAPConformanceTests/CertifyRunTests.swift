@@ -52,6 +52,28 @@ import Testing
         #expect(report.lines.contains { $0.contains("validator failure: no reply within 0 s") }, "\(report.lines)")
     }
 
+    /// A validator that takes two calls at once is certified under parallel-delivery too (check runs it for such a
+    /// validator), so a lost update under concurrent deliveries is not certified; one asked without it (an http:
+    /// backend without --parallel) has the property listed as not checked, with the way to check it.
+    @Test(.long) func aConcurrentValidatorIsCertifiedUnderParallelDelivery() {
+        var run = CertifyRun(scale: 1)
+        run.parallel = true
+        #expect(run.entries.contains { $0.property == .parallelDelivery })
+        let racy = run.run(Mutants.named("check-then-act-credit")!.make())
+        #expect(racy.verdictWord == "NOT CERTIFIED", "\(racy.lines)")
+        #expect(racy.properties.first { $0.property == "parallel-delivery" }?.passed == false, "\(racy.lines)")
+        #expect(racy.properties.filter { $0.property != "parallel-delivery" }.allSatisfy { $0.passed })
+    }
+
+    @Test func parallelDeliveryNotAskedIsListedAsNotChecked() {
+        var asked = CertifyRun(scale: 0.02)
+        asked.parallelNotAsked = "checked with certify --parallel"
+        let report = asked.run(ReferenceValidator())
+        #expect(!report.properties.contains { $0.property == "parallel-delivery" })
+        #expect(report.notChecked?.contains { $0.name == "parallel-delivery" && $0.kind == "property" } == true)
+        #expect(CertifyRun.unknownDivergence(in: ["parallel-delivery", "durable-ack"]) == nil)
+    }
+
     @Test func onlyCertifiedPropertiesAndForgeryClassesCanBeDeclared() {
         #expect(CertifyRun.unknownDivergence(in: ["oversized-token", "robust-input"]) == nil)
         #expect(CertifyRun.unknownDivergence(in: ["robust-input", "no-such-thing"]) == "no-such-thing")

@@ -28,6 +28,13 @@ public enum CertificationSuite {
     /// Run only under the `kill` fault profile (it needs a validator that can be killed and restarted).
     public static let durableAckEntry = Entry(property: .durableAck, seed: 707, cases: 100)
 
+    /// Run for a validator that takes two calls at once: in this process always (as `check` does), for an `http:`
+    /// backend with `--parallel` (its races are real requests, so it is asked for); otherwise listed as not checked.
+    public static let parallelDeliveryEntry = Entry(property: .parallelDelivery, seed: 808, cases: 100)
+
+    /// Every property the suite can run, with those it runs only under a fault profile or for concurrent validators.
+    public static var everyEntry: [Entry] { entries + [durableAckEntry, parallelDeliveryEntry] }
+
     public struct PropertyResult: Codable, Sendable {
         public var property: String
         public var seed: UInt64

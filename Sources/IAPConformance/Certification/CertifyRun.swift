@@ -26,6 +26,10 @@ public struct CertifyRun {
     /// The fault profile as the user wrote it; nil for none. With `durableAck` the suite adds that property.
     public var faults: String?
     public var durableAck = false
+    /// The parallel-delivery property: set for validators that take two calls at once (``CertificationSuite/parallelDeliveryEntry``).
+    public var parallel = false
+    /// Why parallel-delivery did not run, for the report's "not checked" (nil: it ran, or cannot for this validator).
+    public var parallelNotAsked: String?
     public var catalogRecord: CertificationSuite.CatalogRecord?
     public var jobs = 1
     public var makeWorker: (() throws -> any Validator)?
@@ -42,11 +46,12 @@ public struct CertifyRun {
     /// The suite's properties, with durable-ack under the kill fault profile.
     public var entries: [CertificationSuite.Entry] {
         CertificationSuite.entries + (durableAck ? [CertificationSuite.durableAckEntry] : [])
+            + (parallel ? [CertificationSuite.parallelDeliveryEntry] : [])
     }
 
     /// A declared name that is neither a certified property nor a forgery class, if there is one.
     public static func unknownDivergence(in names: Set<String>) -> String? {
-        let known = Set(CertificationSuite.entries.map(\.property.rawValue) + ForgeryClass.allCases.map(\.rawValue))
+        let known = Set(CertificationSuite.everyEntry.map(\.property.rawValue) + ForgeryClass.allCases.map(\.rawValue))
         return names.subtracting(known).sorted().first
     }
 
@@ -130,6 +135,12 @@ public struct CertifyRun {
             report.profile = profile
             let skipped = CertificationSuite.notChecked(by: profile)
             if !skipped.isEmpty { report.notChecked = skipped }
+        }
+        if let why = parallelNotAsked {
+            report.notChecked =
+                (report.notChecked ?? []) + [
+                    .init(kind: "property", name: PropertyName.parallelDelivery.rawValue, why: why)
+                ]
         }
         for f in forgeries {
             if let why = f.notProbed {
