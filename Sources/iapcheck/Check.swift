@@ -316,19 +316,17 @@ struct Check: ParsableCommand {
     }
     /// A user's program or backend keeps its counterexamples apart from iapcheck's own regression corpus; a backend's
     /// folder is named for the backend, not its target file (docs/corpus.md#where-counterexamples-go). A new folder
-    /// beside others holding the same app's cases is said aloud (the note returned): they may be this backend's under
-    /// an older name.
+    /// beside others holding cases this backend found (under its name or its address) is said aloud (the note
+    /// returned): they are this backend's under an older folder name.
     static func corpusDirectory(_ spec: ValidatorSpec, bundleId: String) -> (String, note: String?) {
         guard let file = spec.targetFile, let t = try? HTTPValidator.Target.load(path: file) else {
             return (Corpus.directory(forValidator: spec), nil)
         }
         let dir = Corpus.directory(forBackend: t.name, bundleId: bundleId, host: t.host, port: t.port)
         if !FileManager.default.fileExists(atPath: dir) {
-            // Folders named the new way are other backends (another address or name): only a folder named for a
-            // target file, as before, may be this backend's under its old name.
-            let others = Corpus.otherFolders(ofApp: bundleId, besides: dir).filter {
-                !($0.0 as NSString).lastPathComponent.hasPrefix("http-\(bundleId)-")
-            }
+            // Cases another backend found (another name or address) stay where they are.
+            let others = Corpus.otherFolders(
+                ofApp: bundleId, foundWith: [t.displayName, "http:\(t.host):\(t.port)"], besides: dir)
             if !others.isEmpty {
                 // One note, however many folders: each with its count and the move that adopts it.
                 let each = others.map { other, n in
@@ -336,7 +334,7 @@ struct Check: ParsableCommand {
                 }
                 return (
                     dir,
-                    "check: a new corpus folder for this backend, \(dir); other folders hold saved counterexamples of the same app (\(bundleId)), to move here if they are this backend's: \(each.joined(separator: "; "))\n"
+                    "check: a new corpus folder for this backend, \(dir); other folders hold counterexamples of the same app (\(bundleId)) found on this backend's name or address, to move here if they are this backend's: \(each.joined(separator: "; "))\n"
                 )
             }
         }

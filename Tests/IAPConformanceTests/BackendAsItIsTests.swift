@@ -390,11 +390,17 @@ import Testing
         let old = base + "/http-target"
         let (c, _) = Fixtures.generator().generate(.entitlementAgreement, .init(seed: 3))
         try Corpus.save(
-            CorpusCase(foundWith: "http:target.json", seed: 1, caseIndex: 0, failure: nil, testCase: c), in: old)
-        let new = Corpus.directory(
-            forBackend: nil, bundleId: c.config.catalog.bundleId, host: "127.0.0.1", port: 8700, base: base)
-        let others = Corpus.otherFolders(ofApp: c.config.catalog.bundleId, besides: new, base: base)
+            CorpusCase(foundWith: "http:127.0.0.1:8700", seed: 1, caseIndex: 0, failure: nil, testCase: c), in: old)
+        // Cases of the same app that other backends found (another address, another name) are theirs.
+        for (folder, who) in [("/http-staging", "http:127.0.0.1:9999"), ("/http-podcasts", "podcasts")] {
+            try Corpus.save(
+                CorpusCase(foundWith: who, seed: 1, caseIndex: 0, failure: nil, testCase: c), in: base + folder)
+        }
+        let bundleId = c.config.catalog.bundleId
+        let new = Corpus.directory(forBackend: "notes", bundleId: bundleId, host: "127.0.0.1", port: 8700, base: base)
+        let mine: Set<String> = ["notes", "http:127.0.0.1:8700"]
+        let others = Corpus.otherFolders(ofApp: bundleId, foundWith: mine, besides: new, base: base)
         #expect(others.map(\.folder) == [old] && others.first?.cases == 1)
-        #expect(Corpus.otherFolders(ofApp: "com.other.app", besides: new, base: base).isEmpty)
+        #expect(Corpus.otherFolders(ofApp: "com.other.app", foundWith: mine, besides: new, base: base).isEmpty)
     }
 }

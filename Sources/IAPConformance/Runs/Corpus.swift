@@ -124,16 +124,20 @@ public enum Corpus {
         folder("http-" + (name ?? "\(bundleId)-\(host)-\(port)"), base: base)
     }
 
-    /// Other folders under `base` holding saved counterexamples of `bundleId`'s app, with how many each holds: a run
-    /// that starts a new folder says so, since they may be the same backend's under an older name.
-    public static func otherFolders(ofApp bundleId: String, besides directory: String, base: String = "Corpus")
-        -> [(folder: String, cases: Int)]
-    {
+    /// Other folders under `base` holding saved counterexamples of `bundleId`'s app found with one of `foundWith`
+    /// (the backend's name and its address), with how many each holds: a run that starts a new folder says so, since
+    /// they are the same backend's under an older folder name. Another backend's (another name or address) are not.
+    public static func otherFolders(
+        ofApp bundleId: String, foundWith: Set<String>, besides directory: String, base: String = "Corpus"
+    ) -> [(folder: String, cases: Int)] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: base)) ?? []
         return names.sorted().compactMap { name in
             let dir = (base as NSString).appendingPathComponent(name)
             guard dir != directory, name.hasPrefix("http-") || name.hasPrefix("exec-") else { return nil }
-            let n = files(in: dir).filter { (try? load(path: $0))?.testCase.config.catalog.bundleId == bundleId }.count
+            let n = files(in: dir).filter {
+                guard let c = try? load(path: $0) else { return false }
+                return c.testCase.config.catalog.bundleId == bundleId && foundWith.contains(c.foundWith)
+            }.count
             return n > 0 ? (dir, n) : nil
         }
     }
