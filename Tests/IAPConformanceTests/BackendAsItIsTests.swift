@@ -186,6 +186,13 @@ import Testing
         let correct = check(ReferenceValidator(), seed: 1, cases: 150)
         #expect(correct.failure == nil, "\(correct.failure?.explanation ?? "")")
         #expect(correct.forgeries.sent.count > 20)
+        // The doctor cannot wait for effects: a forgery such a webhook acknowledges is not judged there (not ✓).
+        let doctor = Doctor(
+            validator: AcknowledgingWebhook(worker: Mutants.named("skip-chain")!.make()), catalog: .standard,
+            policy: .default
+        ).run()
+        let forgeryLines = doctor.items.filter { $0.name.hasPrefix("forgery ") && $0.detail.contains("verifies later") }
+        #expect(!forgeryLines.isEmpty && forgeryLines.allSatisfy { $0.status == .skipped }, "\(doctor.text)")
         // The FAIL line of a backend with a settle time says how long its answers were given.
         var o = CheckOptions()
         (o.cases, o.seed, o.shrinkBudget.maxAttempts, o.properties) = (80, 2, 1, [.forgeryRejected])

@@ -192,9 +192,10 @@ extension DoctorSession {
                     name, .ok,
                     "accepted on \(op): a genuine token over any usual size, allowed without a tokenSizeLimit")
             case _ where doctor.validator.verifiesLater(d.channel):
+                // Not judged here: whether the worker drops it shows only in later answers, which check compares.
                 add(
-                    name, .ok,
-                    "received on \(op), which verifies later (\"verifiesLater\"): check judges it by its effect on the answers"
+                    name, .skipped,
+                    "received on \(op), which verifies later (\"verifiesLater\"): not judged here; check judges it by its effect on the answers"
                 )
             default:
                 add(name, .finding, "accepted on \(op): check will report it (forgery-rejected)")
