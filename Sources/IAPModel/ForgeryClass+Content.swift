@@ -56,9 +56,14 @@ extension ForgeryClass {
     }
 
     /// The content of a forged transaction of this class: the identity the class is about, or tempting content.
+    /// Either way a transaction of its own (but for a replay, Apple's notification again): another app's or
+    /// environment's purchase has its own id, and a backend that took it would show it beside the genuine one.
     public func content(_ tx: JWSTransactionDecodedPayload) -> JWSTransactionDecodedPayload {
         if isHardeningOnly { return tx }
-        return isIdentityMismatch ? withIdentity(tx) : Self.tempting(tx, newPurchase: !mayBeAcknowledged)
+        guard isIdentityMismatch else { return Self.tempting(tx, newPurchase: !mayBeAcknowledged) }
+        var t = withIdentity(tx)
+        t.transactionId = Self.forgedTransactionId(tx.transactionId)
+        return t
     }
 
     /// The content of a forged renewal info of this class: the identity the class is about (a renewal info names no

@@ -267,6 +267,7 @@ import Testing
             } else if f.isIdentityMismatch {
                 #expect(forged.revocationDate == tx.revocationDate, "\(f)")
                 #expect(forged.bundleId != tx.bundleId || forged.environment != tx.environment || f == .wrongAppAppleId)
+                #expect(forged.transactionId != tx.transactionId, "\(f): another app's purchase has its own id")
             } else {
                 #expect(forged.revocationDate == nil && forged.revocationReason == nil, "\(f)")
                 #expect(forged.expiresDate == tx.expiresDate.map { $0 + ForgeryClass.temptingExtension }, "\(f)")
