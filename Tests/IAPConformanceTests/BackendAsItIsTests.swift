@@ -166,6 +166,36 @@ import Testing
         }
     }
 
+    /// A backend whose first run of a case answers "nothing" and every later run right: its failure is FLAKY, and
+    /// with a settle time the FAIL line says a queue lagging past it under load is the usual cause.
+    final class WrongOnce: Validator, @unchecked Sendable {
+        let inner = ReferenceValidator()
+        var resets = 0
+        var name: String { "wrong-once" }
+        var settleSeconds: Double { 0.01 }
+        func reset(_ config: ValidatorConfig) throws(ValidatorFailure) {
+            resets += 1
+            try inner.reset(config)
+        }
+        func deliver(_ d: SignedDelivery, now: Millis) throws(ValidatorFailure) -> DeliveryVerdict {
+            try inner.deliver(d, now: now)
+        }
+        func entitlements(_ q: EntitlementQuery) throws(ValidatorFailure) -> EntitlementAnswer {
+            resets == 1 ? EntitlementAnswer(products: [], groups: [], consumables: []) : try inner.entitlements(q)
+        }
+    }
+
+    @Test func aFlakyFailureOfABackendWithASettleTimeSuggestsALongerOne() throws {
+        var o = CheckOptions()
+        (o.cases, o.seed, o.shrinkBudget.maxAttempts) = (5, 1, 20)
+        var lines: [String] = []
+        _ = try CheckRun(validator: "wrong-once", checker: Checker(options: o, validator: WrongOnce())).run {
+            lines.append($0)
+        }
+        #expect(lines.contains { $0.hasPrefix("FLAKY") }, "\(lines)")
+        #expect(lines.contains { $0.contains("FAIL") && $0.contains("try a larger settleMs") }, "\(lines)")
+    }
+
     /// A forged notification's content is a purchase the store never made (its own transaction id): a worker that
     /// applies forged notifications unverified shows it in its answers within a few cases. With the genuine
     /// transaction's id, a worker that keeps the first copy of a transaction showed nothing: none of these workers

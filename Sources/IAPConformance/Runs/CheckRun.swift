@@ -241,15 +241,19 @@ public struct CheckRun {
             "FAIL \(d.finding) — under property \(f.property.rawValue): \(checker.validator.name) disagrees with the oracle (case \(f.caseIndex) of seed \(options.seed); "
             + f.shrinkClause(timeBudget: options.shrinkBudget.maxSeconds, timed: options.outOfProcess) + ")"
             + Self.propertyNote(d, in: f.shrunk, caseProperty: f.property)
-            + (f.settlesLater ? Self.lagNote : "") + Self.settleNote(checker.validator.settleSeconds)
+            + (f.settlesLater ? Self.lagNote : "")
+            + Self.settleNote(checker.validator.settleSeconds, flaky: f.flaky != nil)
     }
 
     /// Under a FAIL line of a backend with a settle time: what its answers were given, so a reader does not take a
     /// lag for the bug (docs/http-target.md#asynchronous-backends).
-    static func settleNote(_ seconds: Double) -> String {
-        seconds > 0
-            ? "\n  (each differing answer was asked again for up to \(Int((seconds * 1000).rounded())) ms, the target's settleMs, before it counted)"
-            : ""
+    static func settleNote(_ seconds: Double, flaky: Bool = false) -> String {
+        guard seconds > 0 else { return "" }
+        let ms = Int((seconds * 1000).rounded())
+        return "\n  (each differing answer was asked again for up to \(ms) ms, the target's settleMs, before it counted"
+            + (flaky
+                ? "; a case that fails only now and then is most often the backend's queue lagging past that under load: try a larger settleMs)"
+                : ")")
     }
 
     /// Under a FAIL line whose case passes when each differing question is asked again for up to a second.
