@@ -143,7 +143,7 @@ public enum CatalogLoader {
     static func offer(_ o: StrictJSON.Object, needsId: Bool) -> OfferSpec? {
         let id = o.string("id", required: needsId)
         let dt = o.choice("discountType", ["FREE_TRIAL", "PAY_AS_YOU_GO", "PAY_UP_FRONT"])
-        let period = o.period("period")
+        let period = o.offerPeriod("period")
         let periods = o.int("periods", required: false, range: 1...12) ?? 1
         o.rejectUnknownKeys()
         guard let dt, let period else { return nil }

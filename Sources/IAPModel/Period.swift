@@ -39,6 +39,12 @@ public struct Period: Hashable, Sendable, Codable, CustomStringConvertible {
     public var iso8601: String { description }
 
     /// The durations App Store Connect offers for auto-renewable subscriptions.
+    /// The durations App Store Connect offers for a subscription offer's period (`SubscriptionOfferDuration`).
+    public static let appleOfferPeriods: [Period] = [
+        Period(3, .day), Period(1, .week), Period(2, .week), Period(1, .month), Period(2, .month), Period(3, .month),
+        Period(6, .month), Period(1, .year),
+    ]
+
     public static let appleRenewalPeriods: [Period] = [
         Period(1, .week), Period(1, .month), Period(2, .month), Period(3, .month), Period(6, .month), Period(1, .year),
     ]

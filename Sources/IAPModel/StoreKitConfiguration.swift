@@ -159,7 +159,7 @@ public enum StoreKitConfiguration {
     static func offer(_ o: StrictJSON.Object, idKey: String?) -> OfferSpec? {
         let id = idKey.flatMap { o.string($0, required: false) } ?? o.string("internalID", required: false)
         let mode = o.choice("paymentMode", ["free", "payAsYouGo", "payUpFront"])
-        let period = o.period("subscriptionPeriod")
+        let period = o.offerPeriod("subscriptionPeriod")
         let n = o.int("numberOfPeriods", required: false, range: 1...12) ?? 1
         guard let mode, let period else { return nil }
         let dt: OfferDiscountType =

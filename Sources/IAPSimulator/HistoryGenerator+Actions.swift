@@ -176,7 +176,8 @@ extension HistoryGenerator {
     /// years after the history's start, so later actions stay within the test certificates' validity.
     func timePasses(_ sim: inout StoreSimulator, _ src: ChoiceSource) {
         for _ in 0..<(1 + src.int(below: size)) {
-            guard let b = nextBoundary(sim), b.time < sim.start + 6 * 365 * CivilTime.msPerDay else { break }
+            guard let b = nextBoundary(sim), b.time < min(sim.start + 6 * 365 * CivilTime.msPerDay, Self.horizon)
+            else { break }
             let c = sim.chains[b.chain]!
             if b.kind == .periodEnd && c.autoRenew && c.priceIncrease != .customerHasNotResponded {
                 sim.renew(c.id)

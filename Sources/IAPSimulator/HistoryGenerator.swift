@@ -46,6 +46,11 @@ public struct HistoryGenerator: Sendable {
     /// 2026-03-01T00:00:00Z
     public static let epoch: Millis = CivilTime.days(fromCivil: 2026, 3, 1) * CivilTime.msPerDay
 
+    /// 2045-01-01T00:00:00Z: no action of a history comes later. Its artifacts are signed by the test PKI, whose
+    /// leaves run to 2046 and intermediate to 2048; a history with a long offer (a year's trial, twelve years of
+    /// pay-as-you-go) would otherwise sign renewals a correct verifier must refuse, and the oracle call them genuine.
+    public static let horizon: Millis = CivilTime.days(fromCivil: 2045, 1, 1) * CivilTime.msPerDay
+
     enum Category: Int, CaseIterable {
         case purchase, advance, productChange, autoRenew, refund, recover, family, extend, priceIncrease, offer, restore
         case externalPurchase
@@ -227,14 +232,14 @@ public struct HistoryGenerator: Sendable {
             t = sim.now + (b - sim.now) / 2
             if t <= sim.now { return nil }
         }
-        return t
+        return t <= Self.horizon ? t : nil
     }
 
     func available(
         _ c: Category, _ sim: StoreSimulator, boundary: Boundary?,
         userTime: Millis?
     ) -> Bool {
-        if c == .advance { return boundary != nil }
+        if c == .advance { return boundary.map { $0.time <= Self.horizon } ?? false }
         guard let t = userTime else { return false }
         switch c {
         case .purchase: return true

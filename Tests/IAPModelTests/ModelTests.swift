@@ -171,6 +171,43 @@ import Testing
         }
     }
 
+    /// An offer lasts one of the durations App Store Connect offers for offers (at most a year per period): a
+    /// longer one would run histories past the test certificates, and a correct verifier would be failed on them.
+    @Test(arguments: ["P2Y", "P13M", "P20Y", "P5D"])
+    func anOfferPeriodAppleDoesNotOfferIsRefusedWithItsKey(_ period: String) {
+        let native = Self.write(
+            #"{"bundleId":"b","appAppleId":1,"environment":"Production","groups":[{"id":"g","name":"G"}],"products":[{"id":"s","kind":"auto-renewable","groupId":"g","level":1,"period":"P1Y","introductoryOffer":{"discountType":"FREE_TRIAL","period":"\#(period)"}}]}"#
+        )
+        let storekit = Self.write(
+            #"{"subscriptionGroups":[{"id":"g","subscriptions":[{"productID":"s","groupNumber":1,"recurringSubscriptionPeriod":"P1Y","introductoryOffer":{"paymentMode":"free","subscriptionPeriod":"\#(period)"}}]}]}"#,
+            ext: "storekit")
+        for (path, key) in [
+            (native, "products[0].introductoryOffer.period"),
+            (storekit, "subscriptionGroups[0].subscriptions[0].introductoryOffer.subscriptionPeriod"),
+        ] {
+            #expect {
+                try CatalogLoader.load(path: path)
+            } throws: { error in
+                (error as? ConfigError)?.problems.contains {
+                    $0.key == key && $0.message.contains("App Store Connect offers for a subscription offer")
+                } == true
+            }
+        }
+    }
+
+    /// A period too long to read says so, not that it is no ISO 8601 period.
+    @Test func aPeriodTooLongToReadSaysSo() {
+        let storekit = Self.write(
+            #"{"subscriptionGroups":[{"id":"g","subscriptions":[{"productID":"s","groupNumber":1,"recurringSubscriptionPeriod":"P9999Y"}]}]}"#,
+            ext: "storekit")
+        #expect {
+            try CatalogLoader.load(path: storekit)
+        } throws: { error in
+            (error as? ConfigError)?.problems.contains { $0.message.contains("longer than any App Store period") }
+                == true
+        }
+    }
+
     @Test func newerStoreKitFilesReadThePluralIntroOfferAndSkipInstallmentPlans() throws {
         let path = Self.write(
             #"{"subscriptionGroups":[{"id":"g","subscriptions":[{"productID":"s","groupNumber":1,"recurringSubscriptionPeriod":"P1M","introductoryOffers":[{"paymentMode":"free","subscriptionPeriod":"P1W"}]}]}]}"#,
