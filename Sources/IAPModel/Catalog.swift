@@ -20,6 +20,8 @@ public struct Catalog: Codable, Hashable, Sendable {
             "\($0) is a non-renewing subscription without a duration in the file: one month assumed (give it in the --entitlements file: {\"nonRenewing\": {\"\($0)\": \"P3M\"}})"
         }
         out += skipped
+        // Grace applies to auto-renewable subscriptions only: a catalog without any has nothing to say of it.
+        guard products.contains(where: { $0.kind == .autoRenewable }) else { return out }
         if graceChoice == .variesWhileOn {
             out.append(
                 "Billing Grace Period is on in the file's settings, which give no length: each case draws 3, 16 or 28 days, for all renewals or paid ones only"
@@ -28,7 +30,32 @@ public struct Catalog: Codable, Hashable, Sendable {
         if graceChoice == .declared && gracePeriod == nil {
             out.append("Billing Grace Period is off in the catalog: no case has grace")
         }
+        if graceChoice == .varies && xcodeGraceOff {
+            out.append(
+                "settings._billingGracePeriodEnabled is false, Xcode's default for its test session, which says nothing of App Store Connect: each case draws grace off or on; give --grace off if the app has no Billing Grace Period there, --grace on if it has one"
+            )
+        }
         return out
+    }
+
+    /// The `.storekit` file's `settings._billingGracePeriodEnabled` is false: Xcode's test-session default
+    /// (`SKTestSession.billingGracePeriodIsEnabled`), not the app's setting in App Store Connect. Only for the notes.
+    public var xcodeGraceOff = false
+
+    /// `--grace`: the app's Billing Grace Period as the user states it (docs/catalog.md#billing-grace-period): `off`
+    /// (no case has grace), `on` (each case draws a setting with grace), `drawn` (each case draws off or on).
+    public mutating func stateGrace(_ word: String) -> Bool {
+        switch word {
+        case "off": (gracePeriod, graceChoice) = (nil, .declared)
+        case "on":
+            gracePeriod = gracePeriod ?? GracePeriodSetting(days: 16, eligibility: .allRenewals)
+            graceChoice = .variesWhileOn
+        case "drawn":
+            gracePeriod = gracePeriod ?? GracePeriodSetting(days: 16, eligibility: .allRenewals)
+            graceChoice = .varies
+        default: return false
+        }
+        return true
     }
     /// Items of the file that were left out, each with why.
     public var skipped: [String] = []

@@ -24,16 +24,15 @@ public enum StoreKitConfiguration {
         } else {
             CatalogLoader.validate(products: read.products, paths: read.paths, reader: r)
         }
+        let grace = xcodeGrace(root)
         try r.finish()
         var c = defaults
-        // settings._billingGracePeriodEnabled: Xcode's switch for the app's Billing Grace Period, without a length.
-        switch root.object("settings", required: false)?.dict["_billingGracePeriodEnabled"] as? Bool {
-        case false?:
-            c.gracePeriod = nil
-            c.graceChoice = .declared
-        case true?:
-            c.gracePeriod = c.gracePeriod ?? GracePeriodSetting(days: 16, eligibility: .allRenewals)
-            c.graceChoice = .variesWhileOn
+        // settings._billingGracePeriodEnabled: Xcode's switch for its test session's Billing Grace Period, off by
+        // default (SKTestSession.billingGracePeriodIsEnabled). On, the team turned it on to test grace: the app has
+        // it. Off says nothing of App Store Connect: cases draw it, and the notes say how to state it.
+        switch grace {
+        case false?: c.xcodeGraceOff = true
+        case true?: _ = c.stateGrace("on")
         case nil: break
         }
         c.groups = read.groups
@@ -41,6 +40,13 @@ public enum StoreKitConfiguration {
         c.defaultedDurations = read.defaulted
         c.skipped = read.skipped
         return c
+    }
+
+    /// `settings._billingGracePeriodEnabled`, refused when it is not true or false (nil when absent).
+    static func xcodeGrace(_ root: StrictJSON.Object) -> Bool? {
+        guard let settings = root.object("settings", required: false), settings.has("_billingGracePeriodEnabled")
+        else { return nil }
+        return settings.bool("_billingGracePeriodEnabled")
     }
 
     /// What a file's products, groups and subscriptions add up to while they are read, each problem recorded with

@@ -53,6 +53,13 @@ struct CaseOptions: ParsableArguments {
         name: .long, help: "Policy file (JSON) for the ambiguous points of Apple's semantics; see docs/policies.md.")
     var policy: String?
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "The app's Billing Grace Period in App Store Connect, over what the catalog says: off (no case has grace), on (each case draws 3, 16 or 28 days, all renewals or paid ones), drawn (each case draws off or on). See docs/catalog.md#billing-grace-period.",
+            valueName: "off|on|drawn"))
+    var grace: String?
+
     @Option(name: .long, help: "Seed of the run; the same seed and version reproduce the same cases.")
     var seed: UInt64 = 1
 
@@ -87,6 +94,7 @@ struct CaseOptions: ParsableArguments {
         s.seed = seed
         (s.catalogFile, s.bundleId, s.appAppleId) = (catalog, bundleId, appAppleId)
         (s.environment, s.entitlementsFile, s.policyFile) = (environment, entitlements, policy)
+        s.grace = grace
         s.maxSize = maxSize
         return s
     }
@@ -110,16 +118,19 @@ struct CaseOptions: ParsableArguments {
     func load() throws(ConfigError) -> (Catalog, Policy) {
         try Self.resolve(
             catalog: catalog, bundleId: bundleId, appAppleId: appAppleId, environment: environment,
-            entitlements: entitlements, policy: policy)
+            entitlements: entitlements, policy: policy, grace: grace)
     }
 
     /// The catalog and policy these names give (`check`'s options, a load profile's `app` keys): a catalog file with
     /// the bundle id, App Apple ID and environment given in place of its own, an entitlements file added.
     static func resolve(
         catalog: String?, bundleId: String?, appAppleId: Int64?, environment: String?, entitlements: String?,
-        policy: String?
+        policy: String?, grace: String? = nil
     ) throws(ConfigError) -> (Catalog, Policy) {
         var (c, p) = try Self.load(catalog: catalog, bundleId: bundleId, policy: policy)
+        if let grace, !c.stateGrace(grace) {
+            throw ConfigError(file: "--grace", key: "grace", "\"\(grace)\" is not off, on or drawn")
+        }
         if let appAppleId {
             guard appAppleId > 0 else {
                 throw ConfigError(

@@ -1,5 +1,6 @@
 import Foundation
 import IAPConformance
+import IAPEncoding
 import IAPModel
 import IAPReference
 import IAPTesting
@@ -42,11 +43,21 @@ import Testing
         #expect(drawn.contains(nil) && drawn.count >= 3, "\(drawn)")
     }
 
+    /// Xcode's switch is its test session's (off by default, `SKTestSession.billingGracePeriodIsEnabled`): on, the team
+    /// turned it on to test grace, and every case has grace; off says nothing of App Store Connect, so cases draw it,
+    /// and the note says how to state it (`--grace`, which wins over the file either way).
     @Test func aStoreKitFilesGraceSwitchIsRead() throws {
-        let off = try CatalogLoader.load(path: Self.passes)
-        #expect(off.graceChoice == .declared)
+        var off = try CatalogLoader.load(path: Self.passes)
+        #expect(off.graceChoice == .varies && off.xcodeGraceOff)
+        let drawnWhenOff = Self.graces(off)
+        #expect(drawnWhenOff.contains(nil) && drawnWhenOff.count >= 3, "\(drawnWhenOff)")
+        #expect(off.notes.contains { $0.contains("Xcode's default") && $0.contains("--grace off") }, "\(off.notes)")
+        let stated = off.stateGrace("off")
+        #expect(stated)
         #expect(Self.graces(off) == [nil])
-        let on = try String(contentsOfFile: Self.passes, encoding: .utf8).replacingOccurrences(
+        #expect(!off.notes.contains { $0.contains("Xcode's default") })
+        let text = try String(contentsOfFile: Self.passes, encoding: .utf8)
+        let on = text.replacingOccurrences(
             of: #""_billingGracePeriodEnabled" : false"#, with: #""_billingGracePeriodEnabled" : true"#)
         let path = Scratch.directory + "\(UUID().uuidString)-Passes.storekit"
         try Data(on.utf8).write(to: URL(fileURLWithPath: path))
@@ -54,5 +65,16 @@ import Testing
         let drawn = Self.graces(withGrace)
         #expect(!drawn.contains(nil) && drawn.count >= 3, "\(drawn)")
         #expect(withGrace.notes.contains { $0.contains("Billing Grace Period is on") })
+        // Not true or false: refused with its key, not ignored.
+        try Data(
+            text.replacingOccurrences(
+                of: #""_billingGracePeriodEnabled" : false"#, with: #""_billingGracePeriodEnabled" : "yes""#
+            ).utf8
+        ).write(to: URL(fileURLWithPath: path))
+        #expect {
+            try CatalogLoader.load(path: path)
+        } throws: { e in
+            (e as? ConfigError)?.problems.contains { $0.key == "settings._billingGracePeriodEnabled" } == true
+        }
     }
 }

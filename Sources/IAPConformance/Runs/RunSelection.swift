@@ -19,6 +19,8 @@ public struct RunSelection: Sendable, Equatable {
     public var environment: String?
     public var entitlementsFile: String?
     public var policyFile: String?
+    /// `--grace`, as given.
+    public var grace: String?
     public var maxSize = HistoryGenerator.defaultMaxSize
     /// `--known-divergences`, `--faults` and `--property` as given.
     public var knownDivergences: String?
@@ -44,6 +46,7 @@ public struct RunSelection: Sendable, Equatable {
         if let environment { s += " --environment \(Shell.quote(environment))" }
         if let entitlementsFile { s += " --entitlements \(Shell.quote(entitlementsFile))" }
         if let policyFile { s += " --policy \(Shell.quote(policyFile))" }
+        if let grace { s += " --grace \(Shell.quote(grace))" }
         if maxSize != HistoryGenerator.defaultMaxSize { s += " --max-size \(maxSize)" }
         return s
     }
