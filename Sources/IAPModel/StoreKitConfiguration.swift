@@ -39,7 +39,21 @@ public enum StoreKitConfiguration {
         c.products = read.products
         c.defaultedDurations = read.defaulted
         c.skipped = read.skipped
+        // settings._applicationInternalID: the app's Apple ID, in a file Xcode synced with App Store Connect.
+        if let id = appleId(root) {
+            c.appAppleId = id
+            c.skipped.append(
+                "App Apple ID \(id) from the file's settings._applicationInternalID (the app's Apple ID in a file synced with App Store Connect); --app-apple-id gives another"
+            )
+        }
         return c
+    }
+
+    /// `settings._applicationInternalID` as a positive number (Xcode writes it as a string of digits), or nil.
+    static func appleId(_ root: StrictJSON.Object) -> Int64? {
+        let value = root.object("settings", required: false)?.dict["_applicationInternalID"]
+        let id = (value as? String).flatMap { Int64($0) } ?? (value as? NSNumber)?.int64Value
+        return id.flatMap { $0 > 0 ? $0 : nil }
     }
 
     /// `settings._billingGracePeriodEnabled`, refused when it is not true or false (nil when absent).

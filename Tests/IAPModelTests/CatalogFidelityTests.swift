@@ -67,6 +67,22 @@ import Testing
         }
     }
 
+    /// A file Xcode synced with App Store Connect names the app's Apple ID in its settings: the catalog takes it
+    /// (a backend configured with the real id then accepts the artifacts) and says so; a file without one keeps the
+    /// default.
+    @Test func theAppsAppleIdOfASyncedFileIsRead() throws {
+        let path = Self.fixtures.appendingPathComponent("Passes.storekit").path
+        let c = try CatalogLoader.load(path: path)
+        #expect(c.appAppleId == 6_460_000_000)
+        #expect(
+            c.notes.contains { $0.contains("App Apple ID 6460000000 from the file's settings._applicationInternalID") })
+        let original = try String(contentsOfFile: path, encoding: .utf8)
+        let unsynced = original.replacingOccurrences(of: #""_applicationInternalID" : "6460000000", "#, with: "")
+        #expect(unsynced != original)
+        let plain = try CatalogLoader.load(path: try Self.write(unsynced, as: "unsynced.storekit"))
+        #expect(plain.appAppleId == Catalog.standard.appAppleId)
+    }
+
     @Test func familySharingOfAPassAnEmptyGroupAndAZeroPeriodAreRefused() throws {
         let original = try String(
             contentsOf: Self.fixtures.appendingPathComponent("Passes.storekit"), encoding: .utf8)
