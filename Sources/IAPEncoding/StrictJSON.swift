@@ -43,7 +43,7 @@ public final class StrictJSON {
                 ending
                 ? ""
                 : "; the file ends at byte \(data.count) (\(Self.lineAndColumn(data, data.count))) inside an unfinished value: truncated?"
-            problem("", "not valid JSON (\(Self.reason(error)))\(hint)")
+            problem("", "not valid JSON (\(Self.reason(error))\(Self.whereAround(error, in: data)))\(hint)")
             return nil
         }
         guard let dict = value as? [String: Any] else {
@@ -74,6 +74,16 @@ public final class StrictJSON {
             if b == 0x0A { line += 1; column = 1 } else { column += 1 }
         }
         return "line \(line), column \(column)"
+    }
+
+    /// Foundation's parser says where it stopped as "around character N" (a count of UTF-16 units, which is the
+    /// byte offset in the ASCII of JSON's syntax): the line and column of it, or "" when it does not say.
+    static func whereAround(_ error: any Error, in data: Data) -> String {
+        let text = reason(error)
+        guard let r = text.range(of: "around character ") else { return "" }
+        let digits = text[r.upperBound...].prefix { $0.isASCII && $0.isNumber }
+        guard let n = Int(digits), n <= data.count else { return "" }
+        return ", at \(lineAndColumn(data, n))"
     }
 
     public static func reason(_ error: any Error) -> String {
@@ -110,6 +120,11 @@ public final class StrictJSON {
             throw ConfigError(file: path, key: "", "is a directory, not a file")
         }
         if !FileManager.default.fileExists(atPath: path) { throw ConfigError(file: path, key: "", "no such file") }
+        // A pipe or a device would be read forever or as nothing: only a regular file is a configuration file.
+        var st = stat()
+        if stat(path, &st) == 0, st.st_mode & S_IFMT != S_IFREG {
+            throw ConfigError(file: path, key: "", "is not a regular file (a pipe, a device or a socket)")
+        }
         let data: Data
         do {
             data = try Data(contentsOf: URL(fileURLWithPath: path))
@@ -149,7 +164,13 @@ public final class StrictJSON {
             self.reader = reader
         }
 
-        public func keyPath(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
+        /// `products[0].type`; a key that is not a plain name (a product id with dots, as `nonRenewing`'s keys are)
+        /// in brackets and quotes, so the path reads one way: `nonRenewing["com.acme.pass.year"]`.
+        public func keyPath(_ key: String) -> String {
+            let plain = !key.isEmpty && key.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }
+            if !plain { return "\(path)[\(key.debugDescription)]" }
+            return path.isEmpty ? key : "\(path).\(key)"
+        }
 
         /// Records a problem at `key` (a full key path) in the file being read.
         public func problem(_ key: String, _ message: String) { reader.problem(key, message) }

@@ -17,7 +17,7 @@ public struct Catalog: Codable, Hashable, Sendable {
     /// What reading the file dropped or assumed, for the run's header and the certification report.
     public var notes: [String] {
         var out = defaultedDurations.sorted().map {
-            "\($0) is a non-renewing subscription without a duration in the file: one month assumed (give it in the --entitlements file: {\"nonRenewing\": {\"\($0)\": \"P3M\"}})"
+            "\($0.debugDescription) is a non-renewing subscription without a duration in the file: one month assumed (give it in the --entitlements file: {\"nonRenewing\": {\"\($0)\": \"P3M\"}})"
         }
         out += skipped
         // Grace applies to auto-renewable subscriptions only: a catalog without any has nothing to say of it.

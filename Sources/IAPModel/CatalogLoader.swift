@@ -30,6 +30,7 @@ public enum CatalogLoader {
         let r = StrictJSON(file: file)
         let root = try r.root(data)
         let bundleId = root.string("bundleId")
+        if let b = bundleId, let why = bundleIdProblem(b) { r.problem("bundleId", why) }
         let appAppleId = root.int("appAppleId", range: 1...Int64.max)
         let env = root.choice("environment", Environment.known.map(\.rawValue))
         var grace: GracePeriodSetting?
@@ -163,11 +164,22 @@ public enum CatalogLoader {
                 first[p.id] = path
             }
         }
-        if products.isEmpty { r.problem("products", "the catalog has no products") }
+        // Products listed but each refused already says why: "no products" on top would read as an empty file.
+        if products.isEmpty && r.problems.isEmpty { r.problem("products", "the catalog has no products") }
     }
 
     /// Why App Store Connect would refuse `id` as a product or group id: empty, or holding a control character (a
     /// NUL, a newline); nil when it would take it.
+    /// Why `id` cannot be an app's bundle id (empty, blank, or holding white space or a control character: App Store
+    /// Connect takes letters, digits, hyphens and periods), or nil.
+    public static func bundleIdProblem(_ id: String) -> String? {
+        if id.trimmingCharacters(in: .whitespaces).isEmpty { return "a bundle id cannot be empty" }
+        if id.unicodeScalars.contains(where: { CharacterSet.whitespacesAndNewlines.contains($0) }) {
+            return "\(id.debugDescription) holds white space: a bundle id is letters, digits, hyphens and periods"
+        }
+        return idProblem(id)
+    }
+
     static func idProblem(_ id: String) -> String? {
         if id.isEmpty { return "an id cannot be empty" }
         if id.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {

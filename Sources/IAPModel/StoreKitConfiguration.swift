@@ -13,6 +13,13 @@ public enum StoreKitConfiguration {
     public static func catalog(from data: Data, file: String, defaults: Catalog) throws(ConfigError) -> Catalog {
         let r = StrictJSON(file: file)
         let root = try r.root(data)
+        // An iapcheck catalog under a .storekit name: every product would be refused for keys it does not use.
+        if root.has("bundleId") && root.has("appAppleId") {
+            throw ConfigError(
+                file: file, key: "bundleId",
+                "this is an iapcheck catalog (bundleId, appAppleId), not an Xcode StoreKit configuration: name it .json"
+            )
+        }
         var read = Reading(reader: r)
         for p in root.objects("products", required: false) ?? [] { read.product(p) }
         for p in root.objects("nonRenewingSubscriptions", required: false) ?? [] { read.nonRenewing(p) }

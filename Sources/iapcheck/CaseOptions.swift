@@ -168,6 +168,9 @@ struct CaseOptions: ParsableArguments {
     static func load(catalog: String?, bundleId: String?, policy: String? = nil) throws(ConfigError) -> (
         Catalog, Policy
     ) {
+        if let b = bundleId, let why = CatalogLoader.bundleIdProblem(b) {
+            throw ConfigError(file: "--bundle-id", key: "bundleId", why)
+        }
         var defaults = Catalog.standard
         if let b = bundleId { defaults.bundleId = b }
         let catalogPath = catalog

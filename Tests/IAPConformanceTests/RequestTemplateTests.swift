@@ -114,7 +114,7 @@ import Testing
         let text = problems.joined(separator: "\n")
         #expect(
             text.contains("routes.appTransaction.path: {signedPayload} is not filled in for appTransaction"), "\(text)")
-        #expect(text.contains("routes.appTransaction.headers.X-A: {nope} is not a placeholder"), "\(text)")
+        #expect(text.contains(#"routes.appTransaction.headers["X-A"]: {nope} is not a placeholder"#), "\(text)")
         #expect(text.contains("Host is set by iapcheck"), "\(text)")
         #expect(text.contains("routes.appTransaction.body: one of"), "\(text)")
         #expect(text.contains("routes.appTransaction.accepted[1]"), "\(text)")

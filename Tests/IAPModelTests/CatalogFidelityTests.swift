@@ -20,7 +20,7 @@ import Testing
         let path = Self.fixtures.appendingPathComponent("Passes.storekit").path
         let c = try CatalogLoader.load(path: path)
         #expect(c.defaultedDurations == ["com.example.lessons.week", "com.example.lessons.year"])
-        #expect(c.notes.contains { $0.hasPrefix("com.example.lessons.year is a non-renewing subscription") })
+        #expect(c.notes.contains { $0.hasPrefix("\"com.example.lessons.year\" is a non-renewing subscription") })
         // The installment plan is left out, and said, not fatal.
         #expect(c.notes.contains { $0.contains("MONTHLY_INSTALLMENTS") })
         #expect(c.product("com.example.lessons.monthly")?.kind == .autoRenewable)
@@ -38,7 +38,7 @@ import Testing
         #expect {
             try CatalogLoader.addingEntitlements(path: wrong, to: c)
         } throws: { e in
-            (e as? ConfigError)?.problems.contains { $0.key == "nonRenewing.com.example.lessons.monthly" } == true
+            (e as? ConfigError)?.problems.contains { $0.key == #"nonRenewing["com.example.lessons.monthly"]"# } == true
         }
     }
 
@@ -128,7 +128,8 @@ import Testing
         let text = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         p.waitUntilExit()
         #expect(p.terminationStatus == 0)
-        #expect(text.contains("com.example.lessons.year is a non-renewing subscription without a duration"), "\(text)")
+        #expect(
+            text.contains("\"com.example.lessons.year\" is a non-renewing subscription without a duration"), "\(text)")
         #expect(text.contains("MONTHLY_INSTALLMENTS"), "\(text)")
     }
 }

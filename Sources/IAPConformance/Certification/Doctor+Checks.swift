@@ -268,7 +268,7 @@ extension DoctorSession {
                 ? ["a minute before the purchase", "a minute after it"]
                 : ["a minute before the purchase", "a minute before expiry", "a minute after it"]
             let when =
-                "\(s.subject) "
+                "\(s.subject.debugDescription) "
                 + zip(names, observed).map { "\($0.1 ? "active" : "inactive") \($0.0)" }.joined(separator: ", ")
                 + " (purchase \(CivilTime.iso8601(start))\(s.expiry.map { ", expiry \(CivilTime.iso8601($0))" } ?? ""))"
             if observed == expected {
@@ -281,7 +281,7 @@ extension DoctorSession {
                 // lists what it holds, inactive).
                 add(
                     "answer", .misconfigured,
-                    "\(s.subject) is never in the answer, not even a minute \(s.expiry == nil ? "after its purchase" : "before its expiry"), when it is active: \(when)",
+                    "\(s.subject.debugDescription) is never in the answer, not even a minute \(s.expiry == nil ? "after its purchase" : "before its expiry"), when it is active: \(when)",
                     fix: Self.neverActiveFix(s.subject, entitlements: entitlements, clockFix: doctor.hints.clockFix))
                 return false
             }
