@@ -149,6 +149,11 @@ public enum StoreKitConfiguration {
                     "\(id ?? "?"): introductoryOffers has \(intros.count) offers (one per eligibility rule or billing plan); the subscription is checked with the first"
                 )
             }
+            if let single, let first = intros.first, single != first {
+                skipped.append(
+                    "\(id ?? "?"): introductoryOffer and introductoryOffers[0] differ; the subscription is checked with introductoryOffer (\(single.discountType.rawValue) \(single.period.iso8601))"
+                )
+            }
             skipInstallmentPlans(s, id: id)
             let promos = (s.objects("adHocOffers", required: false) ?? []).compactMap { offer($0, idKey: "offerID") }
             let codes = (s.objects("codeOffers", required: false) ?? []).compactMap {

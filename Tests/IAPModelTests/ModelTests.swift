@@ -228,6 +228,15 @@ import Testing
         let both = try CatalogLoader.load(path: two)
         #expect(both.product("s")?.introductoryOffer?.period == Period(1, .month))
         #expect(both.notes.contains { $0.contains("introductoryOffers has 2 offers") }, "\(both.notes)")
+        // Both forms, disagreeing: the singular one, and the run says so.
+        let disagree = Self.write(
+            #"{"subscriptionGroups":[{"id":"g","subscriptions":[{"productID":"s","groupNumber":1,"#
+                + #""recurringSubscriptionPeriod":"P1Y","introductoryOffer":{"paymentMode":"payUpFront","#
+                + #""subscriptionPeriod":"P6M"},"introductoryOffers":[{"paymentMode":"free","subscriptionPeriod":"P3M"}]}]}]}"#,
+            ext: "storekit")
+        let singular = try CatalogLoader.load(path: disagree)
+        #expect(singular.product("s")?.introductoryOffer?.period == Period(6, .month))
+        #expect(singular.notes.contains { $0.contains("introductoryOffer and introductoryOffers[0] differ") })
         // Xcode's format 5 puts the ordinary plan on every subscription: read as usual.
         let upfront = Self.write(
             #"{"subscriptionGroups":[{"id":"g","subscriptions":[{"productID":"s","groupNumber":1,"recurringSubscriptionPeriod":"P1Y","billingPlans":[{"billingPlanType":"BILLED_UPFRONT","displayPrice":"49.99"}]}]}]}"#,
