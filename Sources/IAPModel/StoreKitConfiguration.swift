@@ -46,11 +46,11 @@ public enum StoreKitConfiguration {
         c.products = read.products
         c.defaultedDurations = read.defaulted
         c.skipped = read.skipped
-        // settings._applicationInternalID: the app's Apple ID, in a file Xcode synced with App Store Connect.
-        if let id = appleId(root) {
-            c.appAppleId = id
+        // settings._applicationInternalID: the app's Apple ID, in a file Xcode synced with App Store Connect. Said,
+        // not taken: backends set up for iapcheck's default id would refuse every artifact after an upgrade.
+        if let id = appleId(root), id != c.appAppleId {
             c.skipped.append(
-                "App Apple ID \(id) from the file's settings._applicationInternalID (the app's Apple ID in a file synced with App Store Connect); --app-apple-id gives another"
+                "App Apple ID: the file names \(id) (settings._applicationInternalID, the app's Apple ID when Xcode synced it with App Store Connect); artifacts are signed for \(c.appAppleId) unless you give --app-apple-id \(id), as a backend configured like production expects"
             )
         }
         return c

@@ -28,7 +28,7 @@ struct CaseOptions: ParsableArguments {
     @Option(
         name: .long,
         help: ArgumentHelp(
-            "The app's App Store id (appAppleId), as the backend is configured; overrides the catalog's (a .storekit file's settings._applicationInternalID when Xcode synced it with App Store Connect, else 1234567890).",
+            "The app's App Store id (appAppleId), as the backend is configured; overrides the catalog's (a .storekit file has none of its own: 1234567890; the run's header names the id a synced file carries).",
             valueName: "ID"))
     var appAppleId: Int64?
 
@@ -137,8 +137,8 @@ struct CaseOptions: ParsableArguments {
                     file: "--app-apple-id", key: "appAppleId", "must be a positive number, not \(appAppleId)")
             }
             c.appAppleId = appAppleId
-            // The file's own id is not the one used: its note would mislead.
-            c.skipped.removeAll { $0.hasPrefix("App Apple ID ") }
+            // Stated: the note on the file's own id has nothing left to say.
+            c.skipped.removeAll { $0.hasPrefix("App Apple ID: ") }
         }
         if let environment {
             guard [Environment.production, .sandbox].map(\.rawValue).contains(environment) else {
