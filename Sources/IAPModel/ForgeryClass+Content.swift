@@ -15,12 +15,22 @@ extension ForgeryClass {
     public static func tempting(_ tx: JWSTransactionDecodedPayload, newPurchase: Bool = true)
         -> JWSTransactionDecodedPayload
     {
-        var t = tx
-        if newPurchase { t.transactionId = forgedTransactionId(tx.transactionId) }
+        var t = newPurchase ? Self.ownPurchase(tx) : tx
         t.revocationDate = nil
         t.revocationReason = nil
         t.revocationType = nil
         t.expiresDate = t.expiresDate.map { $0 + temptingExtension }
+        return t
+    }
+
+    /// `tx` as a purchase of its own: another transaction id and billing-period id (`webOrderLineItemId`), signed a
+    /// second later. A backend that applies it unverified shows it whatever it keys its records by: a first copy
+    /// per transaction id keeps it as new; one per billing period, or the newest signed per purchase, takes it.
+    public static func ownPurchase(_ tx: JWSTransactionDecodedPayload) -> JWSTransactionDecodedPayload {
+        var t = tx
+        t.transactionId = forgedTransactionId(tx.transactionId)
+        t.webOrderLineItemId = tx.webOrderLineItemId.map(forgedTransactionId)
+        t.signedDate = tx.signedDate + 1000
         return t
     }
 
@@ -61,9 +71,7 @@ extension ForgeryClass {
     public func content(_ tx: JWSTransactionDecodedPayload) -> JWSTransactionDecodedPayload {
         if isHardeningOnly { return tx }
         guard isIdentityMismatch else { return Self.tempting(tx, newPurchase: !mayBeAcknowledged) }
-        var t = withIdentity(tx)
-        t.transactionId = Self.forgedTransactionId(tx.transactionId)
-        return t
+        return Self.ownPurchase(withIdentity(tx))
     }
 
     /// The content of a forged renewal info of this class: the identity the class is about (a renewal info names no

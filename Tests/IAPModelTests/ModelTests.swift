@@ -320,6 +320,10 @@ import Testing
                 // A purchase the store never made, in the same chain; a replay is about the genuine transaction.
                 #expect(forged.originalTransactionId == tx.originalTransactionId, "\(f)")
                 #expect((forged.transactionId == tx.transactionId) == f.mayBeAcknowledged, "\(f)")
+                if !f.mayBeAcknowledged {
+                    // Its own billing period, signed later: new to a backend whatever it keys purchases by.
+                    #expect(forged.webOrderLineItemId != tx.webOrderLineItemId && forged.signedDate > tx.signedDate)
+                }
             }
         }
     }
