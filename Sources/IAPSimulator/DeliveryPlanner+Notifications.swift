@@ -98,8 +98,13 @@ extension DeliveryPlanner {
         _ n: EmittedNotification, first: Millis, _ sim: StoreSimulator, _ src: ChoiceSource, into out: inout Outbox
     ) {
         let env = sim.catalog.environment
-        let forgery = src.pick(
-            ForgeryClass.allCases.filter { $0.channels.contains(.notification) && $0.applies(in: env) })
+        // One forgery in four is a forged nested transaction in a genuine envelope: the one a verifier built on
+        // Apple's libraries misses by itself (they verify the envelope, not what it carries), and among two dozen
+        // classes drawn alike it came once in a hundred notifications.
+        let forgery =
+            src.chance(25) && n.payload.data?.transactionInfo != nil
+            ? ForgeryClass.forgedNestedTransaction
+            : src.pick(ForgeryClass.allCases.filter { $0.channels.contains(.notification) && $0.applies(in: env) })
         // Nil: nothing to forge in this notification's shape.
         guard var forged = Self.forged(n.payload, as: forgery, environment: env) else { return }
         if forgery == .replayedNotificationUUID {
