@@ -24,11 +24,11 @@ public struct Catalog: Codable, Hashable, Sendable {
         guard products.contains(where: { $0.kind == .autoRenewable }) else { return out }
         if graceChoice == .variesWhileOn {
             out.append(
-                "Billing Grace Period is on in the file's settings, which give no length: each case draws 3, 16 or 28 days, for all renewals or paid ones only"
+                "Billing Grace Period is on, with no length given: each case draws 3, 16 or 28 days, for all renewals or paid ones only"
             )
         }
         if graceChoice == .declared && gracePeriod == nil {
-            out.append("Billing Grace Period is off in the catalog: no case has grace")
+            out.append("Billing Grace Period is off: no case has grace")
         }
         if graceChoice == .varies && xcodeGraceOff {
             out.append(
@@ -45,6 +45,7 @@ public struct Catalog: Codable, Hashable, Sendable {
     /// `--grace`: the app's Billing Grace Period as the user states it (docs/catalog.md#billing-grace-period): `off`
     /// (no case has grace), `on` (each case draws a setting with grace), `drawn` (each case draws off or on).
     public mutating func stateGrace(_ word: String) -> Bool {
+        xcodeGraceOff = false
         switch word {
         case "off": (gracePeriod, graceChoice) = (nil, .declared)
         case "on":

@@ -23,13 +23,15 @@ extension ForgeryClass {
         return t
     }
 
-    /// `tx` as a purchase of its own: another transaction id and billing-period id (`webOrderLineItemId`), signed a
-    /// second later. A backend that applies it unverified shows it whatever it keys its records by: a first copy
-    /// per transaction id keeps it as new; one per billing period, or the newest signed per purchase, takes it.
+    /// `tx` as a purchase of its own: another transaction id and billing-period id (`webOrderLineItemId`), bought
+    /// and signed a second later. A backend that applies it unverified keeps it as new under the usual keys (a
+    /// first copy per transaction id, per billing period, or per chain and purchase date) or takes it as the newest
+    /// signed version.
     public static func ownPurchase(_ tx: JWSTransactionDecodedPayload) -> JWSTransactionDecodedPayload {
         var t = tx
         t.transactionId = forgedTransactionId(tx.transactionId)
         t.webOrderLineItemId = tx.webOrderLineItemId.map(forgedTransactionId)
+        t.purchaseDate = tx.purchaseDate + 1000
         t.signedDate = tx.signedDate + 1000
         return t
     }
@@ -82,7 +84,9 @@ extension ForgeryClass {
         switch self {
         case .wrongEnvironment: t.environment = r.environment.counterpart
         case .xcodeEnvironment: t.environment = r.environment.xcodeForgery
-        case .wrongBundleId, .wrongAppAppleId: break
+        // A renewal info names no app; in a forged-nested-transaction notification it is Apple's own, validly
+        // signed: a worker that verifies each nested token and applies the one that verifies is right to apply it.
+        case .wrongBundleId, .wrongAppAppleId, .forgedNestedTransaction: break
         default: t = Self.tempting(r)
         }
         return t

@@ -36,7 +36,11 @@ public struct ForgeryKit: Sendable {
         userId: String
     ) -> Delivery {
         // An oversized token carries the genuine purchase: its only fault is its size (ForgeryClass.isHardeningOnly).
-        let content = f.isHardeningOnly ? notification.data?.transactionInfo ?? tempting : tempting
+        var content = f.isHardeningOnly ? notification.data?.transactionInfo ?? tempting : tempting
+        // A replay is Apple's own notification again, about the same transaction (ForgeryClass.content): its ids.
+        if f.mayBeAcknowledged, let genuine = notification.data?.transactionInfo {
+            (content.transactionId, content.webOrderLineItemId) = (genuine.transactionId, genuine.webOrderLineItemId)
+        }
         var n = notification
         n.data?.transactionInfo = content
         if f != .replayedNotificationUUID { n.notificationUUID = "f00d" + n.notificationUUID.dropFirst(4) }

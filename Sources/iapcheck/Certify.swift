@@ -130,7 +130,10 @@ struct Certify: ParsableCommand {
         if v is any ConcurrentValidator { return (true, nil) }
         guard v is any RaceableValidator else {
             if parallel { throw ValidationError(Check.parallelNeeds) }
-            return (false, nil)
+            return (
+                false,
+                "this validator answers one call at a time (an exec: program, a mutant or a variant); the built-in reference is checked with certify --parallel"
+            )
         }
         return parallel
             ? (true, nil)

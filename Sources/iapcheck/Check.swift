@@ -326,7 +326,7 @@ struct Check: ParsableCommand {
         if !FileManager.default.fileExists(atPath: dir) {
             // Cases another backend found (another name or address) stay where they are.
             let others = Corpus.otherFolders(
-                ofApp: bundleId, foundWith: [t.displayName, "http:\(t.host):\(t.port)"], besides: dir)
+                ofApp: bundleId, foundWith: [t.displayName, "http:\(t.host):\(t.port)", "http:\(file)"], besides: dir)
             if !others.isEmpty {
                 // One note, however many folders: each with its count and the move that adopts it.
                 let each = others.map { other, n in

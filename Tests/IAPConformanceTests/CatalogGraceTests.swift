@@ -2,6 +2,7 @@ import Foundation
 import IAPConformance
 import IAPEncoding
 import IAPModel
+import IAPMutants
 import IAPReference
 import IAPTesting
 import Testing
@@ -65,6 +66,20 @@ import Testing
         let drawn = Self.graces(withGrace)
         #expect(!drawn.contains(nil) && drawn.count >= 3, "\(drawn)")
         #expect(withGrace.notes.contains { $0.contains("Billing Grace Period is on") })
+        // A grace bug fails on a case that drew grace, and the FAIL line says the draw was iapcheck's, not the app's.
+        var o = CheckOptions()
+        (o.cases, o.seed, o.catalog, o.shrinkBudget.maxAttempts) = (
+            300, 1, try CatalogLoader.load(path: Self.passes), 50
+        )
+        var lines: [String] = []
+        _ = try CheckRun(
+            validator: "mutant:no-grace", checker: Checker(options: o, validator: Mutants.named("no-grace")!.make())
+        ).run { lines.append($0) }
+        #expect(
+            lines.contains {
+                $0.hasPrefix("FAIL") && $0.contains("does not state the app's setting") && $0.contains("--grace off")
+            },
+            "\(lines)")
         // Not true or false: refused with its key, not ignored.
         try Data(
             text.replacingOccurrences(

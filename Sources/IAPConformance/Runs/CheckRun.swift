@@ -152,7 +152,7 @@ public struct CheckRun {
                         s,
                         headline: "FAIL \(d.finding) — property \(d.property.rawValue) (corpus \(file))"
                             + (checker.settlesLater((testCase, .discrepancy(d))) ? Self.lagNote : "")
-                            + Self.settleNote(checker.validator.settleSeconds)))
+                            + (d.kind == .answer ? Self.settleNote(checker.validator.settleSeconds) : "")))
             case .validatorFailed(let f, _):
                 found.failures.append(.init(f, caseIndex: nil))
                 emit("VALIDATOR FAILURE \(f) (corpus \(file))")
@@ -242,7 +242,20 @@ public struct CheckRun {
             + f.shrinkClause(timeBudget: options.shrinkBudget.maxSeconds, timed: options.outOfProcess) + ")"
             + Self.propertyNote(d, in: f.shrunk, caseProperty: f.property)
             + (f.settlesLater ? Self.lagNote : "")
-            + Self.settleNote(checker.validator.settleSeconds, flaky: f.flaky != nil)
+            + (d.kind == .answer ? Self.settleNote(checker.validator.settleSeconds, flaky: f.flaky != nil) : "")
+            + Self.drawnGraceNote(f.shrunk, graceChoice: options.catalog.graceChoice)
+    }
+
+    /// Under a FAIL line about grace in a case whose grace was drawn (the catalog does not state the app's setting):
+    /// an app without Billing Grace Period never sends it, so its backend may rightly ignore it
+    /// (docs/catalog.md#billing-grace-period).
+    static func drawnGraceNote(_ c: GeneratedCase, graceChoice: GraceChoice) -> String {
+        // Grace shows only where billing fails inside it: the timeline says "grace until".
+        guard graceChoice != .declared, let g = c.config.catalog.gracePeriod,
+            c.events.contains(where: { $0.summary.contains("grace until") || $0.summary.contains("inside grace") })
+        else { return "" }
+        return
+            "\n  (this case drew Billing Grace Period \(g.days) d: the catalog does not state the app's setting; if the app has none in App Store Connect, --grace off)"
     }
 
     /// Under a FAIL line of a backend with a settle time: what its answers were given, so a reader does not take a
