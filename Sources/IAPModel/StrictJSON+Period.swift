@@ -24,26 +24,23 @@ extension StrictJSON.Object {
     /// durations App Store Connect offers for them (P3D, P1W, P2W, P1M, P2M, P3M, P6M, P1Y). A longer one is no
     /// offer the App Store sells, and would carry histories years past what any check needs.
     public func offerPeriod(_ key: String) -> Period? {
-        guard let p = period(key) else { return nil }
-        guard Period.appleOfferPeriods.contains(p) else {
-            reader.problem(
-                keyPath(key),
-                "\"\(p.iso8601)\" is not a duration App Store Connect offers for a subscription offer (\(Period.appleOfferPeriods.map(\.iso8601).joined(separator: ", ")))"
-            )
-            return nil
-        }
-        return p
+        period(
+            key, among: Period.appleOfferPeriods, "is not a duration App Store Connect offers for a subscription offer")
     }
 
     /// An auto-renewable subscription's period: one of the durations App Store Connect offers (P1W, P1M, P2M,
     /// P3M, P6M, P1Y). Sandbox and Xcode accelerate renewals by their own settings, not by the period.
     public func renewalPeriod(_ key: String) -> Period? {
+        period(
+            key, among: Period.appleRenewalPeriods,
+            "is not a period App Store Connect offers for auto-renewable subscriptions")
+    }
+
+    /// The period at `key` when it is one of `allowed`; otherwise a problem saying `why` and listing them.
+    func period(_ key: String, among allowed: [Period], _ why: String) -> Period? {
         guard let p = period(key) else { return nil }
-        guard Period.appleRenewalPeriods.contains(p) else {
-            reader.problem(
-                keyPath(key),
-                "\"\(p.iso8601)\" is not a period App Store Connect offers for auto-renewable subscriptions (\(Period.appleRenewalPeriods.map(\.iso8601).joined(separator: ", ")))"
-            )
+        guard allowed.contains(p) else {
+            reader.problem(keyPath(key), "\"\(p.iso8601)\" \(why) (\(allowed.map(\.iso8601).joined(separator: ", ")))")
             return nil
         }
         return p

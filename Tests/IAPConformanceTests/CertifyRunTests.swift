@@ -63,6 +63,12 @@ import Testing
         #expect(racy.verdictWord == "NOT CERTIFIED", "\(racy.lines)")
         #expect(racy.properties.first { $0.property == "parallel-delivery" }?.passed == false, "\(racy.lines)")
         #expect(racy.properties.filter { $0.property != "parallel-delivery" }.allSatisfy { $0.passed })
+        // Its replay races too: check takes parallel-delivery's concurrent clients with --parallel.
+        #expect(
+            racy.divergences.contains {
+                $0.replay?.contains("--property parallel-delivery --seed 808 --parallel") == true
+            },
+            "\(racy.divergences.map(\.replay))")
     }
 
     @Test func parallelDeliveryNotAskedIsListedAsNotChecked() {

@@ -77,7 +77,8 @@ public struct CertifyRun {
             var (result, found) = CertificationSuite.propertyResult(
                 e, cases: counts[i], checked,
                 replay:
-                    "iapcheck check --validator \(Shell.quote(spec)) --property \(e.property.rawValue) --seed \(e.seed)",
+                    "iapcheck check --validator \(Shell.quote(spec)) --property \(e.property.rawValue) --seed \(e.seed)"
+                    + (e.property == .parallelDelivery ? " --parallel" : ""),
                 arguments: faultArgs)
             // Failing cases whose signature the baseline accepts: counted, not shrunk, and not failures.
             let met = checked.repeatsOfReported.filter { baseline?.entry(for: $0.key) != nil }
