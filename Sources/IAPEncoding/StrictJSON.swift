@@ -50,6 +50,7 @@ public final class StrictJSON {
             problem("", "expected a JSON object at the top level")
             return nil
         }
+        recordDuplicateKeys(data)
         return Object(dict, path: "", reader: self)
     }
 
@@ -166,7 +167,9 @@ public final class StrictJSON {
 
         /// `products[0].type`; a key that is not a plain name (a product id with dots, as `nonRenewing`'s keys are)
         /// in brackets and quotes, so the path reads one way: `nonRenewing["com.acme.pass.year"]`.
-        public func keyPath(_ key: String) -> String {
+        public func keyPath(_ key: String) -> String { Self.keyPath(key, under: path) }
+
+        static func keyPath(_ key: String, under path: String) -> String {
             let plain = !key.isEmpty && key.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }
             if !plain { return "\(path)[\(key.debugDescription)]" }
             return path.isEmpty ? key : "\(path).\(key)"

@@ -282,6 +282,29 @@ import Testing
         }
     }
 
+    @Test func aKeyWrittenTwiceInOneObjectIsReportedWithBothPlaces() {
+        // Foundation keeps one of the two values silently: a pasted second product under the same key in
+        // `nonRenewing`, or a second `bundleId`, must not quietly replace the first.
+        let path = Self.write(
+            "{\n  \"bundleId\": \"a\",\n  \"nonRenewing\": {\"com.x.pass\": \"P1M\", \"com.x.pass\": \"P1Y\"},\n"
+                + "  \"products\": [{\"id\": \"p\", \"i\\u0064\": \"q\"}],\n  \"bundleId\": \"b\"\n}")
+        #expect {
+            try CatalogLoader.load(path: path)
+        } throws: { error in
+            let problems = (error as? ConfigError)?.problems ?? []
+            return problems.contains { $0.key == #"nonRenewing["com.x.pass"]"# && $0.message.contains("line 3") }
+                && problems.contains { $0.key == "products[0].id" && $0.message.contains("written twice") }
+                && problems.contains {
+                    $0.key == "bundleId" && $0.message.contains("line 2, column 3")
+                        && $0.message.contains("line 5, column 3")
+                }
+        }
+        // The same key in two different objects, and a key inside a string value, are no repeat.
+        let reader = StrictJSON(file: "inline.json")
+        _ = try? reader.root(Data(#"{"a": {"k": 1}, "b": [{"k": 2}, {"k": "{\"a\": 1, \"a\": 2}"}], "c": "a"}"#.utf8))
+        #expect(reader.problems.isEmpty)
+    }
+
     @Test func aDirectoryIsNamedAsSuch() {
         #expect {
             try CatalogLoader.load(path: Scratch.directory)
