@@ -8,7 +8,7 @@ import IAPValidatorAPI
 /// The fixed, versioned certification suite: named seeds and case counts per property, plus a probe of every
 /// forgery class. Changing any number here is a new suite version.
 public enum CertificationSuite {
-    public static let version = "iapcheck-certify/2"
+    public static let version = "iapcheck-certify/3"
 
     public struct Entry: Codable, Sendable {
         public var property: PropertyName
