@@ -20,8 +20,11 @@ public final class StrictJSON {
         return Set(obj.keys)
     }
 
+    /// The largest configuration file read (catalogs of thousands of products are a few megabytes).
+    public static let maxFileBytes = 32 << 20
+
     /// Parses `data` as a JSON object; records a problem and returns nil when it is not one.
-    public func parseObject(_ data: Data, maxBytes: Int = 32 << 20) -> Object? {
+    public func parseObject(_ data: Data, maxBytes: Int = StrictJSON.maxFileBytes) -> Object? {
         guard data.count <= maxBytes else {
             problem("", "file is \(data.count) bytes, more than the \(maxBytes) allowed")
             return nil
@@ -120,11 +123,22 @@ public final class StrictJSON {
         if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
             throw ConfigError(file: path, key: "", "is a directory, not a file")
         }
-        if !FileManager.default.fileExists(atPath: path) { throw ConfigError(file: path, key: "", "no such file") }
+        if !FileManager.default.fileExists(atPath: path) {
+            var link = stat()
+            if lstat(path, &link) == 0 {
+                throw ConfigError(
+                    file: path, key: "", "is a symbolic link that leads nowhere readable (a loop or a missing target)")
+            }
+            throw ConfigError(file: path, key: "", "no such file")
+        }
         // A pipe or a device would be read forever or as nothing: only a regular file is a configuration file.
         var st = stat()
         if stat(path, &st) == 0, st.st_mode & S_IFMT != S_IFREG {
             throw ConfigError(file: path, key: "", "is not a regular file (a pipe, a device or a socket)")
+        }
+        // Refused before reading: a multi-gigabyte (or sparse) file would be read whole into memory first.
+        if st.st_size > maxFileBytes {
+            throw ConfigError(file: path, key: "", "file is \(st.st_size) bytes, more than the \(maxFileBytes) allowed")
         }
         let data: Data
         do {

@@ -218,8 +218,11 @@ public struct AnswerMapping: Sendable {
         do {
             root = try JSONSerialization.jsonObject(with: body, options: [.fragmentsAllowed])
         } catch {
-            throw Mismatch(
+            // No mapping makes a page of HTML or a truncated object an answer: the backend's fault, not the file's.
+            var m = Mismatch(
                 message: "the entitlements body is not JSON: \(String(decoding: body.prefix(200), as: UTF8.self))")
+            m.isWrongAnswer = true
+            throw m
         }
         let entitlements = try EntryReader(mapping: self, body: body, at: at).entries(self.entitlements, root: root).map
         { e in
@@ -268,8 +271,9 @@ public struct AnswerMapping: Sendable {
             } else {
                 n = nil
             }
-            guard let n, n.isFinite, abs(n) < 1e16 else { return nil }
-            return Millis(format == .epochS ? n * 1000 : n)
+            // Bounded after the scaling: 9.5e15 seconds is in range as a number and far past Int64 in milliseconds.
+            guard let n, case let ms = format == .epochS ? n * 1000 : n, ms.isFinite, abs(ms) < 1e16 else { return nil }
+            return Millis(ms)
         }
     }
 

@@ -9,6 +9,8 @@ extension HTTPValidator: DoctorHinting {
         h.whereIs = { op in "routes.\(op) in \(file)" }
         h.lastExchange = { [weak self] in self?.lastExchange }
         h.timeout = timeout
+        h.failureFix =
+            "the backend's answer above, or its log, says why (a clock header it cannot parse, a setting it lacks); a status the target file does not list is added to the route's \"accepted\" or \"refused\""
         h.unreachableFix =
             target.start == nil
             ? "start the backend on http://\(target.host):\(target.port) first, or fix \"baseURL\" in \(file) (or add a \"start\" section so iapcheck starts it)"

@@ -139,7 +139,9 @@ extension HTTPValidator {
             let scheme = "http://"
             let rest = base.hasPrefix(scheme) ? String(base.dropFirst(scheme.count)) : ""
             let hostPort = rest.split(separator: "/").first.map(String.init) ?? ""
-            let parts = hostPort.split(separator: ":")
+            // An IPv6 literal is written in brackets (RFC 3986): http://[::1]:8080.
+            let parts =
+                hostPort.hasPrefix("[::1]:") ? ["::1", hostPort.dropFirst(6)] : hostPort.split(separator: ":")
             var host = "127.0.0.1", port = 0
             if parts.count == 2, let p = Int(parts[1]), p > 0, p < 65536 {
                 host = String(parts[0])

@@ -53,7 +53,7 @@ public final class LoopbackHTTPClient {
     }
 
     public init(host: String, port: Int, timeout: TimeInterval) {
-        self.host = host == "localhost" ? "127.0.0.1" : host
+        self.host = host
         self.port = port
         self.timeout = timeout
     }
@@ -110,7 +110,8 @@ public final class LoopbackHTTPClient {
     ) throws(Failure) -> (status: Int, body: Data) {
         request.removeAll(keepingCapacity: true)
         func put(_ s: String) { request.append(contentsOf: s.utf8) }
-        put(method); put(" "); put(path); put(" HTTP/1.1\r\nHost: "); put(host); put(":"); put(String(port))
+        put(method); put(" "); put(path); put(" HTTP/1.1\r\nHost: "); put(host == "::1" ? "[::1]" : host); put(":");
+        put(String(port))
         put(oneRequestPerConnection ? "\r\nConnection: close\r\n" : "\r\nConnection: keep-alive\r\n")
         for (k, v) in headers { put(k); put(": "); put(v); put("\r\n") }
         if let body {
@@ -197,30 +198,44 @@ public final class LoopbackHTTPClient {
             }
         }
         var headerEnd = -1
-        var scanned = 0
-        while headerEnd < 0 {
-            if filled > Self.maxHeaderBytes {
-                throw fail(.malformed, "response headers longer than \(Self.maxHeaderBytes >> 10) KiB")
-            }
-            if !(try fill()) {
-                if filled == 0 { return nil }
-                throw fail(.closed, "the connection closed in the middle of a response")
-            }
-            var i = max(scanned - 3, 0)
-            while i + 3 < filled {
-                if inbox[i] == 13 && inbox[i + 1] == 10 && inbox[i + 2] == 13 && inbox[i + 3] == 10 {
-                    headerEnd = i; break
+        var status = 0
+        var interim = false
+        while true {
+            var scanned = 0
+            headerEnd = -1
+            while true {
+                var i = max(scanned - 3, 0)
+                while i + 3 < filled {
+                    if inbox[i] == 13 && inbox[i + 1] == 10 && inbox[i + 2] == 13 && inbox[i + 3] == 10 {
+                        headerEnd = i; break
+                    }
+                    i += 1
                 }
-                i += 1
+                scanned = filled
+                if headerEnd >= 0 { break }
+                if filled > Self.maxHeaderBytes {
+                    throw fail(.malformed, "response headers longer than \(Self.maxHeaderBytes >> 10) KiB")
+                }
+                if !(try fill()) {
+                    if filled == 0 && !interim { return nil }
+                    throw fail(.closed, "the connection closed in the middle of a response")
+                }
             }
-            scanned = filled
-        }
-        // "HTTP/1.x NNN"
-        guard headerEnd >= 12, inbox[0] == 0x48, inbox[1] == 0x54, inbox[2] == 0x54, inbox[3] == 0x50, inbox[4] == 0x2F,
-            let status = Self.digits(inbox, 9, 12)
-        else {
-            throw fail(
-                .malformed, "not an HTTP response: \(String(decoding: inbox[0..<min(filled, 100)], as: UTF8.self))")
+            // "HTTP/1.x NNN"
+            guard headerEnd >= 12, inbox[0] == 0x48, inbox[1] == 0x54, inbox[2] == 0x54, inbox[3] == 0x50,
+                inbox[4] == 0x2F, let code = Self.digits(inbox, 9, 12)
+            else {
+                throw fail(
+                    .malformed, "not an HTTP response: \(String(decoding: inbox[0..<min(filled, 100)], as: UTF8.self))")
+            }
+            status = code
+            // An interim response (100 Continue, 103 Early Hints) precedes the final one; a client skips those it
+            // did not ask for (RFC 9110 section 15.2). 101 would switch protocols: it stays final, and unexpected.
+            guard (100..<200).contains(status), status != 101 else { break }
+            let rest = headerEnd + 4
+            inbox.withUnsafeMutableBytes { b in _ = memmove(b.baseAddress!, b.baseAddress! + rest, filled - rest) }
+            filled -= rest
+            interim = true
         }
         var length: Int?
         var chunked = false

@@ -17,7 +17,7 @@ public enum CatalogLoader {
     /// Whether the file at `path` is read as an Xcode StoreKit configuration.
     public static func isStoreKit(path: String) -> Bool {
         path.hasSuffix(".storekit")
-            || ((try? Data(contentsOf: URL(fileURLWithPath: path))).map(looksLikeStoreKit) ?? false)
+            || ((try? StrictJSON.readFile(path)).map(looksLikeStoreKit) ?? false)
     }
 
     static func looksLikeStoreKit(_ data: Data) -> Bool {

@@ -3,6 +3,11 @@ extension EntitlementAnswer {
     /// its dictionaries: almost every question of a check agrees, and the lists hold a handful of entries, so a
     /// linear search per id is cheaper than hashing them. Ids are looked up by their first entry, as there.
     package func agrees(with expected: EntitlementAnswer) -> Bool {
+        // A validator may list thousands of ids (a hostile or broken one did: 150,000 unknown products per answer
+        // kept a 20-case check busy for minutes); the searches below are quadratic in that, the keyed comparison not.
+        if products.count + groups.count + consumables.count + entitlements.count > 64 {
+            return allDifferences(from: expected, ignoring: []).isEmpty
+        }
         typealias Grant = (active: Bool, state: EntitlementState, expires: Millis?, ownership: InAppOwnershipType?)
         /// What `grant` in ``answerDifferences(from:ignoring:)`` reports nothing for.
         func same(_ e: Grant?, _ o: Grant?) -> Bool {

@@ -328,28 +328,6 @@ public struct EntitlementAnswer: Codable, Hashable, Sendable {
         return out
     }
 
-    /// What makes this answer malformed as a validator's reply: an id listed twice, a negative or absurd
-    /// expiry. Empty for a well-formed answer. Each problem names the field.
-    public var problems: [String] {
-        var out: [String] = []
-        func duplicates(_ ids: [String], _ field: String) {
-            var seen: Set<String> = []
-            for id in ids where !seen.insert(id).inserted { out.append("\(field): \"\(id)\" is listed more than once") }
-        }
-        duplicates(products.map(\.productId), "products[].productId")
-        duplicates(groups.map(\.groupId), "groups[].groupId")
-        duplicates(consumables.map(\.productId), "consumables[].productId")
-        duplicates(entitlements.map(\.entitlementId), "entitlements[].entitlementId")
-        func range(_ e: Millis?, _ field: String) {
-            if let e, e < 0 || e > 253_402_300_799_999 {
-                out.append("\(field).expiresDate: \(e) is not an instant between 1970 and 9999")
-            }
-        }
-        for p in products { range(p.expiresDate, "products[\(p.productId)]") }
-        for g in entitlements { range(g.expiresDate, "entitlements[\(g.entitlementId)]") }
-        return out
-    }
-
     static func firstById<T>(_ list: [T], _ id: (T) -> String) -> [String: T] {
         var out: [String: T] = [:]
         for x in list where out[id(x)] == nil { out[id(x)] = x }

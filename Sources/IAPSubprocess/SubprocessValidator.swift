@@ -105,7 +105,9 @@ public final class SubprocessValidator: RestartableValidator {
             )
         }
         hello = h
-        if let n = h.name { name = "exec:\(n)" }
+        // The name a program gives itself goes into every report line: shown, never obeyed.
+        hello?.name = h.name.map { Terminal.visible(String($0.prefix(200))) }
+        if let n = hello?.name { name = "exec:\(n)" }
         if !profileKnown {
             do {
                 profile = try ValidatorProfile.parse(answers: h.answers, channels: h.channels, prefix: "hello.")

@@ -12,6 +12,9 @@ public enum Markup {
             case ">": out += "&gt;"
             case "\"": out += "&quot;"
             case "'": out += "&#39;"
+            // Not allowed in XML 1.0 even as a character reference (a JUnit file with one is refused whole).
+            case "\u{0}"..."\u{8}", "\u{B}", "\u{C}", "\u{E}"..."\u{1F}", "\u{FFFE}", "\u{FFFF}":
+                out += "\\u{" + String(c.value, radix: 16, uppercase: true) + "}"
             default: out.unicodeScalars.append(c)
             }
         }

@@ -10,6 +10,9 @@ public struct DoctorHints {
         "the validator must answer for the instant it is asked about (the query's `at`) and take `now` from each request, never from its own clock"
     /// What to change when the validator cannot be reached.
     public var unreachableFix = "start the validator, and check how iapcheck reaches it"
+    /// Where to look when a simple purchase already fails: the validator's own words, by transport.
+    public var failureFix =
+        "the validator's reply above, or its stderr, says why (a message or a field it does not read: docs/wire-protocol.md lists them)"
     /// The transport's limit per request (`--timeout`), in seconds; nil when it has none.
     public var timeout: Double?
     public init() {}

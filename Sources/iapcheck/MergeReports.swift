@@ -109,7 +109,7 @@ struct MergeReports: ParsableCommand {
 
     /// A saved counterexample (docs/corpus.md), by its schema.
     static func isCounterexample(_ file: String) -> Bool {
-        guard let data = FileManager.default.contents(atPath: file),
+        guard let data = try? StrictJSON.readFile(file),
             let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
         else { return false }
         return object["schema"] as? String == CorpusCase.schema
@@ -129,8 +129,8 @@ struct MergeReports: ParsableCommand {
 
     static func load(_ path: String) -> Result<Loaded, LoadError> {
         let data: Data
-        do { data = try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
-            return .failure(LoadError(description: "cannot read it: \(error.localizedDescription)"))
+        do { data = try StrictJSON.readFile(path) } catch {
+            return .failure(LoadError(description: error.problems.map(\.message).joined(separator: "; ")))
         }
         let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
         do {

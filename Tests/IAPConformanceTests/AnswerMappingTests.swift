@@ -161,6 +161,41 @@ import Testing
         }
     }
 
+    /// What the backend wrote, however wrong, is the backend's fault: an epoch in seconds past Int64 once made
+    /// milliseconds (it trapped), a string of such digits, and a body that is not JSON at all are wrong answers, not a
+    /// target file to fix.
+    @Test func anAbsurdOrUnreadableAnswerIsTheBackendsFault() throws {
+        let t = try Self.target(
+            Self.mapped(
+                #"{"entitlements": {"each": "/data", "key": "/id", "active": "/on", "expiresDate": {"pointer": "/until", "format": "epoch-s"}}}"#
+            ))
+        for until in ["9.5e15", "-9.5e15", #""9500000000000000""#, "1e300"] {
+            #expect {
+                try t.mapping!.answer(
+                    from: Data(#"{"data": [{"id": "pro", "on": true, "until": \#(until)}]}"#.utf8), at: 0)
+            } throws: { error in
+                (error as? AnswerMapping.Mismatch)?.message.contains("answer.entitlements.expiresDate") == true
+            }
+        }
+        for body in ["<html><body>500 Internal Server Error</body></html>", #"{"data": ["#, "NaN"] {
+            #expect {
+                try t.mapping!.answer(from: Data(body.utf8), at: 0)
+            } throws: { error in
+                (error as? AnswerMapping.Mismatch)?.isWrongAnswer == true
+            }
+        }
+    }
+
+    /// `http://[::1]:PORT` is the IPv6 loopback as URLs write it; any other address stays refused.
+    @Test func aTargetMayNameTheIPv6Loopback() throws {
+        let body = Self.mapped(#"{"entitlements": {"each": "", "one": "p", "active": "/a"}}"#)
+        let t = try Self.target(body.replacingOccurrences(of: "http://127.0.0.1:9", with: "http://[::1]:8123"))
+        #expect(t.host == "::1" && t.port == 8123)
+        #expect(throws: ConfigError.self) {
+            try Self.target(body.replacingOccurrences(of: "http://127.0.0.1:9", with: "http://[::2]:8123"))
+        }
+    }
+
     @Test func badMappingsAreRefusedNamingTheKey() {
         do {
             _ = try Self.target(

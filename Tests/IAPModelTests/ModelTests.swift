@@ -305,6 +305,21 @@ import Testing
         #expect(reader.problems.isEmpty)
     }
 
+    /// The size is refused before a byte is read: a 3 GB (sparse) catalog took 4.7 GB of memory to be refused.
+    @Test func aFileAboveTheLimitIsRefusedUnread() throws {
+        let path = Scratch.directory + "iapcheck-\(UUID().uuidString).json"
+        FileManager.default.createFile(atPath: path, contents: nil)
+        let h = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+        try h.truncate(atOffset: UInt64(StrictJSON.maxFileBytes) + 1)
+        try h.close()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        #expect {
+            try CatalogLoader.load(path: path)
+        } throws: { error in
+            (error as? ConfigError)?.description.contains("more than the \(StrictJSON.maxFileBytes) allowed") == true
+        }
+    }
+
     @Test func aDirectoryIsNamedAsSuch() {
         #expect {
             try CatalogLoader.load(path: Scratch.directory)
@@ -314,12 +329,36 @@ import Testing
     }
 }
 
+@Suite struct AnswerComparisonTests {
+    /// An answer of thousands of entries (a broken or hostile validator's) is compared by id as a short one is: the
+    /// short path's linear searches made each comparison quadratic in it.
+    @Test func aLongAnswerIsComparedAsAShortOneIs() {
+        let pro = ProductEntitlement(
+            productId: "pro", active: true, state: .active, expiresDate: 5, ownership: .purchased)
+        let expected = EntitlementAnswer(products: [pro])
+        var filler = (0..<5000).map {
+            ProductEntitlement(
+                productId: "unknown.\($0)", active: false, state: .expired, expiresDate: nil, ownership: nil)
+        }
+        let long = EntitlementAnswer(products: [pro] + filler)
+        #expect(long.agrees(with: expected))
+        #expect(long.answerDifferences(from: expected).isEmpty)
+        filler[4321].active = true
+        filler[4321].state = .active
+        let wrong = EntitlementAnswer(products: [pro] + filler)
+        #expect(!wrong.agrees(with: expected))
+        #expect(wrong.differences(from: expected) == ["unknown.4321: not expected at all, validator says active"])
+    }
+}
+
 @Suite struct MarkupTests {
     @Test func everyCharacterThatEndsTextOrAnAttributeIsEscaped() {
         #expect(
             Markup.escape(#"<a href="x" title='y'>&</a>"#)
                 == "&lt;a href=&quot;x&quot; title=&#39;y&#39;&gt;&amp;&lt;/a&gt;")
         #expect(Markup.escape("plain · ünïcode 🙂") == "plain · ünïcode 🙂")
+        // XML 1.0 allows no C0 control but tab, line feed and carriage return, not even as a reference.
+        #expect(Markup.escape("a\u{1B}[2J\u{0}b\tc\n") == "a\\u{1B}[2J\\u{0}b\tc\n")
     }
 }
 

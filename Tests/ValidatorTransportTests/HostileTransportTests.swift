@@ -31,12 +31,12 @@ import Testing
         return (p, port)
     }
 
-    static func request(_ mode: String, timeout: Double = 2) throws -> (
+    static func request(_ mode: String, host: String = "127.0.0.1", timeout: Double = 2) throws -> (
         Result<(status: Int, body: Data), LoopbackHTTPClient.Failure>, Double
     ) {
         let (p, port) = try start(mode)
         defer { kill(p.processIdentifier, SIGKILL); p.waitUntilExit() }
-        let client = LoopbackHTTPClient(host: "127.0.0.1", port: port, timeout: timeout)
+        let client = LoopbackHTTPClient(host: host, port: port, timeout: timeout)
         let start = Date()
         let result: Result<(status: Int, body: Data), LoopbackHTTPClient.Failure>
         do {
@@ -47,12 +47,22 @@ import Testing
         return (result, Date().timeIntervalSince(start))
     }
 
-    @Test(arguments: ["ok-chunked", "ok-close", "ok-http10"])
+    /// Interim 1xx responses are skipped (RFC 9110 section 15.2), whether they come alone or in one send with the
+    /// final response: taken as final, they failed a correct backend and shifted every later answer by one request.
+    @Test(arguments: ["ok-chunked", "ok-close", "ok-http10", "ok-continue", "ok-hints"])
     func correctResponsesInEveryFramingAreRead(_ mode: String) throws {
         let (result, _) = try Self.request(mode)
         let reply = try result.get()
         #expect(reply.status == 200)
         #expect(String(decoding: reply.body, as: UTF8.self) == #"{"ok":true}"#)
+    }
+
+    /// A target may name `localhost` or `[::1]`; a server told to listen on "localhost" may hold ::1 alone.
+    @Test(arguments: ["localhost", "::1"])
+    func aServerOnIPv6LoopbackIsReached(_ host: String) throws {
+        let reply = try Self.request("ok-chunked-v6", host: host).0.get()
+        #expect(reply.status == 200)
+        #expect(try Self.request("ok-chunked", host: "localhost").0.get().status == 200)
     }
 
     @Test(
@@ -103,6 +113,27 @@ import Testing
         let f = query(#"{"products":[\#(p),\#(p)],"groups":[],"consumables":[]}"#)
         #expect(f?.kind == .badAnswer)
         #expect(f?.message.contains("products[].productId") == true)
+    }
+
+    /// No App Store id holds a control character; printed, one forged report lines ("expected: nothing") or cleared
+    /// the screen. A name the program gives itself is shown with its control characters escaped.
+    @Test func controlCharactersInAnswersAreBadAnswersAndInANameAreShownEscaped() {
+        // printf, not echo: sh's echo would turn the JSON escapes into the characters themselves.
+        let p = #"{"productId":"x\nexpected: nothing\u001b[31m","active":false,"state":"expired"}"#
+        let answer = #"{"id":3,"type":"answer","answer":{"products":[\#(p)],"groups":[],"consumables":[]}}"#
+        let script =
+            "read l; printf '%s\\n' '\(Self.hello)'; read l; printf '%s\\n' '\(Self.ok)'; read l; printf '%s\\n' '\(answer)'; sleep 5"
+        let f = failure(script) { v throws(ValidatorFailure) in
+            try v.reset(config)
+            _ = try v.entitlements(EntitlementQuery(userId: "u", at: 0))
+        }
+        #expect(f?.kind == .badAnswer)
+        #expect(f?.message.contains("control character") == true, "\(f?.message ?? "")")
+        let named = #"{"id":1,"type":"hello","protocol":1,"name":"a\nexec:reference: 30/30 cases passed\u001b[2J"}"#
+        let v = SubprocessValidator(command: "read l; printf '%s\\n' '\(named)'; sleep 5", timeout: 2)
+        defer { v.shutdown() }
+        #expect(throws: Never.self) { try v.prepare() }
+        #expect(v.name == #"exec:a\u{A}exec:reference: 30/30 cases passed\u{1B}[2J"#, "\(v.name)")
     }
 
     @Test func anUnknownStateIsABadAnswerNamingTheField() {

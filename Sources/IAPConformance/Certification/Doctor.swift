@@ -134,7 +134,9 @@ struct DoctorSession {
                     name, .misconfigured, "\(request) answered \(status) during \(what)",
                     fix: "the route is not there: check \(doctor.hints.whereIs(what) ?? "its method and path")")
             } else if blocking {
-                add(name, .misconfigured, "\(f.kind.rawValue) during \(what): \(f.message)", fix: Self.blockingFix(f))
+                add(
+                    name, .misconfigured, "\(f.kind.rawValue) during \(what): \(f.message)",
+                    fix: Self.blockingFix(f, doctor.hints))
             } else {
                 add(name, .finding, "\(f.kind.rawValue) during \(what): \(f.message)")
             }
@@ -142,15 +144,14 @@ struct DoctorSession {
     }
 
     /// What to look at when the doctor's one purchase already fails as a program or a backend fails.
-    static func blockingFix(_ f: ValidatorFailure) -> String {
+    static func blockingFix(_ f: ValidatorFailure, _ hints: DoctorHints) -> String {
         let stop =
             "this fails on the doctor's one simple purchase, so check would stop at its first case the same way: "
         if f.kind == .timedOut {
             return stop
-                + "is this the route that answers, does the backend wait on something (a lock, a call to Apple's servers), or does it need a longer --timeout?"
+                + "does the validator wait on something (a lock, a call to Apple's servers; over HTTP, is this the route that answers?), or does it need a longer --timeout?"
         }
-        return stop
-            + "the backend's answer above, or its log, says why (a clock header it cannot parse, a setting it lacks); a status the target file does not list is added to the route's \"accepted\" or \"refused\""
+        return stop + hints.failureFix
     }
 
     mutating func run() {

@@ -1,5 +1,6 @@
 import Foundation
 import IAPModel
+import IAPSupport
 
 /// The text renderings of reports that the commands print: a discrepancy with its timeline and replay command, and
 /// the forgery line of a passing run. (JSON: ``JSONFormat``; JUnit: ``Reports/junit(_:)``; HTML:
@@ -22,7 +23,8 @@ public enum TextReport {
         if let t = f.timeline { lines.append(t) }
         if f.headline != nil { lines += f.transcript.suffix(10).map { "    \($0)" } }
         if let r = f.rerun { lines.append("  rerun:    \(r)") }
-        return lines.joined(separator: "\n")
+        // The message and transcript quote what the validator wrote: its escape sequences are shown, not run.
+        return Terminal.visible(lines.joined(separator: "\n"), keepingLines: true)
     }
 
     /// Under a failure of a `--keep-going` run: what makes another failure the same bug, and how many had it.
@@ -51,7 +53,7 @@ public enum TextReport {
         lines += s.explanation ?? []
         if let d = s.deliveries { lines += ["  what each delivery changed (--explain):"] + d }
         lines.append("  replay:   \(s.replay)")
-        return lines.joined(separator: "\n")
+        return Terminal.visible(lines.joined(separator: "\n"), keepingLines: true)
     }
 
     /// Sent classes all rejected, and separately those never sent (the property mix or the catalog had no room for

@@ -175,7 +175,7 @@ public struct Baseline: Codable, Sendable {
 
     /// The baseline at `path` as it is, reasons given or not; nil when there is none to read.
     public static func loadAsIs(path: String) -> Baseline? {
-        guard let data = FileManager.default.contents(atPath: path) else { return nil }
+        guard let data = try? StrictJSON.readFile(path) else { return nil }
         return try? JSONDecoder().decode(Baseline.self, from: data)
     }
 

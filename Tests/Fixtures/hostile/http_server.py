@@ -13,13 +13,18 @@ after another in MODE until killed or 60 s have passed:
   huge-length    Content-Length: 99999999999999999999999999 (more digits than any integer holds)
   endless-head   header lines forever, never the blank line
   garbage        binary bytes, not HTTP
+  ok-continue    an interim 100 Continue, a pause, then a valid response (must be read, the 100 skipped)
+  ok-hints       a 103 Early Hints with headers and a valid response in one send (must be read)
+
+A MODE ending in -v6 (ok-chunked-v6) listens on ::1 alone, as a server told to listen on "localhost" may.
 """
 import socket
 import sys
 import threading
 import time
 
-MODE = sys.argv[1]
+MODE = sys.argv[1].removesuffix("-v6")
+IPV6 = sys.argv[1].endswith("-v6")
 BODY = b'{"ok":true}'
 
 
@@ -62,6 +67,13 @@ def serve(conn):
             conn.sendall(b"HTTP/1.1 200 OK\r\n")
             while True:
                 conn.sendall(b"X-Filler: " + b"z" * 1000 + b"\r\n")
+        elif MODE == "ok-continue":
+            conn.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
+            time.sleep(0.2)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\n" + BODY)
+        elif MODE == "ok-hints":
+            conn.sendall(b"HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n"
+                         b"HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\n" + BODY)
         elif MODE == "garbage":
             conn.sendall(bytes(range(256)) * 4 + b"\r\n\r\n")
             time.sleep(30)
@@ -75,9 +87,9 @@ def serve(conn):
 
 
 def main():
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s = socket.socket(socket.AF_INET6 if IPV6 else socket.AF_INET, socket.SOCK_STREAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    s.bind(("127.0.0.1", 0))
+    s.bind(("::1", 0) if IPV6 else ("127.0.0.1", 0))
     s.listen(8)
     print(s.getsockname()[1], flush=True)
     s.settimeout(1)
