@@ -86,9 +86,11 @@ public final class ManagedBackend: Sendable {
     /// backend at every send, and a database there keeps what the earlier sends gave it.
     public static let persistentDirectory = Locked<String?>(nil)
 
+    static func absolute(_ path: String) -> String { URL(fileURLWithPath: path).standardizedFileURL.path }
+
     /// Removes a backend's directory, or says where it stays (``keepDirectories``: a failed run, `--keep-tmp`).
     static func removeOrKeep(_ directory: String) {
-        if let kept = persistentDirectory.value, directory.hasPrefix(kept) { return }
+        if let kept = persistentDirectory.value, directory.hasPrefix(absolute(kept)) { return }
         guard keepDirectories.value else {
             try? FileManager.default.removeItem(atPath: directory)
             return
@@ -103,9 +105,11 @@ public final class ManagedBackend: Sendable {
         self.host = host
         self.port = port
         self.readySeconds = readySeconds
-        let dir =
+        // Absolute, always: a start command that begins with `cd backend &&` reads {tmp} from elsewhere (send's
+        // default state folder, .iapcheck/, is relative to where iapcheck runs).
+        let dir = Self.absolute(
             Self.persistentDirectory.value.map { "\($0)-\(port)" }
-            ?? NSTemporaryDirectory() + "iapcheck-backend-\(getpid())-\(port)"
+                ?? NSTemporaryDirectory() + "iapcheck-backend-\(getpid())-\(port)")
         try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         directory = dir
         self.command = command.replacingOccurrences(of: "{tmp}", with: dir).replacingOccurrences(

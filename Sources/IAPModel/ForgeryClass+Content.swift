@@ -36,12 +36,13 @@ extension ForgeryClass {
         return t
     }
 
-    /// The id of a forged copy of transaction `id`: 50,000 above it. A case numbers its transactions from
+    /// The id of a forged copy of transaction `id`: 50,505 above it. A case numbers its transactions from
     /// 2000000000000001 up and never reaches 50,000 of them, so the id is no genuine transaction's, and it keeps the
-    /// shape of a case's ids (ids of their own per run shift it as they shift the genuine ones).
+    /// shape of a case's ids (ids of their own per run shift it as they shift the genuine ones). Its last four
+    /// digits, which timelines show, differ from the genuine id's (with 50,000 both read `…0006`).
     public static func forgedTransactionId(_ id: String) -> String {
-        guard let n = Int64(id), n < Int64.max - 50_000 else { return id + "0" }
-        return String(n + 50_000)
+        guard let n = Int64(id), n < Int64.max - 50_505 else { return id + "0" }
+        return String(n + 50_505)
     }
 
     /// The renewal info an attacker would want accepted: no billing trouble, and a renewal date years ahead (a forged

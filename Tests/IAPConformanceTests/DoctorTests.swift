@@ -210,6 +210,25 @@ import Testing
     }
 }
 
+/// A verifier that judges certificates at its own clock (jwt-kit's default) refuses genuine tokens whose leaf has
+/// since expired: a bug check shows case by case, not a setting to fix, so the doctor says what it is and lets check
+/// run (it used to send the user to the bundle id and the root with a ✗).
+@Suite struct DoctorCertificateDatesTests {
+    final class WallClockDates: ReferenceValidator, @unchecked Sendable {
+        override func deliver(_ d: SignedDelivery, now: Millis) throws(ValidatorFailure) -> DeliveryVerdict {
+            .rejected(reason: "certificate 'Test Leaf' has expired: notValidAfter 2026-04-01 is before now")
+        }
+    }
+
+    @Test func aRefusalForACertificatesDatesIsAFindingThatNamesSignedDate() {
+        let report = Doctor(validator: WallClockDates(), catalog: .standard, policy: .default).run()
+        let app = report.items.first { $0.name == DeliveryChannel.app.protocolName }
+        #expect(app?.status == .finding, "\(report.text)")
+        #expect(app?.fix?.contains("at the payload's signedDate") == true, "\(report.text)")
+        #expect(!report.items.contains { $0.status == .misconfigured }, "\(report.text)")
+    }
+}
+
 /// A backend whose requests take a third of the request timeout or more is told so before any case: among the
 /// thousands of requests of a check, the slowest time out and read as the backend's failure.
 @Suite struct DoctorSpeedTests {

@@ -49,6 +49,24 @@ import Testing
         try startsAndStops { port, dir in "cd \(dir)/backend && NOTES_PORT=\(port) python3 server.py" }
     }
 
+    /// send keeps its backends' folders under `.iapcheck/`, relative to where iapcheck runs: {tmp} must still reach a
+    /// command that changes its folder first.
+    @Test func tmpIsAnAbsolutePathEvenForARelativeStateFolder() throws {
+        let dir = try Self.folderWithServer()
+        // The folder as a path relative to the working directory, which other tests share (so it is not changed).
+        let depth =
+            URL(fileURLWithPath: FileManager.default.currentDirectoryPath).standardizedFileURL.pathComponents
+            .count - 1
+        let relative = String(repeating: "../", count: depth) + String(dir.drop { $0 == "/" }) + "/.iapcheck/backend"
+        ManagedBackend.persistentDirectory.withLock { $0 = relative }
+        defer { ManagedBackend.persistentDirectory.withLock { $0 = nil } }
+        try startsAndStops { port, dir in
+            "cd \(dir)/backend && echo started > {tmp}/mark && NOTES_PORT=\(port) python3 server.py"
+        }
+        let folders = try FileManager.default.contentsOfDirectory(atPath: dir + "/.iapcheck")
+        #expect(folders.contains { FileManager.default.fileExists(atPath: "\(dir)/.iapcheck/\($0)/mark") })
+    }
+
     @Test func aProgramTheShellCannotFindGetsAHint() throws {
         let port = try LoopbackHTTPClient.freePort()
         do {

@@ -382,6 +382,10 @@ import Testing
                 // A purchase the store never made, in the same chain; a replay is about the genuine transaction.
                 #expect(forged.originalTransactionId == tx.originalTransactionId, "\(f)")
                 #expect((forged.transactionId == tx.transactionId) == f.mayBeAcknowledged, "\(f)")
+                // Timelines show an id by its last four digits: a forged purchase must not read as the genuine one.
+                #expect(
+                    (forged.transactionId.suffix(4) == tx.transactionId.suffix(4)) == f.mayBeAcknowledged,
+                    "\(f): \(forged.transactionId) beside \(tx.transactionId)")
                 if !f.mayBeAcknowledged {
                     // Its own billing period, signed later: new to a backend whatever it keys purchases by.
                     #expect(forged.webOrderLineItemId != tx.webOrderLineItemId && forged.signedDate > tx.signedDate)

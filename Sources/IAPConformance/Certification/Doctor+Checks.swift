@@ -121,6 +121,14 @@ extension DoctorSession {
                         add(
                             name, .misconfigured, "\(request) answered \(status!): no such route",
                             fix: "check \(doctor.hints.whereIs(op) ?? "the route's method and path")")
+                    } else if Self.judgesCertificateDates(reason) {
+                        // Not a setting: a bug of the verifier that check shows case by case, so no reason to stop.
+                        add(
+                            name, .finding,
+                            "a genuine \(Self.describe(d)) of \(s.product.id) was refused for a certificate's dates: \(reason)",
+                            fix:
+                                "check the chain at the payload's signedDate (\(CivilTime.iso8601(DoctorScenario.start))), as Apple's libraries do with online checks off, never at the server's own clock: iapcheck's test leaves, like Apple's, expire while the tokens they signed stay genuine (docs/verifiers.md#certificate-dates)"
+                        )
                     } else {
                         let c = s.catalog
                         add(
@@ -136,6 +144,13 @@ extension DoctorSession {
             }
         }
         return accepted > 0
+    }
+
+    /// A refusal that names a certificate's validity: the chain judged at the wrong instant, not a wrong setting.
+    static func judgesCertificateDates(_ reason: String) -> Bool {
+        let r = reason.lowercased()
+        return ["expired", "not yet valid", "notafter", "notbefore", "not valid after", "not valid before", "validity"]
+            .contains { r.contains($0) }
     }
 
     static func describe(_ d: Delivery) -> String {

@@ -205,7 +205,11 @@ public enum Explanation {
     package static func verdict(_ d: PlannedDelivery, expected: String, known: Facts, origin: Millis) -> [String] {
         let rel = { (t: Millis) in CivilTime.relative(t - origin) }
         if let f = d.forgery {
-            return ["  why it must be refused: \(f.rawValue): \(forgedPart(f))"]
+            let shape =
+                f.isChainShapeOnly
+                ? "; Apple's libraries refuse any chain but leaf, intermediate, root. It is signed with the genuine leaf's key, so accepting it breaks Apple's rule rather than letting in a forgery made without that key"
+                : ""
+            return ["  why it must be refused: \(f.rawValue): \(forgedPart(f))\(shape)"]
         }
         let refused = "rejected ("
         var out =
