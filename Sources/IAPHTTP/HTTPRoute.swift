@@ -41,6 +41,18 @@ extension HTTPValidator {
             case form([Field])
         }
 
+        /// Whether any part of the request (path and query, headers, body) carries placeholder `name`.
+        func carries(_ name: Placeholder.Name) -> Bool {
+            var all = pathTemplate.placeholders + query.flatMap(\.value.placeholders)
+            all += headers.flatMap(\.value.placeholders)
+            switch body {
+            case .json(let j): all += j.placeholders
+            case .form(let fields): all += fields.flatMap(\.value.placeholders)
+            case nil: break
+            }
+            return all.contains { $0.name == name }
+        }
+
         /// Whether the request is iapcheck's own: the hot path then writes it without templates.
         var isPlain: Bool { body == nil && query.isEmpty && headers.isEmpty }
 

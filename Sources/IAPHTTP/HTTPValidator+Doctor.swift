@@ -9,6 +9,9 @@ extension HTTPValidator: DoctorHinting {
         h.whereIs = { op in "routes.\(op) in \(file)" }
         h.lastExchange = { [weak self] in self?.lastExchange }
         h.timeout = timeout
+        h.activeFromExpiry = [target.mapping?.entitlements, target.mapping?.products].contains {
+            $0 != nil && $0??.active == nil
+        }
         h.failureFix =
             "the backend's answer above, or its log, says why (a clock header it cannot parse, a setting it lacks); a status the target file does not list is added to the route's \"accepted\" or \"refused\""
         h.unreachableFix =

@@ -22,6 +22,9 @@ extension HTTPValidator {
         public var start: (command: String, readySeconds: Double)?
         /// What the backend answers and which channels it takes (`answers`, `channels`).
         public var profile: ValidatorProfile = .undeclared
+        /// The host as the file names it, which iapcheck connects to: `localhost` is tried as 127.0.0.1, then ::1
+        /// (`host`, which names the target in reports, says 127.0.0.1 for both).
+        public var connectHost: String
         /// How its own entitlements response reads as an answer (`answer`); nil: it answers iapcheck's format.
         public var mapping: AnswerMapping?
         /// How many callers the backend takes at once (`--jobs` up to this). Above 1, every request carries
@@ -68,6 +71,7 @@ extension HTTPValidator {
 
         public init(host: String, port: Int, routes: [String: Route]) {
             self.host = host
+            self.connectHost = host
             self.port = port
             self.routes = routes
         }
@@ -98,11 +102,16 @@ extension HTTPValidator {
                 )
             }
             let mapping = o.object("answer", required: false).map { AnswerMapping.parse($0, file: path) }
-            let profile = parseProfile(o, mapping: mapping)
+            var profile = parseProfile(o, mapping: mapping)
             var routes: [String: Route] = [:]
             if let rs = o.object("routes") {
                 routes = parseRoutes(rs, profile: profile, hasStore: o.has("store"))
             }
+            // A route without {at} is asked about the backend's present only, as in production; the file may say
+            // otherwise (a backend that answers for the instant its clock header names, at any instant).
+            profile.questionsInHindsight =
+                o.bool("questionsInHindsight", required: false) ?? routes["entitlements"].map { $0.carries(.at) }
+                ?? true
             let store = o.object("store", required: false).map { parseStore($0, file: path) }
             var start: (command: String, readySeconds: Double)?
             if let so = o.object("start", required: false) {
@@ -122,6 +131,7 @@ extension HTTPValidator {
             o.rejectUnknownKeys()
             try r.finish()
             var t = Target(host: host == "localhost" ? "127.0.0.1" : host, port: port, routes: routes)
+            t.connectHost = host
             t.clock = clock
             t.store = store
             t.start = start

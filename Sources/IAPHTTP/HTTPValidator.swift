@@ -66,7 +66,7 @@ public class HTTPValidator: RaceableValidator {
         self.timeout = timeout
         self.store = store
         self.faults = faults
-        self.client = LoopbackHTTPClient(host: target.host, port: target.port, timeout: timeout)
+        self.client = LoopbackHTTPClient(host: target.connectHost, port: target.port, timeout: timeout)
     }
 
     /// The validator for a target: one that starts (and can kill and restart) the backend when the target says how.
@@ -75,7 +75,7 @@ public class HTTPValidator: RaceableValidator {
     ) throws(ValidatorFailure) -> HTTPValidator {
         if let start = target.start {
             let backend = try ManagedBackend.shared(
-                command: start.command, host: target.host, port: target.port, readySeconds: start.readySeconds,
+                command: start.command, host: target.connectHost, port: target.port, readySeconds: start.readySeconds,
                 fakeClock: target.clock == .faketime)
             return ManagedHTTPValidator(
                 target: target, name: name, timeout: timeout, store: store, faults: faults, backend: backend)

@@ -66,6 +66,11 @@ public struct ValidatorProfile: Hashable, Sendable, CustomStringConvertible {
     /// when it says (a target's answer mapping, `"meaning"`): the run's policy then takes it
     /// (``Policy/adopting(_:)``, docs/http-target.md#what-a-date-means). nil: it does not say.
     public var expiresMeaning: Policy.ExpiresMeaning?
+    /// false: the validator is asked only about its own present, as a backend whose entitlements route carries no
+    /// `{at}` is in production (its clock is the question's instant). No question is then asked in hindsight, about
+    /// an instant before what it was already told (docs/answers.md#questions-about-the-past): its clock never goes
+    /// back in production, and a design that stores what each notification meant when it came is right there.
+    public var questionsInHindsight = true
 
     public init(answers: some Sequence<AnswerField>, channels: some Sequence<DeliveryChannel>) {
         self.answers = Set(answers).sorted()
@@ -106,6 +111,7 @@ public struct ValidatorProfile: Hashable, Sendable, CustomStringConvertible {
         "answers \(answers.map(\.rawValue).joined(separator: ", ")); channels \(channels.map(\.protocolName).joined(separator: ", "))"
             + (datePrecision == 1 ? "" : "; dates to \(datePrecision == 1000 ? "the second" : "\(datePrecision) ms")")
             + (expiresMeaning.map { "; expiresDate means \($0.rawValue)" } ?? "")
+            + (questionsInHindsight ? "" : "; asked about its present only (no questions in hindsight)")
     }
 
     /// A profile from the names a validator declares (`hello.answers`, `hello.channels`, `--answers`, `--channels`,
@@ -157,7 +163,7 @@ public struct ValidatorProfile: Hashable, Sendable, CustomStringConvertible {
 }
 
 extension ValidatorProfile: Codable {
-    enum CodingKeys: String, CodingKey { case answers, channels, datePrecision, expiresMeaning }
+    enum CodingKeys: String, CodingKey { case answers, channels, datePrecision, expiresMeaning, questionsInHindsight }
 
     /// As declared on the wire: field names and channel protocol names.
     public init(from decoder: any Decoder) throws {
@@ -168,6 +174,7 @@ extension ValidatorProfile: Codable {
                 channels: try c.decode([String].self, forKey: .channels), prefix: "profile.")
             if let p = try c.decodeIfPresent(Millis.self, forKey: .datePrecision), p >= 1 { datePrecision = p }
             expiresMeaning = try c.decodeIfPresent(Policy.ExpiresMeaning.self, forKey: .expiresMeaning)
+            questionsInHindsight = try c.decodeIfPresent(Bool.self, forKey: .questionsInHindsight) ?? true
         } catch let e as ProfileError {
             throw DecodingError.dataCorrupted(.init(codingPath: c.codingPath, debugDescription: e.message))
         }
@@ -179,6 +186,7 @@ extension ValidatorProfile: Codable {
         try c.encode(channels.map(\.protocolName), forKey: .channels)
         if datePrecision != 1 { try c.encode(datePrecision, forKey: .datePrecision) }
         try c.encodeIfPresent(expiresMeaning, forKey: .expiresMeaning)
+        if !questionsInHindsight { try c.encode(false, forKey: .questionsInHindsight) }
     }
 }
 

@@ -13,6 +13,9 @@ public struct DoctorHints {
     /// Where to look when a simple purchase already fails: the validator's own words, by transport.
     public var failureFix =
         "the validator's reply above, or its stderr, says why (a message or a field it does not read: docs/wire-protocol.md lists them)"
+    /// Whether iapcheck reads `active` off the answer's expiry (a target's mapping without an `active` field): the
+    /// answers then change at an expiry whether or not the backend reads the clock.
+    public var activeFromExpiry = false
     /// The transport's limit per request (`--timeout`), in seconds; nil when it has none.
     public var timeout: Double?
     public init() {}

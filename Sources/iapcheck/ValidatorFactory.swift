@@ -185,7 +185,7 @@ func parseFaults(_ text: String?) throws -> FaultProfile {
 func startStore(_ settings: StoreSettings, for target: HTTPValidator.Target?) throws -> MockAppStore {
     let store = try MockAppStore.shared(settings)
     if let target, let route = target.routes["notification"] {
-        store.webhook = (target.host, target.port, route.path, target.clockHeader)
+        store.webhook = (target.connectHost, target.port, route.path, target.clockHeader)
     }
     store.testNotificationSigner = { now, catalog in
         ArtifactRenderer(pki: TestPKI.harness, appAppleId: catalog.appAppleId).notification(

@@ -186,6 +186,22 @@ import Testing
         }
     }
 
+    /// An entitlements route without {at} can only be asked about the backend's present: no questions in hindsight,
+    /// unless the file says the backend answers for any instant its clock header names.
+    @Test func aRouteWithoutAtIsAskedAboutItsPresentOnly() throws {
+        let body = Self.mapped(#"{"entitlements": {"each": "", "one": "p", "active": "/a"}}"#)
+        let plain = try Self.target(body)
+        #expect(!plain.profile.questionsInHindsight)
+        #expect(plain.profile.description.contains("present only"))
+        let at = try Self.target(body.replacingOccurrences(of: #""path": "/e""#, with: #""path": "/e?t={at:iso}""#))
+        #expect(at.profile.questionsInHindsight)
+        let said = try Self.target(
+            Self.mapped(
+                #"{"entitlements": {"each": "", "one": "p", "active": "/a"}}"#, extra: #""questionsInHindsight": true,"#
+            ))
+        #expect(said.profile.questionsInHindsight)
+    }
+
     /// `http://[::1]:PORT` is the IPv6 loopback as URLs write it; any other address stays refused.
     @Test func aTargetMayNameTheIPv6Loopback() throws {
         let body = Self.mapped(#"{"entitlements": {"each": "", "one": "p", "active": "/a"}}"#)

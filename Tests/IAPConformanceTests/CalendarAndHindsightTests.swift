@@ -73,4 +73,23 @@ import Testing
         }
         #expect(seen > 100, "only \(seen) questions in hindsight in 40 cases")
     }
+
+    /// A validator asked about its present only (an HTTP route without {at}) gets every other question, and none in
+    /// hindsight: in production its clock never goes back behind what it was told.
+    @Test func aValidatorOfThePresentIsAskedNothingInHindsight() {
+        var present = ValidatorProfile.undeclared
+        present.questionsInHindsight = false
+        var dropped = 0
+        for seed in 0..<UInt64(20) {
+            let (c, _) = Fixtures.generated(seed: seed, drawsCatalogs: true)
+            func questions(_ c: GeneratedCase) -> [PlannedQuery] {
+                c.steps.compactMap { if case .query(let q) = $0 { q } else { nil } }
+            }
+            let kept = questions(c.holdingQuestions(at: 1, profile: present))
+            #expect(kept == questions(c).filter { !$0.isHindsight })
+            #expect(questions(c.holdingQuestions(at: 1, profile: .undeclared)) == questions(c))
+            dropped += questions(c).count - kept.count
+        }
+        #expect(dropped > 50, "only \(dropped) questions in hindsight dropped in 20 cases")
+    }
 }

@@ -83,14 +83,25 @@ import Testing
         #expect(Self.problem(ignored)?.fix?.contains("\"clock\": \"faketime\"") == true, "\(ignored.text)")
 
         // The same on a route whose expiry iapcheck reads and judges itself (no `active` in the mapping): the backend
-        // answers on its own clock, so it lists the purchase even a minute before it was made.
+        // answers on its own clock, so it lists the purchase even a minute before it was made (a file that says its
+        // backend answers about any instant its clock header names).
         let (_, mappedClock) = try Self.target(port: port) {
             $0.replacingOccurrences(of: "X-IAPCheck-Now", with: "X-Our-Now").replacingOccurrences(
-                of: "?at={at}", with: "")
+                of: "?at={at}", with: ""
+            ).replacingOccurrences(of: #"{"baseURL""#, with: #"{"questionsInHindsight": true, "baseURL""#)
         }
         let ignoredToo = Self.run(mappedClock)
         #expect(Self.problem(ignoredToo)?.name == "clock", "\(ignoredToo.text)")
         #expect(Self.problem(ignoredToo)?.detail.contains("a minute before the purchase") == true)
+        // Without {at}, the backend is asked about its present only: a purchase listed before it was made is then
+        // either the clock or a check it never needs, and the doctor says both without stopping check.
+        let (_, present) = try Self.target(port: port) {
+            $0.replacingOccurrences(of: "X-IAPCheck-Now", with: "X-Our-Now").replacingOccurrences(
+                of: "?at={at}", with: "")
+        }
+        let presentOnly = Self.run(present)
+        let clockItem = presentOnly.items.first { $0.name == "clock" }
+        #expect(clockItem?.status == .finding && clockItem?.fix?.contains("X-Our-Now") == true, "\(presentOnly.text)")
 
         // A route that is not there.
         let (_, route) = try Self.target(port: port) {
@@ -207,6 +218,28 @@ import Testing
         let webhook = report.items.first { $0.name == DeliveryChannel.notification.protocolName }
         #expect(webhook?.status == .misconfigured && !report.usable, "\(report.text)")
         #expect(webhook?.fix?.contains("longer --timeout") == true, "\(report.text)")
+    }
+}
+
+/// A backend that reads the clock but counts a purchase before its purchaseDate: its answers change at the expiry, so
+/// the clock is read; being active a minute before the purchase is a finding for check, not a ✗ that sends the user
+/// to libfaketime or a clock header (a PyJWT backend's first run was stopped so). Asked about its present only, the
+/// validator is never asked about that minute.
+@Suite struct DoctorPurchaseDateTests {
+    final class IgnoresPurchaseDate: ReferenceValidator, @unchecked Sendable {
+        override func entitlements(_ query: EntitlementQuery) throws(ValidatorFailure) -> EntitlementAnswer {
+            var q = query
+            q.at = max(query.at, DoctorScenario.start)
+            return try super.entitlements(q)
+        }
+    }
+
+    @Test func activeBeforeThePurchaseWithTheExpiryFollowedIsAFinding() {
+        let report = Doctor(validator: IgnoresPurchaseDate(), catalog: .standard, policy: .default).run()
+        let clock = report.items.first { $0.name == "clock" }
+        #expect(clock?.status == .finding, "\(report.text)")
+        #expect(clock?.detail.contains("before its purchaseDate") == true, "\(report.text)")
+        #expect(report.usable, "\(report.text)")
     }
 }
 

@@ -5,7 +5,7 @@ import IAPSimulator
 import IAPValidatorAPI
 
 /// The doctor's purchase: one product bought in the app by one user at 2026-03-01, as each channel carries it.
-struct DoctorScenario {
+package struct DoctorScenario {
     var product: CatalogProduct
     var user: String
     var transaction: JWSTransactionDecodedPayload
@@ -16,7 +16,7 @@ struct DoctorScenario {
     var subject: String
     /// 2026-03-01T09:41:27.350Z: an instant with milliseconds, so that a backend keeping dates to the second shows
     /// it on the doctor's one purchase (on a whole second, the cut date equals the true one).
-    static let start: Millis = CivilTime.days(fromCivil: 2026, 3, 1) * CivilTime.msPerDay + 34_887_350
+    package static let start: Millis = CivilTime.days(fromCivil: 2026, 3, 1) * CivilTime.msPerDay + 34_887_350
 
     /// An auto-renewable subscription if the catalog has one (that unlocks an entitlement, when the validator
     /// answers in entitlements), so the clock can be checked on its expiry; else a non-renewing subscription (it
@@ -217,104 +217,6 @@ extension DoctorSession {
             }
         } catch {
             failed(name, error, during: op, blocking: false)
-        }
-    }
-
-    /// What to check when an answer never shows the purchase active: the mapping and the ids, before the clock.
-    static func neverActiveFix(_ subject: String, entitlements: Bool, clockFix: String) -> String {
-        let kind = entitlements ? "entitlement" : "product"
-        return
-            "check that the backend knows the \(kind) as \(subject) (the catalog's product ids, --entitlements and --bundle-id must be the backend's own), "
-            + "that the answer mapping's `each`, `key` and `active` pointers find it in the backend's response, and that the purchase was accepted above"
-            + "; if all of that holds and the backend lists only what is active, it may not read the clock iapcheck sets: \(clockFix)"
-    }
-
-    /// Whether a product or entitlement appears in an answer at all, active or not.
-    static func listed(_ a: EntitlementAnswer, _ subject: String, entitlements: Bool) -> Bool {
-        entitlements
-            ? a.entitlements.contains { $0.entitlementId == subject }
-            : a.products.contains { $0.productId == subject }
-    }
-
-    /// Whether a product or entitlement is active in an answer.
-    static func active(_ a: EntitlementAnswer, _ subject: String, entitlements: Bool) -> Bool {
-        entitlements
-            ? a.entitlements.first { $0.entitlementId == subject }?.active ?? false
-            : a.products.first { $0.productId == subject }?.active ?? false
-    }
-
-    /// A minute before the purchase, a minute before its expiry and a minute after it, the answers must be the
-    /// oracle's: inactive, active, inactive. A validator that does not read the clock iapcheck sets answers the same
-    /// at two of them (whichever its own clock says): false then. (A minute before the purchase catches a backend on
-    /// the wall clock even where iapcheck derives `active` from a mapped expiry.) A purchase that never expires (a
-    /// non-consumable) is asked about a minute before and a minute after it: inactive, active.
-    mutating func checkClock(_ s: DoctorScenario, knowledge: Knowledge, profile: ValidatorProfile) -> Bool {
-        let entitlements = profile.answersEntitlements
-        guard profile.declares(entitlements ? .entitlementsActive : .productsActive) else {
-            add("clock", .skipped, "needs an active field in the answers (products or entitlements)")
-            return true
-        }
-        let start = DoctorScenario.start
-        let instants =
-            s.expiry.map { e in [start - CivilTime.msPerMinute, e - CivilTime.msPerMinute, e + CivilTime.msPerMinute] }
-            ?? [start - CivilTime.msPerMinute, start + CivilTime.msPerMinute]
-        let expected = instants.map {
-            Self.active(Oracle.judge(knowledge, user: s.user, at: $0).answer, s.subject, entitlements: entitlements)
-        }
-        guard expected.contains(true) && expected.contains(false) else {
-            // A consumable: nothing in the answers turns on and off with the instant asked about.
-            add(
-                "clock", .skipped,
-                "needs a subscription or a non-consumable in the catalog: \(s.subject) is never active")
-            return true
-        }
-        do {
-            var observed: [Bool] = []
-            var listed = false
-            for t in instants {
-                let a = try timed("entitlements") { (v: any Validator) throws(ValidatorFailure) in
-                    try v.entitlements(EntitlementQuery(userId: s.user, at: t, deviceTime: t))
-                }
-                observed.append(Self.active(a, s.subject, entitlements: entitlements))
-                listed = listed || Self.listed(a, s.subject, entitlements: entitlements)
-            }
-            let names =
-                s.expiry == nil
-                ? ["a minute before the purchase", "a minute after it"]
-                : ["a minute before the purchase", "a minute before expiry", "a minute after it"]
-            let when =
-                "\(s.subject.debugDescription) "
-                + zip(names, observed).map { "\($0.1 ? "active" : "inactive") \($0.0)" }.joined(separator: ", ")
-                + " (purchase \(CivilTime.iso8601(start))\(s.expiry.map { ", expiry \(CivilTime.iso8601($0))" } ?? ""))"
-            if observed == expected {
-                add("clock", .ok, when)
-                return true
-            }
-            if !listed && expected.contains(true) {
-                // Never in the answer at all, whatever the instant: the answer is not read where the product shows,
-                // or the backend names it otherwise; no clock explains that (a backend on its own clock still
-                // lists what it holds, inactive).
-                add(
-                    "answer", .misconfigured,
-                    "\(s.subject.debugDescription) is never in the answer, not even a minute \(s.expiry == nil ? "after its purchase" : "before its expiry"), when it is active: \(when)",
-                    fix: Self.neverActiveFix(s.subject, entitlements: entitlements, clockFix: doctor.hints.clockFix))
-                return false
-            }
-            // Expiry: the same answer on both sides of it; no expiry: on both sides of the purchase.
-            let last = observed.count - 1
-            if observed[last - 1] == observed[last] || (observed[0] && !expected[0] && observed[0] == observed[1]) {
-                add(
-                    "clock", .misconfigured, "the answers do not follow the instants iapcheck asks about: \(when)",
-                    fix: doctor.hints.clockFix)
-                return false
-            }
-            add(
-                "clock", .finding,
-                when + "; expected " + expected.map { $0 ? "active" : "inactive" }.joined(separator: ", "))
-            return true
-        } catch {
-            failed("clock", error, during: "entitlements")
-            return false
         }
     }
 

@@ -9,6 +9,11 @@ extension GeneratedCase {
     /// or is dropped when neither is. A backend that keeps seconds is then never asked about the second in which
     /// it cannot tell an expiry from its truncation. Cases stay as they are at 1 ms.
     public func holdingQuestions(at precision: Millis, profile: ValidatorProfile) -> GeneratedCase {
+        if !profile.questionsInHindsight {
+            var asked = profile
+            asked.questionsInHindsight = true
+            return withoutHindsight.holdingQuestions(at: precision, profile: asked)
+        }
         guard precision > 1 else { return self }
         var knowledge = Knowledge(config: config)
         var out: [CaseStep] = []
@@ -52,6 +57,17 @@ extension GeneratedCase {
         }
         var c = self
         c.steps = out
+        return c
+    }
+
+    /// The case without its questions in hindsight: for a validator asked only about its present
+    /// (``ValidatorProfile/questionsInHindsight``).
+    var withoutHindsight: GeneratedCase {
+        var c = self
+        c.steps = steps.filter {
+            guard case .query(let q) = $0 else { return true }
+            return !q.isHindsight
+        }
         return c
     }
 }
