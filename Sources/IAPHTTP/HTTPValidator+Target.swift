@@ -171,9 +171,11 @@ extension HTTPValidator {
             let answers = o.strings("answers", required: false)
             let channels = o.strings("channels", required: false)
             var profile = ValidatorProfile.undeclared
+            // A mapping that maps nothing has said why already: "the list is empty" on top, and every route of the
+            // channels it did not declare reported missing, only hid that.
+            let mapped = mapping.map { $0.fields.map(\.rawValue) }.flatMap { $0.isEmpty ? nil : $0 }
             do {
-                profile = try ValidatorProfile.parse(
-                    answers: answers ?? mapping.map { $0.fields.map(\.rawValue) }, channels: channels, prefix: "")
+                profile = try ValidatorProfile.parse(answers: answers ?? mapped, channels: channels, prefix: "")
             } catch {
                 let key = error.message.hasPrefix("answers") ? "answers" : "channels"
                 o.problem(key, String(error.message.dropFirst(error.message.hasPrefix(key + ": ") ? key.count + 2 : 0)))

@@ -84,12 +84,14 @@ public enum ForgeryClass: String, Codable, Hashable, Sendable, CaseIterable {
     /// refused and one within it accepted.
     public var isHardeningOnly: Bool { self == .oversizedToken }
 
-    /// Signed with the genuine leaf's key, only the `x5c` chain in another shape than Apple's (two or four
-    /// certificates, out of order): a verifier that builds its own path to a trusted root accepts it where Apple's
-    /// libraries refuse it. Nobody without Apple's key makes one, so accepting it is a rule of Apple's not kept
-    /// rather than a way in (docs/verifiers.md#forgery-classes).
-    public var isChainShapeOnly: Bool {
+    /// Made only with keys of Apple's own chain: signed with the genuine leaf's key in an `x5c` chain of another
+    /// shape (two or four certificates, out of order: a verifier that builds its own path to a trusted root accepts
+    /// it), or a leaf whose Apple OID a certificate authority of the chain marked critical. Apple's libraries refuse
+    /// them; nobody without those keys makes one, so accepting one is a rule of Apple's not kept rather than a way in
+    /// (docs/verifiers.md#forgery-classes).
+    public var isMadeOnlyWithApplesKeys: Bool {
         self == .twoCertificateChain || self == .fourCertificateChain || self == .reorderedChain
+            || self == .oidCritical
     }
 
     /// Classes whose decoded content is genuine except for the app identity (bundle, app id, environment): the

@@ -227,6 +227,16 @@ import Testing
             #expect(keys.contains("answers"))  // entitlements.state is declared but not mapped
         }
         #expect(throws: ConfigError.self) { try Self.target(Self.mapped(#"{"entitlements": {"each": "/a~2b"}}"#)) }
+        // One mistake, one problem: a mapping written as an array maps nothing, and neither "the list is empty" nor
+        // the routes of channels the file did not declare are added to it.
+        do {
+            _ = try Self.target(
+                Self.mapped(#"[{"each": "", "one": "p", "active": "/a"}]"#, extra: #""channels": ["app-transaction"],"#)
+            )
+            Issue.record("accepted")
+        } catch {
+            #expect(error.problems.map(\.key) == ["answer"], "\(error)")
+        }
     }
 
     @Test func aTargetWithoutSomeChannelsNeedsNoRouteForThem() throws {

@@ -206,9 +206,11 @@ public enum Explanation {
         let rel = { (t: Millis) in CivilTime.relative(t - origin) }
         if let f = d.forgery {
             let shape =
-                f.isChainShapeOnly
-                ? "; Apple's libraries refuse any chain but leaf, intermediate, root. It is signed with the genuine leaf's key, so accepting it breaks Apple's rule rather than letting in a forgery made without that key"
-                : ""
+                !f.isMadeOnlyWithApplesKeys
+                ? ""
+                : f == .oidCritical
+                    ? "; Apple's libraries, as RFC 5280 asks, refuse a certificate with a critical extension they do not handle. Only a certificate authority of Apple's chain issues one, so accepting it breaks that rule rather than letting in a forgery made without Apple's keys"
+                    : "; Apple's libraries refuse any chain but leaf, intermediate, root. It is signed with the genuine leaf's key, so accepting it breaks Apple's rule rather than letting in a forgery made without that key"
             return ["  why it must be refused: \(f.rawValue): \(forgedPart(f))\(shape)"]
         }
         let refused = "rejected ("
