@@ -53,6 +53,7 @@ struct Replay: ParsableCommand {
                 if !expectFail {
                     unexpected += 1
                     print(explained(d, saved, path: path, validator: v.name))
+                    if d.expected == "accepted" { print(Self.recordedFor(saved)) }
                 }
             case .validatorFailed(let f, _):
                 print("VALIDATOR FAILURE \(path): \(f)")
@@ -62,6 +63,14 @@ struct Replay: ParsableCommand {
         print("\(paths.count) case\(paths.count == 1 ? "" : "s") replayed against \(v.name), \(unexpected) unexpected")
         if failedAsProgram { throw ExitCode(Exit.validatorFailure) }
         if unexpected > 0 { throw ExitCode(Exit.discrepancy) }
+    }
+
+    /// Under a genuine artifact refused: the app the case was recorded for, which a backend set up for another app
+    /// (a changed --app-apple-id, bundle id or environment) refuses rightly; check skips such files as another app's.
+    static func recordedFor(_ saved: CorpusCase) -> String {
+        let c = saved.testCase.config.catalog
+        return
+            "  recorded for \(c.bundleId), App Apple ID \(c.appAppleId), \(c.environment.rawValue): if the backend is set up for another app (another bundle id, --app-apple-id or environment), refusing is right, and check skips this file as another app's"
     }
 
     /// The files given, directories read for their saved cases; the Corpus folder when none is given.

@@ -240,7 +240,7 @@ public enum Explanation {
             ]
             if let data = n.data {
                 out.append(
-                    "data: bundleId \(data.bundleId ?? "absent"), environment \(data.environment.rawValue), "
+                    "data: bundleId \(data.bundleId ?? "absent"), appAppleId \(data.appAppleId.map(String.init) ?? "absent"), environment \(data.environment.rawValue), "
                         + (data.transactionInfo == nil ? "no signedTransactionInfo" : "signedTransactionInfo present")
                         + (data.renewalInfo == nil ? ", no signedRenewalInfo" : ""))
                 if let t = data.transactionInfo {
