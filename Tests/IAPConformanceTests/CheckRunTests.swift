@@ -363,3 +363,19 @@ import Testing
         #expect(Reports.junit(merged).contains("FLAKY \(flaky.property)"))
     }
 }
+
+/// A passing run under `--faults kill` says how many cases were durable-ack: with none, nothing was killed, which
+/// "all passed" alone hid (an in-memory validator passed 20 cases so).
+@Suite struct KillLineTests {
+    @Test func aRunUnderKillSaysHowManyCasesKilledTheValidator() {
+        var o = CheckOptions()
+        (o.cases, o.seed, o.signed) = (6, 1, false)
+        o.properties = [.entitlementAgreement]
+        let none = Checker(options: o, validator: ReferenceValidator()).run()
+        #expect(CheckRun.killLine(none, properties: o.properties) == nil)
+        #expect(CheckRun.killLine(none, properties: [.durableAck])?.contains("never killed") == true)
+        o.properties = [.durableAck]
+        let all = Checker(options: o, validator: ReferenceValidator()).run()
+        #expect(CheckRun.killLine(all, properties: o.properties)?.hasPrefix("faults kill: 6 of 6 cases") == true)
+    }
+}

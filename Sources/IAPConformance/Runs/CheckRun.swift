@@ -360,6 +360,7 @@ public struct CheckRun {
                 ? TextReport.forgeryLine(summary.forgeries, channels: profile.channels)
                 : "forgeries: not checked (--unsigned)")
         if let race = summary.raceResent?.line { emit(race) }
+        if let kills = Self.killLine(report, properties: options.properties) { emit(kills) }
         if !declaredDivergences.isEmpty {
             emit(
                 "not checked, declared divergences: \(declaredDivergences.joined(separator: ", ")) (--known-divergences)"

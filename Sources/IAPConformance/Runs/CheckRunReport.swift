@@ -44,3 +44,18 @@ public struct CheckRunReport: Sendable {
         return report.interrupted ? .interrupted : .pass
     }
 }
+
+extension CheckRun {
+    /// Under `--faults kill`, how many cases killed the validator: a passing run of a few cases may have drawn no
+    /// `durable-ack` case and killed nothing, which "all passed" alone did not tell.
+    package static func killLine(_ report: CheckReport, properties: [PropertyName]) -> String? {
+        guard properties.contains(.durableAck) else { return nil }
+        let n = report.coverage.properties[PropertyName.durableAck.rawValue] ?? 0
+        guard n > 0 else {
+            return
+                "faults kill: none of these \(report.cases) cases drew durable-ack, so the validator was never killed: run more --cases"
+        }
+        return
+            "faults kill: \(n) of \(report.cases) cases were durable-ack, whose validator is killed at every fifth delivery and restarted without reset (a shorter case kills nothing)"
+    }
+}
