@@ -108,8 +108,12 @@ extension AnswerMapping {
             var active = expires.map { $0 > at } ?? true
             if let f = list.active {
                 let v = try value(f, in: item, id: id, list)
-                guard let b = v.flatMap(AnswerMapping.bool) else {
-                    throw fail(f.keyPath, "\(AnswerMapping.show(v)) in entry \"\(id)\" is not a boolean")
+                // A backend's own words for it (`"values": {"grace": "true", "lapsed": "false"}`) read first.
+                let said = v.map { ($0 as? String).map(f.translated) ?? $0 }
+                guard let b = said.flatMap(AnswerMapping.bool) else {
+                    throw fail(
+                        f.keyPath, "\(AnswerMapping.show(v)) in entry \"\(id)\" is not a boolean",
+                        fix: v is String ? wordsFix(f, v) : nil)
                 }
                 active = b
             }

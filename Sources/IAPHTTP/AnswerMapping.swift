@@ -153,7 +153,7 @@ public struct AnswerMapping: Sendable {
             }
             let out = List(
                 each: each.flatMap { pointer($0, at: l.keyPath("each")) } ?? "", eachKeyPath: l.keyPath("each"),
-                one: one, key: key, active: field(l, "active", dates: false),
+                one: one, key: key, active: field(l, "active", dates: false, words: ["true", "false"]),
                 expiresDate: field(l, "expiresDate", dates: true),
                 state: field(l, "state", dates: false, words: EntitlementState.allCases.map(\.rawValue)),
                 ownership: field(l, "ownership", dates: false, words: InAppOwnershipType.known.map(\.rawValue)))

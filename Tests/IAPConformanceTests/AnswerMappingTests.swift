@@ -161,6 +161,32 @@ import Testing
         }
     }
 
+    /// A backend that says whether an entry is active in its own words (a status, a plan in a flat answer) maps them
+    /// to true and false; a word it did not map names itself and the fix.
+    @Test func activeInTheBackendsOwnWords() throws {
+        let status = try Self.target(
+            Self.mapped(
+                #"{"entitlements": {"each": "", "one": "pro", "active": {"pointer": "/status", "values": {"grace": "true", "lapsed": "false"}}}}"#
+            ))
+        func active(_ body: String) throws -> Bool? {
+            try status.mapping!.answer(from: Data(body.utf8), at: 0).entitlements.first?.active
+        }
+        #expect(try active(#"{"status": "grace"}"#) == true)
+        #expect(try active(#"{"status": "lapsed"}"#) == false)
+        #expect(try active(#"{"status": true}"#) == true)
+        #expect {
+            try active(#"{"status": "paused"}"#)
+        } throws: { error in
+            (error as? AnswerMapping.Mismatch)?.fix?.contains(#""paused""#) == true
+        }
+        #expect(throws: ConfigError.self) {
+            try Self.target(
+                Self.mapped(
+                    #"{"entitlements": {"each": "", "one": "pro", "active": {"pointer": "/s", "values": {"on": "yes"}}}}"#
+                ))
+        }
+    }
+
     /// What the backend wrote, however wrong, is the backend's fault: an epoch in seconds past Int64 once made
     /// milliseconds (it trapped), a string of such digits, and a body that is not JSON at all are wrong answers, not a
     /// target file to fix.
