@@ -117,8 +117,12 @@ public final class StrictJSON {
         }
     }
 
-    /// Reads a configuration file; a missing or unreadable file is a ``ConfigError`` naming it.
-    public static func readFile(_ path: String) throws(ConfigError) -> Data {
+    /// No limit: for files iapcheck wrote itself (a recording of 100,000 cases, a day-long load run's seconds),
+    /// which may be as large as the runs that wrote them.
+    public static let ownOutput = Int.max
+
+    /// Reads a configuration file of at most `maxBytes`; a missing or unreadable file is a ``ConfigError`` naming it.
+    public static func readFile(_ path: String, maxBytes: Int = maxFileBytes) throws(ConfigError) -> Data {
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
             throw ConfigError(file: path, key: "", "is a directory, not a file")
@@ -137,8 +141,9 @@ public final class StrictJSON {
             throw ConfigError(file: path, key: "", "is not a regular file (a pipe, a device or a socket)")
         }
         // Refused before reading: a multi-gigabyte (or sparse) file would be read whole into memory first.
-        if st.st_size > maxFileBytes {
-            throw ConfigError(file: path, key: "", "file is \(st.st_size) bytes, more than the \(maxFileBytes) allowed")
+        if st.st_size > maxBytes {
+            throw ConfigError(
+                file: path, key: "", "file is \(st.st_size) bytes, more than the \(maxBytes) allowed (refused unread)")
         }
         let data: Data
         do {

@@ -71,10 +71,14 @@ extension AnswerMapping {
                 throw fail(c.eachKeyPath, "\"\(c.each)\" is an array: name each entry's product with \"key\"")
             }
             let v = Self.resolve(c.balance.pointer, in: item)
-            guard let n = v as? NSNumber, !StrictJSON.isBool(n), n.doubleValue.rounded() == n.doubleValue,
-                abs(n.doubleValue) < 1e15
-            else {
+            guard let n = v as? NSNumber, !StrictJSON.isBool(n) else {
                 throw fail(c.balance.keyPath, "\(Self.show(v)) in entry \"\(id)\" is not a whole number")
+            }
+            // A number, but a fraction or beyond any count of purchases: what the backend wrote, not the file.
+            guard n.doubleValue.rounded() == n.doubleValue, abs(n.doubleValue) < 1e15 else {
+                var m = Mismatch(message: "consumable \(id): a balance of \(Self.show(v)) is no whole number of units")
+                m.isWrongAnswer = true
+                throw m
             }
             let amount = Int(n.doubleValue)
             guard amount % c.unitsPerPurchase == 0 else {

@@ -1,4 +1,5 @@
 import Foundation
+import IAPEncoding
 import IAPModel
 
 extension AnswerMapping {
@@ -96,6 +97,18 @@ extension AnswerMapping {
             var expires: Millis?
             if let f = list.expiresDate, let v = try value(f, in: item, id: id, list) {
                 guard let t = AnswerMapping.date(v, format: f.format ?? .epochMs) else {
+                    // A number past any instant (beyond Int64 milliseconds) is what the backend wrote, not the file.
+                    let number =
+                        (v as? NSNumber).flatMap { StrictJSON.isBool($0) ? nil : $0.doubleValue }
+                        ?? (v as? String).flatMap(Double.init)
+                    if f.format != .iso8601, let n = number {
+                        var m = fail(
+                            f.keyPath,
+                            "\(AnswerMapping.show(v)) in entry \"\(id)\" is no instant in \((f.format ?? .epochMs).rawValue): \(n.isFinite ? "past the year 300,000" : "not a finite number")"
+                        )
+                        m.isWrongAnswer = true
+                        throw m
+                    }
                     throw fail(
                         f.keyPath,
                         "\(AnswerMapping.show(v)) in entry \"\(id)\" is not a date in \((f.format ?? .epochMs).rawValue)",

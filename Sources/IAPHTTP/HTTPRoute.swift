@@ -1,4 +1,5 @@
 import Foundation
+import IAPEncoding
 import IAPModel
 import IAPValidatorAPI
 
@@ -41,10 +42,10 @@ extension HTTPValidator {
             case form([Field])
         }
 
-        /// Whether any part of the request (path and query, headers, body) carries placeholder `name`.
-        func carries(_ name: Placeholder.Name) -> Bool {
+        /// Whether the request's path, query or body carries placeholder `name`. Headers do not count: a time in a
+        /// header is the backend's test clock (docs/http-target.md#the-backends-clock), its "now", not a question.
+        func asks(_ name: Placeholder.Name) -> Bool {
             var all = pathTemplate.placeholders + query.flatMap(\.value.placeholders)
-            all += headers.flatMap(\.value.placeholders)
             switch body {
             case .json(let j): all += j.placeholders
             case .form(let fields): all += fields.flatMap(\.value.placeholders)
@@ -109,7 +110,7 @@ extension HTTPValidator {
             if let doc = try? JSONSerialization.jsonObject(with: body, options: [.fragmentsAllowed]),
                 let found = AnswerMapping.resolve(pointer, in: doc), !(found is NSNull)
             {
-                return .rejected(reason: (found as? String) ?? AnswerMapping.show(found))
+                return .rejected(reason: Terminal.visible((found as? String) ?? AnswerMapping.show(found)))
             }
             return .rejected(reason: "HTTP \(status)")
         }

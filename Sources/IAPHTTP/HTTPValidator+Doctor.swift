@@ -16,7 +16,7 @@ extension HTTPValidator: DoctorHinting {
             "the backend's answer above, or its log, says why (a clock header it cannot parse, a setting it lacks); a status the target file does not list is added to the route's \"accepted\" or \"refused\""
         h.unreachableFix =
             target.start == nil
-            ? "start the backend on http://\(target.host):\(target.port) first, or fix \"baseURL\" in \(file) (or add a \"start\" section so iapcheck starts it)"
+            ? "start the backend on http://\(target.urlHost):\(target.port) first, or fix \"baseURL\" in \(file) (or add a \"start\" section so iapcheck starts it)"
             : "the backend did not come up: read its log, and check \"start\" and \"baseURL\" in \(file)"
         switch target.clock {
         case .header(let name):

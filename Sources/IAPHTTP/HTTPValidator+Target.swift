@@ -25,6 +25,8 @@ extension HTTPValidator {
         /// The host as the file names it, which iapcheck connects to: `localhost` is tried as 127.0.0.1, then ::1
         /// (`host`, which names the target in reports, says 127.0.0.1 for both).
         public var connectHost: String
+        /// `connectHost` as a URL writes it (`[::1]`).
+        public var urlHost: String { connectHost == "::1" ? "[::1]" : connectHost }
         /// How its own entitlements response reads as an answer (`answer`); nil: it answers iapcheck's format.
         public var mapping: AnswerMapping?
         /// How many callers the backend takes at once (`--jobs` up to this). Above 1, every request carries
@@ -107,11 +109,11 @@ extension HTTPValidator {
             if let rs = o.object("routes") {
                 routes = parseRoutes(rs, profile: profile, hasStore: o.has("store"))
             }
-            // A route without {at} is asked about the backend's present only, as in production; the file may say
-            // otherwise (a backend that answers for the instant its clock header names, at any instant).
+            // A route whose path, query or body carries no {at} is asked about the backend's present only, as in
+            // production (a time in a header is its clock); the file may say otherwise (a backend that answers for
+            // any instant its clock header names).
             profile.questionsInHindsight =
-                o.bool("questionsInHindsight", required: false) ?? routes["entitlements"].map { $0.carries(.at) }
-                ?? true
+                o.bool("questionsInHindsight", required: false) ?? routes["entitlements"].map { $0.asks(.at) } ?? true
             let store = o.object("store", required: false).map { parseStore($0, file: path) }
             var start: (command: String, readySeconds: Double)?
             if let so = o.object("start", required: false) {

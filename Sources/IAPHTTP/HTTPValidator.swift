@@ -142,7 +142,7 @@ public class HTTPValidator: RaceableValidator {
         if let recorder {
             recorder(
                 SentRequest(
-                    method: route.method, url: "http://\(target.host):\(target.port)\(path)",
+                    method: route.method, url: "http://\(target.urlHost):\(target.port)\(path)",
                     headers: headers + (payload == nil ? [] : [("Content-Type", contentType)]), body: payload))
         }
         if dryRun { return (route.acceptedStatus, Data("{}".utf8)) }
@@ -155,7 +155,7 @@ public class HTTPValidator: RaceableValidator {
             switch error.kind {
             case .unavailable:
                 throw ValidatorFailure(
-                    .unavailable, "cannot connect to http://\(target.host):\(target.port) (is the backend running?)",
+                    .unavailable, "cannot connect to http://\(target.urlHost):\(target.port) (is the backend running?)",
                     transcript: transcript)
             case .timedOut: throw ValidatorFailure(.timedOut, "\(op): \(error.message)", transcript: transcript)
             case .closed: throw ValidatorFailure(.crashed, "\(op): \(error.message)", transcript: transcript)

@@ -92,7 +92,8 @@ public final class LoopbackHTTPClient {
     func connect() throws(Failure) {
         close()
         guard let fd = Self.openSocket(host: host, port: port, timeout: timeout) else {
-            throw Failure(kind: .unavailable, message: "cannot connect to http://\(host):\(port)")
+            throw Failure(
+                kind: .unavailable, message: "cannot connect to http://\(host == "::1" ? "[::1]" : host):\(port)")
         }
         self.fd = fd
     }
@@ -200,6 +201,7 @@ public final class LoopbackHTTPClient {
         var headerEnd = -1
         var status = 0
         var interim = false
+        var closeAfterSwitch = false
         while true {
             var scanned = 0
             headerEnd = -1
@@ -231,7 +233,11 @@ public final class LoopbackHTTPClient {
             status = code
             // An interim response (100 Continue, 103 Early Hints) precedes the final one; a client skips those it
             // did not ask for (RFC 9110 section 15.2). 101 would switch protocols: it stays final, and unexpected.
-            guard (100..<200).contains(status), status != 101 else { break }
+            guard (100..<200).contains(status), status != 101 else {
+                // After a 101 the connection speaks another protocol: it is never used again.
+                if status == 101 { closeAfterSwitch = true }
+                break
+            }
             let rest = headerEnd + 4
             inbox.withUnsafeMutableBytes { b in _ = memmove(b.baseAddress!, b.baseAddress! + rest, filled - rest) }
             filled -= rest
@@ -239,7 +245,7 @@ public final class LoopbackHTTPClient {
         }
         var length: Int?
         var chunked = false
-        var closeAfter = false
+        var closeAfter = closeAfterSwitch
         var lineStart = 0
         while lineStart < headerEnd {
             var lineEnd = lineStart

@@ -1,4 +1,5 @@
 import Foundation
+import IAPEncoding
 import IAPModel
 import IAPProcess
 import IAPSupport
@@ -181,7 +182,15 @@ public final class ManagedBackend: Sendable {
 
     /// The last lines of the backend's output, indented, for a message.
     public func tail(lines: Int = 8) -> String {
-        let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        // The end of the file only: the backend writes it, as much as it likes, in any encoding.
+        var bytes = Data()
+        if let h = FileHandle(forReadingAtPath: log) {
+            let size = (try? h.seekToEnd()) ?? 0
+            try? h.seek(toOffset: size > 65_536 ? size - 65_536 : 0)
+            bytes = (try? h.readToEnd()) ?? Data()
+            try? h.close()
+        }
+        let text = Terminal.visible(String(decoding: bytes, as: UTF8.self), keepingLines: true)
         let last = text.split(separator: "\n", omittingEmptySubsequences: false).suffix(lines + 1)
         return last.map { "    " + $0.prefix(300) }.joined(separator: "\n")
     }

@@ -185,7 +185,8 @@ enum HistogramFile {
 
     static func decode<T: Decodable>(_ type: T.Type, _ path: String) throws -> T {
         try StrictJSON.decode(
-            T.self, from: StrictJSON.readFile(path), file: path, what: "a histogram iapcheck load wrote")
+            T.self, from: StrictJSON.readFile(path, maxBytes: StrictJSON.ownOutput), file: path,
+            what: "a histogram iapcheck load wrote")
     }
 
     /// `s`'s counts in a copy of the empty histogram `empty`, whose configuration `s` must have.

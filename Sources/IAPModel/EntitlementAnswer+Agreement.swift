@@ -72,12 +72,14 @@ extension EntitlementAnswer {
             return e
         }
         var a = self
+        // Keyed, not searched: `diff` snaps one validator's answer to another's, and either may be long.
+        let products = Self.firstById(expected.products, \.productId)
+        let entitlements = Self.firstById(expected.entitlements, \.entitlementId)
         for i in a.products.indices {
-            let e = expected.products.first { $0.productId == a.products[i].productId }?.expiresDate
-            a.products[i].expiresDate = near(a.products[i].expiresDate, e)
+            a.products[i].expiresDate = near(a.products[i].expiresDate, products[a.products[i].productId]?.expiresDate)
         }
         for i in a.entitlements.indices {
-            let e = expected.entitlements.first { $0.entitlementId == a.entitlements[i].entitlementId }?.expiresDate
+            let e = entitlements[a.entitlements[i].entitlementId]?.expiresDate
             a.entitlements[i].expiresDate = near(a.entitlements[i].expiresDate, e)
         }
         return a

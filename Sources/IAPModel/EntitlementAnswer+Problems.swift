@@ -16,6 +16,7 @@ extension EntitlementAnswer {
         }
         controls(products.map(\.productId) + consumables.map(\.productId), "products[].productId")
         controls(groups.map(\.groupId), "groups[].groupId")
+        controls(groups.compactMap(\.effectiveProductId), "groups[].effectiveProductId")
         controls(entitlements.map(\.entitlementId), "entitlements[].entitlementId")
         duplicates(products.map(\.productId), "products[].productId")
         duplicates(groups.map(\.groupId), "groups[].groupId")

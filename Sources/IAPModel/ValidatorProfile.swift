@@ -86,7 +86,13 @@ public struct ValidatorProfile: Hashable, Sendable, CustomStringConvertible {
     public static let everything = ValidatorProfile(
         answers: AnswerField.allCases, channels: DeliveryChannel.allCases)
 
-    public var isUndeclared: Bool { self == .undeclared }
+    /// Whether nothing was declared about the answers (a validator asked about its present only may still be: that is
+    /// said of the route, not of the answers).
+    public var isUndeclared: Bool {
+        var p = self
+        p.questionsInHindsight = true
+        return p == .undeclared
+    }
 
     public func declares(_ f: AnswerField) -> Bool { answers.contains(f) }
 

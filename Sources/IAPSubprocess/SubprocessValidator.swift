@@ -1,4 +1,5 @@
 import Foundation
+import IAPEncoding
 import IAPModel
 import IAPProcess
 import IAPSupport
@@ -66,7 +67,9 @@ public final class SubprocessValidator: RestartableValidator {
     /// A failure with the tail of stderr; the process is stopped so the next case starts from a fresh one.
     func fail(_ kind: ValidatorFailure.Kind, _ message: String) -> ValidatorFailure {
         var m = message
-        if let tail = stderrTail?.text(last: 600), !tail.isEmpty { m += "; stderr: " + tail }
+        if let tail = stderrTail?.text(last: 600), !tail.isEmpty {
+            m += "; stderr: " + tail.split(separator: "\n").joined(separator: " ⏎ ")
+        }
         stop()
         return ValidatorFailure(kind, m, transcript: transcript)
     }
@@ -305,7 +308,7 @@ public final class SubprocessValidator: RestartableValidator {
         guard r.type == "verdict", let accepted = r.accepted else {
             throw fail(.protocolViolation, "deliver answered with \(r.type)")
         }
-        return accepted ? .accepted : .rejected(reason: r.reason ?? "")
+        return accepted ? .accepted : .rejected(reason: Terminal.visible(r.reason ?? ""))
     }
 
     public func entitlements(_ query: EntitlementQuery) throws(ValidatorFailure) -> EntitlementAnswer {

@@ -1,4 +1,5 @@
 import Foundation
+import IAPEncoding
 import IAPModel
 
 /// A validator under test, whatever transport reaches it (in-process, subprocess, HTTP).
@@ -74,8 +75,10 @@ public struct ValidatorFailure: Error, CustomStringConvertible, Sendable {
 
     public init(_ kind: Kind, _ message: String, transcript: [String] = [], fix: String? = nil) {
         self.kind = kind
-        self.message = message
-        self.transcript = transcript
+        // The message and transcript quote what the validator wrote: a line feed or an escape sequence in it is
+        // shown, so it can neither start a forged report line nor clear the screen.
+        self.message = Terminal.visible(message)
+        self.transcript = transcript.map { Terminal.visible($0) }
         self.fix = fix
     }
 

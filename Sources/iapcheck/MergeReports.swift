@@ -109,7 +109,7 @@ struct MergeReports: ParsableCommand {
 
     /// A saved counterexample (docs/corpus.md), by its schema.
     static func isCounterexample(_ file: String) -> Bool {
-        guard let data = try? StrictJSON.readFile(file),
+        guard let data = try? StrictJSON.readFile(file, maxBytes: StrictJSON.ownOutput),
             let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
         else { return false }
         return object["schema"] as? String == CorpusCase.schema
@@ -129,7 +129,7 @@ struct MergeReports: ParsableCommand {
 
     static func load(_ path: String) -> Result<Loaded, LoadError> {
         let data: Data
-        do { data = try StrictJSON.readFile(path) } catch {
+        do { data = try StrictJSON.readFile(path, maxBytes: StrictJSON.ownOutput) } catch {
             return .failure(LoadError(description: error.problems.map(\.message).joined(separator: "; ")))
         }
         let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]

@@ -42,7 +42,10 @@ struct Replay: ParsableCommand {
             } catch {
                 throw fail("error: \(error)", code: Exit.usage)
             }
-            switch CaseRunner.run(saved.testCase, against: v) {
+            // As check replays its corpus: questions held clear of the validator's date precision.
+            try? v.prepare()
+            let testCase = saved.testCase.holdingQuestions(at: v.profile.datePrecision, profile: v.profile)
+            switch CaseRunner.run(testCase, against: v) {
             case .passed:
                 print("\(expectFail ? "UNEXPECTED PASS" : "pass") \(path)")
                 if expectFail { unexpected += 1 }
@@ -52,7 +55,7 @@ struct Replay: ParsableCommand {
                 )
                 if !expectFail {
                     unexpected += 1
-                    print(explained(d, saved, path: path, validator: v.name))
+                    print(explained(d, testCase, saved, path: path, validator: v.name))
                     if d.expected == "accepted" { print(Self.recordedFor(saved)) }
                 }
             case .validatorFailed(let f, _):
@@ -89,11 +92,15 @@ struct Replay: ParsableCommand {
 
     /// A discrepancy as `check` prints it, with the command that replays this file (and with --explain, what each
     /// delivery changed).
-    func explained(_ d: Discrepancy, _ saved: CorpusCase, path: String, validator name: String) -> String {
+    func explained(
+        _ d: Discrepancy, _ testCase: GeneratedCase, _ saved: CorpusCase, path: String, validator name: String
+    )
+        -> String
+    {
         var s = Reports.summary(
-            of: d, saved.testCase, caseIndex: saved.caseIndex, corpusFile: path,
+            of: d, testCase, caseIndex: saved.caseIndex, corpusFile: path,
             replay: "iapcheck replay \(Shell.quote(path)) --validator \(Shell.quote(validator))")
-        if explain { s.deliveries = Explanation.deliveries(saved.testCase, upTo: d.step, race: d.race) }
+        if explain { s.deliveries = Explanation.deliveries(testCase, upTo: d.step, race: d.race) }
         return TextReport.discrepancy(s, headline: "  \(name) disagrees with the oracle")
     }
 }

@@ -200,7 +200,8 @@ import Testing
                 try t.mapping!.answer(
                     from: Data(#"{"data": [{"id": "pro", "on": true, "until": \#(until)}]}"#.utf8), at: 0)
             } throws: { error in
-                (error as? AnswerMapping.Mismatch)?.message.contains("answer.entitlements.expiresDate") == true
+                let m = error as? AnswerMapping.Mismatch
+                return m?.message.contains("answer.entitlements.expiresDate") == true && m?.isWrongAnswer == true
             }
         }
         for body in ["<html><body>500 Internal Server Error</body></html>", #"{"data": ["#, "NaN"] {
@@ -221,6 +222,11 @@ import Testing
         #expect(plain.profile.description.contains("present only"))
         let at = try Self.target(body.replacingOccurrences(of: #""path": "/e""#, with: #""path": "/e?t={at:iso}""#))
         #expect(at.profile.questionsInHindsight)
+        // A time in a header is the backend's clock, its "now": still a backend of the present.
+        let clock = try Self.target(
+            body.replacingOccurrences(
+                of: #""path": "/e""#, with: #""path": "/e", "headers": {"X-Test-Now": "{at:iso}"}"#))
+        #expect(!clock.profile.questionsInHindsight)
         let said = try Self.target(
             Self.mapped(
                 #"{"entitlements": {"each": "", "one": "p", "active": "/a"}}"#, extra: #""questionsInHindsight": true,"#

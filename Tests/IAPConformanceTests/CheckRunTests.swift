@@ -372,10 +372,15 @@ import Testing
         (o.cases, o.seed, o.signed) = (6, 1, false)
         o.properties = [.entitlementAgreement]
         let none = Checker(options: o, validator: ReferenceValidator()).run()
-        #expect(CheckRun.killLine(none, properties: o.properties) == nil)
-        #expect(CheckRun.killLine(none, properties: [.durableAck])?.contains("never killed") == true)
+        #expect(CheckRun.killLine(none, properties: o.properties, restartable: true) == nil)
+        #expect(CheckRun.killLine(none, properties: [.durableAck], restartable: true)?.contains("never killed") == true)
         o.properties = [.durableAck]
         let all = Checker(options: o, validator: ReferenceValidator()).run()
-        #expect(CheckRun.killLine(all, properties: o.properties)?.hasPrefix("faults kill: 6 of 6 cases") == true)
+        #expect(
+            CheckRun.killLine(all, properties: o.properties, restartable: true)?.hasPrefix("faults kill: 6 of 6 cases")
+                == true)
+        // The reference in this process is never killed, whatever the property mix says.
+        #expect(
+            CheckRun.killLine(all, properties: o.properties, restartable: false)?.contains("cannot be killed") == true)
     }
 }

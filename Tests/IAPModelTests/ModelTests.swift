@@ -316,8 +316,11 @@ import Testing
         #expect {
             try CatalogLoader.load(path: path)
         } throws: { error in
-            (error as? ConfigError)?.description.contains("more than the \(StrictJSON.maxFileBytes) allowed") == true
+            (error as? ConfigError)?.description.contains(
+                "more than the \(StrictJSON.maxFileBytes) allowed (refused unread)") == true
         }
+        // What iapcheck wrote itself (a recording, a long load run) is read whatever its size.
+        #expect(try StrictJSON.readFile(path, maxBytes: StrictJSON.ownOutput).count == StrictJSON.maxFileBytes + 1)
     }
 
     @Test func aDirectoryIsNamedAsSuch() {
@@ -330,6 +333,15 @@ import Testing
 }
 
 @Suite struct AnswerComparisonTests {
+    /// Every id of an answer, the effective product of a group too, is refused with a control character in it.
+    @Test func anIdWithAControlCharacterIsAProblem() {
+        let group = GroupEntitlement(groupId: "g", effectiveProductId: "x\nFORGED", introEligible: false)
+        #expect(EntitlementAnswer(groups: [group]).problems.contains { $0.hasPrefix("groups[].effectiveProductId") })
+        #expect(
+            EntitlementAnswer(groups: [GroupEntitlement(groupId: "g", effectiveProductId: "x", introEligible: false)])
+                .problems.isEmpty)
+    }
+
     /// An answer of thousands of entries (a broken or hostile validator's) is compared by id as a short one is: the
     /// short path's linear searches made each comparison quadratic in it.
     @Test func aLongAnswerIsComparedAsAShortOneIs() {

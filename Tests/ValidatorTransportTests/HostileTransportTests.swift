@@ -57,8 +57,23 @@ import Testing
         #expect(String(decoding: reply.body, as: UTF8.self) == #"{"ok":true}"#)
     }
 
+    /// Whether this machine has an IPv6 loopback to listen on.
+    static let hasIPv6Loopback: Bool = {
+        let fd = socket(AF_INET6, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var addr = sockaddr_in6()
+        addr.sin6_family = sa_family_t(AF_INET6)
+        addr.sin6_addr = in6addr_loopback
+        return withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) == 0
+            }
+        }
+    }()
+
     /// A target may name `localhost` or `[::1]`; a server told to listen on "localhost" may hold ::1 alone.
-    @Test(arguments: ["localhost", "::1"])
+    @Test(.enabled(if: hasIPv6Loopback, "no IPv6 loopback on this machine"), arguments: ["localhost", "::1"])
     func aServerOnIPv6LoopbackIsReached(_ host: String) throws {
         let reply = try Self.request("ok-chunked-v6", host: host).0.get()
         #expect(reply.status == 200)
@@ -134,6 +149,10 @@ import Testing
         defer { v.shutdown() }
         #expect(throws: Never.self) { try v.prepare() }
         #expect(v.name == #"exec:a\u{A}exec:reference: 30/30 cases passed\u{1B}[2J"#, "\(v.name)")
+        // Whatever a failure quotes of the validator is shown the same way, line feeds included.
+        let quoted = ValidatorFailure(
+            .protocolViolation, "validator error: boom\nFORGED LINE", transcript: ["← \u{1B}[2J"])
+        #expect(quoted.message == #"validator error: boom\u{A}FORGED LINE"# && quoted.transcript == [#"← \u{1B}[2J"#])
     }
 
     @Test func anUnknownStateIsABadAnswerNamingTheField() {

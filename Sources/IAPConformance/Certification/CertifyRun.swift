@@ -137,6 +137,16 @@ public struct CertifyRun {
             let skipped = CertificationSuite.notChecked(by: profile)
             if !skipped.isEmpty { report.notChecked = skipped }
         }
+        if !profile.questionsInHindsight {
+            report.notChecked =
+                (report.notChecked ?? []) + [
+                    .init(
+                        kind: "questions", name: "in hindsight",
+                        why:
+                            "asked about its present only (its entitlements route carries no {at}): an old instant answered from the current state (mistake J59) is not looked for"
+                    )
+                ]
+        }
         if let why = parallelNotAsked {
             report.notChecked =
                 (report.notChecked ?? []) + [

@@ -149,8 +149,13 @@ extension DoctorSession {
     /// A refusal that names a certificate's validity: the chain judged at the wrong instant, not a wrong setting.
     static func judgesCertificateDates(_ reason: String) -> Bool {
         let r = reason.lowercased()
-        return ["expired", "not yet valid", "notafter", "notbefore", "not valid after", "not valid before", "validity"]
-            .contains { r.contains($0) }
+        let certificate = ["certificate", "cert ", "chain", "x509", "x.509", "leaf", "intermediate"].contains {
+            r.contains($0)
+        }
+        let dates = [
+            "expired", "not yet valid", "notafter", "notbefore", "not valid after", "not valid before", "validity",
+        ]
+        return certificate && dates.contains { r.contains($0) }
     }
 
     static func describe(_ d: Delivery) -> String {

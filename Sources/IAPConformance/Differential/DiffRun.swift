@@ -62,6 +62,7 @@ public struct DiffRun {
         var p = ValidatorProfile(
             answers: new.answers.filter(other.answers.contains), channels: new.channels.filter(other.channels.contains))
         p.datePrecision = max(new.datePrecision, other.datePrecision)
+        p.questionsInHindsight = new.questionsInHindsight && other.questionsInHindsight
         return p
     }
 

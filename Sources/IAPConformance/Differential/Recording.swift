@@ -37,7 +37,7 @@ public struct Recording: Sendable {
     /// Reads `directory/answers.jsonl`; a file that is not a recording is refused, naming the file and line.
     public static func load(directory: String) throws(ConfigError) -> Recording {
         let path = (directory as NSString).appendingPathComponent(fileName)
-        let data = try StrictJSON.readFile(path)
+        let data = try StrictJSON.readFile(path, maxBytes: StrictJSON.ownOutput)
         let lines = data.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: true)
         guard let first = lines.first, let header = try? JSONDecoder().decode(Header.self, from: Data(first)) else {
             throw ConfigError(

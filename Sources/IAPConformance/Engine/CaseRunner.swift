@@ -83,6 +83,7 @@ public enum CaseRunner {
                     }
                 }
             case .query(let q):
+                if q.isHindsight && !profile.questionsInHindsight { continue }  // asked about its present only
                 questions += 1
                 waitUntil(settled)
                 do {

@@ -1,6 +1,6 @@
 import Foundation
+import IAPEncoding
 import IAPModel
-import IAPSupport
 
 /// The text renderings of reports that the commands print: a discrepancy with its timeline and replay command, and
 /// the forgery line of a passing run. (JSON: ``JSONFormat``; JUnit: ``Reports/junit(_:)``; HTML:

@@ -348,6 +348,10 @@ public struct CheckRun {
         let profile = checker.validator.profile
         if !profile.isUndeclared && profile != .everything {
             emit("profile checked: \(profile) (other fields not compared, other channels not used)")
+        } else if !profile.questionsInHindsight {
+            emit(
+                "profile checked: asked about its present only (no questions in hindsight: the entitlements route carries no {at})"
+            )
         }
         emit(
             "\(checker.validator.name): \(report.passed)/\(report.cases) cases passed\(options.shard.map { " (\($0.describe(of: options.cases)))" } ?? ""), \(TextReport.questions(report.questions, allPassed: report.passed == report.cases)), \(summary.corpus.line), \(String(format: "%.1f", report.seconds)) s (\(TextReport.rate(Double(report.cases), seconds: report.seconds)))"
@@ -360,7 +364,8 @@ public struct CheckRun {
                 ? TextReport.forgeryLine(summary.forgeries, channels: profile.channels)
                 : "forgeries: not checked (--unsigned)")
         if let race = summary.raceResent?.line { emit(race) }
-        if let kills = Self.killLine(report, properties: options.properties) { emit(kills) }
+        let restartable = checker.validator is any RestartableValidator
+        if let kills = Self.killLine(report, properties: options.properties, restartable: restartable) { emit(kills) }
         if !declaredDivergences.isEmpty {
             emit(
                 "not checked, declared divergences: \(declaredDivergences.joined(separator: ", ")) (--known-divergences)"

@@ -48,8 +48,12 @@ public struct CheckRunReport: Sendable {
 extension CheckRun {
     /// Under `--faults kill`, how many cases killed the validator: a passing run of a few cases may have drawn no
     /// `durable-ack` case and killed nothing, which "all passed" alone did not tell.
-    package static func killLine(_ report: CheckReport, properties: [PropertyName]) -> String? {
+    package static func killLine(_ report: CheckReport, properties: [PropertyName], restartable: Bool) -> String? {
         guard properties.contains(.durableAck) else { return nil }
+        guard restartable else {
+            return
+                "faults kill: this validator cannot be killed and restarted (exec: programs and http: targets with a start command can), so its durable-ack cases killed nothing"
+        }
         let n = report.coverage.properties[PropertyName.durableAck.rawValue] ?? 0
         guard n > 0 else {
             return

@@ -39,7 +39,7 @@ public struct SendState: Codable, Sendable {
     /// The state in `path`, nil when there is none; an unreadable file is an error naming it.
     public static func load(path: String) throws(ConfigError) -> SendState? {
         guard FileManager.default.fileExists(atPath: path) else { return nil }
-        let data = try StrictJSON.readFile(path)
+        let data = try StrictJSON.readFile(path, maxBytes: StrictJSON.ownOutput)
         do {
             let s = try JSONDecoder().decode(SendState.self, from: data)
             guard s.version == 1 else {
