@@ -54,6 +54,19 @@ extension AnswerMapping {
                 }
                 return [(one, container)]
             }
+            if let named = list.oneNamedAt {
+                // One entry, named by the response itself (`{"plan": "pro.annual", "renewsAt": …}`); none when null.
+                guard container is [String: Any] else {
+                    throw fail(
+                        list.eachKeyPath, "\"\(list.each)\" is not an object (the one entry \(named.keyPath) names)")
+                }
+                let v = AnswerMapping.resolve(named.pointer, in: container)
+                if v == nil || v is NSNull { return [] }
+                guard let id = v as? String ?? (v as? NSNumber).map({ "\($0)" }) else {
+                    throw fail(named.keyPath, "\(AnswerMapping.show(v)) is not an id")
+                }
+                return [(id, container)]
+            }
             if let a = container as? [Any] { return a.map { (nil, $0) } }
             if let d = container as? [String: Any] { return d.keys.sorted().map { ($0, d[$0]!) } }
             if container is NSNull { return [] }
@@ -139,6 +152,9 @@ extension AnswerMapping {
                         fix: wordsFix(f, v))
                 }
                 state = s
+                // Without an `active` of its own, the state the backend names says it (active and grace grant):
+                // a state "expired" beside a null expiry ("never") is not read as active.
+                if list.active == nil { active = s.isEntitled }
             }
             var ownership: InAppOwnershipType?
             if let f = list.ownership, let v = try value(f, in: item, id: id, list) {

@@ -46,6 +46,9 @@ public struct AnswerMapping: Sendable {
         /// The id of the one entry the object at `each` is (a response about one entitlement: `{"premium": true,
         /// "premium_until": …}`); nil: `each` holds a list of entries.
         public var one: String?
+        /// `"one": {"pointer": …}`: the object at `each` is one entry whose id the response names there (none when
+        /// that is null): a response about the user's one plan.
+        public var oneNamedAt: Field?
         /// nil: the member name (`@key`).
         public var key: Field?
         public var active: Field?
@@ -142,8 +145,9 @@ public struct AnswerMapping: Sendable {
         func list(_ name: String) -> List? {
             guard let l = o.object(name, required: false) else { return nil }
             let each = l.string("each")
-            let one = l.string("one", required: false)
-            if one != nil && l.has("key") {
+            let oneNamedAt = l.dict["one"] is [String: Any] ? field(l, "one", dates: false) : nil
+            let one = oneNamedAt == nil ? l.string("one", required: false) : nil
+            if (one != nil || oneNamedAt != nil) && l.has("key") {
                 l.problem(l.keyPath("key"), "an entry named by \"one\" needs no \"key\"")
             }
             var key: Field?
@@ -151,12 +155,13 @@ public struct AnswerMapping: Sendable {
             if keyText != "@key", let p = pointer(keyText, at: l.keyPath("key")) {
                 key = Field(pointer: p, format: nil, keyPath: l.keyPath("key"))
             }
-            let out = List(
+            var out = List(
                 each: each.flatMap { pointer($0, at: l.keyPath("each")) } ?? "", eachKeyPath: l.keyPath("each"),
                 one: one, key: key, active: field(l, "active", dates: false, words: ["true", "false"]),
                 expiresDate: field(l, "expiresDate", dates: true),
                 state: field(l, "state", dates: false, words: EntitlementState.allCases.map(\.rawValue)),
                 ownership: field(l, "ownership", dates: false, words: InAppOwnershipType.known.map(\.rawValue)))
+            out.oneNamedAt = oneNamedAt
             l.rejectUnknownKeys()
             return each == nil ? nil : out
         }

@@ -10,7 +10,7 @@ extension HTTPValidator: DoctorHinting {
         h.lastExchange = { [weak self] in self?.lastExchange }
         h.timeout = timeout
         h.activeFromExpiry = [target.mapping?.entitlements, target.mapping?.products].contains {
-            $0 != nil && $0??.active == nil
+            $0 != nil && $0??.active == nil && $0??.state == nil
         }
         h.failureFix =
             "the backend's answer above, or its log, says why (a clock header it cannot parse, a setting it lacks); a status the target file does not list is added to the route's \"accepted\" or \"refused\""
@@ -28,6 +28,11 @@ extension HTTPValidator: DoctorHinting {
         case .wall:
             h.clockFix =
                 "\"clock\": \"wall\" in \(file) says iapcheck cannot set the backend's clock, so it can load the backend but not check it: let iapcheck start it under libfaketime (\"start\" and \"clock\": \"faketime\") or give it a clock header (docs/http-target.md#the-backends-clock)"
+        }
+        if h.activeFromExpiry {
+            // With active read off the expiry, a null expiry ("never") beside an expired entry looks like a clock.
+            h.clockFix +=
+                "; or, since the mapping reads active off the expiry, the backend's expiry does not end (a null expiry is \"never\"): map \"active\" or \"state\" in \(file)"
         }
         return h
     }

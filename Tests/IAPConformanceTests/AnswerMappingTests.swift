@@ -187,6 +187,25 @@ import Testing
         }
     }
 
+    /// A response about the user's one plan names the plan itself (`"one": {"pointer": "/plan"}`), none when null;
+    /// without an `active` of its own, a mapped state says whether the entry is active (a null expiry is "never",
+    /// and "expired" beside it read as active once).
+    @Test func aResponseAboutOnePlanNamesItAndItsStateSaysWhetherItIsActive() throws {
+        let t = try Self.target(
+            Self.mapped(
+                #"{"products": {"each": "", "one": {"pointer": "/plan"}, "expiresDate": {"pointer": "/renewsAt", "format": "epoch-s"}, "state": {"pointer": "/status", "values": {"lapsed": "expired"}}}}"#
+            ))
+        let a = try t.mapping!.answer(
+            from: Data(#"{"status": "active", "plan": "p.annual", "renewsAt": 1800000000}"#.utf8), at: 0)
+        #expect(a.products.map(\.productId) == ["p.annual"] && a.products[0].active)
+        #expect(a.products[0].expiresDate == 1_800_000_000_000)
+        let lapsed = try t.mapping!.answer(
+            from: Data(#"{"status": "lapsed", "plan": "p.annual", "renewsAt": null}"#.utf8), at: 0)
+        #expect(lapsed.products.first?.active == false && lapsed.products.first?.state == .expired)
+        let none = try t.mapping!.answer(from: Data(#"{"status": "lapsed", "plan": null}"#.utf8), at: 0)
+        #expect(none.products.isEmpty)
+    }
+
     /// What the backend wrote, however wrong, is the backend's fault: an epoch in seconds past Int64 once made
     /// milliseconds (it trapped), a string of such digits, and a body that is not JSON at all are wrong answers, not a
     /// target file to fix.
