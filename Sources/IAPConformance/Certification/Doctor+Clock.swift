@@ -122,7 +122,9 @@ extension DoctorSession {
         // purchase counted before its purchaseDate is a finding for check to show (see below).
         let last = o.active.count - 1
         let activeBefore = o.askedBefore && o.active[0] && !o.expected[0] && o.active[0] == o.active[1]
-        if activeBefore && !profile.questionsInHindsight {
+        // The same answer on both sides of the end comes first: nothing but the clock (or a never-ending expiry
+        // where active is read off it) explains that.
+        if activeBefore && !profile.questionsInHindsight && o.active[last - 1] != o.active[last] {
             add(
                 "clock", .finding,
                 "\(when): either the backend does not read the clock, or it lists a purchase before its purchaseDate, which a backend asked about its present only never meets (check asks it no such question)",
