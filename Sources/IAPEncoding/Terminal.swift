@@ -7,7 +7,7 @@ public enum Terminal {
     public static func visible(_ s: String, keepingLines: Bool = false) -> String {
         func isControl(_ c: Unicode.Scalar) -> Bool {
             if keepingLines && (c == "\n" || c == "\t") { return false }
-            return c.value < 0x20 || (0x7F...0x9F).contains(c.value)
+            return Terminal.isControl(c)
         }
         guard s.unicodeScalars.contains(where: isControl) else { return s }
         var out = ""
@@ -20,4 +20,10 @@ public enum Terminal {
         }
         return out
     }
+
+    /// A control character: C0, DEL or C1.
+    public static func isControl(_ c: Unicode.Scalar) -> Bool { c.value < 0x20 || (0x7F...0x9F).contains(c.value) }
+
+    /// `host` as a URL writes it: the IPv6 loopback in brackets.
+    public static func urlHost(_ host: String) -> String { host == "::1" ? "[::1]" : host }
 }

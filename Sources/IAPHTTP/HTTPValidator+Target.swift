@@ -26,7 +26,7 @@ extension HTTPValidator {
         /// (`host`, which names the target in reports, says 127.0.0.1 for both).
         public var connectHost: String
         /// `connectHost` as a URL writes it (`[::1]`).
-        public var urlHost: String { connectHost == "::1" ? "[::1]" : connectHost }
+        public var urlHost: String { Terminal.urlHost(connectHost) }
         /// How its own entitlements response reads as an answer (`answer`); nil: it answers iapcheck's format.
         public var mapping: AnswerMapping?
         /// How many callers the backend takes at once (`--jobs` up to this). Above 1, every request carries

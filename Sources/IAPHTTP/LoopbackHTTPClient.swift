@@ -1,4 +1,5 @@
 import Foundation
+import IAPEncoding
 
 #if canImport(Glibc)
     import Glibc
@@ -93,7 +94,7 @@ public final class LoopbackHTTPClient {
         close()
         guard let fd = Self.openSocket(host: host, port: port, timeout: timeout) else {
             throw Failure(
-                kind: .unavailable, message: "cannot connect to http://\(host == "::1" ? "[::1]" : host):\(port)")
+                kind: .unavailable, message: "cannot connect to http://\(Terminal.urlHost(host)):\(port)")
         }
         self.fd = fd
     }
@@ -111,7 +112,7 @@ public final class LoopbackHTTPClient {
     ) throws(Failure) -> (status: Int, body: Data) {
         request.removeAll(keepingCapacity: true)
         func put(_ s: String) { request.append(contentsOf: s.utf8) }
-        put(method); put(" "); put(path); put(" HTTP/1.1\r\nHost: "); put(host == "::1" ? "[::1]" : host); put(":");
+        put(method); put(" "); put(path); put(" HTTP/1.1\r\nHost: "); put(Terminal.urlHost(host)); put(":");
         put(String(port))
         put(oneRequestPerConnection ? "\r\nConnection: close\r\n" : "\r\nConnection: keep-alive\r\n")
         for (k, v) in headers { put(k); put(": "); put(v); put("\r\n") }

@@ -1,3 +1,5 @@
+import IAPEncoding
+
 extension EntitlementAnswer {
     /// What makes this answer malformed as a validator's reply: an id listed twice or holding a control character,
     /// a negative or absurd expiry. Empty for a well-formed answer. Each problem names the field.
@@ -9,12 +11,12 @@ extension EntitlementAnswer {
         }
         // No App Store id holds a control character; printed, one would forge report lines or clear the screen.
         func controls(_ ids: [String], _ field: String) {
-            for id in ids
-            where id.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }) {
+            for id in ids where id.unicodeScalars.contains(where: Terminal.isControl) {
                 out.append("\(field): \(id.debugDescription) contains a control character")
             }
         }
-        controls(products.map(\.productId) + consumables.map(\.productId), "products[].productId")
+        controls(products.map(\.productId), "products[].productId")
+        controls(consumables.map(\.productId), "consumables[].productId")
         controls(groups.map(\.groupId), "groups[].groupId")
         controls(groups.compactMap(\.effectiveProductId), "groups[].effectiveProductId")
         controls(entitlements.map(\.entitlementId), "entitlements[].entitlementId")
