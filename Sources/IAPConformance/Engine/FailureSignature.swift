@@ -29,7 +29,11 @@ public struct FailureSignature: Codable, Hashable, Sendable, CustomStringConvert
         var parts = [difference]
         if let field { parts.append("field " + field) }
         if let productKind { parts.append(productKind) }
-        if let event { parts.append("after " + event + (channel.map { " (\($0))" } ?? "")) }
+        if let event {
+            parts.append("after " + event + (channel.map { " (\($0))" } ?? ""))
+        } else if let channel {
+            parts.append("channel " + channel)
+        }
         if newSinceBaseline == true { parts.append("in a case that passed when the baseline was written") }
         return parts.joined(separator: ", ")
     }
@@ -50,6 +54,42 @@ public struct FailureSignature: Codable, Hashable, Sendable, CustomStringConvert
 
     /// The signature of `outcome`, a failure of case `c`.
     public static func of(_ outcome: CaseOutcome, in c: GeneratedCase) -> FailureSignature {
+        signed(outcome, in: c).acceptanceByChannel
+    }
+
+    /// Whether the validator accepted an artifact it must refuse (a forgery, another app's, the wrong environment):
+    /// the check it lacks is about the artifact's signature or envelope, the same for every product and event.
+    public var acceptsWhatMustBeRefused: Bool {
+        difference.hasPrefix("accepted a forged artifact")
+            || difference.hasPrefix("accepted an artifact it must refuse")
+    }
+
+    /// An acceptance of what must be refused is one bug per channel (docs/check.md#distinct-failures): one missing
+    /// chain check does not make a failure per product kind and event it was delivered with. Signatures written
+    /// before (baselines, reports) are read this way too, so their entries still match.
+    var acceptanceByChannel: FailureSignature {
+        guard acceptsWhatMustBeRefused else { return self }
+        var s = self
+        (s.productKind, s.event) = (nil, nil)
+        return s
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case difference, field, productKind, channel, event, newSinceBaseline
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        difference = try c.decode(String.self, forKey: .difference)
+        field = try c.decodeIfPresent(String.self, forKey: .field)
+        productKind = try c.decodeIfPresent(String.self, forKey: .productKind)
+        channel = try c.decodeIfPresent(String.self, forKey: .channel)
+        event = try c.decodeIfPresent(String.self, forKey: .event)
+        newSinceBaseline = try c.decodeIfPresent(Bool.self, forKey: .newSinceBaseline)
+        self = acceptanceByChannel
+    }
+
+    private static func signed(_ outcome: CaseOutcome, in c: GeneratedCase) -> FailureSignature {
         let step: Int
         var s: FailureSignature
         switch outcome {
