@@ -212,40 +212,57 @@ struct ZeroSpans: ShrinkPass {
     mutating func succeeded(_ s: ShrinkState) { k += 1 }
 }
 
-/// 3. Lower single values (outside zero-only spans): zero, then halve, then minus one.
+/// 3. Lower single values (outside zero-only spans), each to the lowest it fails at in one go: zero first, then
+///    halving while the half still fails, then a bisection between the last half that passed and the value. A value
+///    of n is down in about 2·log2(n) attempts, where lowering it one step per round of passes took as many rounds,
+///    each trying every other pass again (what made a slow validator's shrink spend its budget on one number).
 struct LowerValues: ShrinkPass {
+    enum Phase { case zero, halve, bisect }
     let frozen: [ChoiceSource.Span]
     var i = 0
-    var option = 0
+    var phase = Phase.zero
+    /// The highest value known to pass at `i` (the failure gone) below the current one.
+    var passesAt: UInt64 = 0
     init(_ s: ShrinkState) { frozen = s.spans.filter { s.zeroOnly.contains($0.label) } }
-    /// The lower values tried for `v`, each once.
-    static func options(_ v: UInt64) -> [UInt64] {
-        var out: [UInt64] = []
-        for nv in [0, v / 2, v &- 1] where nv < v && !out.contains(nv) { out.append(nv) }
-        return out
+
+    /// The next lower value tried for `v` in `phase`; nil when `v` cannot go lower.
+    func lower(_ v: UInt64) -> UInt64? {
+        switch phase {
+        case .zero: return 0
+        case .halve: return v / 2 > 0 ? v / 2 : bisected(v)
+        case .bisect: return bisected(v)
+        }
     }
+    func bisected(_ v: UInt64) -> UInt64? {
+        let mid = passesAt + (v - passesAt) / 2
+        return mid > passesAt ? mid : nil
+    }
+    mutating func next() {
+        (i, phase, passesAt) = (i + 1, .zero, 0)
+    }
+
     mutating func candidate(_ s: ShrinkState) -> [UInt64]? {
         while i < s.best.count {
             if let f = frozen.first(where: { $0.start <= i && i < $0.end }) {
-                i = f.end
-                option = 0
+                (i, phase, passesAt) = (f.end, .zero, 0)
                 continue
             }
-            let options = Self.options(s.best[i])
-            if option < options.count {
+            if s.best[i] > 0, let v = lower(s.best[i]) {
                 var c = s.best
-                c[i] = options[option]
+                c[i] = v
                 return c
             }
-            i += 1
-            option = 0
+            next()
         }
         return nil
     }
-    mutating func failed(_ s: ShrinkState) { option += 1 }
+    mutating func failed(_ s: ShrinkState) {
+        guard i < s.best.count, let tried = lower(s.best[i]) else { return next() }
+        passesAt = max(passesAt, tried)
+        phase = phase == .zero ? .halve : .bisect
+    }
     mutating func succeeded(_ s: ShrinkState) {
-        i += 1
-        option = 0
+        if phase == .zero { next() }
     }
 }
 
