@@ -117,7 +117,7 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
                     continue
                 }
                 _ = fcntl(fd, F_SETFD, FD_CLOEXEC)  // (accept4 is a GNU extension the Glibc module leaves out)
-                guard admit(fd) else {
+                guard admitSoon(fd) else {
                     Self.turnAway(fd)
                     continue
                 }
@@ -149,7 +149,8 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
 
     /// Takes a new connection, waiting for its first request, if there is room: below the cap, or by closing the
     /// connection that has waited longest. While evicted connections are still closing (at most a quarter of the
-    /// cap), newcomers wait for them rather than evict more: the threads stay bounded under a flood.
+    /// cap), newcomers are not admitted by evicting more (``admitSoon(_:)`` waits a moment for them): the threads stay
+    /// bounded under a flood.
     func admit(_ fd: Int32) -> Bool {
         let now = DispatchTime.now().uptimeNanoseconds
         return connections.withLock { table in
@@ -166,6 +167,18 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
             table.waitingSince[fd] = now
             return true
         }
+    }
+
+    /// `admit`, waiting up to 100 ms while evicted connections are closing: their threads need a moment of CPU to
+    /// leave, which a busy machine gives late, and a newcomer turned away then would be a client refused for
+    /// nothing. The accept loop waits, not a thread per newcomer, so the threads stay bounded.
+    func admitSoon(_ fd: Int32) -> Bool {
+        for _ in 0..<10 {
+            if admit(fd) { return true }
+            guard connections.withLock({ $0.evicted.count >= max(1, maxConnections / 4) }) else { return false }
+            usleep(10_000)
+        }
+        return admit(fd)
     }
 
     /// A connection began a request (false) or waits for the next one (true); an evicted one stays evicted.
