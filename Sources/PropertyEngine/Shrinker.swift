@@ -135,6 +135,15 @@ public struct Shrinker {
             }
         }
 
+        // Deleting blocks tries three candidates per choice, most of a shrink's attempts: a sweep is not repeated over
+        // a sequence of the length the last full sweep ended at (lowered values seldom free a block the sweep kept).
+        var blocksSweptAt: Int?
+        func deleteBlocks() {
+            guard state.best.count != blocksSweptAt else { return }
+            var pass = DeleteBlocks()
+            run(&pass)
+            if !outOfBudget { blocksSweptAt = state.best.count }
+        }
         let structureFirst = budget.maxSeconds.isFinite  // see above
         while progress && !outOfBudget {
             progress = false
@@ -142,14 +151,13 @@ public struct Shrinker {
             run(&deleteSpans)
             var zeroSpans = ZeroSpans(state)
             run(&zeroSpans)
-            var deleteBlocks = DeleteBlocks()
             if structureFirst {
-                run(&deleteBlocks)
+                deleteBlocks()
                 if progress { continue }
             }
             var lowerValues = LowerValues(state)
             run(&lowerValues)
-            if !structureFirst { run(&deleteBlocks) }
+            if !structureFirst { deleteBlocks() }
         }
         // Whether a stop cut the passes short, read before the last look at the budget: a Ctrl-C after the passes
         // ended does not make a finished shrink look cut.
