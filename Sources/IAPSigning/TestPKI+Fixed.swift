@@ -57,8 +57,8 @@ extension TestPKI {
     }
 
     /// Whether these are the harness's parameters, whose root and intermediate are kept (``fixedRootDER``).
-    static func isHarness(seed: UInt64, validFrom: Date, validUntil: Date, ocspURL: String?) -> Bool {
-        seed == 1 && validFrom == defaultValidity.0 && validUntil == defaultValidity.1 && ocspURL == nil
+    static func isHarness(seed: UInt64, validFrom: Date, validUntil: Date) -> Bool {
+        seed == 1 && validFrom == defaultValidity.0 && validUntil == defaultValidity.1
     }
 
     /// The kept root and intermediate, when they hold these keys.

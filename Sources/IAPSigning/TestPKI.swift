@@ -119,10 +119,18 @@ public final class TestPKI: Sendable {
         }
         let rootPublic = Certificate.PublicKey(rootKey.publicKey)
         let interPublic = Certificate.PublicKey(intermediateKey.publicKey)
-        if Self.isHarness(seed: seed, validFrom: validFrom, validUntil: validUntil, ocspURL: ocspURL),
+        if Self.isHarness(seed: seed, validFrom: validFrom, validUntil: validUntil),
             let fixed = Self.fixed(rootPublic, interPublic)
         {
-            (root, intermediate) = fixed
+            // The root carries no OCSP URL: with one asked for, only the intermediate is issued again, and root.der
+            // stays the file a verifier may have pinned.
+            root = fixed.0
+            intermediate =
+                ocspURL == nil
+                ? fixed.1
+                : try Self.issueIntermediate(
+                    publicKey: interPublic, name: intermediateName, issuer: rootName, rootKey: rootKey,
+                    rootPublic: rootPublic, validFrom: validFrom, validUntil: validUntil, ocspURL: ocspURL)
         } else {
             root = try Self.issueRoot(
                 publicKey: rootPublic, name: rootName, key: rootKey, validFrom: validFrom, validUntil: validUntil)

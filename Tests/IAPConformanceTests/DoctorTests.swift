@@ -2,6 +2,7 @@ import Foundation
 import IAPConformance
 import IAPHTTP
 import IAPModel
+import IAPMutants
 import IAPReference
 import IAPTesting
 import IAPValidatorAPI
@@ -288,5 +289,48 @@ import Testing
             !Doctor(validator: Slow(), catalog: .standard, policy: .default).run().items.contains {
                 $0.name == Doctor.speedItem
             })
+    }
+}
+
+/// What a Java verifier on PKIX met in the doctor (the trial of a validator nobody on the team wrote): a forgery it
+/// accepted was asked about by the clock check, which then blamed the clock and stopped check; a refusal for a
+/// revocation check or a DER-read signature was sent to the bundle id and the root; and with no genuine artifact
+/// accepted the later checks were left out without a word.
+@Suite struct DoctorForeignVerifierTests {
+    @Test func anAcceptedForgeryDoesNotChangeWhatTheClockCheckReads() {
+        // Verifies nothing nested in a notification: the forged purchase inside (it never ends) counts.
+        let nested = Mutants.named("nested-jws-unverified")!.make()
+        let report = Doctor(validator: nested, catalog: .standard, policy: .default).run()
+        #expect(report.items.contains { $0.name.hasPrefix("forgery") && $0.status == .finding }, "\(report.text)")
+        #expect(report.items.first { $0.name == "clock" }?.status == .ok, "\(report.text)")
+        #expect(report.usable, "\(report.text)")
+    }
+
+    final class Refuses: ReferenceValidator, @unchecked Sendable {
+        let reason: String
+        init(_ reason: String) { self.reason = reason }
+        override func deliver(_ d: SignedDelivery, now: Millis) throws(ValidatorFailure) -> DeliveryVerdict {
+            .rejected(reason: reason)
+        }
+    }
+
+    @Test(arguments: [
+        (
+            "java.security.cert.CertPathValidatorException: Could not determine revocation status",
+            "setRevocationEnabled"
+        ),
+        ("java.security.SignatureException: Invalid encoding for signature", "64 bytes, r then s"),
+        ("bundle id com.other.app is not this app's", "configure it for bundle id"),
+        ("signature does not match the header", "configure it for bundle id"),
+    ])
+    func aRefusalNamingItsCauseGetsTheFixForIt(reason: String, fix: String) {
+        let report = Doctor(validator: Refuses(reason), catalog: .standard, policy: .default).run()
+        let app = report.items.first { $0.name == DeliveryChannel.app.protocolName }
+        #expect(app?.status == .misconfigured && app?.fix?.contains(fix) == true, "\(report.text)")
+        for probe in ["forgery", "clock", "answer"] {
+            #expect(
+                report.items.first { $0.name == probe }?.detail.contains("no genuine artifact was accepted") == true,
+                "\(report.text)")
+        }
     }
 }

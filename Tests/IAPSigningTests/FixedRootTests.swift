@@ -35,6 +35,20 @@ import X509
                 pki.intermediate.certificate.signature, for: pki.intermediate.certificate))
     }
 
+    /// With an OCSP URL (`pki export --ocsp-url`) the root is still the kept file a verifier may pin by its bytes;
+    /// the intermediate, which carries the URL, is issued under it.
+    @Test func anOCSPURLKeepsTheRoot() throws {
+        let url = "http://127.0.0.1:9/ocsp"
+        let a = try TestPKI(
+            seed: 1, validFrom: TestPKI.defaultValidity.0, validUntil: TestPKI.defaultValidity.1, ocspURL: url)
+        #expect(a.root.der == Array(TestPKI.fixedRootDER))
+        #expect(a.intermediate.der != Array(TestPKI.fixedIntermediateDER))
+        #expect(
+            a.root.certificate.publicKey.isValidSignature(
+                a.intermediate.certificate.signature, for: a.intermediate.certificate))
+        #expect(try a.intermediate.certificate.extensions.authorityInformationAccess != nil)
+    }
+
     @Test func theExampleBackendTrustsTheKeptRoot() throws {
         let pem = try String(
             contentsOf: Self.root.appendingPathComponent("Examples/notes-backend/iapcheck-root.pem"), encoding: .utf8)

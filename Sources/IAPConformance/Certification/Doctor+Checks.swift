@@ -134,8 +134,8 @@ extension DoctorSession {
                         add(
                             name, .misconfigured,
                             "a genuine \(Self.describe(d)) of \(s.product.id) was refused: \(reason)",
-                            fix:
-                                "the backend must accept this app's artifacts: configure it for bundle id \(c.bundleId), environment \(c.environment.rawValue), App Store id \(c.appAppleId), trusting iapcheck's root certificate (iapcheck pki export DIR writes root.der and root.pem) with online (OCSP) checks off; or give iapcheck the --catalog, --bundle-id, --environment and --app-apple-id the backend is configured for"
+                            fix: Self.refusalFix(reason)
+                                ?? "the backend must accept this app's artifacts: configure it for bundle id \(c.bundleId), environment \(c.environment.rawValue), App Store id \(c.appAppleId), trusting iapcheck's root certificate (iapcheck pki export DIR writes root.der and root.pem) with online (OCSP) checks off; or give iapcheck the --catalog, --bundle-id, --environment and --app-apple-id the backend is configured for"
                         )
                     }
                 }
@@ -144,6 +144,23 @@ extension DoctorSession {
             }
         }
         return accepted > 0
+    }
+
+    /// The fix for a refusal whose reason names its cause, where that cause is not a setting of the app: a
+    /// revocation check that cannot be answered (iapcheck's certificates name no OCSP responder), or an ES256
+    /// signature read as DER where a JWS carries the 64 bytes r‖s (RFC 7518 3.4).
+    static func refusalFix(_ reason: String) -> String? {
+        let r = reason.lowercased()
+        if ["revocation", "ocsp", "crl"].contains(where: { r.contains($0) }) {
+            return
+                "turn online revocation checks off for iapcheck's certificates, which name no OCSP responder (Java: PKIXParameters.setRevocationEnabled(false); Apple's libraries: online checks off): nothing could answer for them"
+        }
+        let words = Set(r.split { !$0.isLetter && !$0.isNumber })
+        if r.contains("signature"), !words.isDisjoint(with: ["encoding", "der", "asn1", "asn", "format", "length"]) {
+            return
+                "an ES256 signature in a JWS is 64 bytes, r then s, not DER (RFC 7518 3.4): convert it before verifying (Java: \"SHA256withECDSAinP1363Format\"; OpenSSL: ECDSA_SIG from r and s)"
+        }
+        return nil
     }
 
     /// A refusal that names a certificate's validity: the chain judged at the wrong instant, not a wrong setting.
