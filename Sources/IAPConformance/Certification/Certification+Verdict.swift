@@ -1,5 +1,6 @@
 import Foundation
 import IAPValidatorAPI
+import IAPModel
 
 /// A certification report read as a verdict: the lines `iapcheck certify` prints, its word and its exit code.
 extension CertificationSuite.Report {
@@ -88,7 +89,13 @@ extension CertificationSuite.Report {
         let uncredited = forgeries.filter { $0.genuineRefused != nil }.map(\.name)
         let accepted = forgeries.filter { !$0.holds && $0.genuineRefused == nil }.map(\.name)
         let notProbed = forgeries.filter { $0.notProbed != nil }.map(\.name)
-        return "forgeries: \(rejected)/\(forgeries.count - notProbed.count) classes rejected"
+        let allowed = forgeries.filter { $0.allowed == true }.map(\.name)
+        let acknowledged = allowed.filter { ForgeryClass(rawValue: $0)?.mayBeAcknowledged == true }
+        let taken = allowed.filter { !acknowledged.contains($0) }
+        return "forgeries: \(rejected)/\(forgeries.count - notProbed.count - allowed.count) classes rejected"
+            + (taken.isEmpty ? "" : "; accepted where allowed: " + taken.joined(separator: ", "))
+            + (acknowledged.isEmpty
+                ? "" : "; acknowledged as repeats, which is allowed: " + acknowledged.joined(separator: ", "))
             + (notProbed.isEmpty
                 ? "" : "; \(notProbed.count) not probed: their genuine twins are over the policy's tokenSizeLimit")
             + (accepted.isEmpty ? "" : "; not: " + accepted.joined(separator: ", "))

@@ -67,7 +67,12 @@ public enum CertificationSuite {
 
     public struct ForgeryResult: Codable, Sendable {
         public var name: String
+        /// The validator refused the forged artifact (and the answers did not change).
         public var rejected: Bool
+        /// True when it accepted the artifact where that is allowed and the answers did not change: an oversized
+        /// token of genuine content without the policy's `tokenSizeLimit`, a replayed notification acknowledged, a
+        /// route that verifies later. Not a rejection, and not a divergence.
+        public var allowed: Bool?
         public var reason: String?
         /// Set when the validator failed as a program (crash, timeout, malformed reply) during this probe.
         public var validatorFailure: String?
@@ -77,8 +82,8 @@ public enum CertificationSuite {
         /// declared token size limit, so a correct validator refuses the twin too. Neither credited nor a divergence.
         public var notProbed: String?
 
-        /// Counts for the verdict: rejected, or not probable under the policy.
-        public var holds: Bool { rejected || notProbed != nil }
+        /// Counts for the verdict: rejected, accepted where allowed, or not probable under the policy.
+        public var holds: Bool { rejected || allowed == true || notProbed != nil }
     }
 
     /// The catalog the suite ran on, so a report says what it certifies and can be reproduced.
@@ -130,7 +135,7 @@ public enum CertificationSuite {
         /// The fault profile the suite ran under (`--faults`), if any.
         public var faults: String?
         public var catalog: CatalogRecord?
-        /// Every property held and every forgery class was rejected.
+        /// Every property held and every forgery class was rejected (or accepted where that is allowed).
         public var passed: Bool
         public var properties: [PropertyResult]
         public var forgeries: [ForgeryResult]

@@ -30,7 +30,7 @@ public enum CertificationHTML {
             }
         }
         let forgeryRows = r.forgeries.map {
-            "<tr><td>\(esc($0.name))</td><td>\($0.rejected ? ok : $0.notProbed != nil ? "not probed" : bad)</td><td>\(esc($0.reason ?? ""))</td></tr>"
+            "<tr><td>\(esc($0.name))</td><td>\($0.rejected ? ok : $0.allowed == true ? "accepted, allowed" : $0.notProbed != nil ? "not probed" : bad)</td><td>\(esc($0.reason ?? ""))</td></tr>"
         }.joined(separator: "\n")
         var families: [String: Int] = [:]
         var kinds: [String: Int] = [:]
@@ -58,7 +58,7 @@ public enum CertificationHTML {
             <p><b>\(esc(r.hello ?? r.validator))</b> <small>(\(esc(r.validator)))</small><br>
             suite \(esc(r.suite)) · iapcheck \(esc(r.iapcheckVersion)) · \(esc(r.date))\(r.scale != 1 ? " · scale \(r.scale) (not the certified size)" : "")\(r.faults.map { " · under faults: \(esc($0))" } ?? "")<br>
             \(catalogLine(r.catalog))</p>
-            <p class="verdict \(r.passed || r.passedWithDeclaredDivergences ? "pass" : "fail")">\(r.passed ? "Certified: every property held and every forgery was rejected" : r.passedWithDeclaredDivergences ? "Certified with \(r.divergences.filter(\.declared).count) declared exceptions, each listed below with its reason" : "Not certified")</p>
+            <p class="verdict \(r.passed || r.passedWithDeclaredDivergences ? "pass" : "fail")">\(r.passed ? "Certified: every property held and every forgery was rejected\(r.forgeries.contains { $0.allowed == true } ? " or accepted where allowed" : "")" : r.passedWithDeclaredDivergences ? "Certified with \(r.divergences.filter(\.declared).count) declared exceptions, each listed below with its reason" : "Not certified")</p>
             \(divergenceSection(r))
             \(profileSection(r))
             <h2>Properties</h2>
