@@ -1,6 +1,6 @@
 import Foundation
-import IAPValidatorAPI
 import IAPModel
+import IAPValidatorAPI
 
 /// A certification report read as a verdict: the lines `iapcheck certify` prints, its word and its exit code.
 extension CertificationSuite.Report {
