@@ -29,11 +29,7 @@ public struct FailureSignature: Codable, Hashable, Sendable, CustomStringConvert
         var parts = [difference]
         if let field { parts.append("field " + field) }
         if let productKind { parts.append(productKind) }
-        if let event {
-            parts.append("after " + event + (channel.map { " (\($0))" } ?? ""))
-        } else if let channel {
-            parts.append("channel " + channel)
-        }
+        if let event { parts.append("after " + event + (channel.map { " (\($0))" } ?? "")) }
         if newSinceBaseline == true { parts.append("in a case that passed when the baseline was written") }
         return parts.joined(separator: ", ")
     }
@@ -54,7 +50,7 @@ public struct FailureSignature: Codable, Hashable, Sendable, CustomStringConvert
 
     /// The signature of `outcome`, a failure of case `c`.
     public static func of(_ outcome: CaseOutcome, in c: GeneratedCase) -> FailureSignature {
-        signed(outcome, in: c).acceptanceByChannel
+        signed(outcome, in: c).acceptanceByClass
     }
 
     /// Whether the validator accepted an artifact it must refuse (a forgery, another app's, the wrong environment):
@@ -64,13 +60,14 @@ public struct FailureSignature: Codable, Hashable, Sendable, CustomStringConvert
             || difference.hasPrefix("accepted an artifact it must refuse")
     }
 
-    /// An acceptance of what must be refused is one bug per channel (docs/check.md#distinct-failures): one missing
-    /// chain check does not make a failure per product kind and event it was delivered with. Signatures written
-    /// before (baselines, reports) are read this way too, so their entries still match.
-    var acceptanceByChannel: FailureSignature {
+    /// An acceptance of what must be refused is one bug per class (docs/check.md#distinct-failures): one missing
+    /// chain check does not make a failure per channel, product kind and event it was delivered with (a verifier
+    /// checks every token with the same code; the timeline shows where this one came). Signatures written before
+    /// (baselines, reports) are read this way too, so their entries still match.
+    var acceptanceByClass: FailureSignature {
         guard acceptsWhatMustBeRefused else { return self }
         var s = self
-        (s.productKind, s.event) = (nil, nil)
+        (s.productKind, s.event, s.channel) = (nil, nil, nil)
         return s
     }
 
@@ -86,7 +83,7 @@ public struct FailureSignature: Codable, Hashable, Sendable, CustomStringConvert
         channel = try c.decodeIfPresent(String.self, forKey: .channel)
         event = try c.decodeIfPresent(String.self, forKey: .event)
         newSinceBaseline = try c.decodeIfPresent(Bool.self, forKey: .newSinceBaseline)
-        self = acceptanceByChannel
+        self = acceptanceByClass
     }
 
     private static func signed(_ outcome: CaseOutcome, in c: GeneratedCase) -> FailureSignature {
