@@ -21,7 +21,7 @@ extension HTTPValidator: DoctorHinting {
         switch target.clock {
         case .header(let name):
             h.clockFix =
-                "the backend must take \"now\" from the \(name) header (epoch ms) on every request. If it reads the wall clock instead, let iapcheck start it (\"start\") under libfaketime with \"clock\": \"faketime\" in \(file) (docs/http-target.md#the-backends-clock)"
+                "the backend must take \"now\" from the \(name) header (epoch ms) on every request. If it reads the wall clock instead, let iapcheck start it (\"start\") under libfaketime with \"clock\": \"faketime\" in \(file), unless it is a Go or statically linked program, which libfaketime cannot reach: read the header there (docs/http-target.md#the-backends-clock)"
         case .faketime:
             h.clockFix =
                 "the backend runs under libfaketime but does not follow it: a Go program (its own clock), a statically linked one, or a cached \"now\" ignores it; give it a clock header instead (\"clock\": \"header\") (docs/http-target.md#the-backends-clock)"

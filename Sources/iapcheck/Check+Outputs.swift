@@ -100,7 +100,7 @@ extension Check {
             throw fail("error: cannot record into \(dir): \(error)", code: Exit.usage)
         }
         print(
-            "recorded the answers of \(written) cases in \(dir)/\(Recording.fileName): compare a later build with `iapcheck diff --against \(dir)`"
+            "recorded the answers of \(written) cases in \(dir.hasSuffix("/") ? dir : dir + "/")\(Recording.fileName): compare a later build with `iapcheck diff --against \(Shell.quote(dir)) --validator VALIDATOR` and this run's seed, catalog and policy options"
         )
     }
 }

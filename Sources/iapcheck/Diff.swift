@@ -123,19 +123,32 @@ struct Diff: ParsableCommand {
             code: Exit.usage)
     }
 
-    /// The command that compares case `i` alone, as this run did.
+    /// The command that compares case `i` alone, as this run did, writing nothing: a replay run with the
+    /// `--write-allow` of the run that printed it wrote over the file whose reasons a person had filled in.
     func replay(_ i: Int) -> String {
         var args = CommandLine.arguments.dropFirst().map(Shell.quote)
-        if let k = args.firstIndex(of: "--case"), k + 1 < args.count { args.removeSubrange(k...(k + 1)) }
-        args.removeAll { $0.hasPrefix("--case=") }
+        for option in ["--case", "--write-allow"] {
+            if let k = args.firstIndex(of: option), k + 1 < args.count { args.removeSubrange(k...(k + 1)) }
+            args.removeAll { $0.hasPrefix(option + "=") }
+        }
         return (["iapcheck"] + args + ["--case", "\(i)"]).joined(separator: " ")
     }
 
+    /// Writes the changes met as an allow file, keeping the reason of each one the file at `path` already gives.
     func writeAllowFile(_ result: DiffRun.Result, to path: String) throws {
-        let entries = result.changes.map {
-            Baseline.Entry(signature: $0.signature, reason: "", replay: replay($0.caseIndex))
+        var file = Baseline(
+            entries: result.changes.map {
+                Baseline.Entry(signature: $0.signature, reason: "", replay: replay($0.caseIndex))
+            })
+        let (kept, dropped) = file.keepingReasons(of: Baseline.loadAsIs(path: path))
+        try file.write(to: path)
+        let n = file.entries.count
+        print(
+            "wrote \(n) change \(n == 1 ? "signature" : "signatures") to \(path)"
+                + (kept > 0 ? " (\(kept) with the reason the file gave)" : "")
+                + ": fill in each reason, then pass it with --allow")
+        for entry in dropped {
+            print("  left out, as this run did not meet it: \(entry.signature) (its reason was: \(entry.reason))")
         }
-        try Baseline(entries: entries).write(to: path)
-        print("wrote \(entries.count) change signatures to \(path): fill in each reason, then pass it with --allow")
     }
 }

@@ -48,6 +48,54 @@ import Testing
         #expect(allowed.changes.isEmpty && allowed.allowed[change.signature] == 1 && allowed.exitCode == 0)
     }
 
+    /// Each of the comparison's phrasings reads in the builds' words (the Go trial's "not old build at all").
+    @Test(arguments: [
+        (
+            "entitlement plus: not expected at all, validator says active",
+            "entitlement plus: not in the old build's answer, this build says active"
+        ),
+        (
+            "entitlement plus: expected active, validator does not list it",
+            "entitlement plus: old build active, this build does not list it"
+        ),
+        ("product a: state expected grace, got expired", "product a: state old build grace, this build expired"),
+    ])
+    func aDifferenceReadsInTheBuildsWords(oracle: String, diff: String) {
+        #expect(DiffRun.Result.inBuildsWords(oracle) == diff)
+    }
+
+    /// `--write-allow` over a file whose reasons a person filled in keeps them, and the replay lines it prints write
+    /// nothing: the Go trial ran a printed replay, which kept `--write-allow`, and lost two reasons.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: BuiltIAPCheck.path), "iapcheck is not built"))
+    func rewritingAnAllowFileKeepsItsReasons() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("allow-\(UUID().uuidString).json")
+        defer { try? FileManager.default.removeItem(at: file) }
+        let arguments = [
+            "diff", "--validator", "variant:paid-first", "--against-validator", "reference", "--cases", "1322",
+            "--case", "1321", "--write-allow", file.path,
+        ]
+        func diff() throws -> String {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: BuiltIAPCheck.path)
+            p.arguments = arguments
+            let out = Pipe()
+            (p.standardOutput, p.standardError) = (out, FileHandle.nullDevice)
+            try p.run()
+            let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            p.waitUntilExit()
+            return text
+        }
+        let first = try diff()
+        let replay = try #require(first.split(separator: "\n").first { $0.contains("replay: ") })
+        #expect(!replay.contains("--write-allow"), "\(replay)")
+        var allow = try #require(Baseline.loadAsIs(path: file.path))
+        allow.entries[0].reason = "our reading of a grace period beside a family share"
+        try allow.write(to: file.path)
+        let second = try diff()
+        #expect(second.contains("(1 with the reason the file gave)"), "\(second)")
+        #expect(try Baseline.load(path: file.path).entries.map(\.reason) == [allow.entries[0].reason])
+    }
+
     @Test(.long) func identicalBuildsReportNothing() throws {
         let result = try DiffRun(
             checker: Self.checker(ReferenceValidator(), seed: 5, cases: 150), old: .validator(ReferenceValidator())

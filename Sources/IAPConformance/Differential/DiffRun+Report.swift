@@ -4,21 +4,26 @@ import IAPSimulator
 import IAPValidatorAPI
 
 extension DiffRun.Result {
+    /// A difference in the diff's words: the comparison's are the oracle's ("expected", "got", "validator says"),
+    /// and here the old build is the expectation.
+    public static func inBuildsWords(_ difference: String) -> String {
+        [
+            ("not expected at all, validator says ", "not in the old build's answer, this build says "),
+            (", validator does not list it", ", this build does not list it"),
+            (" expected ", " old build "), (", got ", ", this build "),
+        ].reduce(difference) { $0.replacingOccurrences(of: $1.0, with: $1.1) }
+    }
+
     /// The report: one block per change (what the old build answered, what the new one does, the history and how to
     /// replay it), the accepted changes, and a last line with the verdict.
     public func lines(against old: String, seed: UInt64, replay: (Int) -> String) -> [String] {
         var out: [String] = []
         for c in changes {
             let count = c.occurrences == 1 ? "1 case" : "\(c.occurrences) cases, the first"
-            // The comparison's words are the oracle's ("expected", "got"): here the old build is the expectation.
-            func said(_ d: String) -> String {
-                d.replacingOccurrences(of: " expected ", with: " old build ").replacingOccurrences(
-                    of: ", got ", with: ", this build ")
-            }
             out.append("CHANGED \(c.signature) (\(count): case \(c.caseIndex), seed \(seed))")
             out.append("  old build: \(c.change.expected)")
             out.append("  this build: \(c.change.observed)")
-            for d in c.change.differences { out.append("    \(said(d))") }
+            for d in c.change.differences { out.append("    \(Self.inBuildsWords(d))") }
             let size =
                 c.shrinkAttempts > 0
                 ? "shrunk from \(c.originalActions) to \(c.history.actionCount) actions in \(c.shrinkAttempts) attempts"
