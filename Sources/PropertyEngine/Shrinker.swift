@@ -84,88 +84,108 @@ public struct Shrinker {
         _ initial: [UInt64], spans initialSpans: [ChoiceSource.Span], width: Int,
         testBatch: ([[UInt64]]) -> [Outcome]
     ) -> Result {
-        var state = ShrinkState(best: initial, spans: initialSpans, zeroOnly: zeroOnlyLabels)
-        var (attempts, improvements) = (0, 0)
         let deadline: UInt64? =
             budget.maxSeconds.isFinite
             ? DispatchTime.now().uptimeNanoseconds + UInt64(min(max(budget.maxSeconds, 0), 1e9) * 1e9) : nil
-        var (stopped, timedOut) = (false, false)
-        var outOfBudget: Bool {
-            if stopped || budget.shouldStop() {
-                stopped = true
-                return true
-            }
-            if let deadline, DispatchTime.now().uptimeNanoseconds > deadline { timedOut = true }
-            return attempts >= budget.maxAttempts || timedOut
-        }
-        var progress = true
+        var run = ShrinkRun(
+            state: ShrinkState(best: initial, spans: initialSpans, zeroOnly: zeroOnlyLabels), budget: budget,
+            width: max(width, 1), deadline: deadline)
+        run.passes(structureFirst: budget.maxSeconds.isFinite, testBatch)  // see above
+        // Whether a stop cut the passes short, read before the last look at the budget: a Ctrl-C after the passes
+        // ended does not make a finished shrink look cut.
+        let (cut, cutByTime) = (run.stopped, run.timedOut)
+        var result = Result(
+            choices: run.state.best, attempts: run.attempts, improvements: run.improvements,
+            exhaustedBudget: run.outOfBudget())
+        (result.stopped, result.timedOut) = (cut, cutByTime)
+        return result
+    }
+}
 
-        /// Runs one pass to its end (or the budget's): batches of the candidates it would try next, walked in order.
-        func run<P: ShrinkPass>(_ pass: inout P) {
-            while !outOfBudget {
-                var ahead = pass
-                var batch: [[UInt64]] = []
-                while batch.count < min(max(width, 1), budget.maxAttempts - attempts), let c = ahead.candidate(state) {
-                    if Self.simpler(c, than: state.best) { batch.append(c) }
-                    ahead.failed(state)
-                }
-                if batch.isEmpty { return }
-                let outcomes = testBatch(batch)
-                var next = 0
-                while next < outcomes.count, let c = pass.candidate(state) {
-                    // A candidate no simpler than the best is passed over untried, as in the batch.
-                    guard Self.simpler(c, than: state.best) else {
-                        pass.failed(state)
-                        continue
-                    }
-                    attempts += 1
-                    let outcome = outcomes[next]
-                    next += 1
-                    guard outcome.failing else {
-                        pass.failed(state)
-                        continue
-                    }
-                    state.best = Self.simpler(outcome.consumed, than: c) ? outcome.consumed : c
-                    state.spans = outcome.spans
-                    improvements += 1
-                    progress = true
-                    pass.succeeded(state)
-                    break
-                }
-            }
-        }
+/// One shrink under way: the simplest failing sequence so far, the budget spent, and whether the last round of
+/// passes changed anything.
+struct ShrinkRun {
+    var state: ShrinkState
+    let budget: Shrinker.Budget
+    let width: Int
+    let deadline: UInt64?
+    var attempts = 0
+    var improvements = 0
+    var stopped = false
+    var timedOut = false
+    var progress = true
+    /// The length of the sequence the last full sweep of block deletions ended at.
+    var blocksSweptAt: Int?
 
-        // Deleting blocks tries three candidates per choice, most of a shrink's attempts: a sweep is not repeated over
-        // a sequence of the length the last full sweep ended at (lowered values seldom free a block the sweep kept).
-        var blocksSweptAt: Int?
-        func deleteBlocks() {
-            guard state.best.count != blocksSweptAt else { return }
-            var pass = DeleteBlocks()
-            run(&pass)
-            if !outOfBudget { blocksSweptAt = state.best.count }
+    mutating func outOfBudget() -> Bool {
+        if stopped || budget.shouldStop() {
+            stopped = true
+            return true
         }
-        let structureFirst = budget.maxSeconds.isFinite  // see above
-        while progress && !outOfBudget {
+        if let deadline, DispatchTime.now().uptimeNanoseconds > deadline { timedOut = true }
+        return attempts >= budget.maxAttempts || timedOut
+    }
+
+    /// Rounds of the passes until one changes nothing or the budget ends.
+    mutating func passes(structureFirst: Bool, _ testBatch: ([[UInt64]]) -> [Shrinker.Outcome]) {
+        while progress && !outOfBudget() {
             progress = false
             var deleteSpans = DeleteSpans(state)
-            run(&deleteSpans)
+            run(&deleteSpans, testBatch)
             var zeroSpans = ZeroSpans(state)
-            run(&zeroSpans)
+            run(&zeroSpans, testBatch)
             if structureFirst {
-                deleteBlocks()
+                deleteBlocks(testBatch)
                 if progress { continue }
             }
             var lowerValues = LowerValues(state)
-            run(&lowerValues)
-            if !structureFirst { deleteBlocks() }
+            run(&lowerValues, testBatch)
+            if !structureFirst { deleteBlocks(testBatch) }
         }
-        // Whether a stop cut the passes short, read before the last look at the budget: a Ctrl-C after the passes
-        // ended does not make a finished shrink look cut.
-        let (cut, cutByTime) = (stopped, timedOut)
-        var result = Result(
-            choices: state.best, attempts: attempts, improvements: improvements, exhaustedBudget: outOfBudget)
-        (result.stopped, result.timedOut) = (cut, cutByTime)
-        return result
+    }
+
+    /// Deleting blocks tries three candidates per choice, most of a shrink's attempts: a sweep is not repeated over a
+    /// sequence of the length the last full sweep ended at (lowered values seldom free a block the sweep kept).
+    mutating func deleteBlocks(_ testBatch: ([[UInt64]]) -> [Shrinker.Outcome]) {
+        guard state.best.count != blocksSweptAt else { return }
+        var pass = DeleteBlocks()
+        run(&pass, testBatch)
+        if !outOfBudget() { blocksSweptAt = state.best.count }
+    }
+
+    /// Runs one pass to its end (or the budget's): batches of the candidates it would try next, walked in order.
+    mutating func run<P: ShrinkPass>(_ pass: inout P, _ testBatch: ([[UInt64]]) -> [Shrinker.Outcome]) {
+        while !outOfBudget() {
+            var ahead = pass
+            var batch: [[UInt64]] = []
+            while batch.count < min(width, budget.maxAttempts - attempts), let c = ahead.candidate(state) {
+                if Shrinker.simpler(c, than: state.best) { batch.append(c) }
+                ahead.failed(state)
+            }
+            if batch.isEmpty { return }
+            let outcomes = testBatch(batch)
+            var next = 0
+            while next < outcomes.count, let c = pass.candidate(state) {
+                // A candidate no simpler than the best is passed over untried, as in the batch.
+                guard Shrinker.simpler(c, than: state.best) else {
+                    pass.failed(state)
+                    continue
+                }
+                attempts += 1
+                let outcome = outcomes[next]
+                next += 1
+                guard outcome.failing else {
+                    pass.failed(state)
+                    continue
+                }
+                state.best = Shrinker.simpler(outcome.consumed, than: c) ? outcome.consumed : c
+                state.spans = outcome.spans
+                improvements += 1
+                progress = true
+                pass.succeeded(state)
+                break
+            }
+        }
     }
 }
 
