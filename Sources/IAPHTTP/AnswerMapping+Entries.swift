@@ -90,10 +90,14 @@ extension AnswerMapping {
             return s
         }
 
-        /// A field's value inside the entry; nil for JSON null or a field the mapping does not name.
-        func value(_ f: Field?, in item: Any, id: String, _ list: List) throws(Mismatch) -> Any? {
+        /// A field's value inside the entry; nil for JSON null or a field the mapping does not name, and, where
+        /// `missingIsNone`, for a field the entry leaves out.
+        func value(_ f: Field?, in item: Any, id: String, _ list: List, missingIsNone: Bool = false) throws(Mismatch)
+            -> Any?
+        {
             guard let f else { return nil }
             guard let v = AnswerMapping.resolve(f.pointer, in: item) else {
+                if missingIsNone && item is [String: Any] { return nil }
                 // Fields are read inside each entry: a pointer into the whole response finds nothing there.
                 let inside =
                     item is [String: Any] || item is [Any]
@@ -104,46 +108,23 @@ extension AnswerMapping {
             return v is NSNull ? nil : v
         }
 
-        /// The entry: its end in the field's date format, active (from the field, or from the end), its state (or
-        /// active/expired) and its ownership (purchased when active and the mapping names none).
+        /// The entry: its end in the field's date format, active (from the field, the state, or the end), its state
+        /// (or active/expired) and its ownership (purchased when active and the mapping names none). An entry the
+        /// backend says is not active may leave its end and its ownership out (answers.md: compared only when active).
         func entry(_ item: Any, id: String, _ list: List) throws(Mismatch) -> Entry {
-            var expires: Millis?
-            if let f = list.expiresDate, let v = try value(f, in: item, id: id, list) {
-                guard let t = AnswerMapping.date(v, format: f.format ?? .epochMs) else {
-                    // A number past any instant (beyond Int64 milliseconds) is what the backend wrote, not the file.
-                    let number =
-                        (v as? NSNumber).flatMap { StrictJSON.isBool($0) ? nil : $0.doubleValue }
-                        ?? (v as? String).flatMap(Double.init)
-                    if f.format != .iso8601, let n = number {
-                        var m = fail(
-                            f.keyPath,
-                            "\(AnswerMapping.show(v)) in entry \"\(id)\" is no instant in \((f.format ?? .epochMs).rawValue): \(n.isFinite ? "past the year 300,000" : "not a finite number")"
-                        )
-                        m.isWrongAnswer = true
-                        throw m
-                    }
-                    throw fail(
-                        f.keyPath,
-                        "\(AnswerMapping.show(v)) in entry \"\(id)\" is not a date in \((f.format ?? .epochMs).rawValue)",
-                        fix:
-                            "set \"format\" of \(f.keyPath) in \(mapping.file) to the backend's: iso8601, epoch-ms or epoch-s (\(AnswerMapping.show(v)) above)"
-                    )
-                }
-                expires = t
-            }
-            var active = expires.map { $0 > at } ?? true
+            var said: Bool?
             if let f = list.active {
                 let v = try value(f, in: item, id: id, list)
                 // A backend's own words for it (`"values": {"grace": "true", "lapsed": "false"}`) read first.
-                let said = v.map { ($0 as? String).map(f.translated) ?? $0 }
-                guard let b = said.flatMap(AnswerMapping.bool) else {
+                let word = v.map { ($0 as? String).map(f.translated) ?? $0 }
+                guard let b = word.flatMap(AnswerMapping.bool) else {
                     throw fail(
                         f.keyPath, "\(AnswerMapping.show(v)) in entry \"\(id)\" is not a boolean",
                         fix: v is String ? wordsFix(f, v) : nil)
                 }
-                active = b
+                said = b
             }
-            var state: EntitlementState = active ? .active : .expired
+            var state: EntitlementState?
             if let f = list.state, let v = try value(f, in: item, id: id, list) {
                 guard let s = (v as? String).map(f.translated).flatMap(EntitlementState.init(rawValue:)) else {
                     throw fail(
@@ -154,10 +135,13 @@ extension AnswerMapping {
                 state = s
                 // Without an `active` of its own, the state the backend names says it (active and grace grant):
                 // a state "expired" beside a null expiry ("never") is not read as active.
-                if list.active == nil { active = s.isEntitled }
+                if list.active == nil { said = s.isEntitled }
             }
+            let expires = try end(item, id: id, list, missingIsNone: said == false)
+            let active = said ?? expires.map { $0 > at } ?? true
+            let finalState = state ?? (active ? .active : .expired)
             var ownership: InAppOwnershipType?
-            if let f = list.ownership, let v = try value(f, in: item, id: id, list) {
+            if let f = list.ownership, let v = try value(f, in: item, id: id, list, missingIsNone: !active) {
                 // A value in the backend's own words is a mapping to complete, not a wrong answer.
                 guard let s = (v as? String).map(f.translated), InAppOwnershipType.known.map(\.rawValue).contains(s)
                 else {
@@ -168,7 +152,36 @@ extension AnswerMapping {
                 ownership = InAppOwnershipType(rawValue: s)
             }
             if active && ownership == nil && list.ownership == nil { ownership = .purchased }
-            return Entry(id: id, active: active, state: state, expires: active ? expires : nil, ownership: ownership)
+            return Entry(
+                id: id, active: active, state: finalState, expires: active ? expires : nil, ownership: ownership)
+        }
+
+        /// The entry's end in the field's date format; nil for none (never), or for a field left out where
+        /// `missingIsNone`.
+        func end(_ item: Any, id: String, _ list: List, missingIsNone: Bool) throws(Mismatch) -> Millis? {
+            guard let f = list.expiresDate, let v = try value(f, in: item, id: id, list, missingIsNone: missingIsNone)
+            else { return nil }
+            guard let t = AnswerMapping.date(v, format: f.format ?? .epochMs) else {
+                // A number past any instant (beyond Int64 milliseconds) is what the backend wrote, not the file.
+                let number =
+                    (v as? NSNumber).flatMap { StrictJSON.isBool($0) ? nil : $0.doubleValue }
+                    ?? (v as? String).flatMap(Double.init)
+                if f.format != .iso8601, let n = number {
+                    var m = fail(
+                        f.keyPath,
+                        "\(AnswerMapping.show(v)) in entry \"\(id)\" is no instant in \((f.format ?? .epochMs).rawValue): \(n.isFinite ? "past the year 300,000" : "not a finite number")"
+                    )
+                    m.isWrongAnswer = true
+                    throw m
+                }
+                throw fail(
+                    f.keyPath,
+                    "\(AnswerMapping.show(v)) in entry \"\(id)\" is not a date in \((f.format ?? .epochMs).rawValue)",
+                    fix:
+                        "set \"format\" of \(f.keyPath) in \(mapping.file) to the backend's: iso8601, epoch-ms or epoch-s (\(AnswerMapping.show(v)) above)"
+                )
+            }
+            return t
         }
     }
 }

@@ -206,6 +206,27 @@ import Testing
         #expect(none.products.isEmpty)
     }
 
+    /// An entry the backend says is not active may leave out its end and its owner, which are compared only while
+    /// active (the Ruby trial's `{"status": "billing_issue"}` stopped send and the doctor's clock line with a
+    /// mapping error); an active entry, or one whose activity is read off the end, still needs them.
+    @Test func anInactiveEntryMayLeaveOutItsEndAndItsOwner() throws {
+        let t = try Self.target(
+            Self.mapped(
+                #"{"entitlements": {"each": "/entitlements", "key": "@key", "state": {"pointer": "/status", "values": {"billing_issue": "billing-retry", "on": "active"}}, "expiresDate": {"pointer": "/until", "format": "iso8601"}, "ownership": {"pointer": "/source", "values": {"purchase": "PURCHASED"}}}}"#
+            ))
+        let lapsed = try t.mapping!.answer(
+            from: Data(#"{"entitlements": {"pro": {"status": "billing_issue"}}}"#.utf8), at: 0)
+        #expect(lapsed.entitlements.first?.active == false && lapsed.entitlements.first?.state == .billingRetry)
+        #expect(throws: AnswerMapping.Mismatch.self) {
+            try t.mapping!.answer(from: Data(#"{"entitlements": {"pro": {"status": "on"}}}"#.utf8), at: 0)
+        }
+        let offTheEnd = try Self.target(
+            Self.mapped(#"{"entitlements": {"each": "/entitlements", "key": "@key", "expiresDate": "/until"}}"#))
+        #expect(throws: AnswerMapping.Mismatch.self) {
+            try offTheEnd.mapping!.answer(from: Data(#"{"entitlements": {"pro": {}}}"#.utf8), at: 0)
+        }
+    }
+
     /// What the backend wrote, however wrong, is the backend's fault: an epoch in seconds past Int64 once made
     /// milliseconds (it trapped), a string of such digits, and a body that is not JSON at all are wrong answers, not a
     /// target file to fix.
