@@ -30,6 +30,9 @@ extension Oracle {
         let bought: Int
         /// A refund with chain scope: every transaction bought before it is void (policy Q1).
         let chainRevokedAt: Millis?
+        /// The first refund of chain scope after `t` the facts already know (of any transaction of the chain): it
+        /// voids everything bought by `t`, an end known ahead.
+        let nextChainRefund: Millis?
 
         /// nil when nothing of the chain was purchased by `t`: no chain yet.
         init?(_ c: Prepared.Chain, at t: Millis, policy: Policy) {
@@ -42,6 +45,15 @@ extension Oracle {
             chainRevokedAt =
                 policy.refundScope == .chain
                 ? c.transactions[..<bought].compactMap { $0.revocationDate }.filter { $0 <= t }.max() : nil
+            nextChainRefund =
+                policy.refundScope == .chain
+                ? c.transactions.compactMap { $0.revocationDate }.filter { $0 > t }.min() : nil
+        }
+
+        /// When `x`, granting at `t`, is already known to stop granting: its own revocation, or the next refund of
+        /// chain scope (docs/semantics.md#q1-refund-scope-and-timing); nil when no end is known ahead.
+        func knownEnd(of x: JWSTransactionDecodedPayload) -> Millis? {
+            [x.revocationDate, nextChainRefund].compactMap { $0 }.min()
         }
 
         /// A transaction that grants nothing at `t`: revoked itself, or bought before a refund of chain scope
@@ -101,7 +113,8 @@ extension Oracle {
     static func nonConsumableGrant(_ x: JWSTransactionDecodedPayload, _ c: ChainAt) -> Grant? {
         guard !c.void(x) else { return nil }
         return Grant(
-            productId: x.productId, end: nil, ownership: x.inAppOwnershipType, grace: false, knownEnd: x.revocationDate)
+            productId: x.productId, end: nil, ownership: x.inAppOwnershipType, grace: false, knownEnd: c.knownEnd(of: x)
+        )
     }
 
     /// An auto-renewable transaction grants `[purchaseDate, expiresDate)`, extended where only the renewal info says
@@ -120,11 +133,13 @@ extension Oracle {
         if reading.introOutlivesChange && x.offerType == .introductory {
             // The introductory period runs its course whatever came after it (docs/semantics.md#q2-upgrade-during-an-introductory-offer).
             guard x.purchaseDate <= t && t < expires else { return nil }
-            return Grant(productId: x.productId, end: expires, ownership: x.inAppOwnershipType, grace: false)
+            return Grant(
+                productId: x.productId, end: expires, ownership: x.inAppOwnershipType, grace: false,
+                knownEnd: c.knownEnd(of: x).flatMap { $0 < expires ? $0 : nil })
         }
         let end = periodEnd(x, expires: expires, c.chain, reading)
         guard x.purchaseDate <= t && t < end else { return nil }
-        let known = min(end, x.revocationDate ?? .max)
+        let known = min(end, c.knownEnd(of: x) ?? .max)
         return Grant(
             productId: x.productId, end: expires, ownership: x.inAppOwnershipType, grace: false,
             knownEnd: known < expires ? known : nil)

@@ -38,6 +38,26 @@ import Testing
         #expect(!p.active && p.state == .revoked)
     }
 
+    /// docs/semantics.md#q1-refund-scope-and-timing: under refundScope `chain`, a refund of any transaction of the
+    /// chain ends every period bought before it, so a question in hindsight, before that refund, leaves the expiry
+    /// open (an end known ahead) as it does for a period's own refund. The Java trial's correct validator answered
+    /// the refund's date and was failed for it.
+    @Test func aLaterRefundOfChainScopeIsAnEndKnownAhead() throws {
+        let first = Build.transaction("1001")
+        let renewal = Build.transaction("1002", chain: "1001", purchased: first.expiresDate!, reason: .renewal)
+        let refund = Build.refunded(first, at: renewal.purchaseDate + 10 * Self.day)
+        let history = [
+            Build.appTransaction(first), Build.appTransaction(renewal), Build.notification(.refund, tx: refund),
+        ]
+        let before = renewal.purchaseDate + 5 * Self.day
+        let key = AnswerDifference.Key(subject: .product("pro.monthly"), field: .expiresDate)
+        let chain = Oracle.judge(
+            Build.knowledge(history, policy: Policy(refundScope: .chain)), user: Build.user, at: before)
+        #expect(chain.answer.products.first?.active == true && chain.undetermined.contains(key))
+        let own = Oracle.judge(Build.knowledge(history), user: Build.user, at: before)
+        #expect(own.answer.products.first?.active == true && !own.undetermined.contains(key))
+    }
+
     /// docs/semantics.md#refund-reversal: a reversed refund grants again, the renewal date unchanged.
     @Test func aReversedRefundGrantsAgain() throws {
         let tx = Build.transaction("1001")
