@@ -216,13 +216,16 @@ extension Oracle {
         guard let e = latest.expiresDate, e <= c.t else { return nil }
         if let g = renewal?.gracePeriodExpiresDate {
             guard c.t < g else { return nil }
+            // A refund the facts already know ends the grace before its date.
             return Grant(
-                productId: latest.productId, end: g, ownership: latest.inAppOwnershipType, grace: true, paidEnd: e)
+                productId: latest.productId, end: g, ownership: latest.inAppOwnershipType, grace: true, paidEnd: e,
+                knownEnd: c.knownEnd(of: latest).flatMap { $0 < g ? $0 : nil })
         }
         guard reading.graceFromSubtype, let r = renewal, k.graceClaims[c.chain.id]?.contains(r.signedDate) == true
         else { return nil }
         return Grant(
-            productId: latest.productId, end: nil, ownership: latest.inAppOwnershipType, grace: true, paidEnd: e)
+            productId: latest.productId, end: nil, ownership: latest.inAppOwnershipType, grace: true, paidEnd: e,
+            knownEnd: c.knownEnd(of: latest))
     }
 
     /// Non-renewing subscriptions: each grants the app's duration from its purchase, or from the end of the one

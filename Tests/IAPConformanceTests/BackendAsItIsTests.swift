@@ -100,7 +100,7 @@ import Testing
             AppliesLater(settleSeconds: 0.08), catalog: .standard, policy: .default)
         #expect(results.count > 20)
         #expect(
-            results.allSatisfy { $0.rejected },
+            results.allSatisfy { $0.holds },
             "\(results.filter { !$0.rejected }.map { "\($0.name): \($0.reason ?? "")" })")
     }
 
@@ -260,7 +260,7 @@ import Testing
             NeverForgets(isolation: .namespace), catalog: .standard, policy: .default)
         #expect(results.count > 20)
         #expect(
-            results.allSatisfy { $0.rejected },
+            results.allSatisfy { $0.holds },
             "\(results.filter { !$0.rejected }.map { "\($0.name): \($0.reason ?? "")" })")
     }
 

@@ -118,6 +118,23 @@ import Testing
         #expect(p.active && p.state == .grace && p.expiresDate == graceEnd)
     }
 
+    /// docs/answers.md#what-the-facts-leave-open: a refund of the lapsed period, known ahead of a question inside its
+    /// grace, ends the grace before its date: the expiry is either, so it is not compared (it was, against the grace
+    /// date alone).
+    @Test func aRefundKnownAheadLeavesAGracePeriodsEndOpen() throws {
+        let tx = Build.transaction("1001")
+        let graceEnd = tx.expiresDate! + 16 * Self.day
+        let failed = Build.renewalInfo(of: tx, retry: true, grace: graceEnd)
+        let refund = Build.refunded(tx, at: tx.expiresDate! + 5 * Self.day)
+        let history = [
+            Build.appTransaction(tx), Build.notification(.didFailToRenew, .gracePeriod, tx: tx, renewal: failed),
+            Build.notification(.refund, tx: refund),
+        ]
+        let judged = Oracle.judge(Build.knowledge(history), user: Build.user, at: tx.expiresDate! + Self.day)
+        #expect(judged.answer.products.first?.state == .grace)
+        #expect(judged.undetermined.contains(.init(subject: .product("pro.monthly"), field: .expiresDate)))
+    }
+
     /// docs/semantics.md#billing-retry: a failed renewal without grace ends service; the product is in billing retry.
     @Test func billingRetryWithoutGraceEndsAccess() throws {
         let tx = Build.transaction("1001")
