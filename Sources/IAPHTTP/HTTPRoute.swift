@@ -25,6 +25,9 @@ extension HTTPValidator {
         /// (the backend verifies it from a queue, docs/http-target.md#asynchronous-backends); a delivery it must
         /// refuse is judged by its effect on the answers.
         public var verifiesLater = false
+        /// The entitlements route's statuses that say the user holds nothing (`"nothing": [404]`: an account the
+        /// backend never saw), read as an empty answer rather than a failure.
+        var nothing: StatusSet?
 
         public init(method: String, path: String) {
             self.method = method

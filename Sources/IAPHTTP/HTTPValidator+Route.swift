@@ -40,6 +40,7 @@ extension HTTPValidator {
             if later && !Target.deliveries.contains(op) {
                 ro.problem(ro.keyPath("verifiesLater"), "only a delivery is verified; \(op) is not one")
             }
+            let nothing = nothingStatuses()
             ro.rejectUnknownKeys()
             guard var route else { return nil }
             route.query = query
@@ -58,7 +59,24 @@ extension HTTPValidator {
             }
             route.reason = reason
             route.verifiesLater = later
+            route.nothing = nothing
             return route
+        }
+
+        /// `"nothing"`: the entitlements route's statuses that mean the user holds nothing (a 404 for an account the
+        /// backend never saw); a 2xx is an answer to read, and no other route answers about a user.
+        func nothingStatuses() -> StatusSet? {
+            guard ro.has("nothing") else { return nil }
+            guard op == "entitlements" else {
+                ro.problem(ro.keyPath("nothing"), "only the entitlements route answers about a user; \(op) does not")
+                _ = ro.value("nothing")
+                return nil
+            }
+            let set = Target.statuses(ro, "nothing")
+            if let set, set.classes.contains(2) || set.codes.contains(where: { (200..<300).contains($0) }) {
+                ro.problem(ro.keyPath("nothing"), "a 2xx is an answer iapcheck reads; list the statuses that are not")
+            }
+            return set
         }
 
         /// A template of the route, with only the placeholders this operation fills.

@@ -361,3 +361,51 @@ import Testing
         #expect(f.message.contains("answer.entitlements.each"))
     }
 }
+
+/// A backend that answers 404 for an account it never saw (a common REST convention) is not a failure when the
+/// target says so: `"nothing": [404]` on the entitlements route reads it as an empty answer (the Go trial's backend
+/// failed its first run with `bad-answer` for a user who held nothing). Other routes cannot take the key, and a 2xx
+/// cannot be in it.
+@Suite struct NothingStatusTests {
+    static func target(port: Int, entitlements: String) throws(ConfigError) -> HTTPValidator.Target {
+        try AnswerMappingTests.target(
+            """
+            {"baseURL": "http://127.0.0.1:\(port)", "channels": ["app-transaction"],
+             "routes": {"appTransaction": {"method": "POST", "path": "/a"},
+                        "entitlements": \(entitlements)},
+             "answer": {"entitlements": {"each": "/features", "key": "/name", "active": "/active"}}}
+            """)
+    }
+
+    @Test func aStatusThatMeansNothingIsAnEmptyAnswer() throws {
+        let server = try LoopbackHTTPServer(port: 0) { _ in
+            .init(status: 404, text: #"{"error": {"code": "unknown_account"}}"#)
+        }
+        server.start()
+        defer { server.stop() }
+        let declared = try Self.target(
+            port: server.port, entitlements: #"{"method": "GET", "path": "/u/{userId}", "nothing": [404]}"#)
+        let v = HTTPValidator(target: declared, name: "http:nothing", timeout: 5)
+        let answer = try v.entitlements(EntitlementQuery(userId: "u2", at: 0))
+        #expect(answer == EntitlementAnswer())
+        let plain = try Self.target(port: server.port, entitlements: #"{"method": "GET", "path": "/u/{userId}"}"#)
+        #expect {
+            try HTTPValidator(target: plain, name: "http:plain", timeout: 5).entitlements(
+                EntitlementQuery(userId: "u2", at: 0))
+        } throws: { ($0 as? ValidatorFailure)?.kind == .badAnswer }
+        for (route, key) in [
+            (#"{"method": "GET", "path": "/u/{userId}", "nothing": ["2xx"]}"#, "routes.entitlements.nothing"),
+            (#"{"method": "GET", "path": "/u/{userId}", "nothing": [200, 404]}"#, "routes.entitlements.nothing"),
+        ] {
+            #expect(throws: ConfigError.self, "\(key)") { try Self.target(port: 9, entitlements: route) }
+        }
+        #expect(throws: ConfigError.self) {
+            try AnswerMappingTests.target(
+                """
+                {"baseURL": "http://127.0.0.1:9", "channels": ["app-transaction"],
+                 "routes": {"appTransaction": {"method": "POST", "path": "/a", "nothing": [404]},
+                            "entitlements": {"method": "GET", "path": "/u/{userId}"}}}
+                """)
+        }
+    }
+}
