@@ -45,7 +45,7 @@ extension AnswerMapping {
         guard let c = consumables else { return [] }
         func fail(_ keyPath: String, _ why: String) -> Mismatch {
             Mismatch(
-                message: "\(file): \(keyPath): \(why) (response: \(String(decoding: body.prefix(300), as: UTF8.self)))",
+                message: "\(file): \(keyPath): \(why) (response: \(AnswerMapping.quoted(body, first: 300)))",
                 fix: "point \(keyPath) in \(file) at where the response above has it (a JSON Pointer)")
         }
         guard let container = Self.resolve(c.each, in: root) else {

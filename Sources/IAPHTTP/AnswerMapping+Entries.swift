@@ -30,7 +30,7 @@ extension AnswerMapping {
         func fail(_ keyPath: String, _ why: String, fix: String? = nil) -> Mismatch {
             Mismatch(
                 message:
-                    "\(mapping.file): \(keyPath): \(why) (response: \(String(decoding: body.prefix(300), as: UTF8.self)))",
+                    "\(mapping.file): \(keyPath): \(why) (response: \(AnswerMapping.quoted(body, first: 300)))",
                 fix: fix ?? "point \(keyPath) in \(mapping.file) at where the response above has it (a JSON Pointer)")
         }
 

@@ -225,7 +225,7 @@ public struct AnswerMapping: Sendable {
         } catch {
             // No mapping makes a page of HTML or a truncated object an answer: the backend's fault, not the file's.
             var m = Mismatch(
-                message: "the entitlements body is not JSON: \(String(decoding: body.prefix(200), as: UTF8.self))")
+                message: "the entitlements body is not JSON: \(AnswerMapping.quoted(body, first: 200))")
             m.isWrongAnswer = true
             throw m
         }
@@ -342,6 +342,16 @@ public struct AnswerMapping: Sendable {
             }
         }
         return nil
+    }
+
+    /// The first `first` bytes of a body as a report quotes it, without the line end most bodies finish with (shown
+    /// escaped, `\u{A}`, it read as part of the answer).
+    static func quoted(_ body: Data, first: Int) -> String {
+        var text = String(decoding: body.prefix(first), as: UTF8.self)
+        while let last = text.unicodeScalars.last, last == "\n" || last == "\r" || last == " " || last == "\t" {
+            text.unicodeScalars.removeLast()
+        }
+        return text
     }
 
     static func show(_ v: Any?) -> String {

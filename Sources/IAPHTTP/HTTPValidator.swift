@@ -208,7 +208,7 @@ public class HTTPValidator: RaceableValidator {
         let (status, body) = try send("reset", values, body: encode(config), now: nil)
         guard (200..<300).contains(status) else {
             throw ValidatorFailure(
-                .badAnswer, "reset answered HTTP \(status): \(String(decoding: body.prefix(200), as: UTF8.self))",
+                .badAnswer, "reset answered HTTP \(status): \(AnswerMapping.quoted(body, first: 200))",
                 transcript: transcript)
         }
     }
@@ -300,7 +300,7 @@ public class HTTPValidator: RaceableValidator {
     /// configuration error naming the route and the status. Anything else (a 5xx, a redirect) is the backend's.
     static func unmappedStatus(_ status: Int, op: String, reply: Data, transcript: [String]) -> ValidatorFailure {
         let message =
-            "HTTP \(status) for \(op), neither an accepted nor a refused status of its route: \(String(decoding: reply.prefix(200), as: UTF8.self))"
+            "HTTP \(status) for \(op), neither an accepted nor a refused status of its route: \(AnswerMapping.quoted(reply, first: 200))"
         guard (400..<500).contains(status) else { return ValidatorFailure(.badAnswer, message, transcript: transcript) }
         return ValidatorFailure(
             .misconfigured, message, transcript: transcript,
@@ -340,8 +340,11 @@ public class HTTPValidator: RaceableValidator {
         guard status == 200 else {
             throw ValidatorFailure(
                 .badAnswer,
-                "entitlements answered HTTP \(status): \(String(decoding: body.prefix(200), as: UTF8.self))",
-                transcript: transcript)
+                "entitlements answered HTTP \(status): \(AnswerMapping.quoted(body, first: 200))",
+                transcript: transcript,
+                fix: status == 404 || status == 204
+                    ? "if \(status) means this user holds nothing (an account the backend never saw), add \"nothing\": [\(status)] to routes.entitlements of the target file"
+                    : nil)
         }
         let a: EntitlementAnswer
         do {
@@ -361,7 +364,7 @@ public class HTTPValidator: RaceableValidator {
         } catch {
             throw ValidatorFailure(
                 .badAnswer,
-                "the entitlements body is not an answer (\(ValidatorFailure.decodingProblem(error, in: body))): \(String(decoding: body.prefix(200), as: UTF8.self))",
+                "the entitlements body is not an answer (\(ValidatorFailure.decodingProblem(error, in: body))): \(AnswerMapping.quoted(body, first: 200))",
                 transcript: transcript)
         }
         let answer = a.sorted

@@ -379,7 +379,7 @@ import Testing
 
     @Test func aStatusThatMeansNothingIsAnEmptyAnswer() throws {
         let server = try LoopbackHTTPServer(port: 0) { _ in
-            .init(status: 404, text: #"{"error": {"code": "unknown_account"}}"#)
+            .init(status: 404, text: #"{"error": {"code": "unknown_account"}}"# + "\n")
         }
         server.start()
         defer { server.stop() }
@@ -392,7 +392,11 @@ import Testing
         #expect {
             try HTTPValidator(target: plain, name: "http:plain", timeout: 5).entitlements(
                 EntitlementQuery(userId: "u2", at: 0))
-        } throws: { ($0 as? ValidatorFailure)?.kind == .badAnswer }
+        } throws: {
+            // The body is quoted without its line end (shown escaped, it read as part of the answer).
+            ($0 as? ValidatorFailure)?.kind == .badAnswer && ($0 as? ValidatorFailure)?.message.hasSuffix("}}") == true
+                && ($0 as? ValidatorFailure)?.fix?.contains(#""nothing": [404]"#) == true
+        }
         for (route, key) in [
             (#"{"method": "GET", "path": "/u/{userId}", "nothing": ["2xx"]}"#, "routes.entitlements.nothing"),
             (#"{"method": "GET", "path": "/u/{userId}", "nothing": [200, 404]}"#, "routes.entitlements.nothing"),

@@ -158,6 +158,8 @@ public enum Reports {
         public var rerun: String?
         /// Set when replaying the shrunk case gave different outcomes.
         public var flaky: FlakySummary?
+        /// What to change when the failure names its cause (a status the target file may describe, say).
+        public var fix: String?
 
         public init(kind: ValidatorFailure.Kind, message: String, caseIndex: Int? = nil, transcript: [String]) {
             self.kind = kind
@@ -168,6 +170,7 @@ public enum Reports {
 
         public init(_ f: ValidatorFailure, caseIndex: Int?) {
             self.init(kind: f.kind, message: f.message, caseIndex: caseIndex, transcript: f.transcript)
+            fix = f.fix
         }
     }
 

@@ -22,6 +22,7 @@ public enum TextReport {
         ]
         if let t = f.timeline { lines.append(t) }
         if f.headline != nil { lines += f.transcript.suffix(10).map { "    \($0)" } }
+        if let fix = f.fix { lines.append("  fix:      \(fix)") }
         if let r = f.rerun { lines.append("  rerun:    \(r)") }
         // The message and transcript quote what the validator wrote: its escape sequences are shown, not run.
         return Terminal.visible(lines.joined(separator: "\n"), keepingLines: true)
