@@ -282,8 +282,9 @@ public struct AnswerMapping: Sendable {
         }
     }
 
-    /// `2026-03-01T00:00:00Z`, with optional fractional seconds and a `Z` or `±HH:MM` offset.
-    static func iso8601(_ s: String) -> Millis? {
+    /// `2026-03-01T00:00:00Z`, with optional fractional seconds and a `Z` or `±HH:MM` offset; nil for anything else,
+    /// a day the month does not have included (`2027-02-29` is not quietly March 1st).
+    package static func iso8601(_ s: String) -> Millis? {
         let c = Array(s.utf8)
         func num(_ from: Int, _ n: Int) -> Int? {
             guard from + n <= c.count else { return nil }
@@ -296,7 +297,7 @@ public struct AnswerMapping: Sendable {
         }
         guard c.count >= 20, c[4] == 45, c[7] == 45, c[10] == 84 || c[10] == 116, c[13] == 58, c[16] == 58,
             let y = num(0, 4), let mo = num(5, 2), let d = num(8, 2), let h = num(11, 2), let mi = num(14, 2),
-            let sec = num(17, 2), (1...12).contains(mo), (1...31).contains(d), h < 24, mi < 60, sec < 61
+            let sec = num(17, 2), (1...12).contains(mo), (1...31).contains(d), h < 24, mi < 60, sec < 60
         else { return nil }
         var i = 19
         var ms = 0
@@ -323,7 +324,7 @@ public struct AnswerMapping: Sendable {
         } else {
             return nil
         }
-        guard i == c.count else { return nil }
+        guard i == c.count, Int64(d) <= CivilTime.daysInMonth(Int64(y), Int64(mo)) else { return nil }
         let days = CivilTime.days(fromCivil: Int64(y), Int64(mo), Int64(d))
         return ((days * 24 + Millis(h)) * 60 + Millis(mi) - Millis(offset)) * 60_000 + Millis(sec) * 1000 + Millis(ms)
     }

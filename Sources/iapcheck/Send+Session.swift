@@ -212,19 +212,16 @@ extension Send {
 
 /// `--at` and `--advance`: an instant, or a duration after (or before) a base. Errors exit 2, naming the option.
 enum SendTime {
-    /// `2027-01-31T10:00:00Z` (seconds and milliseconds optional), `now`, or `+3d` / `-2h` from `base`.
+    /// `2027-01-31T10:00:00Z` (milliseconds optional, `Z` or an offset), `now`, or `+3d` / `-2h` from `base`. An
+    /// instant the calendar does not have (`2027-02-29`, `24:00`) is refused, not moved to the next day: a send at a
+    /// month's end must be at the instant asked for.
     static func instant(_ text: String, after base: Millis) throws -> Millis {
         if text == "now" { return SendSession.realNow }
         if text.hasPrefix("+") { return try after(base, String(text.dropFirst()), option: "--at") }
         if text.hasPrefix("-") { return try after(base, String(text.dropFirst()), option: "--at", sign: -1) }
-        let f = ISO8601DateFormatter()
-        f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        let g = ISO8601DateFormatter()
-        if let d = f.date(from: text) ?? g.date(from: text) {
-            return Millis((d.timeIntervalSince1970 * 1000).rounded())
-        }
+        if let t = AnswerMapping.iso8601(text) { return t }
         throw fail(
-            "error: --at \"\(text)\" is neither an instant (2027-01-31T10:00:00Z) nor a time from the customer's clock (+3d, +2h, --at=-30d)",
+            "error: --at \"\(text)\" is neither an instant of the calendar (2027-01-31T10:00:00Z) nor a time from the customer's clock (+3d, +2h, --at=-30d)",
             code: Exit.usage)
     }
 

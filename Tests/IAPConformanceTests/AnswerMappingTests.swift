@@ -227,6 +227,16 @@ import Testing
         }
     }
 
+    /// An ISO date the calendar does not have is no date (it was moved to the next day: a backend's `2027-02-30`
+    /// read as March 2nd, and `send --at 2027-02-29T…` bought on March 1st).
+    @Test(arguments: [
+        ("2028-02-29T10:00:00Z", true), ("2027-02-29T10:00:00Z", false), ("2027-04-31T00:00:00Z", false),
+        ("2027-01-31T24:00:00Z", false), ("2027-01-31T23:59:60Z", false), ("2027-01-31T10:00:00.5+02:00", true),
+    ])
+    func anInstantTheCalendarDoesNotHaveIsRefused(text: String, isInstant: Bool) {
+        #expect((AnswerMapping.iso8601(text) != nil) == isInstant)
+    }
+
     /// What the backend wrote, however wrong, is the backend's fault: an epoch in seconds past Int64 once made
     /// milliseconds (it trapped), a string of such digits, and a body that is not JSON at all are wrong answers, not a
     /// target file to fix.
