@@ -441,3 +441,44 @@ import Testing
         #expect(Corpus.otherFolders(ofApp: "com.other.app", foundWith: mine, besides: new, base: base).isEmpty)
     }
 }
+
+/// A backend without a reset route gets ids of its own in every run: a failure says which it got in the run shown,
+/// so its logs can be searched (the Ruby trial's `--explain` showed only the case's own ids, which the backend never
+/// saw); the ids do not make two runs of one failure differ.
+@Suite struct BackendIdsInReportsTests {
+    /// Never forgets, and misses grace periods (docs/mistakes.md J5).
+    final class NoGraceNeverForgets: Validator {
+        let inner = Mutants.named("no-grace")!.make()
+        var configured = false
+        var name: String { "no-grace-never-forgets" }
+        var isolation: CaseIsolation { .namespace }
+        func reset(_ config: ValidatorConfig) throws(ValidatorFailure) {
+            if !configured { try inner.reset(config) }
+            configured = true
+        }
+        func deliver(_ d: SignedDelivery, now: Millis) throws(ValidatorFailure) -> DeliveryVerdict {
+            try inner.deliver(d, now: now)
+        }
+        func entitlements(_ q: EntitlementQuery) throws(ValidatorFailure) -> EntitlementAnswer {
+            try inner.entitlements(q)
+        }
+    }
+
+    @Test func aFailureNamesTheIdsTheBackendGot() throws {
+        var o = CheckOptions()
+        (o.cases, o.shrinkBudget.maxAttempts) = (60, 100)
+        let v = NoGraceNeverForgets()
+        let f = try #require(Checker(options: o, validator: v).run().failure)
+        let d = try #require(f.discrepancy)
+        let ids = try #require(d.backendIds, "a namespaced run names its ids")
+        let person = try #require(f.shrunk.persons.first)
+        let line = Reports.summary(of: d, f.shrunk, caseIndex: f.caseIndex, corpusFile: nil, replay: "r").backendIds
+        #expect(line?.contains(IDNamespace(value: ids.namespace).uuid(person.accountId)) == true, "\(line ?? "-")")
+        // Run again, the same failure under other ids: the same discrepancy.
+        guard case .discrepancy(let again) = CaseRunner.run(f.shrunk, against: v) else {
+            Issue.record("the shrunk case passed when run again")
+            return
+        }
+        #expect(again.backendIds?.namespace != ids.namespace && again == d)
+    }
+}

@@ -30,6 +30,17 @@ public struct Discrepancy: Codable, Hashable, Sendable {
     /// Set under parallel-delivery when the deliveries were raced: the question asked after the race is none of
     /// the case's own steps (every person is asked at the end), and the reports show it and where the race began.
     public var race: Race?
+    /// The ids this run gave a backend without a reset route (docs/http-target.md#backends-without-a-reset-route):
+    /// what its logs and database hold for the case shown.
+    public var backendIds: BackendIds?
+
+    /// The namespace of one run's ids. Not part of what differed: two runs of one case that fail alike are the same
+    /// discrepancy whatever ids each used, so it never makes two discrepancies unequal.
+    public struct BackendIds: Codable, Hashable, Sendable {
+        public var namespace: Int64
+        public static func == (_: BackendIds, _: BackendIds) -> Bool { true }
+        public func hash(into hasher: inout Hasher) {}
+    }
 
     /// Where the race of a parallel-delivery case began and the question asked after it.
     public struct Race: Codable, Hashable, Sendable {

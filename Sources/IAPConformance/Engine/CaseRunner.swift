@@ -21,8 +21,19 @@ public enum CaseRunner {
     public static func run(_ c: GeneratedCase, against v: any Validator, signed: Bool = true, tally: inout ForgeryTally)
         -> CaseOutcome
     {
-        // A validator that keeps its state meets every run of a case under ids no earlier run used.
-        let c = v.isolation == .namespace ? IDNamespace.next().apply(c) : c
+        // A validator that keeps its state meets every run of a case under ids no earlier run used; a discrepancy
+        // says which, for the backend's logs.
+        guard v.isolation == .namespace else { return runAsGiven(c, against: v, signed: signed, tally: &tally) }
+        let namespace = IDNamespace.next()
+        let outcome = runAsGiven(namespace.apply(c), against: v, signed: signed, tally: &tally)
+        guard case .discrepancy(var d) = outcome else { return outcome }
+        d.backendIds = .init(namespace: namespace.value)
+        return .discrepancy(d)
+    }
+
+    static func runAsGiven(_ c: GeneratedCase, against v: any Validator, signed: Bool, tally: inout ForgeryTally)
+        -> CaseOutcome
+    {
         if c.property == .parallelDelivery, let sides = raceSides(v) {
             return runParallel(c, against: v, sides: sides, signed: signed, race: &tally.race)
         }

@@ -1,5 +1,6 @@
 import Foundation
 import IAPModel
+import IAPSimulator
 import IAPSupport
 import IAPValidatorAPI
 
@@ -129,6 +130,8 @@ public enum Reports {
         public var explanation: [String]?
         /// With `--explain`: per delivery of the shrunk case, the decoded fields that changed (``Explanation/deliveries(_:upTo:)``).
         public var deliveries: [String]?
+        /// For a backend without a reset route: the ids it got in the run shown (``IDNamespace/idsLine(_:)``).
+        public var backendIds: String?
 
         public init(
             property: String, caseIndex: Int? = nil, corpusFile: String? = nil, shrunkEvents: Int, expected: String,
@@ -250,6 +253,7 @@ public enum Reports {
         s.finding = d.finding
         let why = Explanation.lines(d, in: c)
         if !why.isEmpty { s.explanation = why }
+        s.backendIds = d.backendIds.map { IDNamespace(value: $0.namespace).idsLine(c) }
         return s
     }
 

@@ -52,6 +52,7 @@ public enum TextReport {
         lines += [s.timeline, "  expected: \(s.expected)", "  observed: \(s.observed)"]
         lines += s.differences.map { "    - \($0)" }
         lines += s.explanation ?? []
+        if let ids = s.backendIds { lines.append(ids) }
         if let d = s.deliveries { lines += ["  what each delivery changed (--explain):"] + d }
         lines.append("  replay:   \(s.replay)")
         return Terminal.visible(lines.joined(separator: "\n"), keepingLines: true)
