@@ -12,6 +12,9 @@ extension HTTPValidator: DoctorHinting {
         h.activeFromExpiry = [target.mapping?.entitlements, target.mapping?.products].contains {
             $0 != nil && $0??.active == nil && $0??.state == nil
         }
+        for (name, list) in [("entitlements", target.mapping?.entitlements), ("products", target.mapping?.products)] {
+            if let id = list?.one { h.namedAlone.append((name, id, "answer.\(name).one in \(file)")) }
+        }
         h.failureFix =
             "the backend's answer above, or its log, says why (a clock header it cannot parse, a setting it lacks); a status the target file does not list is added to the route's \"accepted\" or \"refused\""
         h.unreachableFix =

@@ -18,6 +18,9 @@ public struct DoctorHints {
     public var activeFromExpiry = false
     /// The transport's limit per request (`--timeout`), in seconds; nil when it has none.
     public var timeout: Double?
+    /// A response about one entry whose id the target file fixes (`"one": "premium"`), per list (`entitlements`,
+    /// `products`), with the key naming it: such an answer says nothing of the catalog's other entries.
+    public var namedAlone: [(list: String, id: String, key: String)] = []
     public init() {}
 }
 

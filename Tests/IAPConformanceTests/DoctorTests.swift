@@ -334,3 +334,23 @@ import Testing
         }
     }
 }
+
+/// A response mapped as about one entry the file names (`"one": "premium"`) cannot answer for the catalog's other
+/// entries: a ✗ before any request, naming them (the Go trial's flat tier answer was reported as the backend's bug).
+@Suite struct DoctorOneEntryMappingTests {
+    @Test func anAnswerAboutOneNamedEntryOfSeveralIsAConfigurationProblem() throws {
+        let catalog = Catalog.standard.withEntitlements()
+        let ids = try #require(catalog.entitlements?.map(\.id))
+        try #require(ids.count > 1)
+        func doctor(_ one: String) throws -> Doctor.Report {
+            let target = try AnswerMappingTests.target(
+                AnswerMappingTests.mapped(#"{"entitlements": {"each": "", "one": "\#(one)", "active": "/active"}}"#))
+            let v = HTTPValidator(target: target, name: "http:one", timeout: 1)
+            return Doctor(validator: v, catalog: catalog, policy: .default).run()
+        }
+        let report = try doctor(ids[0])
+        let line = report.items.first { $0.name == "mapping" }
+        #expect(line?.status == .misconfigured && line?.detail.contains(ids[1]) == true, "\(report.text)")
+        #expect(!report.usable)
+    }
+}

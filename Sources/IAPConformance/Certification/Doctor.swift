@@ -143,6 +143,28 @@ struct DoctorSession {
         }
     }
 
+    /// A mapping that reads a response about one entry the file names (`"one": "premium"`) cannot answer for the
+    /// catalog's other entries, which check asks about: a ✗ before any request (the Go trial's flat tier answer got a
+    /// `!` about `plus` and a FAIL in check, as if the backend were wrong).
+    mutating func namesOneEntryOfSeveral(_ catalog: Catalog, _ profile: ValidatorProfile) -> Bool {
+        for (list, id, key) in doctor.hints.namedAlone {
+            let ids =
+                list == "entitlements"
+                ? (catalog.entitlements ?? []).map(\.id) : catalog.products.filter { $0.kind != .consumable }.map(\.id)
+            let asked = profile.answers.contains { $0.list == (list == "entitlements" ? .entitlements : .products) }
+            let others = ids.filter { $0 != id }
+            guard asked, !others.isEmpty else { continue }
+            add(
+                "mapping", .misconfigured,
+                "\(key) reads every answer as about \(list == "entitlements" ? "entitlement" : "product") \(id) alone, but the catalog has \(others.count) more (\(others.prefix(3).joined(separator: ", "))\(others.count > 3 ? ", …" : "")), which check asks about",
+                fix:
+                    "give iapcheck a catalog of \(id) alone (\(list == "entitlements" ? "--entitlements" : "--catalog") with that one), or map the response as a list (\"each\" and \"key\"), or name the entry from the response (\"one\": {\"pointer\": …})"
+            )
+            return true
+        }
+        return false
+    }
+
     /// What to look at when the doctor's one purchase already fails as a program or a backend fails.
     static func blockingFix(_ f: ValidatorFailure, _ hints: DoctorHints) -> String {
         let stop =
@@ -166,6 +188,7 @@ struct DoctorSession {
         }
         var catalog = profile.answersEntitlements ? doctor.catalog.withEntitlements() : doctor.catalog
         if profile.answersEntitlements && (catalog.entitlements ?? []).isEmpty { catalog = doctor.catalog }
+        if namesOneEntryOfSeveral(catalog, profile) { return }
         var config = ValidatorConfig(catalog: catalog, policy: doctor.policy)
         config.trustedRoots = TestPKI.harness.trustedRoots
         do {
