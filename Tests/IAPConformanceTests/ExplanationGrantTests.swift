@@ -34,4 +34,30 @@ import Testing
             "pro.monthly", at: 25 * Self.day, facts, catalog: .standard, rel: { CivilTime.relative($0) })
         #expect(!before.contains { $0.contains("held through chain") }, "\(before)")
     }
+
+    /// The facts an expectation rests on include what the latest purchase alone does not show (the Ruby trial's two
+    /// reports that left them out): a restore's other id and its refund, and the user's own purchase beside a family
+    /// share of a non-consumable.
+    @Test func aRestoresOtherIdAndTheUsersOwnPurchaseAreListed() {
+        func lines(_ txs: [JWSTransactionDecodedPayload], at t: Millis) -> [String] {
+            var facts = Explanation.Facts()
+            for x in txs {
+                facts.add(.appTransaction(AppTransactionSubmission(userId: "u1", transaction: x, deviceTime: nil)))
+            }
+            return Explanation.productFacts(
+                "lifetime.unlock", at: t, facts, catalog: .standard, rel: { CivilTime.relative($0) })
+        }
+        let bought = Build.transaction("1001", product: "lifetime.unlock", purchased: 0)
+        let restored = Build.transaction(
+            "1003", chain: "1001", product: "lifetime.unlock", purchased: 0, signed: Self.day, reason: nil)
+        let refund = Build.refunded(bought, at: 2 * Self.day)
+        let restore = lines([restored, refund], at: 3 * Self.day)
+        #expect(
+            restore.contains { $0.contains("the same purchase under another id") && $0.contains("…1001") },
+            "\(restore)")
+        let share = Build.transaction(
+            "2002", product: "lifetime.unlock", purchased: Self.day, ownership: .familyShared)
+        let both = lines([bought, share], at: 3 * Self.day)
+        #expect(both.contains { $0.contains("also bought by the user") && $0.contains("…1001") }, "\(both)")
+    }
 }

@@ -128,11 +128,27 @@ public enum Explanation {
             }
             let earlier = txs.count > 1 ? " (\(txs.count - 1) earlier)" : ""
             out.append("    - \(id) latest by purchaseDate\(earlier): " + known.describe(latest, rel: rel))
+            // The user's own purchase beside a family share: what ownership rests on.
+            if kind != .autoRenewable, latest.tx.inAppOwnershipType == .familyShared,
+                let own = txs.last(where: {
+                    $0.tx.inAppOwnershipType == .purchased && ($0.tx.revocationDate.map { $0 > t } ?? true)
+                })
+            {
+                out.append("    - \(id) also bought by the user: " + known.describe(own, rel: rel))
+            }
             if kind == .nonRenewing, latest.tx.expiresDate == nil, let p = catalog.product(id)?.period {
                 out.append("      no expiresDate: the catalog's duration \(p) from purchaseDate ends it")
             }
         }
         let chain = latest.tx.originalTransactionId
+        // A restore or a second device: the same purchase under another id, whose refund ends it too
+        // (docs/answers.md#one-purchase-several-transactionids).
+        for x in known.chain(chain)
+        where x.tx.transactionId != latest.tx.transactionId && x.tx.purchaseDate == latest.tx.purchaseDate {
+            out.append(
+                "    - the same purchase under another id (a restore or another device): " + known.describe(x, rel: rel)
+            )
+        }
         for x in known.chain(chain)
         where x.tx.transactionId != latest.tx.transactionId && x.tx.revocationDate != nil
             && x.tx.purchaseDate < latest.tx.purchaseDate
