@@ -10,6 +10,27 @@ import Testing
 /// `iapcheck certify` as a library call: the verdict word, the exit code and the printed lines come from the run,
 /// without the command line.
 @Suite struct CertifyRunTests {
+    /// The probe sends one artifact per class; a forgery the properties' cases found accepted is said on the same
+    /// line, which read "26/26 classes rejected" beside that divergence (the Go trial).
+    @Test func theForgeryLineSaysWhatThePropertiesCasesFoundAccepted() throws {
+        let report = CertifyRun(scale: 0.02).run(ReferenceValidator())
+        var json = try #require(
+            JSONSerialization.jsonObject(with: JSONEncoder().encode(report)) as? [String: Any])
+        json["divergences"] = [
+            [
+                "kind": "property", "name": "forgery-rejected", "declared": false, "detail": "",
+                "signatureFields": ["difference": "accepted a forged artifact (wrong-app-apple-id)"],
+            ]
+        ]
+        let found = try JSONDecoder().decode(
+            CertificationSuite.Report.self, from: JSONSerialization.data(withJSONObject: json))
+        let line = try #require(found.lines.first { $0.hasPrefix("forgeries:") })
+        #expect(
+            line.contains("by the probe") && line.contains("accepted: a forged artifact (wrong-app-apple-id)"),
+            "\(line)")
+        #expect(!(report.lines.first { $0.hasPrefix("forgeries:") } ?? "").contains("by the probe"))
+    }
+
     @Test func aCorrectValidatorIsCertifiedWithExitZeroAndARowPerProperty() {
         var run = CertifyRun(scale: 0.02)
         let seen = Locked<[(Int, Int, String)]>([])

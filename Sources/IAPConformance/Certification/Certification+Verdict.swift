@@ -90,9 +90,17 @@ extension CertificationSuite.Report {
         let accepted = forgeries.filter { !$0.holds && $0.genuineRefused == nil }.map(\.name)
         let notProbed = forgeries.filter { $0.notProbed != nil }.map(\.name)
         let allowed = forgeries.filter { $0.allowed == true }.map(\.name)
+        // The probe sends one artifact per class; the properties' cases send others, which may fare otherwise.
+        let acceptedInCases = divergences.compactMap(\.signatureFields).filter(\.acceptsWhatMustBeRefused)
+            .map { $0.difference.replacingOccurrences(of: "accepted ", with: "") }
+            .filter { d in !accepted.contains { d.hasSuffix("(\($0))") } }
+        let inCases =
+            acceptedInCases.isEmpty
+            ? "" : "; in the properties' cases, accepted: " + acceptedInCases.joined(separator: ", ")
         let acknowledged = allowed.filter { ForgeryClass(rawValue: $0)?.mayBeAcknowledged == true }
         let taken = allowed.filter { !acknowledged.contains($0) }
         return "forgeries: \(rejected)/\(forgeries.count - notProbed.count - allowed.count) classes rejected"
+            + (acceptedInCases.isEmpty ? "" : " by the probe (one artifact per class)")
             + (taken.isEmpty ? "" : "; accepted where allowed: " + taken.joined(separator: ", "))
             + (acknowledged.isEmpty
                 ? "" : "; acknowledged as repeats, which is allowed: " + acknowledged.joined(separator: ", "))
@@ -101,5 +109,6 @@ extension CertificationSuite.Report {
             + (accepted.isEmpty ? "" : "; not: " + accepted.joined(separator: ", "))
             + (uncredited.isEmpty
                 ? "" : "; not credited, the genuine twin was refused too: " + uncredited.joined(separator: ", "))
+            + inCases
     }
 }

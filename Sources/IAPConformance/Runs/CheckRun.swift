@@ -387,7 +387,7 @@ extension CheckRun {
                 "\n  (the difference shows before any of this property's perturbations: plain \(d.property.rawValue))"
         }
         return d.kind == .verdict
-            ? "\n  (a wrong verdict counts under \(d.property.rawValue): here on an artifact \(caseProperty.rawValue) delivered)"
+            ? "\n  (a wrong verdict counts under \(d.property.rawValue), whatever case delivered the artifact; this one ran under \(caseProperty.rawValue))"
             : "\n  (counted under \(d.property.rawValue), shown by \(caseProperty.rawValue)'s perturbations)"
     }
 }
