@@ -52,7 +52,13 @@ struct SendSession {
                     "error: \(command.validator) has no reset route, so iapcheck cannot tell the backend the app: give --catalog (and --bundle-id for a .storekit file) as the backend is configured",
                     code: Exit.usage)
             }
-            let (catalog, policy) = try command.app.load()
+            var (catalog, policy) = try command.app.load()
+            // A dry run's first send takes the app of the real customers' file, as a send without options would.
+            if command.isDryRun, !command.app.given, let real = try? SendState.load(path: command.state),
+                real.validator == command.validatorKey
+            {
+                (catalog, policy) = (real.catalog, real.policy)
+            }
             state = SendState(validator: command.validatorKey, catalog: catalog, policy: policy)
         }
         isNewCustomer = state.customers[command.user] == nil
@@ -107,8 +113,17 @@ struct SendSession {
     func scripted<T>(_ body: () throws -> T) throws -> T {
         do { return try body() } catch let error as ScriptError {
             let what = command.scenario.map { "send \($0)" } ?? "send --advance"
-            throw fail("error: \(what) for \(command.user): \(error.message)", code: Exit.usage)
+            throw fail("error: \(what) for \(command.user): \(error.message)\(dryRunNote)", code: Exit.usage)
         }
+    }
+
+    /// A dry run's customers live apart from the real ones: said when the one named is only a real customer.
+    var dryRunNote: String {
+        guard command.isDryRun, isNewCustomer, let real = try? SendState.load(path: command.state),
+            real.customers[command.user] != nil
+        else { return "" }
+        return
+            " (\(command.user) is a customer of \(command.state), not of the dry runs, which keep their own in \(statePath): send its history with --dry-run too, or leave out --dry-run and --format curl)"
     }
 
     /// Delivers the step; the exit code.

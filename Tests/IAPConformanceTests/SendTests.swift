@@ -178,6 +178,18 @@ import Testing
         try CLI.run(["send"] + args + ["--state", state], in: CLI.repo.path)
     }
 
+    /// A dry run keeps its customers apart; naming a real customer in one says so, and a dry run's first send takes
+    /// the real customers' app (the Ruby trial's `send renew --format curl` was told only "send buy first").
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: BuiltIAPCheck.path), "iapcheck is not built"))
+    func aDryRunNamingARealCustomerSaysTheyAreApart() throws {
+        let dir = try CLI.folder("send-dry-apart")
+        let state = dir + "/state.json"
+        _ = try Self.send(["buy", "--validator", "reference", "--user", "u2"], state: state)
+        let renew = try Self.send(
+            ["renew", "--validator", "reference", "--user", "u2", "--format", "curl"], state: state)
+        #expect(renew.status == 2 && renew.err.contains("not of the dry runs"), "\(renew.err)")
+    }
+
     /// The expected line of a send's output.
     static func expected(_ r: CLI.Result) -> String? {
         r.out.split(separator: "\n").first { $0.contains("expected: ") }.map {
