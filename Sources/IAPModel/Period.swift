@@ -145,6 +145,18 @@ public enum CivilTime {
         return "\(p(y, 4))-\(p(m, 2))-\(p(d, 2))T\(p(hh, 2)):\(p(mm, 2)):\(p(ss, 2)).\(p(ms, 3))Z"
     }
 
+    /// `text` with each offset ``relative(_:)`` wrote in it (`until +381d 00:00:00`) made the instant it is from
+    /// `origin` (`until 2028-02-16T10:00:00.000Z`): for a report whose lines carry instants, not offsets.
+    public static func absolute(in text: String, from origin: Millis) -> String {
+        let pattern = /([+-])(?:(\d+)d )?(\d\d):(\d\d):(\d\d)(?:\.(\d{3}))?/
+        return text.replacing(pattern) { m in
+            let o = m.output
+            func n(_ s: Substring?) -> Int64 { s.flatMap { Int64($0) } ?? 0 }
+            let delta = ((n(o.2) * 24 + n(o.3)) * 60 + n(o.4)) * 60_000 + n(o.5) * 1000 + n(o.6)
+            return iso8601(origin + (o.1 == "-" ? -delta : delta))
+        }
+    }
+
     /// A signed offset in a compact human form: `+0`, `+3d 04:00:00.001`, `-1ms`.
     public static func relative(_ delta: Int64) -> String {
         let sign = delta < 0 ? "-" : "+"

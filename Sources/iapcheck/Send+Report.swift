@@ -41,7 +41,9 @@ struct SendReport {
                     : "    nothing happens")
         }
         for e in events {
-            say("    \(CivilTime.iso8601(e.time))  \(e.summary.trimmingCharacters(in: .whitespaces))")
+            // The simulator says its dates as offsets from the first purchase; here every line has an instant.
+            let summary = CivilTime.absolute(in: e.summary.trimmingCharacters(in: .whitespaces), from: c.origin)
+            say("    \(CivilTime.iso8601(e.time))  \(summary)")
         }
         let names = Dictionary(c.persons.map { ($0.accountId, $0.name) }, uniquingKeysWith: { a, _ in a })
         resent(names: names)

@@ -30,6 +30,13 @@ import Testing
         #expect(CivilTime.iso8601(Self.date(2026, 3, 1) + 3_723_004) == "2026-03-01T01:02:03.004Z")
         #expect(CivilTime.relative(-1) == "-1ms")
         #expect(CivilTime.relative(2 * CivilTime.msPerDay + 5_000) == "+2d 00:00:05")
+        // Offsets in a sentence made instants, for send's lines (each of which has an instant already).
+        let origin = Self.date(2027, 1, 31) + 10 * CivilTime.msPerHour
+        let grace = origin + 381 * CivilTime.msPerDay + 1
+        #expect(
+            CivilTime.absolute(in: "grace until \(CivilTime.relative(grace - origin)), then", from: origin)
+                == "grace until \(CivilTime.iso8601(grace)), then")
+        #expect(CivilTime.absolute(in: "back -01:00:00 and +0", from: origin) == "back 2027-01-31T09:00:00.000Z and +0")
     }
 }
 
