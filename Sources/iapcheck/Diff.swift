@@ -51,6 +51,12 @@ struct Diff: ParsableCommand {
     @Option(help: "Seconds per request before a validator is reported as hanging.")
     var timeout: Double = 5
 
+    @Option(
+        help:
+            "Wall-clock cap on shrinking one change with --against-validator, in seconds (default 60 for exec: and http: validators, none in process); the shrunk case may then depend on the machine's speed."
+    )
+    var shrinkSeconds: Double?
+
     @Flag(help: "No progress lines on standard error.")
     var quiet = false
 
@@ -107,7 +113,7 @@ struct Diff: ParsableCommand {
         (o.cases, o.seed, o.onlyCase) = (cases, options.seed, caseIndex)
         (o.catalog, o.drawsCatalogs, o.maxSize, o.policy) = (catalog, options.drawsCatalogs, options.maxSize, policy)
         o.outOfProcess = (try? parseValidator(spec))?.isOutOfProcess ?? false
-        o.shrinkBudget.maxSeconds = o.outOfProcess ? Check.outOfProcessShrinkSeconds : .infinity
+        o.shrinkBudget.maxSeconds = shrinkSeconds ?? (o.outOfProcess ? Check.outOfProcessShrinkSeconds : .infinity)
         o.shouldStop = { Interrupt.requested }
         Interrupt.install()
         return o
