@@ -186,13 +186,21 @@ struct SendSession {
             }
             ?? (outcome.discrepancy == nil || accepted ? Exit.pass : Exit.discrepancy)
         if let f = outcome.failure, let fix = f.fix { print("  fix: \(fix)") }
+        // A failure while asking comes after every delivery of the send; one while delivering leaves some to make.
+        let atQuestion = outcome.question != nil
         guard outcome.failure == nil || !outcome.sent.isEmpty else {
-            print("nothing was delivered: \(statePath) is unchanged; send again once the backend answers")
+            print(
+                atQuestion
+                    ? "the question failed and nothing new was delivered: \(statePath) is unchanged; send again once the backend answers"
+                    : "nothing was delivered: \(statePath) is unchanged; send again once the backend answers")
             return code
         }
         if outcome.failure != nil {
+            let n = outcome.sent.count
             print(
-                "the send is recorded in \(statePath) with \(outcome.sent.count) deliveries made; `iapcheck send --advance 0m` with the same options delivers the rest"
+                atQuestion
+                    ? "the send is recorded in \(statePath) with its \(n) \(n == 1 ? "delivery" : "deliveries"); only the question failed: `iapcheck send --advance 0m` with the same options asks again"
+                    : "the send is recorded in \(statePath) with the \(n) \(n == 1 ? "delivery" : "deliveries") made; `iapcheck send --advance 0m` with the same options delivers the rest"
             )
         }
         customer.script = script

@@ -190,6 +190,30 @@ import Testing
         #expect(renew.status == 2 && renew.err.contains("not of the dry runs"), "\(renew.err)")
     }
 
+    /// A send whose deliveries all arrived but whose question failed says so, and that a send of nothing more asks
+    /// again (it said "delivers the rest", though nothing remained: the Ruby trial).
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: BuiltIAPCheck.path), "iapcheck is not built"))
+    func aFailedQuestionAfterEveryDeliveryIsSaidSo() throws {
+        let server = try LoopbackHTTPServer(port: 0) { r in
+            r.path.hasPrefix("/e") ? .init(status: 500, text: "database down") : .init(status: 200, text: "{}")
+        }
+        server.start()
+        defer { server.stop() }
+        let dir = try CLI.folder("send-question-fails")
+        let target = dir + "/target.json"
+        try Data(
+            """
+            {"baseURL": "http://127.0.0.1:\(server.port)", "channels": ["app-transaction", "notification"],
+             "routes": {"reset": {"method": "POST", "path": "/r"}, "appTransaction": {"method": "POST", "path": "/a"},
+                        "notification": {"method": "POST", "path": "/n"},
+                        "entitlements": {"method": "GET", "path": "/e/{userId}?at={at}"}}}
+            """.utf8
+        ).write(to: URL(fileURLWithPath: target))
+        let r = try Self.send(["buy", "--validator", "http:" + target], state: dir + "/state.json")
+        #expect(r.status == 3 && r.out.contains("only the question failed"), "\(r.out)\n\(r.err)")
+        #expect(!r.out.contains("delivers the rest"))
+    }
+
     /// The expected line of a send's output.
     static func expected(_ r: CLI.Result) -> String? {
         r.out.split(separator: "\n").first { $0.contains("expected: ") }.map {
