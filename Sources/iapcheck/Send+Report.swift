@@ -103,7 +103,9 @@ struct SendReport {
 
     func answers() {
         guard let q = outcome.question else { return }
-        say("  asked about \(command.user) at \(CivilTime.iso8601(q.query.at)):")
+        say(
+            "  asked about \(command.user) at \(CivilTime.iso8601(q.query.at))"
+                + (q.isHindsight ? " (in hindsight, after the send at \(CivilTime.iso8601(q.appleTime)))" : "") + ":")
         if let e = outcome.expected { say("    expected: \(CaseRunner.summary(e, profile: profile))") }
         guard !command.isDryRun else { return }
         if let o = outcome.observed { say("    observed: \(CaseRunner.summary(o, profile: profile))") }

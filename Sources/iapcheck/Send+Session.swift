@@ -117,6 +117,29 @@ struct SendSession {
         }
     }
 
+    /// `--ask-about`: the earlier instant the question is about, refused where it is not earlier than the send's
+    /// question or the backend is asked about its present only (its route carries no `{at}`).
+    func hindsight(_ askAt: Millis, profile: ValidatorProfile) throws -> Millis? {
+        guard let text = command.askAbout else { return nil }
+        let about: Millis
+        do { about = try SendTime.instant(text, after: askAt) } catch {
+            throw fail(
+                "error: --ask-about \"\(text)\" is neither an instant (2027-02-05T00:00:00Z) nor a time before the customer's clock (--ask-about=-20d)",
+                code: Exit.usage)
+        }
+        guard about <= askAt else {
+            throw fail(
+                "error: --ask-about \(CivilTime.iso8601(about)) is after the question (\(CivilTime.iso8601(askAt))): a question in hindsight is about an earlier instant",
+                code: Exit.usage)
+        }
+        guard profile.questionsInHindsight else {
+            throw fail(
+                "error: \(command.validator) is asked about its present only (its entitlements route carries no {at}), so it cannot be asked about \(CivilTime.iso8601(about)) (docs/http-target.md)",
+                code: Exit.usage)
+        }
+        return about
+    }
+
     /// A dry run's customers live apart from the real ones: said when the one named is only a real customer.
     var dryRunNote: String {
         guard command.isDryRun, isNewCustomer, let real = try? SendState.load(path: command.state),
@@ -148,7 +171,8 @@ struct SendSession {
             catalog: state.catalog, policy: state.policy, script: script,
             namespace: IDNamespace(value: customer.namespace), delivered: Set(customer.delivered))
         let sending = try SendTransport(session: self)
-        let c = try scripted { try run.plan(profile: sending.validator.profile, askAt: askAt) }
+        let about = try hindsight(askAt, profile: sending.validator.profile)
+        let c = try scripted { try run.plan(profile: sending.validator.profile, askAt: askAt, about: about) }
         let resets = sending.http != nil && target?.resets == true && !state.backendReset && !command.isDryRun
         try sending.prepare(c, run, at: askAt, resets: resets || (sending.replays && target?.resets == true))
         let outcome = run.run(

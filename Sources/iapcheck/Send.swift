@@ -50,6 +50,12 @@ struct Send: ParsableCommand {
             valueName: "instant"))
     var at: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "Ask about an earlier instant than the send's, in hindsight: an instant (2027-02-05T00:00:00Z) or a time before the customer's clock (--ask-about=-20d). The backend's route must carry {at}; the oracle answers with what it knows after the send.",
+            valueName: "instant"))
+    var askAbout: String?
+
     @Option(help: "extend: the days added (default 30).") var days: Int?
     @Flag(help: "refund: a prorated (partial) refund.") var prorated = false
     @Flag(help: "fail-billing: the app's grace period is off, so none is given.") var noGrace = false

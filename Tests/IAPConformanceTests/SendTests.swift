@@ -214,6 +214,23 @@ import Testing
         #expect(!r.out.contains("delivers the rest"))
     }
 
+    /// `--ask-about` asks in hindsight, with what the send delivered: a backend answering the past from its
+    /// current state differs (a refund known ahead of the instant asked about), the reference agrees.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: BuiltIAPCheck.path), "iapcheck is not built"))
+    func aQuestionInHindsightAfterASend() throws {
+        for (validator, status) in [("reference", Int32(0)), ("mutant:past-from-current-state", Int32(1))] {
+            let dir = try CLI.folder("send-hindsight")
+            let state = dir + "/state.json"
+            _ = try Self.send(
+                ["buy", "--validator", validator, "--at", "2027-01-01T00:00:00Z", "--product", "pro.monthly"],
+                state: state)
+            let r = try Self.send(
+                ["refund", "--validator", validator, "--at", "2027-01-10T00:00:00Z", "--ask-about=-5d"], state: state)
+            #expect(r.status == status, "\(validator): \(r.out)\n\(r.err)")
+            #expect(r.out.contains("asked about u1 at 2027-01-05T00:00:00.000Z (in hindsight"), "\(r.out)")
+        }
+    }
+
     /// The expected line of a send's output.
     static func expected(_ r: CLI.Result) -> String? {
         r.out.split(separator: "\n").first { $0.contains("expected: ") }.map {

@@ -30,7 +30,10 @@ public struct SendRun: Sendable {
 
     /// The history as a case: every delivery in arrival order, then the question about the customer at `askAt`
     /// (or just after the last arrival, when later).
-    public func plan(profile: ValidatorProfile, askAt: Millis) throws(ScriptError) -> GeneratedCase {
+    /// `about`: the instant the question is about, when earlier than the one it is asked at (in hindsight).
+    public func plan(profile: ValidatorProfile, askAt: Millis, about: Millis? = nil) throws(ScriptError)
+        -> GeneratedCase
+    {
         let sim = try script.replay(catalog: catalog, policy: policy)
         let history = GeneratedHistory.unperturbed(sim)
         let planned = DeliveryPlanner(perturbations: Perturbations(), channels: Set(profile.channels)).plan(history)
@@ -44,8 +47,8 @@ public struct SendRun: Sendable {
         steps.append(
             .query(
                 PlannedQuery(
-                    appleTime: at, query: EntitlementQuery(userId: who.accountId, at: at),
-                    person: CustomerScript.customer)))
+                    appleTime: at, query: EntitlementQuery(userId: who.accountId, at: min(about ?? at, at)),
+                    person: CustomerScript.customer, hindsight: about.map { $0 < at } == true ? true : nil)))
         let config = ValidatorConfig(
             catalog: profile.answersEntitlements ? sim.catalog.withEntitlements() : sim.catalog, policy: policy)
         let c = GeneratedCase(
