@@ -26,9 +26,11 @@ struct SendFiles {
 
     mutating func write(_ outcome: SendRun.Outcome, requests: [SentRequest], perDelivery: [Range<Int>]) throws {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        var genuine: [String] = []
+        // Several sends into one folder: numbered on from the last, and listed in one samples.json.
+        let first = Self.numbersUsed(in: directory)
+        var genuine = Self.listedGenuine(in: directory)
         for (k, sent) in outcome.sent.enumerated() {
-            let name = String(format: "%02d-", k + 1) + Self.kind(sent.delivery.delivery)
+            let name = String(format: "%02d-", first + k + 1) + Self.kind(sent.delivery.delivery)
             let (suffix, artifact) = Self.artifact(sent.signed)
             try put(name + suffix, Data(artifact.utf8))
             if suffix.hasSuffix(".jws") { genuine.append(name + suffix) }
@@ -55,6 +57,23 @@ struct SendFiles {
         try put(
             "samples.json",
             try JSONSerialization.data(withJSONObject: manifest, options: [.prettyPrinted, .sortedKeys]))
+    }
+
+    /// The highest `NN-` a file of `directory` starts with (0 for none).
+    static func numbersUsed(in directory: String) -> Int {
+        let files = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        return files.compactMap { f in f.firstIndex(of: "-").flatMap { Int(f[..<$0]) } }.max() ?? 0
+    }
+
+    /// The genuine JWS files an earlier send's `samples.json` in `directory` lists.
+    static func listedGenuine(in directory: String) -> [String] {
+        let path = (directory as NSString).appendingPathComponent("samples.json")
+        guard let data = FileManager.default.contents(atPath: path),
+            let o = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+        else { return [] }
+        return (o["genuine"] as? [String] ?? []).filter {
+            FileManager.default.fileExists(atPath: (directory as NSString).appendingPathComponent($0))
+        }
     }
 
     mutating func put(_ file: String, _ data: Data) throws {

@@ -231,6 +231,23 @@ import Testing
         }
     }
 
+    /// Several dry runs into one folder number their files on and list every genuine JWS in one samples.json (each
+    /// restarted at 01 and the last overwrote the list: the Ruby trial).
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: BuiltIAPCheck.path), "iapcheck is not built"))
+    func dryRunsIntoOneFolderNumberOn() throws {
+        let dir = try CLI.folder("send-dry-folder")
+        let state = dir + "/state.json", out = dir + "/fixtures"
+        for scenario in ["buy", "refund"] {
+            _ = try Self.send([scenario, "--validator", "reference", "--dry-run", "--out", out], state: state)
+        }
+        let files = try FileManager.default.contentsOfDirectory(atPath: out).filter { $0.hasSuffix(".jws") }.sorted()
+        #expect(files.last?.hasPrefix("03-notification-REFUND") == true, "\(files)")
+        let samples =
+            try JSONSerialization.jsonObject(
+                with: Data(contentsOf: URL(fileURLWithPath: out + "/samples.json"))) as? [String: Any]
+        #expect((samples?["genuine"] as? [String])?.sorted() == files, "\(String(describing: samples))")
+    }
+
     /// The expected line of a send's output.
     static func expected(_ r: CLI.Result) -> String? {
         r.out.split(separator: "\n").first { $0.contains("expected: ") }.map {
