@@ -229,6 +229,19 @@ import Testing
             #expect(r.status == status, "\(validator): \(r.out)\n\(r.err)")
             #expect(r.out.contains("asked about u1 at 2027-01-05T00:00:00.000Z (in hindsight"), "\(r.out)")
         }
+        // A backend asked about its present only (no {at} in its route) cannot be asked in hindsight.
+        let dir = try CLI.folder("send-hindsight-present")
+        let target = dir + "/target.json"
+        try Data(
+            #"""
+            {"baseURL": "http://127.0.0.1:9", "channels": ["app-transaction"],
+             "routes": {"reset": {"method": "POST", "path": "/r"}, "appTransaction": {"method": "POST", "path": "/a"},
+                        "entitlements": {"method": "GET", "path": "/e/{userId}"}}}
+            """#.utf8
+        ).write(to: URL(fileURLWithPath: target))
+        let present = try Self.send(
+            ["buy", "--validator", "http:" + target, "--ask-about=-1d"], state: dir + "/state.json")
+        #expect(present.status == 2 && present.err.contains("asked about its present only"), "\(present.err)")
     }
 
     /// Several dry runs into one folder number their files on and list every genuine JWS in one samples.json (each
