@@ -31,6 +31,9 @@ public struct AnswerMapping: Sendable {
         /// `state` and `ownership`: the backend's own words for iapcheck's values (`"values": {"purchase":
         /// "PURCHASED", "family": "FAMILY_SHARED"}`); a value not listed is read as it is.
         public var values: [String: String] = [:]
+        /// `state`: the states a word of the backend stands for when it names several (`"lapsed": ["expired",
+        /// "revoked"]`); the word reads as the first, and counts as any of them.
+        public var groups: [[String]] = []
         /// `expiresDate`: what the date means where the user's own grace and a paid grant (a family share) cover the
         /// product at once (`"meaning": "paid-first"` or `"access-end"`, docs/http-target.md#what-a-date-means).
         public var meaning: Policy.ExpiresMeaning?
@@ -127,7 +130,7 @@ public struct AnswerMapping: Sendable {
             let format =
                 dates ? f.choice("format", DateFormat.allCases.map(\.rawValue), required: false) : nil
             let precision = dates ? f.choice("precision", ["ms", "s"], required: false) : nil
-            let values = words.flatMap { Self.valueWords(f, allowed: $0) } ?? [:]
+            let told = words.flatMap { Self.valueWords(f, allowed: $0, groups: name == "state") }
             // `either` is what no declaration means; a backend's date has one meaning.
             let meaning =
                 dates
@@ -138,7 +141,7 @@ public struct AnswerMapping: Sendable {
             guard let p, let ptr = pointer(p, at: f.keyPath("pointer")) else { return nil }
             var out = Field(pointer: ptr, format: format.flatMap(DateFormat.init(rawValue:)), keyPath: path)
             if precision == "s" { out.precision = 1000 }
-            out.values = values
+            (out.values, out.groups) = (told?.words ?? [:], told?.groups ?? [])
             out.meaning = meaning.flatMap(Policy.ExpiresMeaning.init(rawValue:))
             return out
         }
@@ -176,13 +179,44 @@ public struct AnswerMapping: Sendable {
         return m
     }
 
-    /// `"values"`: each of the backend's words to one of `allowed`.
-    static func valueWords(_ f: StrictJSON.Object, allowed: [String]) -> [String: String]? {
+    /// `"values"`: each of the backend's words to one of `allowed`, or, where `groups` (a state), to a list of
+    /// them that the word stands for together: all entitled or none, since the word says whether the entry is active.
+    static func valueWords(_ f: StrictJSON.Object, allowed: [String], groups: Bool = false)
+        -> (words: [String: String], groups: [[String]])?
+    {
         guard let v = f.object("values", required: false) else { return nil }
         var out: [String: String] = [:]
+        var together: [[String]] = []
         for word in v.dict.keys.sorted() {
+            if groups, let list = v.dict[word] as? [Any] {
+                _ = v.value(word)
+                let states = list.compactMap { $0 as? String }.compactMap(EntitlementState.init(rawValue:))
+                guard states.count == list.count, states.count > 1, Set(states).count == states.count,
+                    Set(states.map(\.isEntitled)).count == 1
+                else {
+                    v.problem(
+                        v.keyPath(word),
+                        "a list of two or more states, all entitled (active, grace) or none (expired, revoked, billing-retry): \(allowed.joined(separator: ", "))"
+                    )
+                    continue
+                }
+                out[word] = states[0].rawValue
+                together.append(states.map(\.rawValue))
+                continue
+            }
             guard let to = v.choice(word, allowed) else { continue }
             out[word] = to
+        }
+        return (out, together)
+    }
+
+    /// The groups of states the mapped `state` fields tell with one word (``ValidatorProfile/stateGroups``).
+    public var stateGroups: [[EntitlementState]] {
+        let groups = [entitlements?.state?.groups, products?.state?.groups].compactMap { $0 }.joined()
+        var out: [[EntitlementState]] = []
+        for g in groups {
+            let states = g.compactMap(EntitlementState.init(rawValue:))
+            if !out.contains(states) { out.append(states) }
         }
         return out
     }

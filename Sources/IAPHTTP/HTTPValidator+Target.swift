@@ -195,6 +195,7 @@ extension HTTPValidator {
             }
             if let precision = mapping?.datePrecision { profile.datePrecision = precision }
             profile.expiresMeaning = mapping?.expiresMeaning
+            profile.stateGroups = mapping?.stateGroups ?? []
             return profile
         }
 

@@ -81,8 +81,7 @@ struct LoadWorker {
     mutating func askSample() throws(ValidatorFailure) -> (kind: String, reason: String)? {
         let (sq, expected) = questions[(queriesSent / sampleEvery + w) % questions.count]
         r.answersChecked += 1
-        let observed = try validator.entitlements(sq).snappingDates(
-            to: expected.answer, within: validator.profile.datePrecision)
+        let observed = try validator.entitlements(sq).snapping(to: expected.answer, profile: validator.profile)
         let wrong = observed.answerDifferences(from: expected.answer, ignoring: expected.undetermined)
             .filter { validator.profile.compares($0.key) }
         guard let first = wrong.first else { return nil }

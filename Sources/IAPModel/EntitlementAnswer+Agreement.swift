@@ -65,6 +65,28 @@ extension EntitlementAnswer {
 extension EntitlementAnswer {
     /// This answer with every expiry that lies within `precision` ms of the expected one's set to it: how a
     /// validator that keeps dates to the second (`"precision": "s"`, docs/http-target.md#precision) is compared.
+    /// This answer as `profile` can be compared with `expected`: its dates within the profile's precision taken as
+    /// the expected ones, and a state the validator tells with one word for several taken as the expected one of its
+    /// group (``ValidatorProfile/stateGroups``).
+    public func snapping(to expected: EntitlementAnswer, profile: ValidatorProfile) -> EntitlementAnswer {
+        var a = snappingDates(to: expected, within: profile.datePrecision)
+        guard !profile.stateGroups.isEmpty else { return a }
+        func told(_ o: EntitlementState, _ e: EntitlementState?) -> EntitlementState {
+            guard let e, o != e, profile.stateGroup(of: o)?.contains(e) == true else { return o }
+            return e
+        }
+        let products = Self.firstById(expected.products, \.productId)
+        let entitlements = Self.firstById(expected.entitlements, \.entitlementId)
+        for i in a.products.indices {
+            a.products[i].state = told(a.products[i].state, products[a.products[i].productId]?.state)
+        }
+        for i in a.entitlements.indices {
+            a.entitlements[i].state = told(
+                a.entitlements[i].state, entitlements[a.entitlements[i].entitlementId]?.state)
+        }
+        return a
+    }
+
     public func snappingDates(to expected: EntitlementAnswer, within precision: Millis) -> EntitlementAnswer {
         guard precision > 1 else { return self }
         func near(_ o: Millis?, _ e: Millis?) -> Millis? {

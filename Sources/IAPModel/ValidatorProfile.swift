@@ -71,6 +71,13 @@ public struct ValidatorProfile: Hashable, Sendable, CustomStringConvertible {
     /// an instant before what it was already told (docs/answers.md#questions-about-the-past): its clock never goes
     /// back in production, and a design that stores what each notification meant when it came is right there.
     public var questionsInHindsight = true
+    /// States the validator does not tell apart, each group said with one word of its own (a target mapping
+    /// `"lapsed": ["expired", "revoked", "billing-retry"]`): a state it answers counts as any other of its group
+    /// (docs/http-target.md#profile-and-response-mapping). Empty: every state its own.
+    public var stateGroups: [[EntitlementState]] = []
+
+    /// The group `s` is told in, when it shares one.
+    public func stateGroup(of s: EntitlementState) -> [EntitlementState]? { stateGroups.first { $0.contains(s) } }
 
     public init(answers: some Sequence<AnswerField>, channels: some Sequence<DeliveryChannel>) {
         self.answers = Set(answers).sorted()
@@ -169,7 +176,9 @@ public struct ValidatorProfile: Hashable, Sendable, CustomStringConvertible {
 }
 
 extension ValidatorProfile: Codable {
-    enum CodingKeys: String, CodingKey { case answers, channels, datePrecision, expiresMeaning, questionsInHindsight }
+    enum CodingKeys: String, CodingKey {
+        case answers, channels, datePrecision, expiresMeaning, questionsInHindsight, stateGroups
+    }
 
     /// As declared on the wire: field names and channel protocol names.
     public init(from decoder: any Decoder) throws {
@@ -181,6 +190,7 @@ extension ValidatorProfile: Codable {
             if let p = try c.decodeIfPresent(Millis.self, forKey: .datePrecision), p >= 1 { datePrecision = p }
             expiresMeaning = try c.decodeIfPresent(Policy.ExpiresMeaning.self, forKey: .expiresMeaning)
             questionsInHindsight = try c.decodeIfPresent(Bool.self, forKey: .questionsInHindsight) ?? true
+            stateGroups = try c.decodeIfPresent([[EntitlementState]].self, forKey: .stateGroups) ?? []
         } catch let e as ProfileError {
             throw DecodingError.dataCorrupted(.init(codingPath: c.codingPath, debugDescription: e.message))
         }
@@ -193,6 +203,7 @@ extension ValidatorProfile: Codable {
         if datePrecision != 1 { try c.encode(datePrecision, forKey: .datePrecision) }
         try c.encodeIfPresent(expiresMeaning, forKey: .expiresMeaning)
         if !questionsInHindsight { try c.encode(false, forKey: .questionsInHindsight) }
+        if !stateGroups.isEmpty { try c.encode(stateGroups, forKey: .stateGroups) }
     }
 }
 

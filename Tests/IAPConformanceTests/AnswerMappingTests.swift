@@ -206,6 +206,31 @@ import Testing
         #expect(none.products.isEmpty)
     }
 
+    /// A backend word for several states (`"lapsed": ["expired", "revoked", "billing-retry"]`) reads as the first and
+    /// counts as any of them: the profile tells the comparison so, and a revoked product answered "lapsed" agrees
+    /// (such a backend had to leave `state` out). A group mixing entitled and lapsed states is refused.
+    @Test func aWordForSeveralStatesCountsAsAnyOfThem() throws {
+        let t = try Self.target(
+            Self.mapped(
+                #"{"products": {"each": "/p", "key": "/id", "state": {"pointer": "/s", "values": {"on": "active", "lapsed": ["expired", "revoked", "billing-retry"]}}}}"#
+            ))
+        #expect(t.profile.stateGroups == [[.expired, .revoked, .billingRetry]])
+        let a = try t.mapping!.answer(from: Data(#"{"p": [{"id": "pro", "s": "lapsed"}]}"#.utf8), at: 0)
+        #expect(a.products.first?.state == .expired && a.products.first?.active == false)
+        var expected = a
+        expected.products[0].state = .revoked
+        #expect(a.snapping(to: expected, profile: t.profile).answerDifferences(from: expected).isEmpty)
+        var plain = t.profile
+        plain.stateGroups = []
+        #expect(!a.snapping(to: expected, profile: plain).answerDifferences(from: expected).isEmpty)
+        #expect(throws: ConfigError.self) {
+            try Self.target(
+                Self.mapped(
+                    #"{"products": {"each": "/p", "key": "/id", "state": {"pointer": "/s", "values": {"x": ["active", "expired"]}}}}"#
+                ))
+        }
+    }
+
     /// An entry the backend says is not active may leave out its end and its owner, which are compared only while
     /// active (the Ruby trial's `{"status": "billing_issue"}` stopped send and the doctor's clock line with a
     /// mapping error); an active entry, or one whose activity is read off the end, still needs them.

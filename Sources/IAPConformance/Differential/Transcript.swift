@@ -84,7 +84,7 @@ public struct Transcript: Hashable, Sendable {
         for k in 0..<min(entries.count, old.entries.count) where entries[k] != old.entries[k] {
             switch (old.entries[k], entries[k]) {
             case (.answer(let before), .answer(let after)):
-                let snapped = after.snappingDates(to: before, within: profile.datePrecision)
+                let snapped = after.snapping(to: before, profile: profile)
                 let diffs = snapped.answerDifferences(from: before).filter { profile.compares($0.key) }
                 guard !diffs.isEmpty else { continue }
                 return Discrepancy(

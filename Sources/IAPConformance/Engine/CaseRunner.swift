@@ -267,7 +267,7 @@ public enum CaseRunner {
         _ observed: EntitlementAnswer, from judgement: Oracle.Judgement, profile: ValidatorProfile,
         deliveredAgain: Bool = false
     ) -> ([AnswerDifference], [String]) {
-        let compared = observed.snappingDates(to: judgement.answer, within: profile.datePrecision)
+        let compared = observed.snapping(to: judgement.answer, profile: profile)
         let diffs = compared.answerDifferences(from: judgement.answer, ignoring: judgement.undetermined).filter {
             profile.compares($0.key)
         }
