@@ -101,14 +101,28 @@ struct SendReport {
         }
     }
 
+    /// The declared expiries of what `a` holds, as instants: a passing send shows them too, so a backend's end date
+    /// can be read against the expected one before anything fails.
+    func ends(_ a: EntitlementAnswer) -> String {
+        var held: [(String, Millis?)] = []
+        if profile.declares(.productsExpiresDate) {
+            held += a.products.filter(\.active).map { ($0.productId, $0.expiresDate) }
+        }
+        if profile.declares(.entitlementsExpiresDate) {
+            held += a.entitlements.filter(\.active).map { ($0.entitlementId, $0.expiresDate) }
+        }
+        guard !held.isEmpty else { return "" }
+        return "; " + held.map { "\($0.0) until \($0.1.map(CivilTime.iso8601) ?? "never")" }.joined(separator: ", ")
+    }
+
     func answers() {
         guard let q = outcome.question else { return }
         say(
             "  asked about \(command.user) at \(CivilTime.iso8601(q.query.at))"
                 + (q.isHindsight ? " (in hindsight, after the send at \(CivilTime.iso8601(q.appleTime)))" : "") + ":")
-        if let e = outcome.expected { say("    expected: \(CaseRunner.summary(e, profile: profile))") }
+        if let e = outcome.expected { say("    expected: \(CaseRunner.summary(e, profile: profile))\(ends(e))") }
         guard !command.isDryRun else { return }
-        if let o = outcome.observed { say("    observed: \(CaseRunner.summary(o, profile: profile))") }
+        if let o = outcome.observed { say("    observed: \(CaseRunner.summary(o, profile: profile))\(ends(o))") }
         guard let d = outcome.discrepancy else {
             say("  agree: the backend's answer is the expected one")
             return
