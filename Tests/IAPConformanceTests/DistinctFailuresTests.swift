@@ -80,24 +80,34 @@ import Testing
         #expect(report.cases == report.passed + 1, "\(report.cases - report.passed - 1) cases run after a hang")
     }
 
-    /// A missing chain check is one bug, whatever channel, product and event the forged token came with; a
+    /// A missing chain check is one bug per channel, whatever product and event the forged token came with; a
     /// signature written with them (an older baseline) is read without them and still matches.
-    @Test func aForgeryAcceptedIsOneFailurePerClass() throws {
+    @Test func aForgeryAcceptedIsOneFailurePerClassAndChannel() throws {
         var o = options(keepGoing: 8)
         o.cases = 120
         o.shrinkBudget.maxAttempts = 60
         let report = Checker(options: o, validator: Mutants.named("skip-chain")!.make()).run()
         let forged = report.failures.map(\.signature).filter(\.acceptsWhatMustBeRefused)
         #expect(!forged.isEmpty, "\(report.failures.map(\.signature))")
-        #expect(forged.allSatisfy { $0.productKind == nil && $0.event == nil && $0.channel == nil }, "\(forged)")
-        #expect(Set(forged.map(\.difference)).count == forged.count, "\(forged)")
+        #expect(forged.allSatisfy { $0.productKind == nil && $0.event == nil && $0.channel != nil }, "\(forged)")
+        #expect(Set(forged.map { "\($0.difference) \($0.channel ?? "")" }).count == forged.count, "\(forged)")
 
         let old =
             #"{"difference":"accepted a forged artifact (untrusted-root)","productKind":"consumable","#
             + #""channel":"app","event":"app transaction PURCHASE"}"#
         let read = try JSONDecoder().decode(FailureSignature.self, from: Data(old.utf8))
-        #expect(read.productKind == nil && read.event == nil && read.channel == nil)
-        #expect(read.description == "accepted a forged artifact (untrusted-root)")
+        #expect(read.productKind == nil && read.event == nil && read.channel == "app")
+        #expect(read.description == "accepted a forged artifact (untrusted-root), channel app")
+        // Two entries an older iapcheck wrote apart are one now, with both reasons.
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("b-\(UUID().uuidString).json")
+        defer { try? FileManager.default.removeItem(at: file) }
+        let entry = { (kind: String, reason: String) in
+            #"{"signature": {"difference": "accepted a forged artifact (untrusted-root)", "productKind": "\#(kind)", "channel": "app", "event": "app transaction PURCHASE"}, "reason": "\#(reason)"}"#
+        }
+        try Data(#"{"version": 1, "entries": [\#(entry("consumable", "a")), \#(entry("auto-renewable", "b"))]}"#.utf8)
+            .write(to: file)
+        let baseline = try Baseline.load(path: file.path)
+        #expect(baseline.entries.map(\.reason) == ["a; b"])
         let answer = #"{"difference":"entitlement disagreement","field":"active","productKind":"consumable"}"#
         #expect(try JSONDecoder().decode(FailureSignature.self, from: Data(answer.utf8)).productKind == "consumable")
     }

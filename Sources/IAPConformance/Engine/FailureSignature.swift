@@ -29,7 +29,11 @@ public struct FailureSignature: Codable, Hashable, Sendable, CustomStringConvert
         var parts = [difference]
         if let field { parts.append("field " + field) }
         if let productKind { parts.append(productKind) }
-        if let event { parts.append("after " + event + (channel.map { " (\($0))" } ?? "")) }
+        if let event {
+            parts.append("after " + event + (channel.map { " (\($0))" } ?? ""))
+        } else if let channel {
+            parts.append("channel " + channel)
+        }
         if newSinceBaseline == true { parts.append("in a case that passed when the baseline was written") }
         return parts.joined(separator: ", ")
     }
@@ -60,14 +64,14 @@ public struct FailureSignature: Codable, Hashable, Sendable, CustomStringConvert
             || difference.hasPrefix("accepted an artifact it must refuse")
     }
 
-    /// An acceptance of what must be refused is one bug per class (docs/check.md#distinct-failures): one missing
-    /// chain check does not make a failure per channel, product kind and event it was delivered with (a verifier
-    /// checks every token with the same code; the timeline shows where this one came). Signatures written before
-    /// (baselines, reports) are read this way too, so their entries still match.
+    /// An acceptance of what must be refused is one bug per class and channel (docs/check.md#distinct-failures): one
+    /// missing chain check does not make a failure per product kind and event the token carried, but a route that
+    /// verifies what another does not (API answers, a notification's nested JWS) is a bug of its own. Signatures
+    /// written before (baselines, reports) are read this way too, so their entries still match.
     var acceptanceByClass: FailureSignature {
         guard acceptsWhatMustBeRefused else { return self }
         var s = self
-        (s.productKind, s.event, s.channel) = (nil, nil, nil)
+        (s.productKind, s.event) = (nil, nil)
         return s
     }
 

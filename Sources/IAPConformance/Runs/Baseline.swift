@@ -131,12 +131,34 @@ public struct Baseline: Codable, Sendable {
 
     public var signatures: Set<FailureSignature> { Set(entries.map(\.signature)) }
 
+    /// Entries whose signatures read alike made one, in the file's order: signatures an older iapcheck wrote apart
+    /// may read as one now (a forgery's product kind and event, no longer part of its signature). Their reasons are
+    /// kept, each once, and the unshrunk signatures of each.
+    func mergingAlikeEntries() -> Baseline {
+        var merged: [Entry] = []
+        var at: [FailureSignature: Int] = [:]
+        for e in entries {
+            guard let i = at[e.signature] else {
+                at[e.signature] = merged.count
+                merged.append(e)
+                continue
+            }
+            if !e.reason.isEmpty && !merged[i].reason.contains(e.reason) {
+                merged[i].reason += merged[i].reason.isEmpty ? e.reason : "; " + e.reason
+            }
+            if let more = e.alsoAs { merged[i].alsoAs = (merged[i].alsoAs ?? []) + more }
+        }
+        var b = self
+        b.entries = merged
+        return b
+    }
+
     /// Reads a baseline; an entry without a reason is refused (an accepted divergence says why), as is any file that
     /// is not one, naming the file and the entry.
     public static func load(path: String) throws(ConfigError) -> Baseline {
         let data = try StrictJSON.readFile(path)
         let b: Baseline
-        do { b = try JSONDecoder().decode(Baseline.self, from: data) } catch {
+        do { b = try JSONDecoder().decode(Baseline.self, from: data).mergingAlikeEntries() } catch {
             throw ConfigError(
                 file: path, key: "entries",
                 "not a baseline (\(error)); `iapcheck check --write-baseline FILE` writes one")
@@ -176,7 +198,7 @@ public struct Baseline: Codable, Sendable {
     /// The baseline at `path` as it is, reasons given or not; nil when there is none to read.
     public static func loadAsIs(path: String) -> Baseline? {
         guard let data = try? StrictJSON.readFile(path) else { return nil }
-        return try? JSONDecoder().decode(Baseline.self, from: data)
+        return (try? JSONDecoder().decode(Baseline.self, from: data))?.mergingAlikeEntries()
     }
 
     /// Writes the baseline as indented JSON, entries in signature order.
