@@ -73,8 +73,15 @@ extension HTTPValidator {
                 return nil
             }
             let set = Target.statuses(ro, "nothing")
-            if let set, set.classes.contains(2) || set.codes.contains(where: { (200..<300).contains($0) }) {
-                ro.problem(ro.keyPath("nothing"), "a 2xx is an answer iapcheck reads; list the statuses that are not")
+            // A 5xx is the backend failing and a 3xx a redirect: read as "nothing", a crash would pass where the
+            // user holds nothing. A 2xx other than 204 (no content) is an answer iapcheck reads.
+            if let set,
+                set.classes.contains(where: { $0 != 4 }) || set.codes.contains(where: { $0 != 204 && $0 / 100 != 4 })
+            {
+                ro.problem(
+                    ro.keyPath("nothing"),
+                    "only 204 or a 4xx can say the user holds nothing: a 5xx is the backend failing, a 3xx a redirect, another 2xx an answer iapcheck reads"
+                )
             }
             return set
         }

@@ -432,12 +432,13 @@ import Testing
             ($0 as? ValidatorFailure)?.kind == .badAnswer && ($0 as? ValidatorFailure)?.message.hasSuffix("}}") == true
                 && ($0 as? ValidatorFailure)?.fix?.contains(#""nothing": [404]"#) == true
         }
-        for (route, key) in [
-            (#"{"method": "GET", "path": "/u/{userId}", "nothing": ["2xx"]}"#, "routes.entitlements.nothing"),
-            (#"{"method": "GET", "path": "/u/{userId}", "nothing": [200, 404]}"#, "routes.entitlements.nothing"),
-        ] {
-            #expect(throws: ConfigError.self, "\(key)") { try Self.target(port: 9, entitlements: route) }
+        // A crash (5xx) or a redirect read as "nothing" would pass where the user holds nothing; 204 may say it.
+        for statuses in [#"["2xx"]"#, "[200, 404]", "[500]", #"["5xx"]"#, "[301]"] {
+            let route = #"{"method": "GET", "path": "/u/{userId}", "nothing": \#(statuses)}"#
+            #expect(throws: ConfigError.self, "\(statuses)") { try Self.target(port: 9, entitlements: route) }
         }
+        _ = try Self.target(
+            port: 9, entitlements: #"{"method": "GET", "path": "/u/{userId}", "nothing": [204, "4xx"]}"#)
         #expect(throws: ConfigError.self) {
             try AnswerMappingTests.target(
                 """
@@ -446,5 +447,26 @@ import Testing
                             "entitlements": {"method": "GET", "path": "/u/{userId}"}}}
                 """)
         }
+    }
+}
+
+/// A mistyped entitlements route answers 404: without "nothing" the doctor names the route (it printed
+/// `Optional(404)`), with it the doctor's "never in the answer" says what it read as holding nothing.
+@Suite struct NothingInTheDoctorTests {
+    @Test func theDoctorSaysWhichStatusItReadAsNothing() throws {
+        let server = try LoopbackHTTPServer(port: 0) { r in
+            r.path.hasPrefix("/u/") ? .init(status: 404, text: "no such route") : .init(status: 200, text: "{}")
+        }
+        server.start()
+        defer { server.stop() }
+        func doctor(_ entitlements: String) throws -> Doctor.Report {
+            let target = try NothingStatusTests.target(port: server.port, entitlements: entitlements)
+            let v = HTTPValidator(target: target, name: "http:typo", timeout: 5)
+            return Doctor(validator: v, catalog: Catalog.standard.withEntitlements(), policy: .default).run()
+        }
+        let plain = try doctor(#"{"method": "GET", "path": "/u/{userId}"}"#)
+        #expect(plain.text.contains("answered 404") && !plain.text.contains("Optional"), "\(plain.text)")
+        let nothing = try doctor(#"{"method": "GET", "path": "/u/{userId}", "nothing": [404]}"#)
+        #expect(nothing.text.contains("read as holding nothing"), "\(nothing.text)")
     }
 }

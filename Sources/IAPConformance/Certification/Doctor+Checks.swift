@@ -117,9 +117,9 @@ extension DoctorSession {
                     genuineAccepted.insert(channel)
                     add(name, .ok, "a genuine \(Self.describe(d)) of \(s.product.id) was accepted")
                 case .rejected(let reason):
-                    if let (request, status) = doctor.hints.lastExchange(), status == 404 || status == 405 {
+                    if case let (request, status?)? = doctor.hints.lastExchange(), status == 404 || status == 405 {
                         add(
-                            name, .misconfigured, "\(request) answered \(status!): no such route",
+                            name, .misconfigured, "\(request) answered \(status): no such route",
                             fix: "check \(doctor.hints.whereIs(op) ?? "the route's method and path")")
                     } else if Self.judgesCertificateDates(reason) {
                         // Not a setting: a bug of the verifier that check shows case by case, so no reason to stop.

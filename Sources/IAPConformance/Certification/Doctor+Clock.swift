@@ -102,6 +102,11 @@ extension DoctorSession {
             "\(s.subject.debugDescription) "
             + zip(names, o.active).map { "\($0.1 ? "active" : "inactive") \($0.0)" }.joined(separator: ", ")
             + " (purchase \(CivilTime.iso8601(start))\(s.expiry.map { ", expiry \(CivilTime.iso8601($0))" } ?? ""))"
+        // An empty answer read from a status the target says means "nothing" (a 404 of a mistyped route, say).
+        var lastAnswerNotRead: String {
+            guard case let (request, status?)? = doctor.hints.lastExchange(), status != 200 else { return "" }
+            return " (the last answer was HTTP \(status) to \(request), read as holding nothing)"
+        }
         if o.active == o.expected {
             add("clock", .ok, when)
             return true
@@ -112,7 +117,8 @@ extension DoctorSession {
             // lists what it holds, inactive).
             add(
                 "answer", .misconfigured,
-                "\(s.subject.debugDescription) is never in the answer, not even a minute \(s.expiry == nil ? "after its purchase" : "before its expiry"), when it is active: \(when)",
+                "\(s.subject.debugDescription) is never in the answer, not even a minute \(s.expiry == nil ? "after its purchase" : "before its expiry"), when it is active: \(when)"
+                    + lastAnswerNotRead,
                 fix: Self.neverActiveFix(s.subject, entitlements: entitlements, clockFix: doctor.hints.clockFix))
             return false
         }

@@ -129,7 +129,7 @@ struct DoctorSession {
                 name, .misconfigured, f.message,
                 fix: f.fix ?? "make the target file describe the backend (the key named above)")
         default:
-            if let (request, status) = doctor.hints.lastExchange(), status == 404 || status == 405 {
+            if case let (request, status?)? = doctor.hints.lastExchange(), status == 404 || status == 405 {
                 add(
                     name, .misconfigured, "\(request) answered \(status) during \(what)",
                     fix: "the route is not there: check \(doctor.hints.whereIs(what) ?? "its method and path")")
