@@ -257,9 +257,15 @@ import Testing
     @Test(arguments: [
         ("2028-02-29T10:00:00Z", true), ("2027-02-29T10:00:00Z", false), ("2027-04-31T00:00:00Z", false),
         ("2027-01-31T24:00:00Z", false), ("2027-01-31T23:59:60Z", false), ("2027-01-31T10:00:00.5+02:00", true),
+        // The offsets other languages write (PHP's DATE_ISO8601, strftime's %z), a space for the T (RFC 3339).
+        ("2027-12-05T10:00:00+0530", true), ("2027-12-05T10:00:00-05", true), ("2027-12-05 10:00:00Z", true),
+        ("2027-12-05T10:00:00+25:00", false), ("2027-12-05T10:00:00+05:99", false), ("2027-12-05T10:00:00+053", false),
     ])
     func anInstantTheCalendarDoesNotHaveIsRefused(text: String, isInstant: Bool) {
         #expect((AnswerMapping.iso8601(text) != nil) == isInstant)
+        if text.hasSuffix("+0530") {
+            #expect(AnswerMapping.iso8601(text) == AnswerMapping.iso8601("2027-12-05T04:30:00Z"))
+        }
     }
 
     /// What the backend wrote, however wrong, is the backend's fault: an epoch in seconds past Int64 once made
