@@ -96,6 +96,16 @@ import Testing
         #expect(try Baseline.load(path: file.path).entries.map(\.reason) == [allow.entries[0].reason])
     }
 
+    /// A shrink that `--shrink-seconds` ended says so, not that the old build must be at hand (it was).
+    @Test func aShrinkTheTimeBudgetEndedSaysSo() throws {
+        var checker = Self.checker(Variants.named("paid-first")!.make(), seed: 1, cases: 1322, only: 1321)
+        checker.options.shrinkBudget.maxSeconds = 0
+        let result = try DiffRun(checker: checker, old: .validator(ReferenceValidator())).run()
+        let text = result.lines(against: "reference", seed: 1, replay: { "replay \($0)" })
+        #expect(text.contains { $0.contains("--shrink-seconds ended") }, "\(text)")
+        #expect(!text.contains { $0.contains("--against-validator shrinks it") })
+    }
+
     @Test(.long) func identicalBuildsReportNothing() throws {
         let result = try DiffRun(
             checker: Self.checker(ReferenceValidator(), seed: 5, cases: 150), old: .validator(ReferenceValidator())

@@ -24,10 +24,13 @@ extension DiffRun.Result {
             out.append("  old build: \(c.change.expected)")
             out.append("  this build: \(c.change.observed)")
             for d in c.change.differences { out.append("    \(Self.inBuildsWords(d))") }
+            let timed = c.shrinkTimedOut ? ", stopped by --shrink-seconds" : ""
             let size =
                 c.shrinkAttempts > 0
-                ? "shrunk from \(c.originalActions) to \(c.history.actionCount) actions in \(c.shrinkAttempts) attempts"
-                : "not shrunk: \(c.history.actionCount) actions; with the old build at hand, --against-validator shrinks it"
+                ? "shrunk from \(c.originalActions) to \(c.history.actionCount) actions in \(c.shrinkAttempts) attempts\(timed)"
+                : c.shrinkTimedOut
+                    ? "not shrunk: \(c.history.actionCount) actions; --shrink-seconds ended before the first attempt"
+                    : "not shrunk: \(c.history.actionCount) actions; with the old build at hand, --against-validator shrinks it"
             out.append("  history (\(size)), the change at step \(c.change.step):")
             out.append(Timeline.render(c.history, failingStep: c.change.step, indent: "    "))
             out.append("  replay: \(replay(c.caseIndex))")

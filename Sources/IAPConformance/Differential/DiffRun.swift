@@ -26,6 +26,8 @@ public struct DiffRun {
         /// The case's size before shrinking, and the attempts spent (0: not shrunk, as against a recording).
         public var originalActions: Int
         public var shrinkAttempts = 0
+        /// `--shrink-seconds` ended the shrink.
+        public var shrinkTimedOut = false
     }
 
     public struct Result: Sendable {
@@ -160,7 +162,7 @@ public struct DiffRun {
             return Shrinker.Outcome(
                 failing: differs(generated) != nil, spans: s.spans, consumed: Array(s.choices.prefix(s.drawCount)))
         }
-        change.shrinkAttempts = result.attempts
+        (change.shrinkAttempts, change.shrinkTimedOut) = (result.attempts, result.timedOut)
         let (smallest, _) = generator.generate(c.property, ChoiceSource(replaying: result.choices))
         if let confirmed = differs(smallest) {
             (change.history, change.change) = (smallest, confirmed)
