@@ -232,12 +232,20 @@ extension MockAppStore {
         if let ms = faults.storeDelayMillis, ms > 0 { usleep(UInt32(ms) * 1000) }
     }
 
-    /// The App Store Server API's token check; nil when the request may proceed, else Apple's 401.
+    /// The App Store Server API's token check; nil when the request may proceed, else Apple's 401, whose body says
+    /// which rule the token broke (Apple's says nothing; a backend's log then shows what to fix).
     func authorize(_ request: Request) -> Response? {
         guard let key = apiKey, let k = settings.apiKey else { return nil }
         count("checked-token")
-        let unauthorized = Response(status: 401, text: "Unauthenticated\n")
-        guard let auth = request.headers["authorization"], auth.hasPrefix("Bearer ") else { return unauthorized }
+        return tokenProblem(request, key: key, settings: k).map {
+            Response(status: 401, text: "Unauthenticated: \($0)\n")
+        }
+    }
+
+    func tokenProblem(_ request: Request, key: P256.Signing.PublicKey, settings k: StoreSettings.APIKey) -> String? {
+        guard let auth = request.headers["authorization"], auth.hasPrefix("Bearer ") else {
+            return "no Authorization: Bearer header"
+        }
         let token = auth.dropFirst("Bearer ".count)
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3,
@@ -245,19 +253,27 @@ extension MockAppStore {
             let sig = Base64URL.decode(parts[2]),
             let header = try? JSONDecoder().decode(TokenHeader.self, from: Data(headerBytes)),
             let claims = try? JSONDecoder().decode(TokenClaims.self, from: Data(payloadBytes))
-        else { return unauthorized }
-        guard header.alg == "ES256", header.kid == k.keyId, header.typ == nil || header.typ == "JWT" else {
-            return unauthorized
-        }
+        else { return "not a JWT of three base64url parts" }
+        guard header.alg == "ES256", header.typ == nil || header.typ == "JWT" else { return "alg must be ES256" }
+        guard header.kid == k.keyId else { return "kid is not the key id of the store's API key" }
         guard let signature = try? P256.Signing.ECDSASignature(rawRepresentation: sig),
             key.isValidSignature(signature, for: Data("\(parts[0]).\(parts[1])".utf8))
-        else { return unauthorized }
+        else { return "the signature is not the API key's" }
         let now = Int64(Date().timeIntervalSince1970)
-        guard claims.iss == k.issuerId, claims.aud == "appstoreconnect-v1",
-            let exp = claims.exp, let iat = claims.iat,
-            exp > now, exp - iat <= 3600, exp - now <= 3600, iat <= now + 60
-        else { return unauthorized }
-        if let expected = state.withLock({ $0.bundleId }), claims.bid != expected { return unauthorized }
+        // `iat` may be left out, as Apple's own libraries do (their tokens carry exp alone): then the token may live
+        // at most an hour from now; with it, at most an hour from when it was issued, and not issued in the future.
+        let issued = claims.iat ?? now
+        guard claims.iss == k.issuerId else { return "iss is not the issuer id" }
+        guard claims.aud == "appstoreconnect-v1" else { return "aud must be appstoreconnect-v1" }
+        guard let exp = claims.exp else { return "no exp" }
+        guard exp > now else {
+            return "expired (exp is before the wall clock's now; a backend under faketime signs in virtual time)"
+        }
+        guard exp - issued <= 3600, exp - now <= 3600 else { return "lives longer than an hour" }
+        guard issued <= now + 60 else { return "iat is in the future" }
+        if let expected = state.withLock({ $0.bundleId }), claims.bid != expected {
+            return "bid is not the app's bundle id"
+        }
         return nil
     }
 

@@ -11,7 +11,7 @@ import IAPValidatorAPI
 /// - App Store Server API: Get Transaction History v2 (paged by `revision`), Get All Subscription Statuses, Get
 ///   Transaction Info, Get Notification History, Request a Test Notification and Get Test Notification Status, each
 ///   behind the API's JWT check (ES256 with the configured key, `iss`, `bid`, `aud` "appstoreconnect-v1", `exp` at
-///   most an hour after `iat` and not past) — 401 otherwise;
+///   most an hour after `iat`, or after now without one as Apple's libraries sign, and not past) — 401 otherwise;
 /// - legacy `/verifyReceipt` and `/sandbox/verifyReceipt` with Apple's statuses (21007 sandbox receipt sent to
 ///   production, 21008 the reverse, 21004 wrong shared secret, 21003 unknown receipt, 21002 malformed request);
 /// - App Store Server Notifications: posts to the backend's webhook and retries on a 5xx, a timeout or a dropped

@@ -30,7 +30,7 @@ import Testing
     }
 
     struct Claims: Encodable {
-        var iss = issuerId; var iat: Int64; var exp: Int64; var aud = "appstoreconnect-v1"; var bid = bundleId
+        var iss = issuerId; var iat: Int64?; var exp: Int64; var aud = "appstoreconnect-v1"; var bid = bundleId
     }
 
     static func token(
@@ -74,7 +74,10 @@ import Testing
         Self.publishChain(store, count: 3)
         let now = Int64(Date().timeIntervalSince1970)
         #expect(try get(store, "/inApps/v2/history/1000", token: Self.token()).0 == 200)
+        // Apple's own libraries sign exp alone (app-store-server-library's Python client): accepted, as Apple does.
+        #expect(try get(store, "/inApps/v2/history/1000", token: Self.token(Claims(iat: nil, exp: now + 300))).0 == 200)
         let refused: [(String, String?)] = [
+            ("no iat, lives longer than an hour", Self.token(Claims(iat: nil, exp: now + 3700))),
             ("no token", nil),
             ("wrong audience", Self.token(Claims(iat: now, exp: now + 600, aud: "appstoreconnect-v2"))),
             ("wrong issuer", Self.token(Claims(iss: "someone-else", iat: now, exp: now + 600))),
@@ -90,6 +93,13 @@ import Testing
             let (status, _) = try get(store, "/inApps/v2/history/1000", token: token)
             #expect(status == 401, "\(why) should be refused")
         }
+        // The 401 says which rule the token broke, for the backend's log.
+        let expired = try get(
+            store, "/inApps/v2/history/1000", token: Self.token(Claims(iat: now - 1200, exp: now - 10)))
+        #expect(String(decoding: expired.1, as: UTF8.self).contains("expired"))
+        let audience = try get(
+            store, "/inApps/v2/history/1000", token: Self.token(Claims(iat: now, exp: now + 600, aud: "x")))
+        #expect(String(decoding: audience.1, as: UTF8.self).contains("aud must be appstoreconnect-v1"))
     }
 
     /// An answer the backend refused is undone: Get Transaction Info serves the transaction it had before.
