@@ -149,12 +149,12 @@ public final class ManagedBackend: Sendable {
             if Self.accepts(host: host, port: port) { return }
             if !p.isRunning {
                 stop()
-                let output = tail()
+                let output = tail(inLine: true)
                 // The start command, its environment or its files are wrong: fix the target, as for a port nothing
                 // listens on (exit 2, and the doctor's checklist).
                 throw ValidatorFailure(
                     .unavailable,
-                    "the backend exited (status \(p.terminationStatus)) before listening on \(port); the end of its output (\(log)):\n\(output)",
+                    "the backend exited (status \(p.terminationStatus)) before listening on \(port); the end of its output (\(log)): \(output)",
                     fix: Self.notFoundHint(status: p.terminationStatus, output: output)
                 )
             }
@@ -163,7 +163,7 @@ public final class ManagedBackend: Sendable {
         stop()  // not left running, listening later on a port nothing will use
         throw ValidatorFailure(
             .unavailable,
-            "the backend started but did not listen on \(host):\(port) within \(readySeconds) s; the end of its output (\(log)):\n\(tail())",
+            "the backend started but did not listen on \(host):\(port) within \(readySeconds) s; the end of its output (\(log)): \(tail(inLine: true))",
             fix:
                 "make the start command listen on the port of \"baseURL\" (\(port)), or raise \"readySeconds\" if it needs longer to start"
         )
@@ -180,8 +180,9 @@ public final class ManagedBackend: Sendable {
             + "or put `cd your/backend && ` in front of it"
     }
 
-    /// The last lines of the backend's output, indented, for a message.
-    public func tail(lines: Int = 8) -> String {
+    /// The last lines of the backend's output, indented, for a message; `inLine`: on one line, ` | ` between them
+    /// (a failure's message shows a line feed escaped, so lines would run together as `\u{A}`).
+    public func tail(lines: Int = 8, inLine: Bool = false) -> String {
         // The end of the file only: the backend writes it, as much as it likes, in any encoding.
         var bytes = Data()
         if let h = FileHandle(forReadingAtPath: log) {
@@ -192,6 +193,10 @@ public final class ManagedBackend: Sendable {
         }
         let text = Terminal.visible(String(decoding: bytes, as: UTF8.self), keepingLines: true)
         let last = text.split(separator: "\n", omittingEmptySubsequences: false).suffix(lines + 1)
+        if inLine {
+            return last.map { $0.prefix(300).trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+                .joined(separator: " | ")
+        }
         return last.map { "    " + $0.prefix(300) }.joined(separator: "\n")
     }
 

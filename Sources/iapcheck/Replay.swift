@@ -1,12 +1,14 @@
 import ArgumentParser
 import Foundation
 import IAPConformance
+import IAPHTTP
 import IAPModel
 import IAPSupport
 
 struct Replay: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Replay saved counterexamples (default: every file in Corpus/) against a validator.",
+        abstract:
+            "Replay saved counterexamples against a validator (default: the folder check saves its counterexamples in, Corpus/http-NAME/ for a backend; Corpus/ for the reference and mutants).",
         discussion: """
             Each file is a concrete case (history, deliveries, questions); the oracle recomputes the expected answers. \
             With --expect-fail, every file must fail (use it to confirm a mutant still fails on its own counterexample). \
@@ -32,8 +34,9 @@ struct Replay: ParsableCommand {
     var explain = false
 
     func run() throws {
-        let v = try makeValidator(validator, timeout: timeout)
         let paths = corpusPaths()
+        if saysNothingToReplay(paths) { return }
+        let v = try makeValidator(validator, timeout: timeout)
         var unexpected = 0, failedAsProgram = false
         for path in paths {
             let saved: CorpusCase
@@ -76,18 +79,44 @@ struct Replay: ParsableCommand {
             "  recorded for \(c.bundleId), App Apple ID \(c.appAppleId), \(c.environment.rawValue): if the backend is set up for another app (another bundle id, --app-apple-id or environment), refusing is right, and check skips this file as another app's"
     }
 
-    /// The files given, directories read for their saved cases; the Corpus folder when none is given.
+    /// The files given, directories read for their saved cases; when none is given, the folders `check` saves this
+    /// validator's counterexamples in (a backend's `Corpus/http-NAME/`, a program's `Corpus/exec-…/`; every app's
+    /// when the backend has no name), else the Corpus folder.
     func corpusPaths() -> [String] {
         var paths: [String] = []
-        for f in files.isEmpty ? ["Corpus"] : files {
+        for f in files.isEmpty ? Self.defaultFolders(validator) : files {
             var isDir: ObjCBool = false
             if FileManager.default.fileExists(atPath: f, isDirectory: &isDir), isDir.boolValue {
                 paths += Corpus.files(in: f)
-            } else {
-                paths.append(f)
+            } else if !files.isEmpty {
+                paths.append(f)  // a default folder not made yet holds nothing
             }
         }
         return paths
+    }
+
+    /// No saved case to replay: said, and no backend started for nothing (a CI job replaying an empty folder learns
+    /// why it passed).
+    func saysNothingToReplay(_ paths: [String]) -> Bool {
+        guard paths.isEmpty else { return false }
+        let folders = files.isEmpty ? Self.defaultFolders(validator) : files
+        print(
+            "no saved counterexamples in \(folders.isEmpty ? "Corpus/http-…-HOST-PORT/" : folders.joined(separator: ", ")): nothing to replay (name files or folders to replay others)"
+        )
+        return true
+    }
+
+    static func defaultFolders(_ validator: String) -> [String] {
+        guard let spec = try? parseValidator(validator) else { return ["Corpus"] }
+        if let file = spec.targetFile, let t = try? HTTPValidator.Target.load(path: file) {
+            if t.name != nil { return [Corpus.directory(forBackend: t.name, bundleId: "", host: t.host, port: t.port)] }
+            // Named by app and address: every app's folder of this address.
+            let suffix = "-\(t.host)-\(t.port)"
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: "Corpus")) ?? []
+            return names.filter { $0.hasPrefix("http-") && $0.hasSuffix(suffix) }.sorted().map { "Corpus/" + $0 }
+        }
+        if case .exec = spec { return [Corpus.directory(forValidator: spec)] }
+        return ["Corpus"]
     }
 
     /// A discrepancy as `check` prints it, with the command that replays this file (and with --explain, what each
