@@ -65,7 +65,10 @@ extension HTTPValidator {
             let common: Set<Placeholder.Name> = [.job]
             switch op {
             case "reset": return common.union([.config])
-            case "appTransaction": return common.union([.userId, .signedTransaction, .deviceTime, .now])
+            case "appTransaction":
+                return common.union([
+                    .userId, .signedTransaction, .transactionId, .originalTransactionId, .deviceTime, .now,
+                ])
             case "notification": return common.union([.signedPayload, .now])
             case "apiSnapshot": return common.union([.originalTransactionId, .apiSnapshot, .now])
             case "legacyReceipt": return common.union([.userId, .responseBody, .now])

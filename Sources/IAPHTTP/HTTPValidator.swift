@@ -219,6 +219,15 @@ public class HTTPValidator: RaceableValidator {
     struct LegacyBody: Codable { let userId: String; let responseBody: String }
 
     struct ReconcileBody: Codable { let originalTransactionId: String }
+
+    /// The transactionId and originalTransactionId a JWS's payload claims, unverified (empty where it claims none).
+    static func transactionIds(in jws: String) -> (String, String) {
+        let parts = jws.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let bytes = Base64URL.decode(parts[1]),
+            let o = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any]
+        else { return ("", "") }
+        return (o["transactionId"] as? String ?? "", o["originalTransactionId"] as? String ?? "")
+    }
     struct ReceiptBody: Codable { let userId: String; let receiptData: String }
 
     public func deliver(_ delivery: SignedDelivery, now: Millis) throws(ValidatorFailure) -> DeliveryVerdict {
@@ -230,6 +239,11 @@ public class HTTPValidator: RaceableValidator {
             values[.userId] = .string(userId)
             values[.signedTransaction] = .string(jws)
             values[.deviceTime] = deviceTime.map { .time($0) } ?? .null
+            if target.routes[op]?.isPlain == false {
+                // An app that posts the id alone, for a backend that asks Apple: read from the token, unverified.
+                let ids = Self.transactionIds(in: jws)
+                (values[.transactionId], values[.originalTransactionId]) = (.string(ids.0), .string(ids.1))
+            }
             (status, reply) = try post(
                 op, values,
                 body: Self.plain(userId) && Self.plain(jws)

@@ -87,8 +87,8 @@ public struct TemplateError: Error, Sendable, CustomStringConvertible {
 /// What iapcheck fills in: one of ``Name``, in a format for times.
 public struct Placeholder: Sendable, Hashable, CustomStringConvertible {
     public enum Name: String, Sendable, CaseIterable {
-        case userId, signedTransaction, deviceTime, signedPayload, originalTransactionId, apiSnapshot, responseBody,
-            receiptData, at, now, config, job
+        case userId, signedTransaction, transactionId, deviceTime, signedPayload, originalTransactionId, apiSnapshot,
+            responseBody, receiptData, at, now, config, job
         var isTime: Bool { self == .at || self == .now || self == .deviceTime }
     }
     public enum Format: String, Sendable, CaseIterable {

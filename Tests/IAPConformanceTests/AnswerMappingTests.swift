@@ -3,6 +3,9 @@ import IAPConformance
 import IAPEncoding
 import IAPHTTP
 import IAPModel
+import IAPSigning
+import IAPSimulator
+import IAPSupport
 import IAPTesting
 import IAPValidatorAPI
 import Testing
@@ -408,11 +411,13 @@ import Testing
 /// failed its first run with `bad-answer` for a user who held nothing). Other routes cannot take the key, and a 2xx
 /// cannot be in it.
 @Suite struct NothingStatusTests {
-    static func target(port: Int, entitlements: String) throws(ConfigError) -> HTTPValidator.Target {
+    static func target(
+        port: Int, entitlements: String, app: String = #"{"method": "POST", "path": "/a"}"#
+    ) throws(ConfigError) -> HTTPValidator.Target {
         try AnswerMappingTests.target(
             """
             {"baseURL": "http://127.0.0.1:\(port)", "channels": ["app-transaction"],
-             "routes": {"appTransaction": {"method": "POST", "path": "/a"},
+             "routes": {"appTransaction": \(app),
                         "entitlements": \(entitlements)},
              "answer": {"entitlements": {"each": "/features", "key": "/name", "active": "/active"}}}
             """)
@@ -474,5 +479,30 @@ import Testing
         #expect(plain.text.contains("answered 404") && !plain.text.contains("Optional"), "\(plain.text)")
         let nothing = try doctor(#"{"method": "GET", "path": "/u/{userId}", "nothing": [404]}"#)
         #expect(nothing.text.contains("read as holding nothing"), "\(nothing.text)")
+    }
+}
+
+/// An app that posts the transaction id alone, for a backend that asks Apple's API: `{transactionId}` and
+/// `{originalTransactionId}` fill an app route's template from the token (the API trial could not describe it).
+@Suite struct TransactionIdPlaceholderTests {
+    @Test func anAppRouteMaySendTheIdsAlone() throws {
+        let bodies = Locked<[String]>([])
+        let server = try LoopbackHTTPServer(port: 0) { r in
+            bodies.withLock { $0.append(String(decoding: r.body, as: UTF8.self)) }
+            return .init(status: 200, text: "{}")
+        }
+        server.start()
+        defer { server.stop() }
+        let target = try NothingStatusTests.target(
+            port: server.port, entitlements: #"{"method": "GET", "path": "/u/{userId}"}"#,
+            app:
+                #"{"method": "POST", "path": "/a", "body": {"json": {"id": "{transactionId}", "chain": "{originalTransactionId}"}}}"#
+        )
+        let v = HTTPValidator(target: target, name: "http:ids", timeout: 5)
+        let tx = Build.transaction("2000000000000007", chain: "2000000000000001")
+        let signed = ArtifactRenderer(pki: TestPKI.harness, appAppleId: Catalog.standard.appAppleId).render(
+            .appTransaction(AppTransactionSubmission(userId: "u1", transaction: tx, deviceTime: nil)))
+        _ = try v.deliver(signed, now: Build.t0)
+        #expect(bodies.value == [#"{"chain":"2000000000000001","id":"2000000000000007"}"#], "\(bodies.value)")
     }
 }
