@@ -54,7 +54,7 @@ public struct FailureSignature: Codable, Hashable, Sendable, CustomStringConvert
 
     /// The signature of `outcome`, a failure of case `c`.
     public static func of(_ outcome: CaseOutcome, in c: GeneratedCase) -> FailureSignature {
-        signed(outcome, in: c).acceptanceByClass
+        signed(outcome, in: c).acceptanceByClassAndChannel
     }
 
     /// Whether the validator accepted an artifact it must refuse (a forgery, another app's, the wrong environment):
@@ -68,7 +68,7 @@ public struct FailureSignature: Codable, Hashable, Sendable, CustomStringConvert
     /// missing chain check does not make a failure per product kind and event the token carried, but a route that
     /// verifies what another does not (API answers, a notification's nested JWS) is a bug of its own. Signatures
     /// written before (baselines, reports) are read this way too, so their entries still match.
-    var acceptanceByClass: FailureSignature {
+    var acceptanceByClassAndChannel: FailureSignature {
         guard acceptsWhatMustBeRefused else { return self }
         var s = self
         (s.productKind, s.event) = (nil, nil)
@@ -87,7 +87,7 @@ public struct FailureSignature: Codable, Hashable, Sendable, CustomStringConvert
         channel = try c.decodeIfPresent(String.self, forKey: .channel)
         event = try c.decodeIfPresent(String.self, forKey: .event)
         newSinceBaseline = try c.decodeIfPresent(Bool.self, forKey: .newSinceBaseline)
-        self = acceptanceByClass
+        self = acceptanceByClassAndChannel
     }
 
     private static func signed(_ outcome: CaseOutcome, in c: GeneratedCase) -> FailureSignature {
