@@ -11,13 +11,15 @@ import Testing
 /// A backend checked as it is: without a reset route (every case in ids of its own), with dates kept to the second,
 /// with divergences it declares, and with a corpus that holds only its own app's cases (docs/http-target.md).
 @Suite struct BackendAsItIsTests {
-    /// The reference as a backend that never forgets: it takes its configuration once, and keeps every user,
-    /// transaction and notification it saw for the rest of the run.
+    /// The reference (or `inner`) as a backend that never forgets: it takes its configuration once, and keeps every
+    /// user, transaction and notification it saw for the rest of the run.
     final class NeverForgets: Validator {
-        let inner = ReferenceValidator()
+        let inner: any Validator
         var configured = false
         let isolation: CaseIsolation
-        init(isolation: CaseIsolation) { self.isolation = isolation }
+        init(isolation: CaseIsolation, inner: any Validator = ReferenceValidator()) {
+            (self.isolation, self.inner) = (isolation, inner)
+        }
         var name: String { "never-forgets" }
         func reset(_ config: ValidatorConfig) throws(ValidatorFailure) {
             if !configured { try inner.reset(config) }
@@ -446,28 +448,11 @@ import Testing
 /// so its logs can be searched (the Ruby trial's `--explain` showed only the case's own ids, which the backend never
 /// saw); the ids do not make two runs of one failure differ.
 @Suite struct BackendIdsInReportsTests {
-    /// Never forgets, and misses grace periods (docs/mistakes.md J5).
-    final class NoGraceNeverForgets: Validator {
-        let inner = Mutants.named("no-grace")!.make()
-        var configured = false
-        var name: String { "no-grace-never-forgets" }
-        var isolation: CaseIsolation { .namespace }
-        func reset(_ config: ValidatorConfig) throws(ValidatorFailure) {
-            if !configured { try inner.reset(config) }
-            configured = true
-        }
-        func deliver(_ d: SignedDelivery, now: Millis) throws(ValidatorFailure) -> DeliveryVerdict {
-            try inner.deliver(d, now: now)
-        }
-        func entitlements(_ q: EntitlementQuery) throws(ValidatorFailure) -> EntitlementAnswer {
-            try inner.entitlements(q)
-        }
-    }
-
     @Test func aFailureNamesTheIdsTheBackendGot() throws {
         var o = CheckOptions()
         (o.cases, o.shrinkBudget.maxAttempts) = (60, 100)
-        let v = NoGraceNeverForgets()
+        // Never forgets, and misses grace periods (docs/mistakes.md J5).
+        let v = BackendAsItIsTests.NeverForgets(isolation: .namespace, inner: Mutants.named("no-grace")!.make())
         let f = try #require(Checker(options: o, validator: v).run().failure)
         let d = try #require(f.discrepancy)
         let ids = try #require(d.backendIds, "a namespaced run names its ids")
