@@ -103,16 +103,24 @@ struct SendReport {
 
     /// The declared expiries of what `a` holds, as instants: a passing send shows them too, so a backend's end date
     /// can be read against the expected one before anything fails.
-    func ends(_ a: EntitlementAnswer) -> String {
-        var held: [(String, Millis?)] = []
+    /// An expiry the facts leave open (a refund known ahead of the instant asked about) is said to be not compared.
+    func ends(_ a: EntitlementAnswer, open: Set<AnswerDifference.Key> = []) -> String {
+        var held: [(String, Millis?, AnswerSubject)] = []
         if profile.declares(.productsExpiresDate) {
-            held += a.products.filter(\.active).map { ($0.productId, $0.expiresDate) }
+            held += a.products.filter(\.active).map { ($0.productId, $0.expiresDate, .product($0.productId)) }
         }
         if profile.declares(.entitlementsExpiresDate) {
-            held += a.entitlements.filter(\.active).map { ($0.entitlementId, $0.expiresDate) }
+            held += a.entitlements.filter(\.active).map {
+                ($0.entitlementId, $0.expiresDate, .entitlement($0.entitlementId))
+            }
         }
         guard !held.isEmpty else { return "" }
-        return "; " + held.map { "\($0.0) until \($0.1.map(CivilTime.iso8601) ?? "never")" }.joined(separator: ", ")
+        return "; "
+            + held.map { id, end, subject in
+                "\(id) until \(end.map(CivilTime.iso8601) ?? "never")"
+                    + (open.contains(.init(subject: subject, field: .expiresDate))
+                        ? " (or an end known ahead: not compared)" : "")
+            }.joined(separator: ", ")
     }
 
     func answers() {
@@ -120,7 +128,9 @@ struct SendReport {
         say(
             "  asked about \(command.user) at \(CivilTime.iso8601(q.query.at))"
                 + (q.isHindsight ? " (in hindsight, after the send at \(CivilTime.iso8601(q.appleTime)))" : "") + ":")
-        if let e = outcome.expected { say("    expected: \(CaseRunner.summary(e, profile: profile))\(ends(e))") }
+        if let e = outcome.expected {
+            say("    expected: \(CaseRunner.summary(e, profile: profile))\(ends(e, open: outcome.open))")
+        }
         guard !command.isDryRun else { return }
         if let o = outcome.observed { say("    observed: \(CaseRunner.summary(o, profile: profile))\(ends(o))") }
         guard let d = outcome.discrepancy else {

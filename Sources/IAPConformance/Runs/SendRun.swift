@@ -155,6 +155,8 @@ public struct SendRun: Sendable {
         public var question: PlannedQuery?
         /// Lines saying how the answers differ (empty when they agree).
         public var differences: [String] = []
+        /// The fields of the expected answer the facts leave open, which are not compared.
+        public var open: Set<AnswerDifference.Key> = []
     }
 
     /// Delivers what is new in `c` (a ``plan(profile:askAt:)``) and asks the question. `replaysEarlier`: the validator
@@ -228,7 +230,7 @@ public struct SendRun: Sendable {
         into out: inout Outcome
     ) {
         let judgement = Oracle.judge(knowledge, user: q.query.userId, at: q.query.at)
-        out.expected = judgement.answer
+        (out.expected, out.open) = (judgement.answer, judgement.undetermined)
         do {
             let (observed, diffs, lines) = try CaseRunner.settledAnswer(
                 q.query, v, judgement, profile: v.profile, deliveredAgain: false)
