@@ -342,6 +342,7 @@ public class HTTPValidator: RaceableValidator {
             case .legacy: ["legacyReceipt", "receipt"]
             }
         return ops.contains { target.routes[$0]?.verifiesLater == true }
+            || (channel == .app && appRouteLeavesTheTokenOut)
     }
 
     public func entitlements(_ query: EntitlementQuery) throws(ValidatorFailure) -> EntitlementAnswer {

@@ -34,6 +34,10 @@ public protocol AppStoreBridge: AnyObject, Sendable {
     @discardableResult
     func publish(originalTransactionId: String, history: [HistoryResponse], statuses: StatusResponse?)
         -> @Sendable () -> Void
+    /// Answer what no reconciliation published with what `source` makes, from now on (nil: stop).
+    func serve(_ source: APIAnswerSource?)
+    /// The signed transactions and renewal infos served from the source since the last call.
+    func takeServed() -> [String]
     /// Remember a verifyReceipt answer; returns the `receipt-data` the backend will send for it.
     func registerReceipt(responseBody: String) -> String
     /// Posts a notification to the backend's webhook with `send` (given the clock of each attempt), retrying as Apple
@@ -42,4 +46,10 @@ public protocol AppStoreBridge: AnyObject, Sendable {
         _ signedPayload: String, now: Millis,
         send: (Millis) throws(ValidatorFailure) -> (Int, Data)
     ) throws(ValidatorFailure) -> (Int, Data)
+}
+
+extension AppStoreBridge {
+    /// A store nothing asks (a dry run's) has no answers to make.
+    public func serve(_ source: APIAnswerSource?) {}
+    public func takeServed() -> [String] { [] }
 }

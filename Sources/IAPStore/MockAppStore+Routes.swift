@@ -29,7 +29,7 @@ extension MockAppStore {
         pause()
         if let denied = authorize(request) { return denied }
         let id = parameters["transactionId"] ?? ""
-        guard let chain = state.withLock({ $0.chains[id] }) else {
+        guard let (chain, sourced) = answers(for: id) else {
             return Self.apiError(404, 4040010, "Transaction id not found.")
         }
         let all = pages(chain)
@@ -41,6 +41,7 @@ extension MockAppStore {
             index = i + 1
         }
         guard index < all.count else { return Self.apiError(404, 4040010, "Transaction id not found.") }
+        if sourced { noteServed(all[index].signedTransactions) }
         return Self.json(all[index])
     }
 
@@ -60,8 +61,14 @@ extension MockAppStore {
             self.pause()
             if let denied = self.authorize(request) { return denied }
             let id = parameters["transactionId"] ?? ""
-            guard let chain = self.state.withLock({ $0.chains[id] }), let statuses = chain.statuses else {
+            guard let (chain, sourced) = self.answers(for: id), let statuses = chain.statuses else {
                 return Self.apiError(404, 4040010, "Transaction id not found.")
+            }
+            if sourced {
+                self.noteServed(
+                    statuses.data.flatMap(\.lastTransactions).flatMap {
+                        [$0.signedTransactionInfo, $0.signedRenewalInfo]
+                    })
             }
             return Self.json(statuses)
         }
@@ -70,9 +77,10 @@ extension MockAppStore {
             self.pause()
             if let denied = self.authorize(request) { return denied }
             let id = parameters["transactionId"] ?? ""
-            guard let jws = self.state.withLock({ $0.signedTransactions[id] }) else {
+            guard let (jws, sourced) = self.signedTransaction(id) else {
                 return Self.apiError(404, 4040010, "Transaction id not found.")
             }
+            if sourced { self.noteServed([jws]) }
             return Self.json(TransactionInfoResponse(signedTransactionInfo: jws))
         }
         api.post("/inApps/v1/notifications/history") { request, _ in
@@ -92,7 +100,7 @@ extension MockAppStore {
             // Any transaction of the customer's chain names it (the store knows the chains it published).
             let wanted: Set<String>? = q.transactionId.map { id in
                 var ids: Set<String> = [id]
-                if let chain = self.state.withLock({ $0.chains[id] }) {
+                if let chain = self.answers(for: id)?.chain {
                     for page in chain.history {
                         for jws in page.signedTransactions {
                             if let c = Self.claims(jws, as: ChainClaims.self) {
@@ -290,6 +298,9 @@ struct AnyEncodable: Encodable {
 }
 
 /// A page of a paged App Store Server API answer, named by its `revision`.
-protocol RevisionedPage { var revision: String { get } }
+protocol RevisionedPage {
+    var revision: String { get }
+    var signedTransactions: [String] { get }
+}
 extension HistoryResponse: RevisionedPage {}
 extension RefundHistoryResponse: RevisionedPage {}

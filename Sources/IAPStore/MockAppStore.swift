@@ -56,6 +56,15 @@ public final class MockAppStore: AppStoreBridge, @unchecked Sendable {
         var testTokens: [String: Int] = [:]
         var servedCounts: [String: Int] = [:]
         var recovered = 0
+        /// Answers for ids no reconciliation published (``serve(_:)``), made on first request and kept until the
+        /// next `serve`, by every transaction id they hold.
+        var source: APIAnswerSource?
+        var sourced: [String: Chain] = [:]
+        var sourcedTransactions: [String: String] = [:]
+        /// Signed facts served from `sourced` since ``takeServed()``.
+        var served: [String] = []
+        /// What reconciliations published while a source answered: taken back at the next `serve`.
+        var publishedWithSource: [Replaced] = []
     }
 
     /// One published answer: the customer's history pages, statuses and refund history pages. Every transaction
@@ -150,6 +159,28 @@ public final class MockAppStore: AppStoreBridge, @unchecked Sendable {
     public func publish(originalTransactionId: String, history: [HistoryResponse], statuses: StatusResponse?)
         -> @Sendable () -> Void
     {
+        let (chain, byId) = Self.chain(originalTransactionId, history: history, statuses: statuses)
+        let done = state.withLock { state in
+            var replaced = Replaced(
+                chains: [originalTransactionId: state.chains[originalTransactionId]], signedTransactions: [:])
+            state.chains[originalTransactionId] = chain
+            for (id, jws) in byId {
+                replaced.chains[id] = state.chains[id]
+                replaced.signedTransactions[id] = state.signedTransactions[id]
+                state.chains[id] = chain
+                state.signedTransactions[id] = jws
+            }
+            if state.source != nil { state.publishedWithSource.append(replaced) }
+            return replaced
+        }
+        return { [self] in self.restore(done) }
+    }
+
+    /// The answers a customer's history makes, and its signed transactions by id: Get Refund History is the same
+    /// customer's revoked transactions, ascending by revocation date, paged at 20.
+    static func chain(_ originalTransactionId: String, history: [HistoryResponse], statuses: StatusResponse?)
+        -> (Chain, [String: String])
+    {
         var byId: [String: String] = [:]
         var refunded: [(date: Millis, id: String, jws: String)] = []
         for page in history {
@@ -159,7 +190,6 @@ public final class MockAppStore: AppStoreBridge, @unchecked Sendable {
                 if let d = c.revocationDate { refunded.append((d, c.transactionId, jws)) }
             }
         }
-        // Get Refund History: the same customer's revoked transactions, ascending by revocation date, paged at 20.
         refunded.sort { ($0.date, $0.id) < ($1.date, $1.id) }
         let size = HistoryResponse.pageSize
         var refunds: [RefundHistoryResponse] = []
@@ -172,20 +202,7 @@ public final class MockAppStore: AppStoreBridge, @unchecked Sendable {
                     hasMore: i + size < refunded.count))
             i += size
         } while i < refunded.count
-        let chain = Chain(history: history, statuses: statuses, refunds: refunds)
-        let done = state.withLock { state in
-            var replaced = Replaced(
-                chains: [originalTransactionId: state.chains[originalTransactionId]], signedTransactions: [:])
-            state.chains[originalTransactionId] = chain
-            for (id, jws) in byId {
-                replaced.chains[id] = state.chains[id]
-                replaced.signedTransactions[id] = state.signedTransactions[id]
-                state.chains[id] = chain
-                state.signedTransactions[id] = jws
-            }
-            return replaced
-        }
-        return { [self] in self.restore(done) }
+        return (Chain(history: history, statuses: statuses, refunds: refunds), byId)
     }
 
     func restore(_ r: Replaced) {

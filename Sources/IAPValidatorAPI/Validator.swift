@@ -36,6 +36,15 @@ public protocol Validator: AnyObject {
     /// later, from a queue): a delivery it must refuse is then judged by its effect on the answers, not by the
     /// verdict (docs/http-target.md#asynchronous-backends).
     func verifiesLater(_ channel: DeliveryChannel) -> Bool
+    /// Whether the validator's backend may call the App Store Server API of its own accord (an HTTP target with a
+    /// mock App Store): the harness then has the API answer as Apple would at each step (``serveAPI(_:)``) and its
+    /// oracle learns what was served (``takeServedByAPI()``).
+    var mayAskTheAPI: Bool { get }
+    /// From now on the API answers a transaction id it was not given by a reconciliation with what `source` makes
+    /// (nil: only what reconciliations publish).
+    func serveAPI(_ source: APIAnswerSource?)
+    /// The signed transactions and renewal infos the API served from the source since the last call.
+    func takeServedByAPI() -> [String]
 }
 
 /// How a validator keeps cases apart (docs/http-target.md#backends-without-a-reset-route).
@@ -55,6 +64,9 @@ extension Validator {
     public var isolation: CaseIsolation { .reset }
     public var settleSeconds: Double { 0 }
     public func verifiesLater(_ channel: DeliveryChannel) -> Bool { false }
+    public var mayAskTheAPI: Bool { false }
+    public func serveAPI(_ source: APIAnswerSource?) {}
+    public func takeServedByAPI() -> [String] { [] }
 }
 
 /// A validator failing as a program rather than answering wrongly.

@@ -232,7 +232,7 @@ extension DoctorSession {
                 // Not judged here: whether the worker drops it shows only in later answers, which check compares.
                 add(
                     name, .skipped,
-                    "received on \(op), which verifies later (\"verifiesLater\"): not judged here; check judges it by its effect on the answers"
+                    "received on \(op), whose acceptance says only that it was received (the route verifies later, or posts ids without the token): not judged here; check judges it by its effect on the answers"
                 )
             default:
                 add(name, .finding, "accepted on \(op): check will report it (forgery-rejected)")

@@ -218,6 +218,10 @@ struct DoctorSession {
             return
         }
         var knowledge = Knowledge(config: config)
+        // A backend that asks the API of its own accord finds the purchase there, as at Apple.
+        let api = APIService(config: config, [.app, .notification].map(scenario.delivery(on:)), for: v)
+        api?.serve(v, at: DoctorScenario.start + 1000)
+        defer { api?.serve(nil, on: v) }
         guard deliverGenuine(scenario, profile: profile, knowledge: &knowledge) else {
             for probe in ["forgery", "clock", "answer"] {
                 add(probe, .skipped, "not checked: no genuine artifact was accepted above")

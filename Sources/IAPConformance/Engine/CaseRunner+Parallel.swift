@@ -52,6 +52,12 @@ extension CaseRunner {
             return try callers[caller].deliver(rendered[k], now: d.now)
         }
         var knowledge = Knowledge(config: c.config)
+        let end = (deliveries.map(\.1.arrival).max() ?? c.origin) + CivilTime.msPerMinute
+        // A backend that asks the API meanwhile learns what Apple knows once every delivery is made, as the oracle
+        // does by the question.
+        let api = APIService(c, for: v)
+        api?.serve(v, at: end)
+        defer { api?.serve(nil, on: v) }
         let mid = deliveries.count / 2
         for k in 0..<mid {
             do {
@@ -76,7 +82,7 @@ extension CaseRunner {
             tally.merge(RaceTally(sentAlone: race.sendAlone.count, first: race.first?.description))
         }
         for k in mid..<deliveries.count { knowledge.learn(deliveries[k].1.delivery) }
-        let end = (deliveries.map(\.1.arrival).max() ?? c.origin) + CivilTime.msPerMinute
+        api?.learnServed(from: v, into: &knowledge)
         let raceFrom = deliveries.indices.contains(mid) ? (mid + 1, deliveries[mid].0) : nil
         return askAfterTheRace(c, v, knowledge, at: end, raceFrom: raceFrom, sentAlone: race.sendAlone.count)
     }

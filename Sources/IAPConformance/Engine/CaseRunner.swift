@@ -45,6 +45,9 @@ public enum CaseRunner {
         let renderer = ArtifactRenderer(pki: pki, appAppleId: c.config.catalog.appAppleId)
         let kit = ForgeryKit(pki: pki)
         var knowledge = Knowledge(config: c.config)
+        // A backend that calls Apple's API of its own accord gets Apple's answers as of each step.
+        let api = APIService(c, for: v)
+        defer { api?.serve(nil, on: v) }
         var questions = 0
         let restartable = c.property == .durableAck ? v as? any RestartableValidator : nil
         var deliveries = 0
@@ -57,16 +60,9 @@ public enum CaseRunner {
                 // A case planned for more channels (a corpus file) sends only what this validator takes.
                 if !profile.accepts(d.delivery.channel) { continue }
                 let verdict: DeliveryVerdict, expected: ExpectedVerdict
+                api?.serve(v, at: d.arrival)
                 do {
-                    if let decodedPath {
-                        expected = expectedVerdict(d, largestToken: nil, knowledge, policy: c.config.policy)
-                        verdict = try decodedPath.deliver(decoded: d.delivery, now: d.now)
-                    } else {
-                        let signed = d.forgery.map { kit.render($0, d.delivery) } ?? renderer.render(d.delivery)
-                        expected = expectedVerdict(
-                            d, largestToken: signed.largestToken, knowledge, policy: c.config.policy)
-                        verdict = try v.deliver(signed, now: d.now)
-                    }
+                    (verdict, expected) = try send(d, to: v, decodedPath, renderer, kit, knowledge, c.config.policy)
                 } catch {
                     return .validatorFailed(error, step: i)
                 }
@@ -79,6 +75,7 @@ public enum CaseRunner {
                         acknowledged.append((f, d.delivery.channel))
                     }
                 }
+                api?.learnServed(from: v, into: &knowledge)
                 if let wrong = wrongVerdict(d, verdict, expected, step: i, verifiesLater: later) {
                     return .discrepancy(wrong)
                 }
@@ -98,7 +95,7 @@ public enum CaseRunner {
                 questions += 1
                 waitUntil(settled)
                 do {
-                    if let wrong = try wrongAnswer(c, q, step: i, v, knowledge, profile: profile) {
+                    if let wrong = try question(c, q, step: i, v, &knowledge, profile: profile, api: api) {
                         return .discrepancy(wrong)
                     }
                 } catch {
@@ -108,6 +105,33 @@ public enum CaseRunner {
         }
         for (f, channel) in acknowledged { tally.reject(f, on: channel) }
         return .passed(questions: questions)
+    }
+
+    /// A delivery as the validator takes it (decoded, or rendered and signed; a forgery by the kit), and the
+    /// verdict it must get.
+    static func send(
+        _ d: PlannedDelivery, to v: any Validator, _ decodedPath: (any DecodedDeliveryValidator)?,
+        _ renderer: ArtifactRenderer, _ kit: ForgeryKit, _ knowledge: Knowledge, _ policy: Policy
+    ) throws(ValidatorFailure) -> (DeliveryVerdict, ExpectedVerdict) {
+        if let decodedPath {
+            let expected = expectedVerdict(d, largestToken: nil, knowledge, policy: policy)
+            return (try decodedPath.deliver(decoded: d.delivery, now: d.now), expected)
+        }
+        let signed = d.forgery.map { kit.render($0, d.delivery) } ?? renderer.render(d.delivery)
+        let expected = expectedVerdict(d, largestToken: signed.largestToken, knowledge, policy: policy)
+        return (try v.deliver(signed, now: d.now), expected)
+    }
+
+    /// A question, the API answering as of its instant: a validator that asked the API for its answer is asked
+    /// again, against what the oracle now knows too.
+    static func question(
+        _ c: GeneratedCase, _ q: PlannedQuery, step: Int, _ v: any Validator, _ knowledge: inout Knowledge,
+        profile: ValidatorProfile, api: APIService?
+    ) throws(ValidatorFailure) -> Discrepancy? {
+        api?.serve(v, at: q.appleTime)
+        let wrong = try wrongAnswer(c, q, step: step, v, knowledge, profile: profile)
+        guard api?.learnServed(from: v, into: &knowledge) == true else { return wrong }
+        return try wrongAnswer(c, q, step: step, v, knowledge, profile: profile)
     }
 
     /// After a route that verifies later received what it must refuse: its effect, if any, shows once the validator's

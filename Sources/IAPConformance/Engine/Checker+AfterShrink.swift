@@ -60,4 +60,7 @@ final class SettlingProbe: Validator {
         try inner.entitlements(query)
     }
     func verifiesLater(_ channel: DeliveryChannel) -> Bool { inner.verifiesLater(channel) }
+    var mayAskTheAPI: Bool { inner.mayAskTheAPI }
+    func serveAPI(_ source: APIAnswerSource?) { inner.serveAPI(source) }
+    func takeServedByAPI() -> [String] { inner.takeServedByAPI() }
 }

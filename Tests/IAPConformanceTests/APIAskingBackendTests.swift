@@ -1,0 +1,202 @@
+import Foundation
+import IAPConformance
+import IAPEncoding
+import IAPHTTP
+import IAPModel
+import IAPMutants
+import IAPReference
+import IAPSigning
+import IAPStore
+import IAPTesting
+import IAPValidatorAPI
+import Testing
+
+/// A backend built as Apple advises for one that trusts nothing it is posted: the app posts a transaction id alone,
+/// and on that, on every notification it verified, and never otherwise, it asks the App Store Server API for the
+/// customer's history and statuses, verifies them and keeps what they say. `check` must pass it when its logic is
+/// right and catch it when it is not, with the mock App Store answering as Apple would at each step.
+@Suite(.serialized) struct APIAskingBackendTests {
+    /// The backend: a reference validator (or a mutant) behind HTTP routes of its own shape.
+    final class Backend: @unchecked Sendable {
+        let logic: any Validator
+        let storePort: Int
+        let lock = NSLock()
+        var server: LoopbackHTTPServer?
+
+        init(_ logic: any Validator, storePort: Int) throws {
+            (self.logic, self.storePort) = (logic, storePort)
+            let server = try LoopbackHTTPServer(port: 0) { [unowned self] r in self.answer(r) }
+            server.start()
+            self.server = server
+        }
+
+        func answer(_ r: LoopbackHTTPServer.Request) -> LoopbackHTTPServer.Response {
+            lock.lock()
+            defer { lock.unlock() }
+            let now = r.headers["x-clock"].flatMap { Millis($0) } ?? 0
+            let body = (try? JSONSerialization.jsonObject(with: r.body)) as? [String: Any] ?? [:]
+            switch r.path {
+            case "/test/reset":
+                guard let config = try? JSONDecoder().decode(ValidatorConfig.self, from: r.body),
+                    (try? logic.reset(config)) != nil
+                else { return .init(status: 500, text: "reset failed") }
+                return .init(status: 204, text: "")
+            case "/v1/purchases":
+                let user = body["account"] as? String ?? "", id = body["tx"] as? String ?? ""
+                // The history's own token of that id, verified with the rest, says whose it is.
+                guard let snapshot = ask(about: id), case let .apiSnapshot(_, pages, _) = snapshot,
+                    let own = pages.flatMap(\.signedTransactions).first(where: { Self.ids(in: $0).0 == id })
+                else { return .init(status: 404, text: #"{"error": "Apple does not know \#(id)"}"#) }
+                return keep([snapshot, .appTransaction(userId: user, signedTransaction: own, deviceTime: nil)], now)
+            case "/v1/apple/webhook":
+                let payload = body["signedPayload"] as? String ?? ""
+                guard case .accepted? = try? logic.deliver(.notification(signedPayload: payload), now: now) else {
+                    return .init(status: 400, text: "{}")
+                }
+                guard let nested = Self.nestedTransaction(payload), let snapshot = ask(about: Self.ids(in: nested).0)
+                else { return .init(status: 200, text: "{}") }
+                return keep([snapshot], now)
+            default:
+                let query = EntitlementQuery(userId: r.query["account"] ?? "", at: Millis(r.query["at"] ?? "") ?? 0)
+                guard let answer = try? logic.entitlements(query), let data = try? JSONEncoder().encode(answer) else {
+                    return .init(status: 500, text: "no answer")
+                }
+                return .init(status: 200, body: data)
+            }
+        }
+
+        func keep(_ deliveries: [SignedDelivery], _ now: Millis) -> LoopbackHTTPServer.Response {
+            for d in deliveries {
+                guard case .accepted? = try? logic.deliver(d, now: now) else {
+                    return .init(status: 422, text: "{}")
+                }
+            }
+            return .init(status: 200, text: "{}")
+        }
+
+        /// Get Transaction History, every page, and Get All Subscription Statuses.
+        func ask(about id: String) -> SignedDelivery? {
+            let client = LoopbackHTTPClient(host: "127.0.0.1", port: storePort, timeout: 5)
+            defer { client.close() }
+            var pages: [HistoryResponse] = []
+            var revision: String?
+            repeat {
+                let path = "/inApps/v2/history/\(id)" + (revision.map { "?revision=\($0)" } ?? "")
+                guard let (status, body) = try? client.request("GET", path), status == 200,
+                    let page = try? JSONDecoder().decode(HistoryResponse.self, from: body)
+                else { return nil }
+                pages.append(page)
+                revision = page.hasMore ? page.revision : nil
+            } while revision != nil
+            let statuses = (try? client.request("GET", "/inApps/v1/subscriptions/\(id)")).flatMap {
+                $0.status == 200 ? try? JSONDecoder().decode(StatusResponse.self, from: $0.body) : nil
+            }
+            let original = pages.flatMap(\.signedTransactions).map { Self.ids(in: $0) }.first { $0.0 == id }?.1 ?? id
+            return .apiSnapshot(originalTransactionId: original, history: pages, statuses: statuses)
+        }
+
+        /// A token's ids, read unverified (the API's answer is verified when kept).
+        static func ids(in jws: String) -> (String, String) {
+            let o = claims(jws)
+            return (o["transactionId"] as? String ?? "", o["originalTransactionId"] as? String ?? "")
+        }
+
+        static func nestedTransaction(_ payload: String) -> String? {
+            (claims(payload)["data"] as? [String: Any])?["signedTransactionInfo"] as? String
+        }
+
+        static func claims(_ jws: String) -> [String: Any] {
+            let parts = jws.split(separator: ".", omittingEmptySubsequences: false)
+            guard parts.count == 3, let bytes = Base64URL.decode(parts[1]) else { return [:] }
+            return (try? JSONSerialization.jsonObject(with: Data(bytes))) as? [String: Any] ?? [:]
+        }
+    }
+
+    static func target(port: Int, storePort: Int) throws -> HTTPValidator.Target {
+        let path = Scratch.directory + "asks-api-\(UUID().uuidString).json"
+        try Data(
+            #"""
+            {"baseURL": "http://127.0.0.1:\#(port)", "clockHeader": "X-Clock",
+             "channels": ["app-transaction", "notification"],
+             "store": {"port": \#(storePort)},
+             "routes": {"reset": {"method": "POST", "path": "/test/reset"},
+                        "appTransaction": {"method": "POST", "path": "/v1/purchases",
+                                           "body": {"json": {"account": "{userId}", "tx": "{transactionId}"}}},
+                        "notification": {"method": "POST", "path": "/v1/apple/webhook"},
+                        "entitlements": {"method": "GET", "path": "/v1/access?account={userId}&at={at}"}}}
+            """#.utf8
+        ).write(to: URL(fileURLWithPath: path))
+        return try HTTPValidator.Target.load(path: path)
+    }
+
+    /// Hides that the backend asks the API: the store then answers only what reconciliations publish (none here).
+    final class Unannounced: Validator {
+        let inner: HTTPValidator
+        init(_ inner: HTTPValidator) { self.inner = inner }
+        var name: String { inner.name }
+        var profile: ValidatorProfile { inner.profile }
+        func reset(_ config: ValidatorConfig) throws(ValidatorFailure) { try inner.reset(config) }
+        func deliver(_ d: SignedDelivery, now: Millis) throws(ValidatorFailure) -> DeliveryVerdict {
+            try inner.deliver(d, now: now)
+        }
+        func entitlements(_ q: EntitlementQuery) throws(ValidatorFailure) -> EntitlementAnswer {
+            try inner.entitlements(q)
+        }
+        func verifiesLater(_ channel: DeliveryChannel) -> Bool { inner.verifiesLater(channel) }
+    }
+
+    /// The backend, its store and the validator iapcheck sees, for `body`.
+    static func with<T>(_ logic: any Validator, _ body: (MockAppStore, HTTPValidator) throws -> T) throws -> T {
+        let store = try MockAppStore(settings: StoreSettings(port: 0))
+        try store.start()
+        let backend = try Backend(logic, storePort: store.port)
+        defer { backend.server?.stop() }
+        let http = HTTPValidator(
+            target: try target(port: backend.server!.port, storePort: store.port), name: "http:asks-api", timeout: 10,
+            store: store)
+        return try body(store, http)
+    }
+
+    static func check(_ logic: any Validator, cases: Int, announced: Bool = true) throws -> (CheckReport, [String: Int])
+    {
+        try with(logic) { store, http in
+            var o = CheckOptions()
+            o.cases = cases
+            let report = Checker(options: o, validator: announced ? http : Unannounced(http)).run()
+            return (report, store.served)
+        }
+    }
+
+    /// The doctor's purchase is found at the API too: nothing is blamed on the backend's settings.
+    @Test func theDoctorFindsNothingWrong() throws {
+        try Self.with(ReferenceValidator()) { store, http in
+            let report = Doctor(validator: http, catalog: .standard, policy: .default).run()
+            let wrong = report.items.filter { $0.status == .misconfigured || $0.status == .finding }
+            #expect(wrong.isEmpty, "\(wrong)")
+            #expect((store.served["history"] ?? 0) > 0)
+        }
+    }
+
+    @Test func aCorrectBackendThatAsksTheAPIOnItsOwnPasses() throws {
+        let (report, served) = try Self.check(ReferenceValidator(), cases: 120)
+        #expect(report.failure == nil, "\(report.failure.map { "\($0.outcome)" } ?? "")")
+        #expect(report.passed == 120)
+        // It did ask: every purchase and every notification it took.
+        #expect((served["history"] ?? 0) > 500, "\(served)")
+        #expect((served["statuses"] ?? 0) > 200, "\(served)")
+        // Forgeries posted to a route that takes ids alone were judged by their effect, not by the 200.
+        #expect(report.forgeries.sent.values.reduce(0, +) > 0)
+        #expect(report.forgeries.sent == report.forgeries.rejected, "\(report.forgeries)")
+    }
+
+    @Test func withoutTheAPIsAnswersTheSameBackendLooksBroken() throws {
+        let (report, _) = try Self.check(ReferenceValidator(), cases: 20, announced: false)
+        #expect(report.failure != nil)
+    }
+
+    @Test func aBackendThatAsksTheAPIButIgnoresRevocationIsCaught() throws {
+        let (report, _) = try Self.check(try #require(Mutants.named("ignore-revocation")).make(), cases: 300)
+        let d = try #require(report.failure?.discrepancy, "\(report.failure.map { "\($0.outcome)" } ?? "passed")")
+        #expect(d.kind == .answer)
+    }
+}
