@@ -20,11 +20,14 @@ import Testing
     final class Backend: @unchecked Sendable {
         let logic: any Validator
         let storePort: Int
+        /// Asks the API again before every answer, about each purchase the account posted.
+        let asksWhenAsked: Bool
+        var purchases: [String: [String]] = [:]
         let lock = NSLock()
         var server: LoopbackHTTPServer?
 
-        init(_ logic: any Validator, storePort: Int) throws {
-            (self.logic, self.storePort) = (logic, storePort)
+        init(_ logic: any Validator, storePort: Int, asksWhenAsked: Bool = false) throws {
+            (self.logic, self.storePort, self.asksWhenAsked) = (logic, storePort, asksWhenAsked)
             let server = try LoopbackHTTPServer(port: 0) { [unowned self] r in self.answer(r) }
             server.start()
             self.server = server
@@ -47,6 +50,7 @@ import Testing
                 guard let snapshot = ask(about: id), case let .apiSnapshot(_, pages, _) = snapshot,
                     let own = pages.flatMap(\.signedTransactions).first(where: { Self.ids(in: $0).0 == id })
                 else { return .init(status: 404, text: #"{"error": "Apple does not know \#(id)"}"#) }
+                purchases[user, default: []].append(id)
                 return keep([snapshot, .appTransaction(userId: user, signedTransaction: own, deviceTime: nil)], now)
             case "/v1/apple/webhook":
                 let payload = body["signedPayload"] as? String ?? ""
@@ -58,6 +62,11 @@ import Testing
                 return keep([snapshot], now)
             default:
                 let query = EntitlementQuery(userId: r.query["account"] ?? "", at: Millis(r.query["at"] ?? "") ?? 0)
+                if asksWhenAsked {
+                    for id in purchases[query.userId] ?? [] {
+                        if let snapshot = ask(about: id) { _ = keep([snapshot], now) }
+                    }
+                }
                 guard let answer = try? logic.entitlements(query), let data = try? JSONEncoder().encode(answer) else {
                     return .init(status: 500, text: "no answer")
                 }
@@ -146,10 +155,12 @@ import Testing
     }
 
     /// The backend, its store and the validator iapcheck sees, for `body`.
-    static func with<T>(_ logic: any Validator, _ body: (MockAppStore, HTTPValidator) throws -> T) throws -> T {
+    static func with<T>(
+        _ logic: any Validator, asksWhenAsked: Bool = false, _ body: (MockAppStore, HTTPValidator) throws -> T
+    ) throws -> T {
         let store = try MockAppStore(settings: StoreSettings(port: 0))
         try store.start()
-        let backend = try Backend(logic, storePort: store.port)
+        let backend = try Backend(logic, storePort: store.port, asksWhenAsked: asksWhenAsked)
         defer { backend.server?.stop() }
         let http = HTTPValidator(
             target: try target(port: backend.server!.port, storePort: store.port), name: "http:asks-api", timeout: 10,
@@ -157,14 +168,24 @@ import Testing
         return try body(store, http)
     }
 
-    static func check(_ logic: any Validator, cases: Int, announced: Bool = true) throws -> (CheckReport, [String: Int])
+    static func check(_ logic: any Validator, cases: Int, announced: Bool = true, asksWhenAsked: Bool = false) throws
+        -> (CheckReport, [String: Int])
     {
-        try with(logic) { store, http in
+        try with(logic, asksWhenAsked: asksWhenAsked) { store, http in
             var o = CheckOptions()
             o.cases = cases
             let report = Checker(options: o, validator: announced ? http : Unannounced(http)).run()
             return (report, store.served)
         }
+    }
+
+    /// It asks Apple when asked what an account may use, too: what it learns then, the oracle learns before the
+    /// answers are compared.
+    @Test func aBackendThatAlsoAsksWhenAskedPasses() throws {
+        let (report, served) = try Self.check(ReferenceValidator(), cases: 12, asksWhenAsked: true)
+        #expect(report.failure == nil, "\(report.failure.map { "\($0.outcome)" } ?? "")")
+        #expect(report.passed == 12)
+        #expect((served["history"] ?? 0) > 100, "\(served)")
     }
 
     /// The doctor's purchase is found at the API too: nothing is blamed on the backend's settings.
