@@ -188,6 +188,20 @@ import Testing
         #expect((served["history"] ?? 0) > 100, "\(served)")
     }
 
+    /// certify's forgery probe: each class's genuine twin is found at the API and credited, and no forgery is taken.
+    @Test func everyForgeryClassIsProbedAndRefusedOrChangesNothing() throws {
+        try Self.with(ReferenceValidator()) { _, http in
+            let results = CertificationSuite.probeForgeries(http, catalog: .standard, policy: .default)
+            #expect(results.count > 10)
+            let uncredited = results.filter { $0.genuineRefused != nil }.map(\.name)
+            #expect(uncredited.isEmpty, "twins refused: \(uncredited)")
+            let taken = results.filter { !$0.rejected && $0.allowed != true && $0.notProbed == nil }.map {
+                "\($0.name): \($0.reason ?? "")"
+            }
+            #expect(taken.isEmpty, "\(taken)")
+        }
+    }
+
     /// The doctor's purchase is found at the API too: nothing is blamed on the backend's settings.
     @Test func theDoctorFindsNothingWrong() throws {
         try Self.with(ReferenceValidator()) { store, http in

@@ -93,19 +93,27 @@ struct ForgeryProbe {
         return w
     }
 
-    /// The validator reset, the genuine purchase and its refund delivered on the channels it takes.
-    func setUp() throws(ValidatorFailure) -> World {
+    /// The validator reset, the genuine purchase and its refund delivered on the channels it takes. A backend that
+    /// asks the API of its own accord finds there what Apple would know: the purchase, its refund and, in the probe of
+    /// class `twin`, that twin's content, never a forgery's (docs/mock-app-store.md#a-backend-that-asks-on-its-own).
+    func setUp(twin: ForgeryClass? = nil) throws(ValidatorFailure) -> (World, APIService?) {
         let w = world(v.isolation == .namespace ? IDNamespace.next() : nil)
         try v.reset(config)
+        let genuine: [Delivery] = [
+            .appTransaction(AppTransactionSubmission(userId: w.user, transaction: w.genuine, deviceTime: nil)),
+            .notification(w.notification),
+        ]
+        let api = APIService(config: config, genuine + (twin.map { [twinContent($0, w)] } ?? []), for: v)
         if profile.accepts(.app) {
-            _ = try v.deliver(
-                .appTransaction(userId: w.user, signedTransaction: renderer.transaction(w.genuine), deviceTime: nil),
-                now: t)
+            api?.serve(v, at: t)
+            _ = try v.deliver(renderer.render(genuine[0]), now: t)
         }
         if profile.accepts(.notification) {
-            _ = try v.deliver(renderer.render(.notification(w.notification)), now: t + 1000)
+            api?.serve(v, at: t + 1000)
+            _ = try v.deliver(renderer.render(genuine[1]), now: t + 1000)
         }
-        return w
+        api?.serve(v, at: t + 2000)
+        return (w, api)
     }
 
     /// What the probe sends for class `f` (before the kit forges it). An oversized token carries the genuine purchase
@@ -119,14 +127,16 @@ struct ForgeryProbe {
     /// The twin's verdict: nil when accepted, else why it was refused. An oversized token's twin is its own content
     /// at its ordinary size.
     func twinRefusal(_ f: ForgeryClass) throws(ValidatorFailure) -> String? {
-        let w = try setUp()
+        let (w, api) = try setUp(twin: f)
+        defer { api?.serve(nil, on: v) }
         if case .rejected(let why) = try v.deliver(twin(f, w), now: t + 2000) { return why }
         return nil
     }
 
-    func twin(_ f: ForgeryClass, _ w: World) -> SignedDelivery {
-        renderer.render(
-            ForgeryKit.genuineTwin(f, genuine: w.tx, notification: w.notification, userId: w.user) ?? content(f, w))
+    func twin(_ f: ForgeryClass, _ w: World) -> SignedDelivery { renderer.render(twinContent(f, w)) }
+
+    func twinContent(_ f: ForgeryClass, _ w: World) -> Delivery {
+        ForgeryKit.genuineTwin(f, genuine: w.tx, notification: w.notification, userId: w.user) ?? content(f, w)
     }
 
     /// A limit the app declares below the size of a genuine token (docs/policies.md) makes a correct validator refuse
@@ -153,7 +163,8 @@ struct ForgeryProbe {
                         "not credited: its genuine twin (the same content, correctly signed for the app) was refused too: \(why)",
                     genuineRefused: why)
             }
-            let w = try setUp()
+            let (w, api) = try setUp()
+            defer { api?.serve(nil, on: v) }
             // A backend that applies what it received later has its settle time to apply the set-up first.
             CaseRunner.waitForTheQueue(of: v)
             let before = try v.entitlements(EntitlementQuery(userId: w.user, at: t + 3000))
