@@ -23,6 +23,9 @@ import Testing
         /// Asks the API again before every answer, about each purchase the account posted.
         let asksWhenAsked: Bool
         var purchases: [String: [String]] = [:]
+        /// The history pages of two transactions or more the API served, and how many distinct `signedDate`s each had.
+        var pagesServed = 0
+        var pagesOfOneSignedDate = 0
         let lock = NSLock()
         var server: LoopbackHTTPServer?
 
@@ -95,6 +98,11 @@ import Testing
                     let page = try? JSONDecoder().decode(HistoryResponse.self, from: body)
                 else { return nil }
                 pages.append(page)
+                let signed = Set(page.signedTransactions.map { Self.claims($0)["signedDate"] as? NSNumber })
+                if page.signedTransactions.count > 1 {
+                    pagesServed += 1
+                    if signed.count == 1 { pagesOfOneSignedDate += 1 }
+                }
                 revision = page.hasMore ? page.revision : nil
             } while revision != nil
             let statuses = (try? client.request("GET", "/inApps/v1/subscriptions/\(id)")).flatMap {
@@ -156,7 +164,7 @@ import Testing
 
     /// The backend, its store and the validator iapcheck sees, for `body`.
     static func with<T>(
-        _ logic: any Validator, asksWhenAsked: Bool = false, _ body: (MockAppStore, HTTPValidator) throws -> T
+        _ logic: any Validator, asksWhenAsked: Bool = false, _ body: (MockAppStore, HTTPValidator, Backend) throws -> T
     ) throws -> T {
         let store = try MockAppStore(settings: StoreSettings(port: 0))
         try store.start()
@@ -165,16 +173,22 @@ import Testing
         let http = HTTPValidator(
             target: try target(port: backend.server!.port, storePort: store.port), name: "http:asks-api", timeout: 10,
             store: store)
-        return try body(store, http)
+        return try body(store, http, backend)
     }
 
     static func check(_ logic: any Validator, cases: Int, announced: Bool = true, asksWhenAsked: Bool = false) throws
         -> (CheckReport, [String: Int])
     {
-        try with(logic, asksWhenAsked: asksWhenAsked) { store, http in
+        try with(logic, asksWhenAsked: asksWhenAsked) { store, http, backend in
             var o = CheckOptions()
             o.cases = cases
             let report = Checker(options: o, validator: announced ? http : Unannounced(http)).run()
+            // Transactions are served with the dates their versions were signed, not re-signed at the step: a
+            // restored id's older version would look as new as its purchase's newest (a refund reversed under the
+            // other id) and win over it. Re-signed, every page would carry one date.
+            #expect(
+                backend.pagesServed == 0 || backend.pagesOfOneSignedDate < backend.pagesServed,
+                "\(backend.pagesOfOneSignedDate) of \(backend.pagesServed) pages carry one signedDate")
             return (report, store.served)
         }
     }
@@ -190,7 +204,7 @@ import Testing
 
     /// certify's forgery probe: each class's genuine twin is found at the API and credited, and no forgery is taken.
     @Test func everyForgeryClassIsProbedAndRefusedOrChangesNothing() throws {
-        try Self.with(ReferenceValidator()) { _, http in
+        try Self.with(ReferenceValidator()) { _, http, _ in
             let results = CertificationSuite.probeForgeries(http, catalog: .standard, policy: .default)
             #expect(results.count > 10)
             let uncredited = results.filter { $0.genuineRefused != nil }.map(\.name)
@@ -204,7 +218,7 @@ import Testing
 
     /// The doctor's purchase is found at the API too: nothing is blamed on the backend's settings.
     @Test func theDoctorFindsNothingWrong() throws {
-        try Self.with(ReferenceValidator()) { store, http in
+        try Self.with(ReferenceValidator()) { store, http, _ in
             let report = Doctor(validator: http, catalog: .standard, policy: .default).run()
             let wrong = report.items.filter { $0.status == .misconfigured || $0.status == .finding }
             #expect(wrong.isEmpty, "\(wrong)")

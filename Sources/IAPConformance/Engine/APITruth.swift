@@ -7,8 +7,8 @@ import IAPValidatorAPI
 
 /// What Apple's API knows at each instant of a case, for a backend that calls it of its own accord
 /// (docs/mock-app-store.md#a-backend-that-asks-on-its-own): every genuine fact the case delivers on any channel but
-/// the legacy one (whose receipts are less precise), in the version signed last by then, by customer, re-signed at
-/// that instant as Apple's answers are. The API never knows a fact the case does not deliver, and the oracle learns
+/// the legacy one (whose receipts are less precise), in the version signed last by then, by customer; renewal infos
+/// re-signed at that instant, as the statuses Apple derives from them are of that instant. The API never knows a fact the case does not deliver, and the oracle learns
 /// exactly what it served: a correct backend that asks agrees with the oracle whatever it asks and when.
 struct APITruth: Sendable {
     /// By transaction id, every version, oldest signed first.
@@ -64,12 +64,11 @@ struct APITruth: Sendable {
         guard let asked = current.first(where: { $0.transactionId == id || $0.originalTransactionId == id }) else {
             return nil
         }
-        // Apple's history order (ascending by last modification), every version re-signed now.
-        let transactions = current.sorted(by: JWSTransactionDecodedPayload.signedBefore).map { tx in
-            var tx = tx
-            tx.signedDate = t
-            return tx
-        }
+        // Apple's history order (ascending by last modification). A transaction keeps the date its version was
+        // signed: Apple re-signs at every answer, but here a restored id's version may be older than its purchase's
+        // newest (a refund reversed under the other id), and re-signed at the same instant the two would tie, the
+        // stale one winning where the newest signed version of a purchase is what counts.
+        let transactions = current.sorted(by: JWSTransactionDecodedPayload.signedBefore)
         var chains: [String] = []
         for tx in transactions where !chains.contains(tx.originalTransactionId) {
             chains.append(tx.originalTransactionId)
