@@ -77,6 +77,17 @@ public struct IDNamespace: Sendable, Hashable {
         return String(hex.prefix(8)) + "-" + String(hex.suffix(4)) + String(decoding: u[13...], as: UTF8.self)
     }
 
+    /// `text` with this namespace's part of every id it made replaced by `<run>`: what a validator said about one run
+    /// (a refusal naming a transaction id), comparable with what it said about another run of the same case.
+    public func generalizing(_ text: String) -> String {
+        let hex = String(UInt64(value) << 12, radix: 16)
+        let padded = String(repeating: "0", count: 12 - hex.count) + hex
+        return
+            text
+            .replacingOccurrences(of: "2" + Self.digits(value, 10), with: "2<run>")
+            .replacingOccurrences(of: padded.prefix(8) + "-" + padded.dropFirst(8).prefix(1), with: "<run>-")
+    }
+
     static func digits(_ v: Int64, _ width: Int) -> String {
         let s = String(v)
         return String(repeating: "0", count: max(0, width - s.count)) + s

@@ -52,7 +52,7 @@ import Testing
                 // The history's own token of that id, verified with the rest, says whose it is.
                 guard let snapshot = ask(about: id), case let .apiSnapshot(_, pages, _) = snapshot,
                     let own = pages.flatMap(\.signedTransactions).first(where: { Self.ids(in: $0).0 == id })
-                else { return .init(status: 404, text: #"{"error": "Apple does not know \#(id)"}"#) }
+                else { return .init(status: 404, text: #"{"reason": "Apple does not know \#(id)"}"#) }
                 purchases[user, default: []].append(id)
                 return keep([snapshot, .appTransaction(userId: user, signedTransaction: own, deviceTime: nil)], now)
             case "/v1/apple/webhook":
@@ -129,14 +129,14 @@ import Testing
         }
     }
 
-    static func target(port: Int, storePort: Int) throws -> HTTPValidator.Target {
+    static func target(port: Int, storePort: Int, resets: Bool = true) throws -> HTTPValidator.Target {
         let path = Scratch.directory + "asks-api-\(UUID().uuidString).json"
         try Data(
             #"""
             {"baseURL": "http://127.0.0.1:\#(port)", "clockHeader": "X-Clock",
              "channels": ["app-transaction", "notification"],
              "store": {"port": \#(storePort)},
-             "routes": {"reset": {"method": "POST", "path": "/test/reset"},
+             "routes": {\#(resets ? #""reset": {"method": "POST", "path": "/test/reset"},"# : "")
                         "appTransaction": {"method": "POST", "path": "/v1/purchases",
                                            "body": {"json": {"account": "{userId}", "tx": "{transactionId}"}}},
                         "notification": {"method": "POST", "path": "/v1/apple/webhook"},
@@ -152,6 +152,7 @@ import Testing
         init(_ inner: HTTPValidator) { self.inner = inner }
         var name: String { inner.name }
         var profile: ValidatorProfile { inner.profile }
+        var isolation: CaseIsolation { inner.isolation }
         func reset(_ config: ValidatorConfig) throws(ValidatorFailure) { try inner.reset(config) }
         func deliver(_ d: SignedDelivery, now: Millis) throws(ValidatorFailure) -> DeliveryVerdict {
             try inner.deliver(d, now: now)
@@ -214,6 +215,25 @@ import Testing
             }
             #expect(taken.isEmpty, "\(taken)")
         }
+    }
+
+    /// A backend without a reset route meets every run of a case under ids of its own: its refusal naming one is the
+    /// same refusal in every replay of the shrunk case, not a flaky backend.
+    @Test func aRefusalThatNamesTheRunsIdsIsNotFlaky() throws {
+        let store = try MockAppStore(settings: StoreSettings(port: 0))
+        try store.start()
+        let backend = try Backend(ReferenceValidator(), storePort: store.port)
+        defer { backend.server?.stop() }
+        let http = HTTPValidator(
+            target: try Self.target(port: backend.server!.port, storePort: store.port, resets: false),
+            name: "http:asks-api", timeout: 10, store: store)
+        var o = CheckOptions()
+        o.cases = 5
+        // Unannounced: the API knows nothing, and every purchase is refused with its id.
+        let report = Checker(options: o, validator: Unannounced(http)).run()
+        let failure = try #require(report.failure)
+        #expect("\(failure.outcome)".contains("Apple does not know 2"), "\(failure.outcome)")
+        #expect(failure.flaky == nil, "\(failure.flaky.map { "\($0.outcomes)" } ?? "")")
     }
 
     /// The doctor's purchase is found at the API too: nothing is blamed on the backend's settings.

@@ -152,7 +152,10 @@ public struct Checker {
         switch o {
         case .passed: "passed"
         case .discrepancy(let d):
-            "\(d.race == nil ? "step \(d.step)" : "after the race"): \(d.kind.rawValue) expected \(d.expected), observed \(d.observed)"
+            // The ids of a run without a reset are its own: a refusal that names one is the same refusal in every run.
+            (d.backendIds.map { IDNamespace(value: $0.namespace).generalizing } ?? { $0 })(
+                "\(d.race == nil ? "step \(d.step)" : "after the race"): \(d.kind.rawValue) expected \(d.expected), observed \(d.observed)"
+            )
         // Kind and step only: messages carry pids and stderr tails that differ between identical failures.
         case .validatorFailed(let f, let step): "step \(step): \(f.kind.rawValue)"
         }
