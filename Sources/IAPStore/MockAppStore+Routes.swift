@@ -61,9 +61,16 @@ extension MockAppStore {
             self.pause()
             if let denied = self.authorize(request) { return denied }
             let id = parameters["transactionId"] ?? ""
-            guard let (chain, sourced) = self.answers(for: id), let statuses = chain.statuses else {
+            guard let (chain, sourced) = self.answers(for: id) else {
                 return Self.apiError(404, 4040010, "Transaction id not found.")
             }
+            // A customer Apple knows who has no subscription: their transaction is found, their statuses are none.
+            let first = chain.history.first
+            let statuses =
+                chain.statuses
+                ?? StatusResponse(
+                    data: [], environment: first?.environment ?? .production, appAppleId: first?.appAppleId,
+                    bundleId: first?.bundleId ?? "")
             if sourced {
                 self.noteServed(
                     statuses.data.flatMap(\.lastTransactions).flatMap {

@@ -148,6 +148,11 @@ import Testing
         #expect(
             try JSONDecoder().decode(TransactionInfoResponse.self, from: info).signedTransactionInfo
                 == Self.fakeJWS(1044))
+        // A customer without a subscription (statuses: nil) is known: no statuses, not "transaction id not found".
+        let (none, statuses) = try get(store, "/inApps/v1/subscriptions/1044", token: Self.token())
+        #expect(none == 200)
+        #expect(try JSONDecoder().decode(StatusResponse.self, from: statuses).data.isEmpty)
+        #expect(try get(store, "/inApps/v1/subscriptions/999999", token: Self.token()).0 == 404)
     }
 
     struct RefundClaims: Decodable { let transactionId: String; let revocationDate: Int64? }
