@@ -63,17 +63,7 @@ extension Check {
 
     /// The exit code of the verdict; a failed run of a backend iapcheck started keeps its output and says where.
     func exit(_ result: CheckRunReport, _ v: any Validator) throws {
-        if result.verdict != .pass && result.verdict != .interrupted, let managed = v as? ManagedHTTPValidator {
-            // What the backend logged, kept for reading (its directory goes when a run passes, or is interrupted
-            // with every case so far passed); with an instance per job, the failing case or its shrinking may have
-            // run on any of them.
-            ManagedBackend.keepDirectories.withLock { $0 = true }
-            print("the backend's output: \(managed.backend.log)")
-            let others = ManagedBackend.allRunning.filter { $0 !== managed.backend }
-            if !others.isEmpty {
-                print("the other instances' output (one per job): \(others.map(\.log).joined(separator: ", "))")
-            }
-        }
+        if result.verdict != .pass && result.verdict != .interrupted { keepBackendOutput(of: v) }
         switch result.verdict {
         case .pass: return
         case .validatorFailure:
@@ -131,5 +121,18 @@ extension Check {
             ? "; run with --baseline \(file)"
             : "; give \(empty == n ? "each" : "the \(empty) new one\(empty == 1 ? "" : "s")") a \"reason\", then run with --baseline \(file)"
         return line
+    }
+}
+
+/// After a failed run of a backend iapcheck started: its output is kept for reading (its directory goes when a run
+/// passes, or is interrupted with every case so far passed), and where is said; with an instance per job, the failing
+/// case or its shrinking may have run on any of them.
+func keepBackendOutput(of v: any Validator) {
+    guard let managed = v as? ManagedHTTPValidator else { return }
+    ManagedBackend.keepDirectories.withLock { $0 = true }
+    print("the backend's output: \(managed.backend.log)")
+    let others = ManagedBackend.allRunning.filter { $0 !== managed.backend }
+    if !others.isEmpty {
+        print("the other instances' output (one per job): \(others.map(\.log).joined(separator: ", "))")
     }
 }

@@ -33,9 +33,17 @@ struct Replay: ParsableCommand {
     @Flag(help: "Under a failure, what each delivery changed (as check --explain).")
     var explain = false
 
+    @Flag(
+        name: .long,
+        help:
+            "Keep the {tmp} folder of a backend iapcheck starts (its output, its data, its clock) after a replay that passed; a failed one keeps it anyway and prints where."
+    )
+    var keepTmp = false
+
     func run() throws {
         let paths = corpusPaths()
         if saysNothingToReplay(paths) { return }
+        if keepTmp { ManagedBackend.keepDirectories.withLock { $0 = true } }
         let v = try makeValidator(validator, timeout: timeout)
         var unexpected = 0, failedAsProgram = false
         for path in paths {
@@ -67,6 +75,7 @@ struct Replay: ParsableCommand {
             }
         }
         print("\(paths.count) case\(paths.count == 1 ? "" : "s") replayed against \(v.name), \(unexpected) unexpected")
+        if failedAsProgram || unexpected > 0 { keepBackendOutput(of: v) }
         if failedAsProgram { throw ExitCode(Exit.validatorFailure) }
         if unexpected > 0 { throw ExitCode(Exit.discrepancy) }
     }
