@@ -267,5 +267,9 @@ import Testing
         let (report, _) = try Self.check(try #require(Mutants.named("ignore-revocation")).make(), cases: 300)
         let d = try #require(report.failure?.discrepancy, "\(report.failure.map { "\($0.outcome)" } ?? "passed")")
         #expect(d.kind == .answer)
+        // The report says the backend asked, and counts what it was served among the facts.
+        let lines = Explanation.lines(d, in: try #require(report.failure).shrunk)
+        #expect(lines.contains { $0.contains("asked Apple's API") }, "\(lines)")
+        #expect(lines.contains { $0.contains("api") && $0.contains("revocationDate") }, "\(lines)")
     }
 }

@@ -85,11 +85,14 @@ struct APITruth: Sendable {
 
 /// A case's API for a backend that may ask it: set before each step at the step's instant; after it, what the
 /// backend was served is what the oracle learns.
-struct APIService {
+final class APIService {
     let truth: APITruth
     let appAppleId: Int64?
     /// The facts behind each token the source signed.
     let signed = Locked<[String: Fact]>([:])
+    /// The step being run, and what the backend was served, step by step, for the report of a failure.
+    var step = 0
+    var served = Discrepancy.ServedByAPI()
 
     enum Fact: Sendable {
         case transaction(JWSTransactionDecodedPayload)
@@ -107,6 +110,19 @@ struct APIService {
         guard v.mayAskTheAPI else { return nil }
         truth = APITruth(config: config, genuine.map { ($0, 0) })
         appAppleId = config.catalog.appAppleId
+    }
+
+    /// The discrepancy with what the backend was served by then.
+    func annotated(_ d: Discrepancy) -> Discrepancy {
+        var d = d
+        if !served.entries.isEmpty { d.servedByAPI = served }
+        return d
+    }
+
+    /// The API answers as of `t` from now on (step `step` of the case).
+    func serve(_ v: any Validator, at t: Millis, step: Int) {
+        self.step = step
+        serve(v, at: t)
     }
 
     /// The API answers as of `t` from now on.
@@ -150,6 +166,7 @@ struct APIService {
             }
         }
         knowledge.learn(.apiSnapshot(snapshot))
+        served.entries.append(.init(step: step, facts: snapshot))
         return true
     }
 }

@@ -42,6 +42,22 @@ public struct Discrepancy: Codable, Hashable, Sendable {
         public func hash(into hasher: inout Hasher) {}
     }
 
+    /// What the backend got from the App Store Server API of its own accord by the failure, step by step
+    /// (docs/mock-app-store.md#a-backend-that-asks-on-its-own): the oracle learned it too, and the explanation
+    /// counts it among the facts.
+    public var servedByAPI: ServedByAPI?
+
+    /// Not part of what differed either: two runs that fail alike may have asked the API at other steps.
+    public struct ServedByAPI: Codable, Hashable, Sendable {
+        public struct Entry: Codable, Hashable, Sendable {
+            public var step: Int
+            public var facts: APISnapshot
+        }
+        public var entries: [Entry] = []
+        public static func == (_: ServedByAPI, _: ServedByAPI) -> Bool { true }
+        public func hash(into hasher: inout Hasher) {}
+    }
+
     /// Where the race of a parallel-delivery case began and the question asked after it.
     public struct Race: Codable, Hashable, Sendable {
         /// The index in the case's steps of the first delivery the two clients sent.

@@ -60,7 +60,7 @@ public enum CaseRunner {
                 // A case planned for more channels (a corpus file) sends only what this validator takes.
                 if !profile.accepts(d.delivery.channel) { continue }
                 let verdict: DeliveryVerdict, expected: ExpectedVerdict
-                api?.serve(v, at: d.arrival)
+                api?.serve(v, at: d.arrival, step: i)
                 do {
                     (verdict, expected) = try send(d, to: v, decodedPath, renderer, kit, knowledge, c.config.policy)
                 } catch {
@@ -77,7 +77,7 @@ public enum CaseRunner {
                 }
                 api?.learnServed(from: v, into: &knowledge)
                 if let wrong = wrongVerdict(d, verdict, expected, step: i, verifiesLater: later) {
-                    return .discrepancy(wrong)
+                    return .discrepancy(api?.annotated(wrong) ?? wrong)
                 }
                 if later, verdict.isAccepted, case .refuse = expected { settled = settleDeadline(of: v) }
                 if expected.learns(verdict) { knowledge.learn(d.delivery) }
@@ -96,7 +96,7 @@ public enum CaseRunner {
                 waitUntil(settled)
                 do {
                     if let wrong = try question(c, q, step: i, v, &knowledge, profile: profile, api: api) {
-                        return .discrepancy(wrong)
+                        return .discrepancy(api?.annotated(wrong) ?? wrong)
                     }
                 } catch {
                     return .validatorFailed(error, step: i)
@@ -128,7 +128,7 @@ public enum CaseRunner {
         _ c: GeneratedCase, _ q: PlannedQuery, step: Int, _ v: any Validator, _ knowledge: inout Knowledge,
         profile: ValidatorProfile, api: APIService?
     ) throws(ValidatorFailure) -> Discrepancy? {
-        api?.serve(v, at: q.appleTime)
+        api?.serve(v, at: q.appleTime, step: step)
         let wrong = try wrongAnswer(c, q, step: step, v, knowledge, profile: profile)
         guard api?.learnServed(from: v, into: &knowledge) == true else { return wrong }
         return try wrongAnswer(c, q, step: step, v, knowledge, profile: profile)

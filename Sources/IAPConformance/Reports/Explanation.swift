@@ -9,7 +9,11 @@ public enum Explanation {
     /// Lines under a discrepancy: one block per differing subject (at most three), or the verdict's artifact.
     public static func lines(_ d: Discrepancy, in c: GeneratedCase) -> [String] {
         // After a race, everything was delivered before the question.
-        let known = Facts(c, before: d.race == nil ? d.step : c.steps.count, person: d.question(in: c)?.person)
+        let before = d.race == nil ? d.step : c.steps.count
+        var known = Facts(c, before: before, person: d.question(in: c)?.person)
+        // What the backend fetched from the API of its own accord, the oracle learned too (channel api).
+        let served = (d.servedByAPI?.entries ?? []).filter { $0.step <= before }
+        for entry in served { known.add(.apiSnapshot(entry.facts)) }
         switch d.kind {
         case .verdict:
             guard c.steps.indices.contains(d.step), case .deliver(let delivery) = c.steps[d.step] else { return [] }
@@ -17,6 +21,11 @@ public enum Explanation {
         case .answer:
             guard let q = d.question(in: c) else { return [] }
             var out: [String] = []
+            if !served.isEmpty {
+                out.append(
+                    "  the backend asked Apple's API at \(served.count) step\(served.count == 1 ? "" : "s") before the question: what it was served counts below (channel api), as the oracle learned it too"
+                )
+            }
             var seen: Set<String> = [], explained: Set<String> = []
             for key in d.differenceKeys ?? [] {
                 guard let slash = key.lastIndex(of: "/") else { continue }
