@@ -65,7 +65,7 @@ public enum Oracle {
     /// (docs/answers.md#one-purchase-several-transactionids). A billing period keeps its `webOrderLineItemId`, a
     /// non-consumable purchase its `originalTransactionId`; whatever of the purchase was signed last, under any of
     /// its ids (a refund, an upgrade flag, an extension), is what is known of it, and every id of it says so.
-    static func samePurchase(_ txs: [JWSTransactionDecodedPayload]) -> [JWSTransactionDecodedPayload] {
+    public static func samePurchase(_ txs: [JWSTransactionDecodedPayload]) -> [JWSTransactionDecodedPayload] {
         // Nearly always every purchase is known under one id: find that out without sorting or copying.
         var seen: Set<PurchaseKey> = []
         seen.reserveCapacity(txs.count)

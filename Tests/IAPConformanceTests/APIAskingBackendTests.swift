@@ -26,6 +26,9 @@ import Testing
         /// The history pages of two transactions or more the API served, and how many distinct `signedDate`s each had.
         var pagesServed = 0
         var pagesOfOneSignedDate = 0
+        /// Non-consumable purchases served under several ids (restores), and those whose ids disagreed on a refund.
+        var restoredPurchases = 0
+        var disagreeingPurchases = 0
         let lock = NSLock()
         var server: LoopbackHTTPServer?
 
@@ -105,6 +108,17 @@ import Testing
                 }
                 revision = page.hasMore ? page.revision : nil
             } while revision != nil
+            // At Apple, every id of one non-consumable purchase says what was signed last of it.
+            var revocations: [String: [Int64?]] = [:]
+            for claims in pages.flatMap(\.signedTransactions).map(Self.claims)
+            where claims["type"] as? String == "Non-Consumable" {
+                revocations[claims["originalTransactionId"] as? String ?? "", default: []].append(
+                    (claims["revocationDate"] as? NSNumber)?.int64Value)
+            }
+            for ids in revocations.values where ids.count > 1 {
+                restoredPurchases += 1
+                if Set(ids).count > 1 { disagreeingPurchases += 1 }
+            }
             let statuses = (try? client.request("GET", "/inApps/v1/subscriptions/\(id)")).flatMap {
                 $0.status == 200 ? try? JSONDecoder().decode(StatusResponse.self, from: $0.body) : nil
             }
@@ -178,7 +192,7 @@ import Testing
     }
 
     static func check(_ logic: any Validator, cases: Int, announced: Bool = true, asksWhenAsked: Bool = false) throws
-        -> (CheckReport, [String: Int])
+        -> (CheckReport, [String: Int], restored: Int)
     {
         try with(logic, asksWhenAsked: asksWhenAsked) { store, http, backend in
             var o = CheckOptions()
@@ -190,14 +204,18 @@ import Testing
             #expect(
                 backend.pagesServed == 0 || backend.pagesOfOneSignedDate < backend.pagesServed,
                 "\(backend.pagesOfOneSignedDate) of \(backend.pagesServed) pages carry one signedDate")
-            return (report, store.served)
+            #expect(
+                backend.disagreeingPurchases == 0,
+                "\(backend.disagreeingPurchases) of \(backend.restoredPurchases) restored purchases disagreed on a refund"
+            )
+            return (report, store.served, backend.restoredPurchases)
         }
     }
 
     /// It asks Apple when asked what an account may use, too: what it learns then, the oracle learns before the
     /// answers are compared.
     @Test func aBackendThatAlsoAsksWhenAskedPasses() throws {
-        let (report, served) = try Self.check(ReferenceValidator(), cases: 12, asksWhenAsked: true)
+        let (report, served, _) = try Self.check(ReferenceValidator(), cases: 12, asksWhenAsked: true)
         #expect(report.failure == nil, "\(report.failure.map { "\($0.outcome)" } ?? "")")
         #expect(report.passed == 12)
         #expect((served["history"] ?? 0) > 100, "\(served)")
@@ -247,9 +265,10 @@ import Testing
     }
 
     @Test func aCorrectBackendThatAsksTheAPIOnItsOwnPasses() throws {
-        let (report, served) = try Self.check(ReferenceValidator(), cases: 120)
+        let (report, served, restored) = try Self.check(ReferenceValidator(), cases: 120)
         #expect(report.failure == nil, "\(report.failure.map { "\($0.outcome)" } ?? "")")
         #expect(report.passed == 120)
+        #expect(restored > 0)
         // It did ask: every purchase and every notification it took.
         #expect((served["history"] ?? 0) > 500, "\(served)")
         #expect((served["statuses"] ?? 0) > 200, "\(served)")
@@ -259,12 +278,12 @@ import Testing
     }
 
     @Test func withoutTheAPIsAnswersTheSameBackendLooksBroken() throws {
-        let (report, _) = try Self.check(ReferenceValidator(), cases: 20, announced: false)
+        let (report, _, _) = try Self.check(ReferenceValidator(), cases: 20, announced: false)
         #expect(report.failure != nil)
     }
 
     @Test func aBackendThatAsksTheAPIButIgnoresRevocationIsCaught() throws {
-        let (report, _) = try Self.check(try #require(Mutants.named("ignore-revocation")).make(), cases: 300)
+        let (report, _, _) = try Self.check(try #require(Mutants.named("ignore-revocation")).make(), cases: 300)
         let d = try #require(report.failure?.discrepancy, "\(report.failure.map { "\($0.outcome)" } ?? "passed")")
         #expect(d.kind == .answer)
         // The report says the backend asked, and counts what it was served among the facts.

@@ -60,14 +60,16 @@ struct APITruth: Sendable {
     /// when no transaction of that id (or chain) was signed by then.
     func snapshot(asking id: String, at t: Millis) -> APISnapshot? {
         guard let person = customerOf[id] else { return nil }
-        let current = (idsOf[person] ?? []).compactMap { versions[$0]?.last { $0.signedDate <= t } }
+        // One purchase under several ids (a restore) says at Apple what was signed last of it under any of them, as
+        // the oracle reads it: the case may deliver a refund under one id only (docs/answers.md).
+        let current = Oracle.samePurchase(
+            (idsOf[person] ?? []).compactMap { versions[$0]?.last { $0.signedDate <= t } })
         guard let asked = current.first(where: { $0.transactionId == id || $0.originalTransactionId == id }) else {
             return nil
         }
         // Apple's history order (ascending by last modification). A transaction keeps the date its version was
-        // signed: Apple re-signs at every answer, but here a restored id's version may be older than its purchase's
-        // newest (a refund reversed under the other id), and re-signed at the same instant the two would tie, the
-        // stale one winning where the newest signed version of a purchase is what counts.
+        // signed: Apple re-signs at every answer, but the oracle, which learns what is served, takes the newest
+        // signed version of a purchase, and versions re-signed at one instant would tie.
         let transactions = current.sorted(by: JWSTransactionDecodedPayload.signedBefore)
         var chains: [String] = []
         for tx in transactions where !chains.contains(tx.originalTransactionId) {
