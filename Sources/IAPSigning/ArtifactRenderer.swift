@@ -75,10 +75,11 @@ public final class ArtifactRenderer {
 
     /// History pages (20 transactions each, in the snapshot's order, every page but the last with `hasMore`) and,
     /// when the customer has subscriptions, the statuses: one item per group, each listing every chain of that
-    /// group with its latest transaction and renewal info.
+    /// group with its latest transaction and renewal info, its status as of `statusesAt` (default: when the renewal
+    /// info was signed, which a snapshot of the simulator re-signs at the call).
     public func apiResponses(
         _ s: APISnapshot, sign tx: (JWSTransactionDecodedPayload) -> String,
-        _ rn: (JWSRenewalInfoDecodedPayload) -> String
+        _ rn: (JWSRenewalInfoDecodedPayload) -> String, statusesAt: Millis? = nil
     ) -> SignedDelivery {
         let first = s.transactions.first
         let bundleId = first?.bundleId ?? "", environment = first?.environment ?? .production
@@ -103,7 +104,7 @@ public final class ArtifactRenderer {
             else { continue }
             let item = LastTransactionsItem(
                 originalTransactionId: r.originalTransactionId,
-                status: .derive(latest: latest, renewal: r, at: r.signedDate),
+                status: .derive(latest: latest, renewal: r, at: statusesAt ?? r.signedDate),
                 signedTransactionInfo: tx(latest), signedRenewalInfo: rn(r))
             if let k = groups.firstIndex(where: { $0.subscriptionGroupIdentifier == group }) {
                 groups[k].lastTransactions.append(item)

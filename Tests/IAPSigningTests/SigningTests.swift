@@ -18,6 +18,32 @@ import Testing
 
     func verifier() -> SignedDataVerifier { SignedDataVerifier(trustedRoots: pki.trustedRoots) }
 
+    /// Get All Subscription Statuses says each status as of the instant asked for (the backend's clock), whatever
+    /// instant the renewal info was signed at: a backend that takes the status and one that reads the expiry agree.
+    @Test func statusesAreAsOfTheInstantAsked() throws {
+        let catalog = Catalog.standard
+        let product = try #require(catalog.products.first { $0.kind == .autoRenewable })
+        let tx = catalog.probeTransaction(of: product, at: Self.t, user: "a1b2c3d4-0000-4000-8000-000000000001")
+        let expiry = try #require(tx.expiresDate)
+        var renewal = JWSRenewalInfoDecodedPayload(
+            originalTransactionId: tx.originalTransactionId, productId: product.id, autoRenewProductId: product.id,
+            autoRenewStatus: .on, signedDate: Self.t, environment: catalog.environment)
+        renewal.renewalDate = expiry
+        let snapshot = APISnapshot(
+            originalTransactionId: tx.originalTransactionId, transactions: [tx], renewalInfo: renewal)
+        let renderer = ArtifactRenderer(pki: pki)
+        func status(at t: Millis?) throws -> SubscriptionStatus? {
+            guard
+                case let .apiSnapshot(_, _, statuses) = renderer.apiResponses(
+                    snapshot, sign: renderer.transaction, renderer.renewal, statusesAt: t)
+            else { return nil }
+            return statuses?.data.first?.lastTransactions.first?.status
+        }
+        #expect(try status(at: nil) == .active)  // as of the renewal info's signedDate
+        #expect(try status(at: expiry - 1000) == .active)
+        #expect(try status(at: expiry + 1000) != .active)
+    }
+
     @Test func theChainLooksLikeApples() throws {
         let leaf = pki.leaves[0].issued.certificate
         #expect(leaf.extensions[oid: TestPKI.receiptSigningOID]?.critical == false)

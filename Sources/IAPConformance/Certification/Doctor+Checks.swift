@@ -265,6 +265,7 @@ extension DoctorSession {
     /// The answer a day into the purchase; nil (with the checklist line) when it cannot be read.
     mutating func askDayOne(_ s: DoctorScenario) -> EntitlementAnswer? {
         let at = DoctorScenario.start + CivilTime.msPerDay
+        api?.serve(v, at: at, clock: at)
         do {
             return try timed("entitlements") { (v: any Validator) throws(ValidatorFailure) in
                 try v.entitlements(EntitlementQuery(userId: s.user, at: at, deviceTime: at))

@@ -67,6 +67,8 @@ extension DoctorSession {
             var observed: [Bool] = []
             var listed = false
             for t in instants {
+                // Apple, asked then, knows what was signed by then, and says each status as of then.
+                api?.serve(v, at: t, clock: t)
                 let a = try timed("entitlements") { (v: any Validator) throws(ValidatorFailure) in
                     try v.entitlements(EntitlementQuery(userId: s.user, at: t, deviceTime: t))
                 }

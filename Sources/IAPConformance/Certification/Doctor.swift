@@ -86,6 +86,8 @@ struct DoctorSession {
     var timings: [String: [Double]] = [:]
     /// The channels whose genuine artifact the backend accepted: only there does a refused forgery say anything.
     var genuineAccepted: Set<DeliveryChannel> = []
+    /// The API, for a backend that asks it of its own accord: it knows the doctor's purchase.
+    var api: APIService?
 
     init(doctor: Doctor) { self.doctor = doctor }
 
@@ -219,7 +221,7 @@ struct DoctorSession {
         }
         var knowledge = Knowledge(config: config)
         // A backend that asks the API of its own accord finds the purchase there, as at Apple.
-        let api = APIService(config: config, [.app, .notification].map(scenario.delivery(on:)), for: v)
+        api = APIService(config: config, [.app, .notification].map(scenario.delivery(on:)), for: v)
         api?.serve(v, at: DoctorScenario.start + 1000)
         defer { api?.serve(nil, on: v) }
         guard deliverGenuine(scenario, profile: profile, knowledge: &knowledge) else {

@@ -7,8 +7,7 @@ import IAPValidatorAPI
 
 /// What Apple's API knows at each instant of a case, for a backend that calls it of its own accord
 /// (docs/mock-app-store.md#a-backend-that-asks-on-its-own): every genuine fact the case delivers on any channel but
-/// the legacy one (whose receipts are less precise), in the version signed last by then, by customer; renewal infos
-/// re-signed at that instant, as the statuses Apple derives from them are of that instant. The API never knows a fact the case does not deliver, and the oracle learns
+/// the legacy one (whose receipts are less precise), in the version signed last by then, by customer. The API never knows a fact the case does not deliver, and the oracle learns
 /// exactly what it served: a correct backend that asks agrees with the oracle whatever it asks and when.
 struct APITruth: Sendable {
     /// By transaction id, every version, oldest signed first.
@@ -75,11 +74,7 @@ struct APITruth: Sendable {
         for tx in transactions where !chains.contains(tx.originalTransactionId) {
             chains.append(tx.originalTransactionId)
         }
-        let renewalInfos = chains.compactMap { chain -> JWSRenewalInfoDecodedPayload? in
-            guard var r = renewals[chain]?.last(where: { $0.signedDate <= t }) else { return nil }
-            r.signedDate = t
-            return r
-        }
+        let renewalInfos = chains.compactMap { chain in renewals[chain]?.last { $0.signedDate <= t } }
         return APISnapshot(
             originalTransactionId: asked.originalTransactionId, transactions: transactions, renewalInfos: renewalInfos)
     }
@@ -122,13 +117,15 @@ final class APIService {
     }
 
     /// The API answers as of `t` from now on (step `step` of the case).
-    func serve(_ v: any Validator, at t: Millis, step: Int) {
+    func serve(_ v: any Validator, at t: Millis, clock: Millis, step: Int) {
         self.step = step
-        serve(v, at: t)
+        serve(v, at: t, clock: clock)
     }
 
-    /// The API answers as of `t` from now on.
-    func serve(_ v: any Validator, at t: Millis) {
+    /// The API answers as of Apple's instant `t` from now on, each subscription's status as of the backend's clock
+    /// (the instant iapcheck gives it, which the question asks about: a backend that takes Apple's status and one
+    /// that reads the expiry against its clock then agree, under a clock skew too).
+    func serve(_ v: any Validator, at t: Millis, clock: Millis? = nil) {
         v.serveAPI { [truth, appAppleId, signed] id in
             guard let snapshot = truth.snapshot(asking: id, at: t) else { return nil }
             let renderer = ArtifactRenderer(pki: TestPKI.harness, appAppleId: appAppleId)
@@ -144,7 +141,7 @@ final class APIService {
                     let token = renderer.renewal(r)
                     facts[token] = .renewal(r)
                     return token
-                })
+                }, statusesAt: clock ?? t)
             signed.withLock { $0.merge(facts) { a, _ in a } }
             guard case let .apiSnapshot(otid, history, statuses) = responses else { return nil }
             return APIAnswers(originalTransactionId: otid, history: history, statuses: statuses)

@@ -60,7 +60,7 @@ public enum CaseRunner {
                 // A case planned for more channels (a corpus file) sends only what this validator takes.
                 if !profile.accepts(d.delivery.channel) { continue }
                 let verdict: DeliveryVerdict, expected: ExpectedVerdict
-                api?.serve(v, at: d.arrival, step: i)
+                api?.serve(v, at: d.arrival, clock: d.now, step: i)
                 do {
                     (verdict, expected) = try send(d, to: v, decodedPath, renderer, kit, knowledge, c.config.policy)
                 } catch {
@@ -128,7 +128,7 @@ public enum CaseRunner {
         _ c: GeneratedCase, _ q: PlannedQuery, step: Int, _ v: any Validator, _ knowledge: inout Knowledge,
         profile: ValidatorProfile, api: APIService?
     ) throws(ValidatorFailure) -> Discrepancy? {
-        api?.serve(v, at: q.appleTime, step: step)
+        api?.serve(v, at: q.appleTime, clock: q.isHindsight ? q.appleTime : q.query.at, step: step)
         let wrong = try wrongAnswer(c, q, step: step, v, knowledge, profile: profile)
         guard api?.learnServed(from: v, into: &knowledge) == true else { return wrong }
         return try wrongAnswer(c, q, step: step, v, knowledge, profile: profile)
