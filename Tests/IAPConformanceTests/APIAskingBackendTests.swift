@@ -22,6 +22,9 @@ import Testing
         let storePort: Int
         /// Asks the API again before every answer, about each purchase the account posted.
         let asksWhenAsked: Bool
+        /// Takes every chain of the customer's history as the account's, not only the one the app posted.
+        var linksTheWholeHistory = false
+        var otherChainsLinked = 0
         var purchases: [String: [String]] = [:]
         /// The history pages of two transactions or more the API served, and how many distinct `signedDate`s each had.
         var pagesServed = 0
@@ -57,7 +60,17 @@ import Testing
                     let own = pages.flatMap(\.signedTransactions).first(where: { Self.ids(in: $0).0 == id })
                 else { return .init(status: 404, text: #"{"reason": "Apple does not know \#(id)"}"#) }
                 purchases[user, default: []].append(id)
-                return keep([snapshot, .appTransaction(userId: user, signedTransaction: own, deviceTime: nil)], now)
+                var linked = [
+                    snapshot, SignedDelivery.appTransaction(userId: user, signedTransaction: own, deviceTime: nil),
+                ]
+                if linksTheWholeHistory {
+                    var chains: Set<String> = [Self.ids(in: own).1]
+                    for jws in pages.flatMap(\.signedTransactions) where chains.insert(Self.ids(in: jws).1).inserted {
+                        linked.append(.appTransaction(userId: user, signedTransaction: jws, deviceTime: nil))
+                        otherChainsLinked += 1
+                    }
+                }
+                return keep(linked, now)
             case "/v1/apple/webhook":
                 let payload = body["signedPayload"] as? String ?? ""
                 guard case .accepted? = try? logic.deliver(.notification(signedPayload: payload), now: now) else {
@@ -191,10 +204,14 @@ import Testing
         return try body(store, http, backend)
     }
 
-    static func check(_ logic: any Validator, cases: Int, announced: Bool = true, asksWhenAsked: Bool = false) throws
+    static func check(
+        _ logic: any Validator, cases: Int, announced: Bool = true, asksWhenAsked: Bool = false,
+        linksTheWholeHistory: Bool = false
+    ) throws
         -> (CheckReport, [String: Int], restored: Int)
     {
         try with(logic, asksWhenAsked: asksWhenAsked) { store, http, backend in
+            backend.linksTheWholeHistory = linksTheWholeHistory
             var o = CheckOptions()
             o.cases = cases
             let report = Checker(options: o, validator: announced ? http : Unannounced(http)).run()
@@ -208,8 +225,16 @@ import Testing
                 backend.disagreeingPurchases == 0,
                 "\(backend.disagreeingPurchases) of \(backend.restoredPurchases) restored purchases disagreed on a refund"
             )
-            return (report, store.served, backend.restoredPurchases)
+            return (report, store.served, linksTheWholeHistory ? backend.otherChainsLinked : backend.restoredPurchases)
         }
+    }
+
+    /// It takes every chain of the customer's history as the account's: the history is one Apple ID's, so a chain the
+    /// app did not post (bought on another device) is that account's too, a reading the facts leave open.
+    @Test func aBackendThatTakesTheWholeHistoryAsTheAccountsPasses() throws {
+        let (report, _, linked) = try Self.check(ReferenceValidator(), cases: 120, linksTheWholeHistory: true)
+        #expect(report.failure == nil, "\(report.failure.map { "\($0.outcome)" } ?? "")")
+        #expect(linked > 0)
     }
 
     /// It asks Apple when asked what an account may use, too: what it learns then, the oracle learns before the
