@@ -12,8 +12,8 @@ struct Certify: ParsableCommand {
         abstract: "Run the fixed, versioned certification suite and write a JSON and an HTML report to Results/.",
         discussion: """
             Every property with its named seed and case count, then a probe of every forgery class. Unlike check, a \
-            failing property does not stop the others. Exit code 0 when certified, 1 otherwise, 3 if the validator \
-            failed as a program.
+            failing property does not stop the others. Exit code 0 when certified, 1 otherwise, 2 misconfigured, 3 if \
+            the validator failed as a program, 130 when Ctrl-C stopped it (what ran so far is reported, with no verdict).
             """)
 
     @Option(help: "reference, mutant:NAME, exec:'COMMAND' or http:TARGET.json.") var validator = "reference"
@@ -97,6 +97,8 @@ struct Certify: ParsableCommand {
             jobCount, { () throws -> any Validator in synchronized ? SynchronizedReferenceValidator() : try workers() }
         )
         run.progress = { line in try? FileHandle.standardError.write(contentsOf: Data("certify: \(line)\n".utf8)) }
+        run.shouldStop = { Interrupt.requested }
+        Interrupt.install()
         let overall = Progress("certify", quiet: false)
         run.caseProgress = { done, total, label in
             overall.label = label

@@ -10,6 +10,26 @@ import Testing
 /// `iapcheck certify` as a library call: the verdict word, the exit code and the printed lines come from the run,
 /// without the command line.
 @Suite struct CertifyRunTests {
+    /// Ctrl-C (the Node trial's certify of a slow backend): the suite stops after the case under way and says what it
+    /// ran, with no verdict and exit 130, where it used to die without a word.
+    @Test func aCertifyStoppedByCtrlCSaysSoAndGivesNoVerdict() throws {
+        let asked = Locked(0)
+        var run = CertifyRun(scale: 0.05)
+        run.shouldStop = {
+            asked.withLock {
+                $0 += 1
+                return $0 > 20
+            }
+        }
+        let report = run.run(ReferenceValidator())
+        #expect(report.interrupted == true)
+        #expect(report.exitCode == 130 && report.verdictWord.hasPrefix("INTERRUPTED"), "\(report.verdictWord)")
+        #expect(report.properties.count < run.entries.count)
+        #expect(report.forgeries.isEmpty)
+        #expect(report.lines.contains { $0.contains("interrupted by Ctrl-C") }, "\(report.lines)")
+        #expect(report.lines.contains("forgeries: not probed (the run was interrupted)"), "\(report.lines)")
+    }
+
     /// The probe sends one artifact per class; a forgery the properties' cases found accepted is said on the same
     /// line, which read "26/26 classes rejected" beside that divergence (the Go trial).
     @Test func theForgeryLineSaysWhatThePropertiesCasesFoundAccepted() throws {

@@ -7,6 +7,7 @@ extension CertificationSuite.Report {
     /// CERTIFIED, CERTIFIED WITH N DECLARED EXCEPTIONS (every divergence declared: a known divergence or a baseline
     /// entry, each listed) or NOT CERTIFIED.
     public var verdictWord: String {
+        if interrupted == true { return "INTERRUPTED, NOT CERTIFIED" }
         if passed { return "CERTIFIED" }
         guard passedWithDeclaredDivergences else { return "NOT CERTIFIED" }
         let n = divergences.filter(\.declared).count
@@ -23,8 +24,9 @@ extension CertificationSuite.Report {
     }
 
     /// 2 the validator is misconfigured, 3 it failed as a program, 1 not certified, 0 certified (declared
-    /// divergences included).
+    /// divergences included), 130 interrupted by Ctrl-C.
     public var exitCode: Int32 {
+        if interrupted == true { return 130 }
         if properties.contains(where: { $0.validatorFailure?.kind == .misconfigured }) { return 2 }
         if properties.contains(where: { $0.validatorFailure != nil })
             || forgeries.contains(where: { $0.validatorFailure != nil })
@@ -45,6 +47,11 @@ extension CertificationSuite.Report {
     /// it left unchecked.
     public var lines: [String] {
         var lines = properties.map(Self.row)
+        if interrupted == true {
+            lines.append(
+                "interrupted by Ctrl-C after \(properties.count) propert\(properties.count == 1 ? "y" : "ies") (the last one perhaps in part), before the forgery probe: run certify again for a verdict"
+            )
+        }
         lines.append(forgeryLine)
         // Distinct failures whose first difference reads alike (one forgery accepted after different deliveries) are
         // told apart by their signatures.
@@ -85,6 +92,7 @@ extension CertificationSuite.Report {
 
     /// How many forgery classes were rejected, and which were not, not credited or not probed.
     var forgeryLine: String {
+        if interrupted == true { return "forgeries: not probed (the run was interrupted)" }
         let rejected = forgeries.filter(\.rejected).count
         let uncredited = forgeries.filter { $0.genuineRefused != nil }.map(\.name)
         let accepted = forgeries.filter { !$0.holds && $0.genuineRefused == nil }.map(\.name)

@@ -153,9 +153,12 @@ public enum CertificationSuite {
         /// What that profile leaves unchecked: fields not compared, channels not used, and the properties and
         /// forgery classes they leave out (absent when nothing is).
         public var notChecked: [NotChecked]?
+        /// Stopped by Ctrl-C: the properties run so far (the last one perhaps in part), no forgery probe; no verdict.
+        public var interrupted: Bool?
         /// No validator failure and every divergence declared.
         public var passedWithDeclaredDivergences: Bool {
             divergences.allSatisfy(\.declared) && properties.allSatisfy { $0.validatorFailure == nil }
+                && interrupted != true
         }
     }
 

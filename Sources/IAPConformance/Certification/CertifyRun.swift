@@ -36,6 +36,8 @@ public struct CertifyRun {
     public var maxSize = HistoryGenerator.defaultMaxSize
     /// A line when each property and the forgery probe start.
     public var progress: ((String) -> Void)?
+    /// Ctrl-C: the property under way stops after its case, and the suite ends there without a verdict.
+    public var shouldStop: @Sendable () -> Bool = { false }
     /// Cases done in the whole suite, of all its cases, and what runs now (`certify (robust-input, property 5 of 6)`).
     public var caseProgress: ((_ done: Int, _ total: Int, _ label: String) -> Void)?
 
@@ -88,6 +90,12 @@ public struct CertifyRun {
             }
             results.append(result)
             findings += found.map { ($0, e.property.rawValue) }
+            if shouldStop() { break }
+        }
+        if shouldStop() {
+            var report = report(validator, results, [], findings, record: record)
+            (report.interrupted, report.passed) = (true, false)
+            return report
         }
         let probed = ForgeryClass.allCases.filter {
             $0.applies(in: catalog.environment) && validator.profile.accepts(CertificationSuite.probeChannel($0))
@@ -108,6 +116,7 @@ public struct CertifyRun {
         (o.seed, o.cases, o.properties) = (e.seed, cases, [e.property])
         (o.catalog, o.drawsCatalogs, o.maxSize, o.policy) = (catalog, record.drawn == true, maxSize, policy)
         o.shrinkBudget = .init(maxAttempts: 300)
+        o.shouldStop = shouldStop
         o.jobs = jobs
         // Past the first failure: a second bug shows in the same run, not after the first is fixed.
         o.keepGoing = collectsEverySignature ? 20 : CertificationSuite.distinctFailuresPerProperty
