@@ -15,7 +15,7 @@ import Testing
 /// and on that, on every notification it verified, and never otherwise, it asks the App Store Server API for the
 /// customer's history and statuses, verifies them and keeps what they say. `check` must pass it when its logic is
 /// right and catch it when it is not, with the mock App Store answering as Apple would at each step.
-@Suite(.serialized) struct APIAskingBackendTests {
+@Suite struct APIAskingBackendTests {
     /// The backend: a reference validator (or a mutant) behind HTTP routes of its own shape.
     final class Backend: @unchecked Sendable {
         let logic: any Validator
@@ -232,7 +232,7 @@ import Testing
     /// It takes every chain of the customer's history as the account's: the history is one Apple ID's, so a chain the
     /// app did not post (bought on another device) is that account's too, a reading the facts leave open.
     @Test func aBackendThatTakesTheWholeHistoryAsTheAccountsPasses() throws {
-        let (report, _, linked) = try Self.check(ReferenceValidator(), cases: 120, linksTheWholeHistory: true)
+        let (report, _, linked) = try Self.check(ReferenceValidator(), cases: 60, linksTheWholeHistory: true)
         #expect(report.failure == nil, "\(report.failure.map { "\($0.outcome)" } ?? "")")
         #expect(linked > 0)
     }
@@ -240,10 +240,10 @@ import Testing
     /// It asks Apple when asked what an account may use, too: what it learns then, the oracle learns before the
     /// answers are compared.
     @Test func aBackendThatAlsoAsksWhenAskedPasses() throws {
-        let (report, served, _) = try Self.check(ReferenceValidator(), cases: 12, asksWhenAsked: true)
+        let (report, served, _) = try Self.check(ReferenceValidator(), cases: 5, asksWhenAsked: true)
         #expect(report.failure == nil, "\(report.failure.map { "\($0.outcome)" } ?? "")")
-        #expect(report.passed == 12)
-        #expect((served["history"] ?? 0) > 100, "\(served)")
+        #expect(report.passed == 5)
+        #expect((served["history"] ?? 0) > 30, "\(served)")
     }
 
     /// certify's forgery probe: each class's genuine twin is found at the API and credited, and no forgery is taken.
@@ -290,9 +290,9 @@ import Testing
     }
 
     @Test func aCorrectBackendThatAsksTheAPIOnItsOwnPasses() throws {
-        let (report, served, restored) = try Self.check(ReferenceValidator(), cases: 120)
+        let (report, served, restored) = try Self.check(ReferenceValidator(), cases: 100)
         #expect(report.failure == nil, "\(report.failure.map { "\($0.outcome)" } ?? "")")
-        #expect(report.passed == 120)
+        #expect(report.passed == 100)
         #expect(restored > 0)
         // It did ask: every purchase and every notification it took.
         #expect((served["history"] ?? 0) > 500, "\(served)")
