@@ -7,8 +7,9 @@ import IAPValidatorAPI
 
 /// What Apple's API knows at each instant of a case, for a backend that calls it of its own accord
 /// (docs/mock-app-store.md#a-backend-that-asks-on-its-own): every genuine fact the case delivers on any channel but
-/// the legacy one (whose receipts are less precise), in the version signed last by then, by customer. The API never knows a fact the case does not deliver, and the oracle learns
-/// exactly what it served: a correct backend that asks agrees with the oracle whatever it asks and when.
+/// the legacy one (whose receipts are less precise), in the version signed last by then, by customer. The API never
+/// knows a fact the case does not deliver, and the oracle learns exactly what it served: a correct backend that asks
+/// agrees with the oracle whatever it asks and when.
 struct APITruth: Sendable {
     /// By transaction id, every version, oldest signed first.
     private var versions: [String: [JWSTransactionDecodedPayload]] = [:]
@@ -102,7 +103,7 @@ final class APIService {
         appAppleId = c.config.catalog.appAppleId
     }
 
-    /// The doctor's: its one purchase, as each channel carries it.
+    /// The doctor's and certify's forgery probe's: their purchase, as the channels carry it.
     init?(config: ValidatorConfig, _ genuine: [Delivery], for v: any Validator) {
         guard v.mayAskTheAPI else { return nil }
         truth = APITruth(config: config, genuine.map { ($0, 0) })

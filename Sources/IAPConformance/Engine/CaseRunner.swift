@@ -131,7 +131,9 @@ public enum CaseRunner {
         api?.serve(v, at: q.appleTime, clock: q.isHindsight ? q.appleTime : q.query.at, step: step)
         let wrong = try wrongAnswer(c, q, step: step, v, knowledge, profile: profile)
         guard api?.learnServed(from: v, into: &knowledge) == true else { return wrong }
-        return try wrongAnswer(c, q, step: step, v, knowledge, profile: profile)
+        let again = try wrongAnswer(c, q, step: step, v, knowledge, profile: profile)
+        api?.learnServed(from: v, into: &knowledge)  // the same facts again, taken at their step
+        return again
     }
 
     /// After a route that verifies later received what it must refuse: its effect, if any, shows once the validator's
